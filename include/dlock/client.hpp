@@ -1,0 +1,179 @@
+// dlock/client.hpp: the entry point. A client owns one I/O thread, one auto-pipelined command
+// connection, one pub/sub connection shared by every waiter, and one watchdog that renews all
+// locks it holds in batches. It is thread-safe; share one per process (or per Redis topology).
+//
+//   dlock::client c("redis://127.0.0.1:6379");
+//   dlock::mutex m = c.make_mutex("orders:42");          // Redisson RLock-compatible
+//   { std::scoped_lock g(m); ... }                        // TimedLockable
+//   if (auto l = c.acquire("job:nightly", {.wait = 5s})) { use(l.token()); }   // lease handle
+#pragma once
+
+#include <dlock/config.hpp>
+#include <dlock/detail/request.hpp>
+#include <dlock/error.hpp>
+#include <dlock/lease.hpp>
+#include <dlock/resp3.hpp>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/executor_work_guard.hpp>
+
+#include <chrono>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dlock {
+
+class mutex;
+class simple_mutex;
+
+/// Which lock an acquire() takes.
+enum class lock_kind {
+    reentrant, ///< Redisson RLock layout, fencing token, pub/sub wake-up (default)
+    simple,    ///< SET key token NX PX, compare-and-delete release (redis-py Lock layout)
+};
+
+struct acquire_options {
+    /// How long to wait for the lock. nullopt (default) waits forever; zero tries once.
+    /// Negative durations are treated as zero.
+    std::optional<std::chrono::milliseconds> wait;
+    /// Fixed lease: the lock expires after it, no renewal. nullopt (default) uses the client's
+    /// watchdog lease and renews it every lease / 3 while the handle lives. Must be >= 1 ms.
+    std::optional<std::chrono::milliseconds> lease;
+    lock_kind kind = lock_kind::reentrant;
+};
+
+namespace detail {
+class client_impl;
+void submit(client_impl& c, request& r);
+asio::any_io_executor executor_of(client_impl& c);
+using acquire_callback = std::function<void(std::error_code, lease)>;
+void start_acquire(const std::shared_ptr<client_impl>& c, std::string name,
+                   const acquire_options& opts, acquire_callback cb);
+} // namespace detail
+
+class client {
+public:
+    /// Connects lazily: the constructor never blocks on the network.
+    /// Errors: dlock::error(errc::configuration_error) for a bad URL or unsupported topology.
+    explicit client(std::string_view url);
+    explicit client(client_options opts);
+    ~client();
+    client(client&&) noexcept;
+    client& operator=(client&&) noexcept;
+
+    const client_options& options() const noexcept;
+    /// This client's id: a random UUID, the first half of every owner field it writes.
+    const std::string& id() const noexcept;
+
+    /// Runs one command and returns its reply. A Redis error reply is returned as a value of
+    /// type resp3::type::error (not thrown); transport failures throw dlock::error.
+    /// Blocking: until the reply or options().command_timeout. Thread safety: any thread except
+    /// the client's I/O thread (errc::invalid_argument there).
+    resp3::value command(std::initializer_list<std::string_view> args);
+    resp3::value command(std::span<const std::string_view> args);
+    resp3::value command(std::span<const std::string_view> args, std::error_code& ec);
+
+    /// Async twin of command(): completes with void(std::error_code, resp3::value) on the
+    /// token's associated executor (the I/O thread by default).
+    template <class CompletionToken>
+    auto async_command(std::vector<std::string> args, CompletionToken&& token);
+
+    /// A Redisson-compatible reentrant lock object (TimedLockable, per-thread ownership).
+    /// Errors: errc::invalid_argument for an empty name or one whose hash tag is empty.
+    mutex make_mutex(std::string name);
+    /// A simple lock object (SET NX PX; not reentrant).
+    simple_mutex make_simple_mutex(std::string name);
+
+    /// Takes a lock for a lease handle. Returns an empty lease when not acquired within
+    /// opts.wait. Blocking: up to opts.wait plus one command timeout.
+    lease acquire(std::string_view name, const acquire_options& opts = {});
+    lease acquire(std::string_view name, const acquire_options& opts, std::error_code& ec);
+    /// Completes with void(std::error_code, lease).
+    template <class CompletionToken>
+    auto async_acquire(std::string name, acquire_options opts, CompletionToken&& token);
+
+    /// Writes `value` to `key` only if `token` is at least the newest token that wrote `key`
+    /// before (fenced_set.lua; the newest token is kept in `fence_key`). Returns false when
+    /// rejected as stale. Both keys must share a hash slot on Cluster.
+    bool fenced_set(std::string_view key, std::string_view fence_key, std::uint64_t token,
+                    std::string_view value);
+
+    asio::any_io_executor get_executor() const;
+    const std::shared_ptr<detail::client_impl>& impl() const noexcept { return impl_; }
+
+private:
+    std::shared_ptr<detail::client_impl> impl_;
+};
+
+// ---- async templates ---------------------------------------------------------------------
+
+namespace detail {
+
+template <class Handler>
+class command_op final : public request {
+public:
+    command_op(Handler&& h, std::vector<std::string>&& a, const asio::any_io_executor& io)
+        : handler_(std::move(h))
+        , work_(asio::get_associated_executor(handler_, io))
+        , storage_(std::move(a)) {
+        views_.assign(storage_.begin(), storage_.end());
+        args = views_;
+    }
+    void complete(std::error_code ec, resp3::value&& reply) override {
+        auto ex = work_.get_executor();
+        asio::dispatch(ex, [h = std::move(handler_), ec, r = std::move(reply)]() mutable {
+            std::move(h)(ec, std::move(r));
+        });
+        delete this;
+    }
+
+private:
+    Handler handler_;
+    asio::executor_work_guard<asio::associated_executor_t<Handler, asio::any_io_executor>> work_;
+    std::vector<std::string> storage_;
+    std::vector<std::string_view> views_;
+};
+
+} // namespace detail
+
+template <class CompletionToken>
+auto client::async_command(std::vector<std::string> args, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code, resp3::value)>(
+        [impl = impl_](auto handler, std::vector<std::string> a) {
+            auto io = detail::executor_of(*impl);
+            auto* op = new detail::command_op<std::decay_t<decltype(handler)>>(
+                std::move(handler), std::move(a), io);
+            detail::submit(*impl, *op);
+        },
+        token, std::move(args));
+}
+
+template <class CompletionToken>
+auto client::async_acquire(std::string name, acquire_options opts, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code, lease)>(
+        [impl = impl_](auto handler, std::string n, acquire_options o) {
+            using H = std::decay_t<decltype(handler)>;
+            auto io = detail::executor_of(*impl);
+            auto work = asio::make_work_guard(asio::get_associated_executor(handler, io));
+            auto shared = std::make_shared<std::pair<H, decltype(work)>>(std::move(handler),
+                                                                         std::move(work));
+            detail::start_acquire(impl, std::move(n), o, [shared](std::error_code ec, lease l) {
+                auto ex = shared->second.get_executor();
+                asio::dispatch(ex, [shared, ec, l = std::move(l)]() mutable {
+                    std::move(shared->first)(ec, std::move(l));
+                });
+            });
+        },
+        token, std::move(name), std::move(opts));
+}
+
+} // namespace dlock

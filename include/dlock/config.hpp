@@ -1,0 +1,77 @@
+// dlock/config.hpp: how a client reaches Redis. One URL picks the topology; the same settings
+// are a plain struct with std::chrono fields for designated initialisers.
+//
+//   redis://[user[:password]@]host[:port][/db]       standalone, TCP
+//   rediss://[user[:password]@]host[:port][/db]      standalone, TLS (chain and host name verified)
+//   unix:///path/to/redis.sock[?db=N]                standalone, Unix socket
+//   redis-sentinel://host:port[,host:port...]/master-name
+//   redis-cluster://host:port[,host:port...]
+//
+// Passwords never appear in to_string(), error messages or logs.
+#pragma once
+
+#include <dlock/resp3.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace dlock {
+
+using namespace std::chrono_literals;
+
+enum class topology { standalone, sentinel, cluster };
+
+struct endpoint {
+    std::string host;
+    std::uint16_t port = 6379;
+    friend bool operator==(const endpoint&, const endpoint&) = default;
+};
+
+struct tls_options {
+    bool enabled = false;     ///< set by rediss://; never falls back to plaintext
+    std::string ca_file;      ///< PEM CA bundle; empty = the system default trust store
+    std::string cert_file;    ///< client certificate (mutual TLS); empty = none
+    std::string key_file;     ///< client private key
+    std::string server_name;  ///< name to verify and send as SNI; empty = the URL host
+};
+
+struct client_options {
+    topology kind = topology::standalone;
+    /// Servers to contact: the one server, the sentinels, or the cluster seed nodes.
+    std::vector<endpoint> endpoints{{"127.0.0.1", 6379}};
+    std::string unix_socket;  ///< non-empty: connect to this path instead of endpoints
+    std::string username;     ///< ACL user; empty = `default`
+    std::string password;     ///< empty = no AUTH
+    int db = 0;               ///< SELECT index (standalone and sentinel only)
+    std::string master_name;  ///< sentinel master name
+    tls_options tls;
+    std::string client_name = "dlock"; ///< CLIENT SETNAME; empty = none
+    /// Budget for TCP/TLS connect plus handshake (AUTH, HELLO, SELECT). Default 5 s.
+    std::chrono::milliseconds connect_timeout = 5s;
+    /// Budget for one command from the call to its reply. Default 5 s. A command that was
+    /// written and got no reply in time completes with errc::ambiguous and the connection is
+    /// recycled (its replies would otherwise be attributed to the wrong callers).
+    std::chrono::milliseconds command_timeout = 5s;
+    /// Reconnect backoff: doubles from min to max, with full jitter. Defaults 10 ms / 1 s.
+    std::chrono::milliseconds reconnect_min = 10ms;
+    std::chrono::milliseconds reconnect_max = 1s;
+    /// Lease used when a lock is taken without an explicit lease; the watchdog renews it every
+    /// watchdog_lease / 3. Default 30 s (Redisson's lockWatchdogTimeout).
+    std::chrono::milliseconds watchdog_lease = 30s;
+    resp3::limits limits;
+};
+
+/// Parses a URL of the forms above into options (other fields keep their defaults).
+/// Errors: errc::configuration_error with a message that names the problem (never the password).
+client_options parse_url(std::string_view url, std::error_code& ec, std::string* why = nullptr);
+/// Throwing form: dlock::error(errc::configuration_error, why).
+client_options parse_url(std::string_view url);
+
+/// The options as a URL-like string with the password replaced by `***`.
+std::string to_string(const client_options& opts);
+
+} // namespace dlock

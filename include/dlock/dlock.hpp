@@ -1,0 +1,9 @@
+// dlock/dlock.hpp: everything public in one include.
+#pragma once
+
+#include <dlock/client.hpp>
+#include <dlock/config.hpp>
+#include <dlock/error.hpp>
+#include <dlock/lease.hpp>
+#include <dlock/mutex.hpp>
+#include <dlock/resp3.hpp>

@@ -1,0 +1,74 @@
+// dlock/lease.hpp: the movable RAII handle of one acquisition, for code that is not bound to a
+// thread (async handlers, coroutines, a lock handed to another thread).
+//
+// A lease is one hold of one lock by one owner id that belongs to this handle alone (not to
+// the calling thread). Its loss cannot be missed: when the watchdog finds the lock gone or
+// owned by someone else, or the lease deadline passes without a successful renewal, the handle
+// flips to lost, stop_token() is requested, every on_lost() callback runs, and valid_until() is
+// in the past.
+#pragma once
+
+#include <dlock/error.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+namespace dlock {
+
+namespace detail {
+class hold_state;
+class client_impl;
+} // namespace detail
+
+class lease {
+public:
+    lease() noexcept = default; ///< empty: not acquired
+    lease(lease&&) noexcept;
+    lease& operator=(lease&&) noexcept;
+    lease(const lease&) = delete;
+    lease& operator=(const lease&) = delete;
+    /// Releases the lock if still held (errors are swallowed; call release() to see them).
+    ~lease();
+
+    /// True when this handle holds (or held, until release) a lock. Empty means "not acquired".
+    explicit operator bool() const noexcept { return state_ != nullptr; }
+
+    const std::string& name() const;
+    /// Fencing token of this acquisition; nullopt for kinds without a sound counter (simple
+    /// lock, Redlock). Strictly increasing across acquisitions of the same name on one master.
+    std::optional<std::uint64_t> token() const;
+    /// Steady-clock instant until which the lease is known to be held (a lower bound: measured
+    /// from before the acquire or renewal was sent). In the past once lost or released.
+    std::chrono::steady_clock::time_point valid_until() const;
+    bool lost() const noexcept;
+    /// Requested when the lease is lost (not on a normal release).
+    std::stop_token stop_token() const;
+    /// Runs `cb` once when the lease is lost; immediately (on the calling thread) if it already
+    /// is. Thread safety: callbacks run on the client's I/O thread; they must not block or call
+    /// synchronous dlock functions (those fail with errc::invalid_argument there).
+    void on_lost(std::function<void()> cb);
+
+    /// Releases the lock. Errors: errc::not_owner when the lock was lost meanwhile (the lease is
+    /// then marked lost), errc::ambiguous / unavailable for transport failures.
+    /// Edge values: releasing an empty or already released lease does nothing.
+    void release();
+    void release(std::error_code& ec);
+
+    /// Extends the lease to now + `lease_ms` if still owned. Errors: errc::not_owner if lost.
+    void extend(std::chrono::milliseconds lease_ms);
+    void extend(std::chrono::milliseconds lease_ms, std::error_code& ec);
+
+    /// Internal: built by the client.
+    explicit lease(std::shared_ptr<detail::hold_state> s) noexcept : state_(std::move(s)) {}
+    const std::shared_ptr<detail::hold_state>& state() const noexcept { return state_; }
+
+private:
+    std::shared_ptr<detail::hold_state> state_;
+};
+
+} // namespace dlock

@@ -1,0 +1,130 @@
+// dlock/mutex.hpp: thread-bound lock objects that meet the standard TimedLockable requirements,
+// so std::unique_lock, std::scoped_lock and std::lock work with them.
+//
+// dlock::mutex        Redisson RLock-compatible reentrant lock: hash N {"<client-id>:<thread-id>"
+//                     -> hold count}, unlock channel redisson_lock__channel:{N}, fencing counter
+//                     redisson_lock_token:{N}. A Java Redisson client and dlock exclude and wake
+//                     each other on the same name.
+// dlock::simple_mutex SET N <128-bit token> NX PX lease, compare-and-delete release; not
+//                     reentrant (locking it again from the holding thread is
+//                     errc::invalid_argument rather than a self-deadlock).
+//
+// Ownership is per thread: the thread that locked must unlock (errc::not_owner otherwise). For
+// code that is not thread-bound use client::acquire(), which returns a dlock::lease.
+//
+// Waiting never polls: the waiter subscribes to the unlock channel before its last attempt, is
+// woken by the unlock message (one local waiter per message), and otherwise retries after the
+// TTL the acquire script returned, so a lost message costs at most one TTL.
+//
+// Leases: without an explicit lease the client's watchdog renews the lock every lease/3 (default
+// lease 30 s). With one, the lock simply expires. Loss of a held lock is signalled through
+// stop_token(), on_lost() callbacks and valid_until(), per holding thread.
+#pragma once
+
+#include <dlock/client.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+namespace dlock {
+
+namespace detail {
+class lock_object;
+}
+
+class basic_mutex {
+public:
+    using milliseconds = std::chrono::milliseconds;
+
+    /// Blocks until acquired. Lease: the watchdog's (renewed) or `lease` (fixed, >= 1 ms).
+    /// Errors: throws dlock::error (unavailable, auth_failed, ...); lock(ec) does not throw.
+    /// Thread safety: any thread except the client's I/O thread.
+    void lock();
+    void lock(milliseconds lease);
+    void lock(std::error_code& ec);
+
+    /// One attempt, no waiting. False when another owner holds the lock.
+    [[nodiscard]] bool try_lock();
+    [[nodiscard]] bool try_lock(std::error_code& ec);
+
+    /// Waits up to `wait` (negative = zero) with the watchdog or a fixed `lease`.
+    template <class Rep, class Period>
+    [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
+        return try_lock_impl(ceil_ms(wait), std::nullopt);
+    }
+    template <class Rep, class Period>
+    [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait,
+                                    milliseconds lease) {
+        return try_lock_impl(ceil_ms(wait), lease);
+    }
+    /// Waits until `deadline` of any clock; the remaining time is measured on steady_clock once.
+    template <class Clock, class Duration>
+    [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+        return try_lock_for(deadline - Clock::now());
+    }
+    [[nodiscard]] bool try_lock_for(milliseconds wait, std::optional<milliseconds> lease,
+                                    std::error_code& ec);
+
+    /// Releases one hold of the calling thread. Errors: errc::not_owner if this thread does not
+    /// hold the lock (also when it was lost); unlock(ec) does not throw.
+    void unlock();
+    void unlock(std::error_code& ec);
+
+    /// Deletes the lock whoever holds it and wakes waiters. Returns true if a lock existed.
+    bool force_unlock();
+
+    bool is_locked();
+    bool is_held_by_this_thread();
+    /// Hold count of the calling thread as stored in Redis (0 when not held).
+    int hold_count();
+    /// PTTL of the lock; nullopt when it does not exist.
+    std::optional<milliseconds> remaining_lease();
+
+    /// Fencing token of the calling thread's current hold (nullopt: not held, or simple lock).
+    std::optional<std::uint64_t> fencing_token() const;
+    /// Loss signals of the calling thread's current hold (a never-requested token, a time point
+    /// in the past and a no-op when the thread holds nothing).
+    std::stop_token stop_token() const;
+    std::chrono::steady_clock::time_point valid_until() const;
+    void on_lost(std::function<void()> cb);
+
+    const std::string& name() const noexcept;
+
+    basic_mutex(basic_mutex&&) noexcept;
+    basic_mutex& operator=(basic_mutex&&) noexcept;
+    /// Stops renewing holds still open (they expire after their lease); never blocks.
+    ~basic_mutex();
+
+protected:
+    basic_mutex(client& c, std::string name, lock_kind kind);
+
+private:
+    template <class D>
+    static milliseconds ceil_ms(const D& d) {
+        auto ms = std::chrono::ceil<milliseconds>(d);
+        return ms.count() < 0 ? milliseconds(0) : ms;
+    }
+    bool try_lock_impl(milliseconds wait, std::optional<milliseconds> lease);
+
+    std::shared_ptr<detail::lock_object> obj_;
+};
+
+/// Redisson RLock-compatible reentrant lock.
+class mutex : public basic_mutex {
+public:
+    mutex(client& c, std::string name) : basic_mutex(c, std::move(name), lock_kind::reentrant) {}
+};
+
+/// Simple (non-reentrant) SET NX PX lock.
+class simple_mutex : public basic_mutex {
+public:
+    simple_mutex(client& c, std::string name)
+        : basic_mutex(c, std::move(name), lock_kind::simple) {}
+};
+
+} // namespace dlock

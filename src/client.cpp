@@ -1,0 +1,314 @@
+#include "client_impl.hpp"
+#include "lock/renewal.hpp"
+#include "random.hpp"
+
+#include <dlock/mutex.hpp>
+
+#include <openssl/rand.h>
+
+#include <stdexcept>
+
+namespace dlock::detail {
+
+// ---- ids ----------------------------------------------------------------------------------
+
+namespace {
+std::atomic<std::uint64_t> owner_counter{0};
+
+std::string hex(const unsigned char* p, std::size_t n) {
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s;
+    s.reserve(2 * n);
+    for (std::size_t i = 0; i < n; ++i) {
+        s.push_back(digits[p[i] >> 4]);
+        s.push_back(digits[p[i] & 15]);
+    }
+    return s;
+}
+
+void random_bytes(unsigned char* p, int n) {
+    if (RAND_bytes(p, n) != 1) throw std::runtime_error("dlock: RAND_bytes failed");
+}
+} // namespace
+
+std::uint64_t new_owner_id() noexcept {
+    return owner_counter.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+std::uint64_t this_thread_owner_id() noexcept {
+    thread_local const std::uint64_t id = new_owner_id();
+    return id;
+}
+
+std::string random_token() {
+    unsigned char b[16];
+    random_bytes(b, sizeof b);
+    return hex(b, sizeof b);
+}
+
+std::string random_uuid() {
+    unsigned char b[16];
+    random_bytes(b, sizeof b);
+    b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
+    b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
+    const std::string h = hex(b, sizeof b);
+    return h.substr(0, 8) + '-' + h.substr(8, 4) + '-' + h.substr(12, 4) + '-' + h.substr(16, 4) +
+           '-' + h.substr(20);
+}
+
+std::chrono::nanoseconds drift_for(std::chrono::milliseconds lease) noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(lease) / 100 +
+           std::chrono::milliseconds(2);
+}
+
+// ---- hold_state ---------------------------------------------------------------------------
+
+std::chrono::steady_clock::time_point hold_state::valid_until() const noexcept {
+    return std::chrono::steady_clock::time_point(
+        std::chrono::nanoseconds(valid_until_ns_.load(std::memory_order_acquire)));
+}
+
+void hold_state::set_valid_until(std::chrono::steady_clock::time_point t) noexcept {
+    valid_until_ns_.store(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count(),
+        std::memory_order_release);
+}
+
+void hold_state::mark_released() noexcept {
+    released_.store(true, std::memory_order_release);
+    set_valid_until(std::chrono::steady_clock::time_point{});
+}
+
+void hold_state::mark_lost() {
+    if (lost_.exchange(true, std::memory_order_acq_rel)) return;
+    set_valid_until(std::chrono::steady_clock::time_point{});
+    stop_.request_stop();
+    std::vector<std::function<void()>> cbs;
+    {
+        std::lock_guard lk(cb_mu_);
+        cbs.swap(callbacks_);
+    }
+    for (auto& cb : cbs) cb();
+}
+
+void hold_state::on_lost(std::function<void()> cb) {
+    {
+        std::lock_guard lk(cb_mu_);
+        if (!lost()) {
+            callbacks_.push_back(std::move(cb));
+            return;
+        }
+    }
+    cb();
+}
+
+// ---- client_impl --------------------------------------------------------------------------
+
+std::error_code reply_error(const resp3::value& v) noexcept {
+    if (!v.is_error()) return {};
+    return make_error_code(classify_server_error(v.str));
+}
+
+client_impl::client_impl(client_options opts)
+    : opts_(std::move(opts)), id_(random_uuid()), work_(asio::make_work_guard(io_)) {
+    if (opts_.kind != topology::standalone)
+        throw error(errc::configuration_error,
+                    "dlock: Sentinel and Cluster topologies are not supported by the client yet "
+                    "(" + to_string(opts_) + ")");
+    if (opts_.watchdog_lease < std::chrono::milliseconds(30))
+        throw error(errc::configuration_error, "dlock: watchdog_lease must be at least 30 ms");
+    if (opts_.command_timeout <= std::chrono::milliseconds(0) ||
+        opts_.connect_timeout <= std::chrono::milliseconds(0))
+        throw error(errc::configuration_error, "dlock: timeouts must be positive");
+    net::target t;
+    if (!opts_.unix_socket.empty()) t.unix_socket = opts_.unix_socket;
+    else {
+        t.host = opts_.endpoints.at(0).host;
+        t.port = opts_.endpoints.at(0).port;
+    }
+    conn_ = std::make_shared<net::connection>(io_, opts_, t, net::connection::mode::command);
+    sub_ = std::make_unique<net::subscriber>(io_, opts_, t);
+    renewal_ = std::make_unique<renewal_service>(*this);
+}
+
+client_impl::~client_impl() { shutdown(); }
+
+void client_impl::start() {
+    conn_->start();
+    thread_ = std::thread([this] { io_.run(); });
+    thread_id_ = thread_.get_id();
+}
+
+void client_impl::shutdown() {
+    shut_.store(true, std::memory_order_release);
+    if (!thread_.joinable()) return;
+    asio::post(io_, [this] {
+        renewal_->stop();
+        sub_->stop();
+    });
+    conn_->stop();
+    work_.reset();
+    // Give in-flight completions a chance, then stop the loop for good.
+    asio::post(io_, [this] { io_.stop(); });
+    if (std::this_thread::get_id() == thread_id_) thread_.detach();
+    else thread_.join();
+}
+
+net::subscriber& client_impl::subscriber() { return *sub_; }
+
+bool client_impl::on_io_thread() const noexcept {
+    return std::this_thread::get_id() == thread_id_;
+}
+
+resp3::value client_impl::run(std::span<const std::string_view> args, std::error_code& ec,
+                              std::string_view eval_fallback) {
+    if (on_io_thread()) {
+        ec = make_error_code(errc::invalid_argument);
+        return {};
+    }
+    sync_request r;
+    r.args = args;
+    r.eval_fallback = eval_fallback;
+    r.deadline = std::chrono::steady_clock::now() + opts_.command_timeout;
+    conn_->submit(r);
+    r.wait();
+    ec = r.ec_;
+    return std::move(r.reply_);
+}
+
+resp3::value client_impl::run_script(script_id id, std::span<const std::string_view> args,
+                                     std::error_code& ec) {
+    const auto& s = get_script(id);
+    std::vector<std::string_view> full;
+    full.reserve(args.size() + 2);
+    full.push_back("EVALSHA");
+    full.push_back(s.sha);
+    full.insert(full.end(), args.begin(), args.end());
+    return run(full, ec, s.text);
+}
+
+// ---- free functions used by the public templates ------------------------------------------
+
+void submit(client_impl& c, request& r) {
+    if (r.deadline == std::chrono::steady_clock::time_point{})
+        r.deadline = std::chrono::steady_clock::now() + c.options().command_timeout;
+    c.conn().submit(r);
+}
+
+asio::any_io_executor executor_of(client_impl& c) { return c.io().get_executor(); }
+
+void start_acquire(const std::shared_ptr<client_impl>& c, std::string name,
+                   const acquire_options& opts, acquire_callback cb) {
+    std::error_code ec;
+    acquire_request req;
+    req.kind = opts.kind;
+    req.keys = make_keys(name, opts.kind, ec);
+    if (!ec && opts.lease && opts.lease->count() < 1) ec = make_error_code(errc::invalid_argument);
+    if (ec) {
+        asio::post(c->io(), [cb = std::move(cb), ec] { cb(ec, lease{}); });
+        return;
+    }
+    req.wait = opts.wait;
+    if (req.wait && req.wait->count() < 0) req.wait = std::chrono::milliseconds(0);
+    req.lease = opts.lease ? *opts.lease : c->options().watchdog_lease;
+    req.owner = opts.kind == lock_kind::reentrant
+                    ? c->id() + ':' + std::to_string(new_owner_id())
+                    : random_token();
+    const bool watchdog = !opts.lease;
+    auto shared_req = std::make_shared<acquire_request>(req);
+    c->async_acquire(req, [c, shared_req, watchdog, cb = std::move(cb)](std::error_code e,
+                                                                       acquire_result r) {
+        if (e || !r.acquired) return cb(e, lease{});
+        cb({}, lease(c->make_hold(*shared_req, r, watchdog)));
+    });
+}
+
+} // namespace dlock::detail
+
+namespace dlock {
+
+client::client(std::string_view url) : client(parse_url(url)) {}
+
+client::client(client_options opts)
+    : impl_(std::make_shared<detail::client_impl>(std::move(opts))) {
+    impl_->start();
+}
+
+client::~client() {
+    if (impl_) impl_->shutdown();
+}
+client::client(client&&) noexcept = default;
+client& client::operator=(client&& o) noexcept {
+    if (this != &o) {
+        if (impl_) impl_->shutdown();
+        impl_ = std::move(o.impl_);
+    }
+    return *this;
+}
+
+const client_options& client::options() const noexcept { return impl_->options(); }
+const std::string& client::id() const noexcept { return impl_->id(); }
+
+resp3::value client::command(std::initializer_list<std::string_view> args) {
+    return command(std::span<const std::string_view>(args.begin(), args.size()));
+}
+
+resp3::value client::command(std::span<const std::string_view> args) {
+    std::error_code ec;
+    auto v = command(args, ec);
+    throw_if(ec);
+    return v;
+}
+
+resp3::value client::command(std::span<const std::string_view> args, std::error_code& ec) {
+    if (args.empty()) {
+        ec = make_error_code(errc::invalid_argument);
+        return {};
+    }
+    return impl_->run(args, ec);
+}
+
+mutex client::make_mutex(std::string name) { return mutex(*this, std::move(name)); }
+simple_mutex client::make_simple_mutex(std::string name) {
+    return simple_mutex(*this, std::move(name));
+}
+
+lease client::acquire(std::string_view name, const acquire_options& opts) {
+    std::error_code ec;
+    auto l = acquire(name, opts, ec);
+    throw_if(ec);
+    return l;
+}
+
+lease client::acquire(std::string_view name, const acquire_options& opts, std::error_code& ec) {
+    if (impl_->on_io_thread()) {
+        ec = make_error_code(errc::invalid_argument);
+        return {};
+    }
+    std::atomic<bool> done{false};
+    lease result;
+    detail::start_acquire(impl_, std::string(name), opts, [&](std::error_code e, lease l) {
+        ec = e;
+        result = std::move(l);
+        done.store(true, std::memory_order_release);
+        done.notify_one();
+    });
+    while (!done.load(std::memory_order_acquire)) done.wait(false, std::memory_order_acquire);
+    return result;
+}
+
+bool client::fenced_set(std::string_view key, std::string_view fence_key, std::uint64_t token,
+                        std::string_view value) {
+    const std::string tok = std::to_string(token);
+    const std::string_view args[] = {"2", key, fence_key, tok, value};
+    std::error_code ec;
+    auto v = impl_->run_script(detail::script_id::fenced_set, args, ec);
+    throw_if(ec);
+    throw_if(detail::reply_error(v));
+    if (!v.is_integer()) throw error(errc::protocol_error);
+    return v.integer == 1;
+}
+
+asio::any_io_executor client::get_executor() const { return impl_->io().get_executor(); }
+
+} // namespace dlock

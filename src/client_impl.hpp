@@ -1,0 +1,168 @@
+// detail::client_impl: what a dlock::client owns. One I/O thread runs one io_context; the
+// command connection, the subscriber, the renewal service and every acquire operation live on
+// it, so their state needs no locks (only connection::submit() is called from other threads).
+#pragma once
+
+#include "lock/names.hpp"
+#include "net/connection.hpp"
+#include "net/subscriber.hpp"
+#include "scripts.hpp"
+
+#include <dlock/client.hpp>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace dlock::detail {
+
+class renewal_service;
+
+/// Process-wide unique owner ids: one per thread (thread-bound locks) and one per lease handle.
+std::uint64_t this_thread_owner_id() noexcept;
+std::uint64_t new_owner_id() noexcept;
+
+/// Safety margin subtracted from every lease when computing how long we may believe we hold
+/// it: lease * 1% + 2 ms (the Redlock drift term, applied to single masters too).
+std::chrono::nanoseconds drift_for(std::chrono::milliseconds lease) noexcept;
+
+/// One acquisition (one owner's hold of one lock), shared by the object that holds it (mutex or
+/// lease) and the renewal service.
+class hold_state {
+public:
+    std::weak_ptr<client_impl> client;
+    lock_kind kind{};
+    lock_keys keys;
+    std::string owner;  ///< reentrant: "<client-id>:<owner-id>"; simple: the 32-hex token
+    std::optional<std::uint64_t> token;
+    std::chrono::milliseconds lease{};
+    bool watchdog = false;
+    int count = 0; ///< reentrant hold count as last seen (guarded by the holder)
+
+    std::chrono::steady_clock::time_point valid_until() const noexcept;
+    void set_valid_until(std::chrono::steady_clock::time_point t) noexcept;
+    bool lost() const noexcept { return lost_.load(std::memory_order_acquire); }
+    bool released() const noexcept { return released_.load(std::memory_order_acquire); }
+    /// Set while the final release is in flight: the watchdog skips the hold and ignores its
+    /// renewal results (a renewal ordered after our own DEL would otherwise report a loss).
+    std::atomic<bool> releasing{false};
+    /// Marks the hold released (normal end): valid_until in the past, stop not requested.
+    void mark_released() noexcept;
+    /// Marks the hold lost: requests stop, runs callbacks (once). Any thread.
+    void mark_lost();
+    std::stop_token stop_token() const noexcept { return stop_.get_token(); }
+    void on_lost(std::function<void()> cb);
+
+private:
+    std::atomic<std::int64_t> valid_until_ns_{0};
+    std::atomic<bool> lost_{false};
+    std::atomic<bool> released_{false};
+    std::stop_source stop_;
+    std::mutex cb_mu_;
+    std::vector<std::function<void()>> callbacks_; // guarded by cb_mu_
+};
+
+/// Result of one acquire operation.
+struct acquire_result {
+    bool acquired = false;
+    bool reentered = false;    ///< reentrant lock already held by this owner; count incremented
+    std::int64_t count = 1;    ///< hold count after this acquisition (reentrant)
+    std::uint64_t token = 0;   ///< fresh reentrant acquisition
+    std::chrono::steady_clock::time_point sent_at; ///< steady time before the winning attempt
+};
+using acquire_done = std::function<void(std::error_code, acquire_result)>;
+
+struct acquire_request {
+    lock_kind kind = lock_kind::reentrant;
+    lock_keys keys;
+    std::string owner;
+    std::optional<std::chrono::milliseconds> wait; ///< nullopt: forever
+    std::chrono::milliseconds lease{};
+    bool fresh_owner = true; ///< no earlier hold by this owner (best-effort undo is safe)
+};
+
+class client_impl : public std::enable_shared_from_this<client_impl> {
+public:
+    explicit client_impl(client_options opts);
+    ~client_impl();
+    void start();
+    void shutdown();
+
+    const client_options& options() const noexcept { return opts_; }
+    const std::string& id() const noexcept { return id_; }
+    asio::io_context& io() noexcept { return io_; }
+    net::connection& conn() noexcept { return *conn_; }
+    net::subscriber& subscriber();
+    renewal_service& renewal() noexcept { return *renewal_; }
+    bool on_io_thread() const noexcept;
+    std::string_view publish_cmd() const noexcept { return "PUBLISH"; }
+
+    /// Runs a command synchronously. errc::invalid_argument when called on the I/O thread.
+    resp3::value run(std::span<const std::string_view> args, std::error_code& ec,
+                     std::string_view eval_fallback = {});
+    /// EVALSHA with the EVAL fallback; `args` are everything after the script name
+    /// (numkeys, keys..., argv...).
+    resp3::value run_script(script_id id, std::span<const std::string_view> args,
+                            std::error_code& ec);
+
+    /// Starts an acquire on the I/O thread; `done` runs there.
+    void async_acquire(acquire_request req, acquire_done done);
+    /// Builds the hold for a successful acquisition and registers it with the renewal service.
+    std::shared_ptr<hold_state> make_hold(const acquire_request& req, const acquire_result& r,
+                                          bool watchdog);
+    /// Releases `h` once (one hold count for reentrant locks). Returns the script's reply kind:
+    /// true = fully released. Errors: errc::not_owner (and the hold is marked lost).
+    bool release(hold_state& h, std::error_code& ec);
+
+    /// Thread-bound holds (dlock::mutex), keyed by kind, owner and name: two mutex objects of
+    /// the same name in one thread share the hold, as two Redisson RLock objects do.
+    std::shared_ptr<hold_state> find_thread_hold(const std::string& key);
+    void set_thread_hold(const std::string& key, std::shared_ptr<hold_state> h);
+    void erase_thread_hold(const std::string& key, const hold_state* h);
+    /// Fire-and-forget release (from the I/O thread, where blocking is not allowed).
+    void release_detached(const std::shared_ptr<hold_state>& h);
+    bool shut_down() const noexcept { return shut_.load(std::memory_order_acquire); }
+
+private:
+    std::atomic<bool> shut_{false};
+    std::mutex thread_holds_mu_;
+    std::unordered_map<std::string, std::shared_ptr<hold_state>> thread_holds_; // guarded
+    client_options opts_;
+    std::string id_;
+    asio::io_context io_;
+    asio::executor_work_guard<asio::io_context::executor_type> work_;
+    std::thread thread_;
+    std::thread::id thread_id_;
+    std::shared_ptr<net::connection> conn_;
+    std::unique_ptr<net::subscriber> sub_;
+    std::unique_ptr<renewal_service> renewal_;
+};
+
+/// The blocking bridge: a request on the caller's stack, completed on the I/O thread.
+class sync_request final : public request {
+public:
+    void complete(std::error_code ec, resp3::value&& reply) override {
+        ec_ = ec;
+        reply_ = std::move(reply);
+        done_.store(true, std::memory_order_release);
+        done_.notify_one();
+    }
+    void wait() noexcept {
+        while (!done_.load(std::memory_order_acquire)) done_.wait(false, std::memory_order_acquire);
+    }
+    std::error_code ec_;
+    resp3::value reply_;
+
+private:
+    std::atomic<bool> done_{false};
+};
+
+/// Converts an error reply to its errc (nothing for non-error replies).
+std::error_code reply_error(const resp3::value& v) noexcept;
+
+} // namespace dlock::detail

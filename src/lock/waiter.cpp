@@ -1,0 +1,281 @@
+// The acquire operation: attempt, subscribe, last attempt, sleep until woken or the TTL the
+// attempt returned, repeat until acquired or the wait deadline passes. Runs on the I/O thread.
+#include "client_impl.hpp"
+#include "lock/renewal.hpp"
+
+namespace dlock::detail {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+class acquire_op final : public std::enable_shared_from_this<acquire_op>,
+                         public net::subscriber::waiter {
+public:
+    acquire_op(std::shared_ptr<client_impl> c, acquire_request req, acquire_done done)
+        : c_(std::move(c)), req_(std::move(req)), done_(std::move(done)), timer_(c_->io()) {
+        lease_ms_ = std::to_string(req_.lease.count());
+        if (req_.wait) deadline_ = clock::now() + *req_.wait;
+    }
+
+    void start() { attempt(); }
+
+    void on_active() override {
+        if (state_ != state::subscribing) return;
+        attempt(); // the last attempt before sleeping: a release after it cannot be missed
+    }
+
+    void on_wake() override {
+        if (state_ != state::sleeping) return;
+        timer_.cancel();
+        attempt();
+    }
+
+private:
+    enum class state { idle, trying, subscribing, sleeping, finished };
+
+    /// One command of an attempt; forwards its reply to the op.
+    struct slot final : request {
+        acquire_op* op = nullptr;
+        int index = 0;
+        std::vector<std::string_view> views;
+        void complete(std::error_code ec, resp3::value&& v) override {
+            op->on_reply(index, ec, std::move(v));
+        }
+    };
+
+    void attempt() {
+        state_ = state::trying;
+        self_ = shared_from_this(); // alive while replies are outstanding
+        sent_at_ = clock::now();
+        const auto dl = sent_at_ + c_->options().command_timeout;
+        replies_left_ = 0;
+        if (req_.kind == lock_kind::reentrant) {
+            const auto& s = get_script(script_id::lock_acquire);
+            slots_[0].views = {"EVALSHA",          s.sha,     "2", req_.keys.key,
+                               req_.keys.token_key, lease_ms_, req_.owner};
+            slots_[0].eval_fallback = s.text;
+            submit_slot(0, dl);
+        } else {
+            // SET NX PX and PTTL in one pipelined write: the PTTL bounds our sleep on failure.
+            slots_[0].views = {"SET", req_.keys.key, req_.owner, "NX", "PX", lease_ms_};
+            slots_[1].views = {"PTTL", req_.keys.key};
+            slots_[0].eval_fallback = {};
+            slots_[1].eval_fallback = {};
+            submit_slot(0, dl);
+            submit_slot(1, dl);
+        }
+    }
+
+    void submit_slot(int i, clock::time_point dl) {
+        auto& s = slots_[static_cast<std::size_t>(i)];
+        s.op = this;
+        s.index = i;
+        s.args = s.views;
+        s.deadline = dl;
+        errs_[static_cast<std::size_t>(i)].clear();
+        ++replies_left_;
+        c_->conn().submit(s);
+    }
+
+    void on_reply(int i, std::error_code ec, resp3::value&& v) {
+        errs_[static_cast<std::size_t>(i)] = ec;
+        replies_[static_cast<std::size_t>(i)] = std::move(v);
+        if (--replies_left_ != 0) return;
+        auto keep = std::move(self_);
+        evaluate();
+    }
+
+    void evaluate() {
+        std::error_code ec = errs_[0];
+        const resp3::value& r = replies_[0];
+        if (!ec) ec = reply_error(r);
+        if (ec) return fail(ec);
+
+        std::int64_t ttl = -1;
+        if (req_.kind == lock_kind::reentrant) {
+            if (r.kind != resp3::type::array || r.elements.size() != 2 ||
+                !r.elements[0].is_integer() || !r.elements[1].is_integer())
+                return fail(make_error_code(errc::protocol_error));
+            const auto status = r.elements[0].integer;
+            if (status == 1 || status == 2) {
+                acquire_result res;
+                res.acquired = true;
+                res.reentered = status == 2;
+                res.token = status == 1 ? static_cast<std::uint64_t>(r.elements[1].integer) : 0;
+                res.count = status == 2 ? r.elements[1].integer : 1;
+                res.sent_at = sent_at_;
+                return finish({}, res);
+            }
+            if (status != 0) return fail(make_error_code(errc::protocol_error));
+            ttl = r.elements[1].integer;
+        } else {
+            if (r.is_ok()) {
+                acquire_result res;
+                res.acquired = true;
+                res.sent_at = sent_at_;
+                return finish({}, res);
+            }
+            if (!r.is_null()) return fail(make_error_code(errc::protocol_error));
+            if (!errs_[1] && replies_[1].is_integer()) ttl = replies_[1].integer;
+        }
+        not_acquired(ttl);
+    }
+
+    void not_acquired(std::int64_t ttl) {
+        const auto now = clock::now();
+        if (req_.wait && (req_.wait->count() == 0 || now >= deadline_))
+            return finish({}, acquire_result{});
+        if (!subscribed_) {
+            subscribed_ = true;
+            state_ = state::subscribing;
+            c_->subscriber().add(req_.keys.channel, this);
+            arm_timer(deadline_); // bounds the wait for the subscription confirmation
+            self_ = shared_from_this();
+            return;
+        }
+        if (ttl == -2) return attempt(); // vanished between our commands: try again now
+        if (c_->subscriber().sleep(req_.keys.channel, this)) return attempt(); // stored permit
+        state_ = state::sleeping;
+        self_ = shared_from_this();
+        auto until = deadline_;
+        if (ttl >= 0) until = std::min(until, now + std::chrono::milliseconds(ttl));
+        arm_timer(until);
+    }
+
+    void arm_timer(clock::time_point until) {
+        if (until == clock::time_point::max()) return;
+        timer_.expires_at(until);
+        timer_.async_wait([w = weak_from_this()](std::error_code ec) {
+            auto self = w.lock();
+            if (ec || !self) return;
+            self->on_timer();
+        });
+    }
+
+    void on_timer() {
+        if (state_ == state::sleeping) {
+            c_->subscriber().awake(req_.keys.channel, this);
+            if (req_.wait && clock::now() >= deadline_) return finish({}, acquire_result{});
+            return attempt();
+        }
+        if (state_ == state::subscribing && req_.wait && clock::now() >= deadline_)
+            return finish({}, acquire_result{});
+    }
+
+    void fail(std::error_code ec) {
+        if (ec == errc::ambiguous && req_.fresh_owner) undo();
+        finish(ec, acquire_result{});
+    }
+
+    /// After an ambiguous attempt the lock may be ours; release it best-effort (fail closed:
+    /// the caller is told it does not hold the lock). Safe only for a fresh owner id/token.
+    void undo() {
+        auto* op = new undo_op();
+        if (req_.kind == lock_kind::reentrant) {
+            const auto& s = get_script(script_id::lock_release);
+            op->storage = {"EVALSHA", std::string(s.sha), "2", req_.keys.key, req_.keys.channel,
+                           "0", lease_ms_, req_.owner, std::string(c_->publish_cmd()), "0"};
+            op->eval_fallback = s.text;
+        } else {
+            const auto& s = get_script(script_id::simple_release);
+            op->storage = {"EVALSHA", std::string(s.sha), "2", req_.keys.key, req_.keys.channel,
+                           req_.owner, std::string(c_->publish_cmd())};
+            op->eval_fallback = s.text;
+        }
+        op->views.assign(op->storage.begin(), op->storage.end());
+        op->args = op->views;
+        op->deadline = clock::now() + c_->options().command_timeout;
+        c_->conn().submit(*op);
+    }
+
+    struct undo_op final : request {
+        std::vector<std::string> storage;
+        std::vector<std::string_view> views;
+        void complete(std::error_code, resp3::value&&) override { delete this; }
+    };
+
+    void finish(std::error_code ec, acquire_result res) {
+        if (state_ == state::finished) return;
+        state_ = state::finished;
+        timer_.cancel();
+        if (subscribed_) c_->subscriber().remove(req_.keys.channel, this);
+        auto keep = shared_from_this();
+        self_.reset();
+        auto done = std::move(done_);
+        done(ec, res);
+    }
+
+    std::shared_ptr<client_impl> c_;
+    acquire_request req_;
+    acquire_done done_;
+    asio::steady_timer timer_;
+    std::string lease_ms_;
+    clock::time_point deadline_ = clock::time_point::max();
+    clock::time_point sent_at_;
+    state state_ = state::idle;
+    bool subscribed_ = false;
+    std::shared_ptr<acquire_op> self_;
+    std::array<slot, 2> slots_;
+    std::array<std::error_code, 2> errs_;
+    std::array<resp3::value, 2> replies_;
+    int replies_left_ = 0;
+};
+
+} // namespace
+
+void client_impl::async_acquire(acquire_request req, acquire_done done) {
+    if (shut_down()) return done(make_error_code(errc::cancelled), acquire_result{});
+    auto op = std::make_shared<acquire_op>(shared_from_this(), std::move(req), std::move(done));
+    asio::post(io_, [op] { op->start(); });
+}
+
+std::shared_ptr<hold_state> client_impl::make_hold(const acquire_request& req,
+                                                   const acquire_result& r, bool watchdog) {
+    auto h = std::make_shared<hold_state>();
+    h->client = weak_from_this();
+    h->kind = req.kind;
+    h->keys = req.keys;
+    h->owner = req.owner;
+    if (req.kind == lock_kind::reentrant) h->token = r.token;
+    h->lease = req.lease;
+    h->watchdog = watchdog;
+    h->count = static_cast<int>(r.count);
+    h->set_valid_until(r.sent_at + req.lease - drift_for(req.lease));
+    renewal_->add(h);
+    return h;
+}
+
+bool client_impl::release(hold_state& h, std::error_code& ec) {
+    std::vector<std::string_view> args;
+    resp3::value v;
+    const std::string lease_ms = std::to_string(h.lease.count());
+    if (h.kind == lock_kind::reentrant) {
+        const std::string_view a[] = {"2", h.keys.key, h.keys.channel, "0",
+                                      lease_ms, h.owner, publish_cmd(), "0"};
+        v = run_script(script_id::lock_release, a, ec);
+    } else {
+        const std::string_view a[] = {"2", h.keys.key, h.keys.channel, h.owner, publish_cmd()};
+        v = run_script(script_id::simple_release, a, ec);
+    }
+    if (ec) return false;
+    if ((ec = reply_error(v))) return false;
+    if (h.kind == lock_kind::reentrant) {
+        if (v.is_null()) {
+            ec = make_error_code(errc::not_owner);
+            return false;
+        }
+        if (!v.is_integer()) {
+            ec = make_error_code(errc::protocol_error);
+            return false;
+        }
+        return v.integer == 1;
+    }
+    if (!v.is_integer()) {
+        ec = make_error_code(errc::protocol_error);
+        return false;
+    }
+    if (v.integer != 1) ec = make_error_code(errc::not_owner);
+    return v.integer == 1;
+}
+
+} // namespace dlock::detail

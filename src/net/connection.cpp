@@ -1,0 +1,530 @@
+#include "net/connection.hpp"
+
+#include <dlock/error.hpp>
+
+#include <algorithm>
+
+namespace dlock::net {
+namespace {
+
+constexpr std::size_t read_chunk = 16 * 1024;
+
+std::error_code map_transport_error(const std::error_code& ec) {
+    if (ec.category() == error_category()) return ec;
+    if (ec == asio::error::operation_aborted) return make_error_code(errc::cancelled);
+    return make_error_code(errc::unavailable);
+}
+
+} // namespace
+
+connection::connection(asio::io_context& io, client_options opts, target where, mode m)
+    : io_(io)
+    , opts_(std::move(opts))
+    , target_(std::move(where))
+    , mode_(m)
+    , resolver_(io)
+    , connect_timer_(io)
+    , backoff_timer_(io)
+    , deadline_timer_(io)
+    , rng_(std::random_device{}())
+    , backoff_(opts_.reconnect_min)
+    , parser_(opts_.limits) {
+    if (opts_.tls.enabled) {
+        ssl_ctx_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+        ssl_ctx_->set_options(asio::ssl::context::default_workarounds |
+                              asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
+                              asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+        ssl_ctx_->set_verify_mode(asio::ssl::verify_peer);
+        if (opts_.tls.ca_file.empty()) ssl_ctx_->set_default_verify_paths();
+        else ssl_ctx_->load_verify_file(opts_.tls.ca_file);
+        if (!opts_.tls.cert_file.empty()) {
+            ssl_ctx_->use_certificate_chain_file(opts_.tls.cert_file);
+            ssl_ctx_->use_private_key_file(opts_.tls.key_file, asio::ssl::context::pem);
+        }
+    }
+}
+
+connection::~connection() = default;
+
+void connection::start() {
+    asio::post(io_, [self = shared_from_this()] { self->do_connect(); });
+}
+
+void connection::stop() {
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_) return;
+        stopped_ = true;
+    }
+    asio::post(io_, [self = shared_from_this()] {
+        self->generation_++;
+        self->resolver_.cancel();
+        self->connect_timer_.cancel();
+        self->backoff_timer_.cancel();
+        self->deadline_timer_.cancel();
+        self->close_stream();
+        const auto ec = make_error_code(errc::cancelled);
+        while (!self->inflight_.empty()) {
+            auto* r = self->inflight_.front();
+            self->inflight_.pop_front();
+            if (r) r->complete(ec, {});
+        }
+        self->fail_all_pending(ec);
+        self->connected_.store(false, std::memory_order_release);
+    });
+}
+
+void connection::submit(detail::request& r) {
+    std::error_code fail;
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_) fail = make_error_code(errc::cancelled);
+        else if (sticky_error_) fail = sticky_error_;
+        else {
+            const auto begin = pending_buf_.size();
+            resp3::encode_command(pending_buf_, r.args);
+            pending_.push_back({&r, begin, pending_buf_.size()});
+            schedule_flush_locked();
+            return;
+        }
+    }
+    r.complete(fail, {});
+}
+
+void connection::submit_oneway(std::span<const std::string_view> args) {
+    std::lock_guard lk(mu_);
+    if (stopped_) return;
+    const auto begin = pending_buf_.size();
+    resp3::encode_command(pending_buf_, args);
+    pending_.push_back({nullptr, begin, pending_buf_.size()});
+    schedule_flush_locked();
+}
+
+void connection::schedule_flush_locked() {
+    if (flush_scheduled_ || !ready_) return;
+    flush_scheduled_ = true;
+    asio::post(io_, [self = shared_from_this()] { self->flush(); });
+}
+
+// ---- connect and handshake -------------------------------------------------------------
+
+void connection::do_connect() {
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_) return;
+    }
+    const auto gen = ++generation_;
+    connect_timer_.expires_after(opts_.connect_timeout);
+    connect_timer_.async_wait([this, self = shared_from_this(), gen](std::error_code ec) {
+        if (ec || gen != generation_) return;
+        fail_connection(make_error_code(errc::unavailable));
+    });
+
+    if (!target_.unix_socket.empty()) {
+        auto& sock = stream_.emplace<asio::local::stream_protocol::socket>(io_);
+        sock.async_connect(asio::local::stream_protocol::endpoint(target_.unix_socket),
+                           [this, self = shared_from_this(), gen](std::error_code ec) {
+                               if (gen != generation_) return;
+                               if (ec) return fail_connection(map_transport_error(ec));
+                               on_transport_ready();
+                           });
+        return;
+    }
+    resolver_.async_resolve(
+        target_.host, std::to_string(target_.port),
+        [this, self = shared_from_this(), gen](std::error_code ec, tcp::resolver::results_type rs) {
+            if (gen != generation_) return;
+            if (ec) return fail_connection(make_error_code(errc::unavailable));
+            tcp::socket* sock = nullptr;
+            if (ssl_ctx_) {
+                auto& tls = stream_.emplace<std::unique_ptr<tls_stream>>(
+                    std::make_unique<tls_stream>(io_, *ssl_ctx_));
+                sock = &tls->next_layer();
+            } else {
+                sock = &stream_.emplace<tcp::socket>(io_);
+            }
+            asio::async_connect(*sock, rs,
+                                [this, self, gen](std::error_code ec2, const tcp::endpoint&) {
+                                    if (gen != generation_) return;
+                                    if (ec2) return fail_connection(map_transport_error(ec2));
+                                    if (auto* s = std::get_if<tcp::socket>(&stream_))
+                                        s->set_option(tcp::no_delay(true));
+                                    else
+                                        std::get<std::unique_ptr<tls_stream>>(stream_)
+                                            ->next_layer()
+                                            .set_option(tcp::no_delay(true));
+                                    on_transport_ready();
+                                });
+        });
+}
+
+void connection::on_transport_ready() {
+    auto* tls = std::get_if<std::unique_ptr<tls_stream>>(&stream_);
+    if (!tls) return handshake();
+    const std::string& name =
+        opts_.tls.server_name.empty() ? target_.host : opts_.tls.server_name;
+    // SNI only for host names; verification for both names and IP addresses.
+    std::error_code addr_ec;
+    (void)asio::ip::make_address(name, addr_ec);
+    if (addr_ec) SSL_set_tlsext_host_name((*tls)->native_handle(), name.c_str());
+    (*tls)->set_verify_callback(asio::ssl::host_name_verification(name));
+    const auto gen = generation_;
+    (*tls)->async_handshake(asio::ssl::stream_base::client,
+                            [this, self = shared_from_this(), gen](std::error_code ec) {
+                                if (gen != generation_) return;
+                                if (ec) {
+                                    // A certificate that fails verification is an auth failure:
+                                    // retrying will not fix it, and we never fall back.
+                                    const bool verify =
+                                        ec.category() == asio::error::get_ssl_category();
+                                    return fail_connection(make_error_code(
+                                        verify ? errc::auth_failed : errc::unavailable));
+                                }
+                                handshake();
+                            });
+}
+
+void connection::handshake() {
+    // HELLO 3 [AUTH user pass] [SETNAME name]; SELECT db. Written as one batch; user commands
+    // wait until every handshake reply was checked (a failed AUTH must never be followed by
+    // commands that would run as the default user).
+    std::vector<std::string_view> hello{"HELLO", "3"};
+    if (!opts_.password.empty()) {
+        hello.push_back("AUTH");
+        hello.push_back(opts_.username.empty() ? std::string_view("default") : opts_.username);
+        hello.push_back(opts_.password);
+    }
+    if (!opts_.client_name.empty()) {
+        hello.push_back("SETNAME");
+        hello.push_back(opts_.client_name);
+    }
+    write_buf_.clear();
+    resp3::encode_command(write_buf_, hello);
+    handshake_replies_ = 1;
+    std::string db;
+    if (opts_.db != 0) {
+        db = std::to_string(opts_.db);
+        resp3::encode_command(write_buf_, {"SELECT", db});
+        handshake_replies_++;
+    }
+    handshaking_ = true;
+    handshake_error_.clear();
+    read_buf_.clear();
+    read_pos_ = 0;
+    parser_.reset();
+    writing_ = true;
+    const auto gen = generation_;
+    async_write_bytes([this, self = shared_from_this(), gen](std::error_code ec, std::size_t) {
+        if (gen != generation_) return;
+        writing_ = false;
+        if (ec) return fail_connection(map_transport_error(ec));
+    });
+    start_read();
+}
+
+void connection::dispatch_reply(resp3::value&& v) {
+    if (handshaking_) {
+        if (v.kind == resp3::type::push) return;
+        if (v.is_error() && !handshake_error_) {
+            auto code = classify_server_error(v.str);
+            // HELLO errors other than auth (e.g. ERR unknown command) are configuration problems.
+            if (code == errc::server_error) code = errc::configuration_error;
+            handshake_error_ = make_error_code(code);
+        }
+        if (--handshake_replies_ != 0) return;
+        handshaking_ = false;
+        if (handshake_error_) {
+            const auto ec = handshake_error_;
+            {
+                std::lock_guard lk(mu_);
+                if (ec == errc::auth_failed || ec == errc::permission_denied) sticky_error_ = ec;
+            }
+            return fail_connection(ec);
+        }
+        connect_timer_.cancel();
+        backoff_ = opts_.reconnect_min;
+        connected_.store(true, std::memory_order_release);
+        {
+            std::lock_guard lk(mu_);
+            sticky_error_.clear();
+            ready_ = true;
+            if (!pending_.empty()) schedule_flush_locked();
+        }
+        if (on_state_) on_state_(true);
+        return;
+    }
+    if (mode_ == mode::pubsub || v.kind == resp3::type::push) {
+        if (on_push_) on_push_(v);
+        return;
+    }
+    if (inflight_.empty()) {
+        // A reply nobody asked for: the stream is desynchronised. Never attribute it.
+        return fail_connection(make_error_code(errc::protocol_error));
+    }
+    detail::request* r = inflight_.front();
+    if (v.is_error() && !r->eval_fallback.empty() && v.str.starts_with("NOSCRIPT")) {
+        // Re-send as EVAL on this connection, at the back of the queue. The request keeps
+        // its place in nobody's order but its own, so ordering among callers is unaffected.
+        inflight_.pop_front();
+        std::vector<std::string_view> eval(r->args.begin(), r->args.end());
+        eval[0] = "EVAL";
+        eval[1] = r->eval_fallback;
+        r->eval_fallback = {};
+        std::lock_guard lk(mu_);
+        const auto begin = pending_buf_.size();
+        resp3::encode_command(pending_buf_, eval);
+        pending_.push_back({r, begin, pending_buf_.size()});
+        schedule_flush_locked();
+        return;
+    }
+    inflight_.pop_front();
+    r->complete({}, std::move(v));
+    arm_deadline_timer();
+}
+
+// ---- reading -----------------------------------------------------------------------------
+
+void connection::start_read() {
+    if (read_pos_ > 0 && read_pos_ == read_buf_.size()) {
+        read_buf_.clear();
+        read_pos_ = 0;
+    } else if (read_pos_ > read_chunk) {
+        read_buf_.erase(0, read_pos_);
+        read_pos_ = 0;
+    }
+    const auto old = read_buf_.size();
+    read_buf_.resize(old + read_chunk);
+    const auto gen = generation_;
+    async_read_some_bytes([this, self = shared_from_this(), gen, old](std::error_code ec,
+                                                                       std::size_t n) {
+        if (gen != generation_) return;
+        read_buf_.resize(old + (ec ? 0 : n));
+        on_read(ec, n);
+    });
+}
+
+void connection::on_read(std::error_code ec, std::size_t) {
+    if (ec) return fail_connection(map_transport_error(ec));
+    const auto gen = generation_;
+    for (;;) {
+        std::size_t used = 0;
+        std::error_code pec;
+        auto v = parser_.consume(std::string_view(read_buf_).substr(read_pos_), used, pec);
+        read_pos_ += used;
+        if (pec) return fail_connection(pec);
+        if (!v) break;
+        dispatch_reply(std::move(*v));
+        if (gen != generation_) return; // the reply handler failed the connection
+    }
+    start_read();
+}
+
+// ---- writing -----------------------------------------------------------------------------
+
+void connection::flush() {
+    if (writing_ || handshaking_) return;
+    {
+        std::lock_guard lk(mu_);
+        flush_scheduled_ = false;
+        if (!ready_ || pending_.empty()) return;
+        write_buf_.clear();
+        write_buf_.swap(pending_buf_);
+        for (auto& e : pending_) {
+            if (e.req) inflight_.push_back(e.req);
+        }
+        pending_.clear();
+    }
+    writing_ = true;
+    arm_deadline_timer();
+    const auto gen = generation_;
+    async_write_bytes([this, self = shared_from_this(), gen](std::error_code ec, std::size_t) {
+        if (gen != generation_) return;
+        on_written(ec);
+    });
+}
+
+void connection::on_written(std::error_code ec) {
+    writing_ = false;
+    if (ec) return fail_connection(map_transport_error(ec));
+    std::lock_guard lk(mu_);
+    if (!pending_.empty() && !flush_scheduled_) {
+        flush_scheduled_ = true;
+        asio::post(io_, [self = shared_from_this()] { self->flush(); });
+    }
+}
+
+// ---- timeouts and failure ----------------------------------------------------------------
+
+void connection::arm_deadline_timer() {
+    if (inflight_.empty()) return;
+    const auto when = inflight_.front()->deadline;
+    if (deadline_timer_.expiry() == when) return;
+    deadline_timer_.expires_at(when);
+    const auto gen = generation_;
+    deadline_timer_.async_wait([this, self = shared_from_this(), gen](std::error_code ec) {
+        if (ec || gen != generation_ || inflight_.empty()) return;
+        const auto now = std::chrono::steady_clock::now();
+        if (inflight_.front()->deadline <= now) {
+            // The server did not answer in time: outcome unknown, and the stream can no longer
+            // be trusted to line up replies with requests.
+            return fail_connection(make_error_code(errc::ambiguous));
+        }
+        arm_deadline_timer();
+    });
+}
+
+void connection::close_stream() {
+    std::error_code ignore;
+    if (auto* s = std::get_if<tcp::socket>(&stream_)) s->close(ignore);
+    else if (auto* u = std::get_if<asio::local::stream_protocol::socket>(&stream_)) u->close(ignore);
+    else if (auto* t = std::get_if<std::unique_ptr<tls_stream>>(&stream_))
+        (*t)->next_layer().close(ignore);
+    // The stream object itself is kept until the next connect replaces it, because aborted
+    // handlers may still reference it.
+}
+
+void connection::fail_connection(std::error_code why) {
+    ++generation_;
+    connect_timer_.cancel();
+    deadline_timer_.cancel();
+    close_stream();
+    writing_ = false;
+    handshaking_ = false;
+    parser_.reset();
+    read_buf_.clear();
+    read_pos_ = 0;
+    const bool was_connected = connected_.exchange(false, std::memory_order_acq_rel);
+    {
+        std::lock_guard lk(mu_);
+        ready_ = false;
+        flush_scheduled_ = false;
+    }
+    // Everything written and unanswered has an unknown outcome.
+    const auto amb = make_error_code(errc::ambiguous);
+    while (!inflight_.empty()) {
+        auto* r = inflight_.front();
+        inflight_.pop_front();
+        r->complete(amb, {});
+    }
+    if (why == errc::auth_failed || why == errc::permission_denied ||
+        why == errc::configuration_error) {
+        fail_all_pending(why);
+    }
+    if (was_connected && on_state_) on_state_(false);
+    schedule_reconnect();
+}
+
+void connection::fail_all_pending(std::error_code ec) {
+    std::vector<pending_entry> drop;
+    {
+        std::lock_guard lk(mu_);
+        drop.swap(pending_);
+        pending_buf_.clear();
+    }
+    for (auto& e : drop)
+        if (e.req) e.req->complete(ec, {});
+}
+
+void connection::expire_pending(std::chrono::steady_clock::time_point now, std::error_code ec) {
+    std::vector<detail::request*> expired;
+    {
+        std::lock_guard lk(mu_);
+        if (std::none_of(pending_.begin(), pending_.end(),
+                         [&](const pending_entry& e) { return e.req && e.req->deadline <= now; }))
+            return;
+        std::string buf;
+        std::vector<pending_entry> keep;
+        for (auto& e : pending_) {
+            if (e.req && e.req->deadline <= now) {
+                expired.push_back(e.req);
+                continue;
+            }
+            const auto begin = buf.size();
+            buf.append(pending_buf_, e.begin, e.end - e.begin);
+            keep.push_back({e.req, begin, buf.size()});
+        }
+        pending_buf_.swap(buf);
+        pending_.swap(keep);
+    }
+    for (auto* r : expired) r->complete(ec, {});
+}
+
+void connection::schedule_reconnect() {
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_) return;
+    }
+    // Full jitter: uniform in [min, backoff].
+    const auto lo = opts_.reconnect_min.count();
+    const auto hi = std::max(lo, backoff_.count());
+    std::uniform_int_distribution<long long> dist(static_cast<long long>(lo),
+                                                  static_cast<long long>(hi));
+    const auto delay = std::chrono::milliseconds(dist(rng_));
+    backoff_ = std::min(opts_.reconnect_max, backoff_ * 2);
+
+    // Requests queued while we are down expire on their own deadline (errc::timeout): they
+    // were never written, so that outcome is certain.
+    expire_pending(std::chrono::steady_clock::now(), make_error_code(errc::timeout));
+    backoff_timer_.expires_after(delay);
+    backoff_timer_.async_wait([this, self = shared_from_this()](std::error_code ec) {
+        if (ec) return;
+        do_connect();
+    });
+    // While disconnected, wake for the earliest pending deadline so waiting callers get their
+    // timeout on time even during a long backoff.
+    std::chrono::steady_clock::time_point earliest = std::chrono::steady_clock::time_point::max();
+    {
+        std::lock_guard lk(mu_);
+        for (auto& e : pending_)
+            if (e.req) earliest = std::min(earliest, e.req->deadline);
+    }
+    if (earliest != std::chrono::steady_clock::time_point::max() &&
+        earliest < backoff_timer_.expiry()) {
+        deadline_timer_.expires_at(earliest);
+        deadline_timer_.async_wait([this, self = shared_from_this()](std::error_code ec) {
+            if (ec || connected()) return;
+            expire_pending(std::chrono::steady_clock::now(), make_error_code(errc::timeout));
+        });
+    }
+}
+
+// ---- stream dispatch ---------------------------------------------------------------------
+
+template <class Handler>
+void connection::async_write_bytes(Handler&& h) {
+    std::visit(
+        [&](auto& s) {
+            using S = std::decay_t<decltype(s)>;
+            if constexpr (std::is_same_v<S, std::monostate>) {
+                asio::post(io_, [h = std::forward<Handler>(h)]() mutable {
+                    h(make_error_code(errc::unavailable), 0);
+                });
+            } else if constexpr (std::is_same_v<S, std::unique_ptr<tls_stream>>) {
+                asio::async_write(*s, asio::buffer(write_buf_), std::forward<Handler>(h));
+            } else {
+                asio::async_write(s, asio::buffer(write_buf_), std::forward<Handler>(h));
+            }
+        },
+        stream_);
+}
+
+template <class Handler>
+void connection::async_read_some_bytes(Handler&& h) {
+    auto buf = asio::buffer(read_buf_.data() + read_buf_.size() - read_chunk, read_chunk);
+    std::visit(
+        [&](auto& s) {
+            using S = std::decay_t<decltype(s)>;
+            if constexpr (std::is_same_v<S, std::monostate>) {
+                asio::post(io_, [h = std::forward<Handler>(h)]() mutable {
+                    h(make_error_code(errc::unavailable), 0);
+                });
+            } else if constexpr (std::is_same_v<S, std::unique_ptr<tls_stream>>) {
+                s->async_read_some(buf, std::forward<Handler>(h));
+            } else {
+                s.async_read_some(buf, std::forward<Handler>(h));
+            }
+        },
+        stream_);
+}
+
+} // namespace dlock::net

@@ -1,0 +1,74 @@
+// net::subscriber: one pub/sub connection shared by every waiter of a client.
+//
+// Channels are reference-counted by their waiters: the first waiter sends SUBSCRIBE, the last
+// one to leave sends UNSUBSCRIBE, so a waiter that gives up leaves no subscription behind.
+// A waiter learns that its subscription is active (the server confirmed it) through
+// on_active(), and only then makes its last acquire attempt: a release published after that
+// attempt cannot be missed.
+//
+// Wake-up policy (Redisson's LockPubSub): message "0" wakes ONE sleeping waiter of the channel
+// (no herd); "1" wakes all. A message that finds no sleeping waiter is kept as a permit, capped
+// at the number of waiters, and consumed by the next waiter that goes to sleep (the message can
+// overtake the reply of that waiter's attempt, which travels on another connection). After a
+// reconnect every channel is resubscribed and every waiter is woken (messages may have been
+// lost while down).
+//
+// Thread safety: every member function runs on the client's I/O thread.
+#pragma once
+
+#include "net/connection.hpp"
+
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace dlock::net {
+
+class subscriber {
+public:
+    class waiter {
+    public:
+        virtual void on_active() = 0; ///< the channel subscription is confirmed
+        virtual void on_wake() = 0;   ///< an unlock message (or reconnect) woke this waiter
+    protected:
+        ~waiter() = default;
+    };
+
+    subscriber(asio::io_context& io, const client_options& opts, target where,
+               std::string subscribe_cmd = "SUBSCRIBE");
+    ~subscriber();
+
+    /// Registers `w` on `channel`; on_active() follows (posted if already active).
+    void add(const std::string& channel, waiter* w);
+    /// Unregisters `w`; UNSUBSCRIBE when it was the last one. Safe for unknown waiters.
+    void remove(const std::string& channel, waiter* w);
+    /// `w` is about to sleep. Returns true if a stored permit was consumed (retry now);
+    /// otherwise `w` is marked sleeping and will get on_wake().
+    bool sleep(const std::string& channel, waiter* w);
+    /// `w` woke for another reason (timer): it is no longer sleeping.
+    void awake(const std::string& channel, waiter* w);
+
+    std::size_t channel_count() const noexcept { return channels_.size(); }
+    void stop();
+
+private:
+    struct entry {
+        std::list<waiter*> waiters; // FIFO
+        std::list<waiter*> sleeping;
+        std::size_t permits = 0;
+        bool active = false;
+    };
+    void on_push(const resp3::value& v);
+    void on_state(bool connected);
+    void send(std::string_view cmd, const std::string& channel);
+
+    asio::io_context& io_;
+    std::shared_ptr<connection> conn_;
+    std::string subscribe_cmd_;
+    std::string unsubscribe_cmd_;
+    std::unordered_map<std::string, entry> channels_;
+    bool started_ = false;
+};
+
+} // namespace dlock::net
