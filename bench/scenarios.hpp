@@ -1,0 +1,56 @@
+// bench/scenarios.hpp: the lock benchmark scenarios A-D of ../shared/bench/peers/README.md,
+// implemented once and used by bench/lock_bench (the side-by-side harness) and by
+// `dlock bench` (the CLI). Contract written by the lead; implementation in bench/scenarios.cpp.
+#pragma once
+
+#include <dlock/client.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace dlock::bench {
+
+enum class scenario {
+    uncontended,       ///< A: one worker, sequential acquire+release on one key
+    many_keys,         ///< B: `workers` concurrent workers on `keys` keys over ONE client
+    contended_counter, ///< C: `workers` workers on one key; GET counter, SET counter+1 inside
+    handoff,           ///< D: holder releases while one waiter is blocked in acquire
+};
+
+struct options {
+    std::string url = "redis://127.0.0.1:6379";
+    lock_kind kind = lock_kind::reentrant;
+    scenario which = scenario::uncontended;
+    unsigned workers = 1;
+    unsigned keys = 1;
+    std::chrono::milliseconds duration{3000}; ///< run length (A, B); upper bound (C, D)
+    std::chrono::milliseconds lease{30000};   ///< fixed lease of every acquisition
+    std::uint64_t max_ops = 0;  ///< C: critical sections in total (0 = until duration); D: samples
+    bool client_per_worker = false; ///< C/D: each worker its own dlock::client (own connections)
+    std::string key_prefix = "dlock-bench";
+};
+
+struct result {
+    std::uint64_t ops = 0;           ///< acquire+release pairs (critical sections)
+    double seconds = 0;
+    double ops_per_s = 0;
+    double acquire_p50_us = 0, acquire_p99_us = 0, acquire_max_us = 0;
+    double handoff_p50_us = 0, handoff_p99_us = 0; ///< release by one worker -> acquire by another
+    std::uint64_t handoff_samples = 0;
+    std::uint64_t per_worker_min = 0, per_worker_max = 0;
+    double self_reacquire_share = 0; ///< acquisitions by the worker that released just before
+    std::optional<bool> counter_exact; ///< C only
+    double server_cmds_per_op = 0;     ///< INFO commandstats delta / ops (includes redis.call)
+    double server_cpu_us_per_op = 0;   ///< INFO used_cpu_sys+user delta / ops
+    double client_cpu_us_per_op = 0;   ///< getrusage(RUSAGE_SELF) delta / ops
+};
+
+/// Runs one scenario against options.url. Throws dlock::error on connection failures.
+result run(const options& o);
+
+/// One JSON object with every field of `r` (keys as named above).
+std::string to_json(const result& r);
+
+} // namespace dlock::bench
