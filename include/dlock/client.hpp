@@ -44,10 +44,10 @@ enum class lock_kind {
 struct acquire_options {
     /// How long to wait for the lock. nullopt (default) waits forever; zero tries once.
     /// Negative durations are treated as zero.
-    std::optional<std::chrono::milliseconds> wait;
+    std::optional<std::chrono::milliseconds> wait{};
     /// Fixed lease: the lock expires after it, no renewal. nullopt (default) uses the client's
     /// watchdog lease and renews it every lease / 3 while the handle lives. Must be >= 1 ms.
-    std::optional<std::chrono::milliseconds> lease;
+    std::optional<std::chrono::milliseconds> lease{};
     lock_kind kind = lock_kind::reentrant;
 };
 
