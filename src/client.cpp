@@ -135,6 +135,7 @@ client_impl::~client_impl() { shutdown(); }
 
 void client_impl::start() {
     conn_->start();
+    renewal_->start();
     thread_ = std::thread([this] { io_.run(); });
     thread_id_ = thread_.get_id();
 }
@@ -285,15 +286,14 @@ lease client::acquire(std::string_view name, const acquire_options& opts, std::e
         ec = make_error_code(errc::invalid_argument);
         return {};
     }
-    std::atomic<bool> done{false};
+    detail::completion_flag done;
     lease result;
     detail::start_acquire(impl_, std::string(name), opts, [&](std::error_code e, lease l) {
         ec = e;
         result = std::move(l);
-        done.store(true, std::memory_order_release);
-        done.notify_one();
+        done.set();
     });
-    while (!done.load(std::memory_order_acquire)) done.wait(false, std::memory_order_acquire);
+    done.wait();
     return result;
 }
 

@@ -3,6 +3,7 @@
 // it, so their state needs no locks (only connection::submit() is called from other threads).
 #pragma once
 
+#include "completion_flag.hpp"
 #include "lock/names.hpp"
 #include "net/connection.hpp"
 #include "net/subscriber.hpp"
@@ -149,17 +150,14 @@ public:
     void complete(std::error_code ec, resp3::value&& reply) override {
         ec_ = ec;
         reply_ = std::move(reply);
-        done_.store(true, std::memory_order_release);
-        done_.notify_one();
+        done_.set();
     }
-    void wait() noexcept {
-        while (!done_.load(std::memory_order_acquire)) done_.wait(false, std::memory_order_acquire);
-    }
+    void wait() noexcept { done_.wait(); }
     std::error_code ec_;
     resp3::value reply_;
 
 private:
-    std::atomic<bool> done_{false};
+    completion_flag done_;
 };
 
 /// Converts an error reply to its errc (nothing for non-error replies).

@@ -17,7 +17,7 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_executor.hpp>
 #include <asio/async_result.hpp>
-#include <asio/dispatch.hpp>
+#include <asio/post.hpp>
 #include <asio/executor_work_guard.hpp>
 
 #include <chrono>
@@ -130,7 +130,9 @@ public:
     }
     void complete(std::error_code ec, resp3::value&& reply) override {
         auto ex = work_.get_executor();
-        asio::dispatch(ex, [h = std::move(handler_), ec, r = std::move(reply)]() mutable {
+        // post, not dispatch: a request may fail synchronously inside the initiating call,
+        // and a handler must never run before its initiating function returns.
+        asio::post(ex, [h = std::move(handler_), ec, r = std::move(reply)]() mutable {
             std::move(h)(ec, std::move(r));
         });
         delete this;
@@ -168,7 +170,7 @@ auto client::async_acquire(std::string name, acquire_options opts, CompletionTok
                                                                          std::move(work));
             detail::start_acquire(impl, std::move(n), o, [shared](std::error_code ec, lease l) {
                 auto ex = shared->second.get_executor();
-                asio::dispatch(ex, [shared, ec, l = std::move(l)]() mutable {
+                asio::post(ex, [shared, ec, l = std::move(l)]() mutable {
                     std::move(shared->first)(ec, std::move(l));
                 });
             });

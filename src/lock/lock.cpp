@@ -62,15 +62,14 @@ public:
         req.lease = lease ? *lease : c_->options().watchdog_lease;
         req.fresh_owner = !existing;
 
-        std::atomic<bool> done{false};
+        completion_flag done;
         acquire_result res;
         c_->async_acquire(req, [&](std::error_code e, acquire_result r) {
             ec = e;
             res = r;
-            done.store(true, std::memory_order_release);
-            done.notify_one();
+            done.set();
         });
-        while (!done.load(std::memory_order_acquire)) done.wait(false, std::memory_order_acquire);
+        done.wait();
         if (ec || !res.acquired) return false;
 
         if (existing && res.reentered) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <vector>
 
 namespace dlock::detail {
 namespace {
@@ -24,50 +25,55 @@ public:
     }
 };
 
+bool active(const hold_state& h) { return !h.released() && !h.lost() && !h.releasing; }
+
 } // namespace
 
 renewal_service::renewal_service(client_impl& c)
     : c_(c), tick_timer_(c.io()), loss_timer_(c.io()) {}
 
+void renewal_service::start() {
+    asio::post(c_.io(), [this] { arm_tick(); });
+}
+
+std::size_t renewal_service::size() const {
+    std::lock_guard lk(mu_);
+    return holds_.size();
+}
+
 void renewal_service::add(std::shared_ptr<hold_state> h) {
-    asio::post(c_.io(), [this, h = std::move(h)]() mutable {
-        if (stopped_ || h->released() || h->lost()) return;
-        auto* key = h.get();
-        if (!holds_.emplace(key, std::move(h)).second) return;
-        if (key->watchdog) {
-            ++watchdog_holds_;
-            arm_tick();
-        }
-        arm_loss();
-    });
+    const auto until = h->valid_until();
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_) return;
+        holds_.emplace(h.get(), std::move(h));
+        if (until >= loss_armed_) return; // the armed check comes first and re-arms
+        loss_armed_ = until;
+    }
+    asio::post(c_.io(), [this, until] { arm_loss(until); });
 }
 
 void renewal_service::remove(const std::shared_ptr<hold_state>& h) {
-    asio::post(c_.io(), [this, h] { forget(h.get()); });
-}
-
-void renewal_service::forget(hold_state* h) {
-    auto it = holds_.find(h);
-    if (it == holds_.end()) return;
-    if (h->watchdog) --watchdog_holds_;
-    holds_.erase(it);
+    std::lock_guard lk(mu_);
+    holds_.erase(h.get());
 }
 
 void renewal_service::stop() {
-    stopped_ = true;
+    {
+        std::lock_guard lk(mu_);
+        stopped_ = true;
+        holds_.clear();
+    }
     tick_timer_.cancel();
     loss_timer_.cancel();
-    holds_.clear();
-    watchdog_holds_ = 0;
 }
 
 void renewal_service::arm_tick() {
-    if (tick_armed_ || stopped_ || watchdog_holds_ == 0) return;
-    tick_armed_ = true;
+    // The tick runs for the client's whole life (one wake-up per lease/3 when idle), so adding
+    // the first watchdog hold never needs a hop to this thread.
     tick_timer_.expires_after(c_.options().watchdog_lease / 3);
     tick_timer_.async_wait([this](std::error_code ec) {
-        tick_armed_ = false;
-        if (ec || stopped_) return;
+        if (ec) return;
         tick();
         arm_tick();
     });
@@ -78,17 +84,24 @@ void renewal_service::tick() {
     // A previous round still unanswered (server stalled): do not pile up more; the deadlines
     // decide loss.
     if (inflight_ != 0) return;
+    std::vector<std::shared_ptr<hold_state>> due[2];
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_) return;
+        for (auto& [p, h] : holds_)
+            if (h->watchdog && active(*h))
+                due[h->kind == lock_kind::reentrant ? 0 : 1].push_back(h);
+    }
     const auto lease = c_.options().watchdog_lease;
     const std::string lease_ms = std::to_string(lease.count());
-    for (lock_kind kind : {lock_kind::reentrant, lock_kind::simple}) {
-        std::vector<std::shared_ptr<hold_state>> batch;
-        const auto flush = [&] {
-            if (batch.empty()) return;
+    for (int k = 0; k < 2; ++k) {
+        const auto& s = get_script(k == 0 ? script_id::lock_renew : script_id::simple_renew);
+        for (std::size_t first = 0; first < due[k].size(); first += batch_size) {
+            const auto last = std::min(due[k].size(), first + batch_size);
             auto* op = new renew_op();
-            op->holds.swap(batch);
+            op->holds.assign(due[k].begin() + static_cast<std::ptrdiff_t>(first),
+                             due[k].begin() + static_cast<std::ptrdiff_t>(last));
             const auto n = op->holds.size();
-            const auto& s = get_script(kind == lock_kind::reentrant ? script_id::lock_renew
-                                                                    : script_id::simple_renew);
             op->storage.reserve(2 * n + 2);
             op->storage.push_back(std::to_string(n));
             for (auto& h : op->holds) op->storage.push_back(h->keys.key);
@@ -104,18 +117,17 @@ void renewal_service::tick() {
             op->deadline = op->sent_at + c_.options().command_timeout;
             op->done = [this, lease](renew_op& o, std::error_code ec, resp3::value&& v) {
                 --inflight_;
-                if (stopped_) return;
                 const bool ok = !ec && v.kind == resp3::type::array &&
                                 v.elements.size() == o.holds.size();
                 if (ok) {
                     const auto until = o.sent_at + lease - drift_for(lease);
                     for (std::size_t i = 0; i < o.holds.size(); ++i) {
                         auto& h = o.holds[i];
-                        if (h->released() || h->lost() || h->releasing) continue;
+                        if (!active(*h)) continue;
                         if (v.elements[i].integer == 1) {
                             h->set_valid_until(until);
                         } else {
-                            forget(h.get());
+                            remove(h);
                             h->mark_lost();
                         }
                     }
@@ -126,40 +138,46 @@ void renewal_service::tick() {
             ++inflight_;
             batches_.fetch_add(1, std::memory_order_relaxed);
             c_.conn().submit(*op);
-        };
-        for (auto& [p, h] : holds_) {
-            if (!h->watchdog || h->kind != kind || h->released() || h->lost() || h->releasing)
-                continue;
-            batch.push_back(h);
-            if (batch.size() == batch_size) flush();
         }
-        flush();
     }
 }
 
 void renewal_service::check_deadlines() {
     const auto now = std::chrono::steady_clock::now();
     std::vector<std::shared_ptr<hold_state>> lost;
-    for (auto& [p, h] : holds_)
-        if (!h->released() && !h->releasing && h->valid_until() <= now) lost.push_back(h);
-    for (auto& h : lost) {
-        forget(h.get());
-        h->mark_lost();
+    auto next = time_point::max();
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_) return;
+        for (auto it = holds_.begin(); it != holds_.end();) {
+            auto& h = it->second;
+            if (h->released()) {
+                it = holds_.erase(it);
+                continue;
+            }
+            const auto until = h->valid_until();
+            if (!h->releasing && until <= now) {
+                lost.push_back(std::move(h));
+                it = holds_.erase(it);
+                continue;
+            }
+            next = std::min(next, until);
+            ++it;
+        }
+        loss_armed_ = next;
     }
-    arm_loss();
+    for (auto& h : lost) h->mark_lost();
+    if (next != time_point::max()) arm_loss(next);
 }
 
-void renewal_service::arm_loss() {
-    if (stopped_ || holds_.empty()) {
-        loss_timer_.cancel();
-        return;
+void renewal_service::arm_loss(time_point when) {
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_ || when > loss_armed_) return; // a later post for an earlier deadline won
     }
-    auto earliest = std::chrono::steady_clock::time_point::max();
-    for (auto& [p, h] : holds_) earliest = std::min(earliest, h->valid_until());
-    if (loss_timer_.expiry() == earliest) return;
-    loss_timer_.expires_at(earliest);
+    loss_timer_.expires_at(when);
     loss_timer_.async_wait([this](std::error_code ec) {
-        if (ec || stopped_) return;
+        if (ec) return;
         check_deadlines();
     });
 }

@@ -7,14 +7,18 @@
 // when its valid_until passes, measured on steady_clock from before the last successful send.
 // Holds with a fixed lease are not renewed and are lost when their lease ends unreleased.
 //
-// Thread safety: add()/remove() from any thread (they post); the rest on the I/O thread.
+// Thread safety: add() and remove() from any thread. They take a short mutex and wake the I/O
+// thread only when a new hold's deadline is earlier than the loss check already armed, so an
+// acquire/release pair costs no extra hop to the I/O thread. Timers run on the I/O thread.
 #pragma once
 
 #include <asio/steady_timer.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 
 namespace dlock::detail {
@@ -27,29 +31,34 @@ public:
     static constexpr std::size_t batch_size = 100;
 
     explicit renewal_service(client_impl& c);
+    /// Starts the periodic renewal tick (I/O thread).
+    void start();
     void add(std::shared_ptr<hold_state> h);
     void remove(const std::shared_ptr<hold_state>& h);
+    /// I/O thread.
     void stop();
 
     /// Counters for tests and benchmarks (relaxed; any thread).
     std::uint64_t batches_sent() const noexcept { return batches_.load(std::memory_order_relaxed); }
     std::uint64_t ticks() const noexcept { return ticks_.load(std::memory_order_relaxed); }
+    std::size_t size() const;
 
 private:
+    using time_point = std::chrono::steady_clock::time_point;
     void arm_tick();
     void tick();
-    void arm_loss();
+    void arm_loss(time_point when);
     void check_deadlines();
-    void forget(hold_state* h);
 
     client_impl& c_;
-    asio::steady_timer tick_timer_;
-    asio::steady_timer loss_timer_;
-    std::unordered_map<hold_state*, std::shared_ptr<hold_state>> holds_; // I/O thread only
-    std::size_t watchdog_holds_ = 0;
-    std::size_t inflight_ = 0;
-    bool tick_armed_ = false;
-    bool stopped_ = false;
+    asio::steady_timer tick_timer_;  // I/O thread
+    asio::steady_timer loss_timer_;  // I/O thread
+    std::size_t inflight_ = 0;       // I/O thread: renewal batches awaiting replies
+
+    mutable std::mutex mu_;
+    std::unordered_map<hold_state*, std::shared_ptr<hold_state>> holds_; // guarded by mu_
+    time_point loss_armed_ = time_point::max(); // guarded by mu_: expiry of loss_timer_
+    bool stopped_ = false;                      // guarded by mu_
     std::atomic<std::uint64_t> batches_{0};
     std::atomic<std::uint64_t> ticks_{0};
 };

@@ -48,33 +48,32 @@ private:
         self_ = shared_from_this(); // alive while replies are outstanding
         sent_at_ = clock::now();
         const auto dl = sent_at_ + c_->options().command_timeout;
-        replies_left_ = 0;
+        int n = 1;
         if (req_.kind == lock_kind::reentrant) {
             const auto& s = get_script(script_id::lock_acquire);
             slots_[0].views = {"EVALSHA",          s.sha,     "2", req_.keys.key,
                                req_.keys.token_key, lease_ms_, req_.owner};
             slots_[0].eval_fallback = s.text;
-            submit_slot(0, dl);
         } else {
             // SET NX PX and PTTL in one pipelined write: the PTTL bounds our sleep on failure.
             slots_[0].views = {"SET", req_.keys.key, req_.owner, "NX", "PX", lease_ms_};
             slots_[1].views = {"PTTL", req_.keys.key};
             slots_[0].eval_fallback = {};
             slots_[1].eval_fallback = {};
-            submit_slot(0, dl);
-            submit_slot(1, dl);
+            n = 2;
         }
-    }
-
-    void submit_slot(int i, clock::time_point dl) {
-        auto& s = slots_[static_cast<std::size_t>(i)];
-        s.op = this;
-        s.index = i;
-        s.args = s.views;
-        s.deadline = dl;
-        errs_[static_cast<std::size_t>(i)].clear();
-        ++replies_left_;
-        c_->conn().submit(s);
+        for (int i = 0; i < n; ++i) {
+            auto& s = slots_[static_cast<std::size_t>(i)];
+            s.op = this;
+            s.index = i;
+            s.args = s.views;
+            s.deadline = dl;
+            errs_[static_cast<std::size_t>(i)].clear();
+        }
+        // Set before the first submit: replies may be processed on the I/O thread while this
+        // (possibly another) thread is still submitting. Nothing here is touched after that.
+        replies_left_ = n;
+        for (int i = 0; i < n; ++i) c_->conn().submit(slots_[static_cast<std::size_t>(i)]);
     }
 
     void on_reply(int i, std::error_code ec, resp3::value&& v) {
@@ -226,7 +225,9 @@ private:
 void client_impl::async_acquire(acquire_request req, acquire_done done) {
     if (shut_down()) return done(make_error_code(errc::cancelled), acquire_result{});
     auto op = std::make_shared<acquire_op>(shared_from_this(), std::move(req), std::move(done));
-    asio::post(io_, [op] { op->start(); });
+    // The first attempt is submitted from the calling thread (connection::submit is
+    // thread-safe and may write directly); everything after it runs on the I/O thread.
+    op->start();
 }
 
 std::shared_ptr<hold_state> client_impl::make_hold(const acquire_request& req,

@@ -3,6 +3,9 @@
 #include <dlock/error.hpp>
 
 #include <algorithm>
+#include <cerrno>
+
+#include <sys/socket.h>
 
 namespace dlock::net {
 namespace {
@@ -64,11 +67,13 @@ void connection::stop() {
         self->deadline_timer_.cancel();
         self->close_stream();
         const auto ec = make_error_code(errc::cancelled);
-        while (!self->inflight_.empty()) {
-            auto* r = self->inflight_.front();
-            self->inflight_.pop_front();
-            if (r) r->complete(ec, {});
+        std::deque<detail::request*> inflight;
+        {
+            std::lock_guard lk(self->mu_);
+            inflight.swap(self->inflight_);
+            self->fd_ = -1;
         }
+        for (auto* r : inflight) r->complete(ec, {});
         self->fail_all_pending(ec);
         self->connected_.store(false, std::memory_order_release);
     });
@@ -80,7 +85,11 @@ void connection::submit(detail::request& r) {
         std::lock_guard lk(mu_);
         if (stopped_) fail = make_error_code(errc::cancelled);
         else if (sticky_error_) fail = sticky_error_;
-        else {
+        else if (fd_ >= 0 && !writing_ && pending_.empty() &&
+                 !io_.get_executor().running_in_this_thread()) {
+            direct_write_locked(r);
+            return;
+        } else {
             const auto begin = pending_buf_.size();
             resp3::encode_command(pending_buf_, r.args);
             pending_.push_back({&r, begin, pending_buf_.size()});
@@ -100,8 +109,31 @@ void connection::submit_oneway(std::span<const std::string_view> args) {
     schedule_flush_locked();
 }
 
+void connection::direct_write_locked(detail::request& r) {
+    // The connection is idle (no write in flight, nothing queued): write from the calling
+    // thread with one non-blocking send(), saving the hop to the I/O thread. Whatever the
+    // kernel does not take is queued (as bytes without a reply slot) ahead of anything else.
+    direct_buf_.clear();
+    resp3::encode_command(direct_buf_, r.args);
+    const ssize_t n = ::send(fd_, direct_buf_.data(), direct_buf_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        // Nothing was written: queue normally; the I/O thread will see the broken socket.
+        const auto begin = pending_buf_.size();
+        pending_buf_.append(direct_buf_);
+        pending_.push_back({&r, begin, pending_buf_.size()});
+        schedule_flush_locked();
+        return;
+    }
+    inflight_.push_back(&r);
+    const auto written = n < 0 ? std::size_t{0} : static_cast<std::size_t>(n);
+    if (written == direct_buf_.size()) return;
+    pending_buf_.assign(direct_buf_, written);
+    pending_.push_back({nullptr, 0, pending_buf_.size()});
+    schedule_flush_locked();
+}
+
 void connection::schedule_flush_locked() {
-    if (flush_scheduled_ || !ready_) return;
+    if (flush_scheduled_ || !ready_ || writing_) return;
     flush_scheduled_ = true;
     asio::post(io_, [self = shared_from_this()] { self->flush(); });
 }
@@ -212,12 +244,14 @@ void connection::handshake() {
     read_buf_.clear();
     read_pos_ = 0;
     parser_.reset();
-    writing_ = true;
+    {
+        std::lock_guard lk(mu_);
+        writing_ = true;
+    }
     const auto gen = generation_;
     async_write_bytes([this, self = shared_from_this(), gen](std::error_code ec, std::size_t) {
         if (gen != generation_) return;
-        writing_ = false;
-        if (ec) return fail_connection(map_transport_error(ec));
+        on_written(ec); // the handshake replies may already have made the connection ready
     });
     start_read();
 }
@@ -248,8 +282,10 @@ void connection::dispatch_reply(resp3::value&& v) {
             std::lock_guard lk(mu_);
             sticky_error_.clear();
             ready_ = true;
+            fd_ = plain_fd();
             if (!pending_.empty()) schedule_flush_locked();
         }
+        arm_deadline_tick();
         if (on_state_) on_state_(true);
         return;
     }
@@ -257,29 +293,32 @@ void connection::dispatch_reply(resp3::value&& v) {
         if (on_push_) on_push_(v);
         return;
     }
-    if (inflight_.empty()) {
+    detail::request* r = nullptr;
+    {
+        std::lock_guard lk(mu_);
+        if (!inflight_.empty()) {
+            r = inflight_.front();
+            inflight_.pop_front();
+            if (v.is_error() && !r->eval_fallback.empty() && v.str.starts_with("NOSCRIPT")) {
+                // Re-send as EVAL, queued behind whatever is pending. Only this request's own
+                // outcome depends on it, so ordering among callers is unaffected.
+                std::vector<std::string_view> eval(r->args.begin(), r->args.end());
+                eval[0] = "EVAL";
+                eval[1] = r->eval_fallback;
+                r->eval_fallback = {};
+                const auto begin = pending_buf_.size();
+                resp3::encode_command(pending_buf_, eval);
+                pending_.push_back({r, begin, pending_buf_.size()});
+                schedule_flush_locked();
+                return;
+            }
+        }
+    }
+    if (!r) {
         // A reply nobody asked for: the stream is desynchronised. Never attribute it.
         return fail_connection(make_error_code(errc::protocol_error));
     }
-    detail::request* r = inflight_.front();
-    if (v.is_error() && !r->eval_fallback.empty() && v.str.starts_with("NOSCRIPT")) {
-        // Re-send as EVAL on this connection, at the back of the queue. The request keeps
-        // its place in nobody's order but its own, so ordering among callers is unaffected.
-        inflight_.pop_front();
-        std::vector<std::string_view> eval(r->args.begin(), r->args.end());
-        eval[0] = "EVAL";
-        eval[1] = r->eval_fallback;
-        r->eval_fallback = {};
-        std::lock_guard lk(mu_);
-        const auto begin = pending_buf_.size();
-        resp3::encode_command(pending_buf_, eval);
-        pending_.push_back({r, begin, pending_buf_.size()});
-        schedule_flush_locked();
-        return;
-    }
-    inflight_.pop_front();
     r->complete({}, std::move(v));
-    arm_deadline_timer();
 }
 
 // ---- reading -----------------------------------------------------------------------------
@@ -322,20 +361,18 @@ void connection::on_read(std::error_code ec, std::size_t) {
 // ---- writing -----------------------------------------------------------------------------
 
 void connection::flush() {
-    if (writing_ || handshaking_) return;
     {
         std::lock_guard lk(mu_);
         flush_scheduled_ = false;
-        if (!ready_ || pending_.empty()) return;
+        // A write in progress continues from on_written(); the handshake from its last reply.
+        if (writing_ || handshaking_ || !ready_ || pending_.empty()) return;
+        writing_ = true;
         write_buf_.clear();
         write_buf_.swap(pending_buf_);
-        for (auto& e : pending_) {
+        for (auto& e : pending_)
             if (e.req) inflight_.push_back(e.req);
-        }
         pending_.clear();
     }
-    writing_ = true;
-    arm_deadline_timer();
     const auto gen = generation_;
     async_write_bytes([this, self = shared_from_this(), gen](std::error_code ec, std::size_t) {
         if (gen != generation_) return;
@@ -344,33 +381,46 @@ void connection::flush() {
 }
 
 void connection::on_written(std::error_code ec) {
-    writing_ = false;
-    if (ec) return fail_connection(map_transport_error(ec));
-    std::lock_guard lk(mu_);
-    if (!pending_.empty() && !flush_scheduled_) {
-        flush_scheduled_ = true;
-        asio::post(io_, [self = shared_from_this()] { self->flush(); });
+    {
+        std::lock_guard lk(mu_);
+        writing_ = false;
     }
+    if (ec) return fail_connection(map_transport_error(ec));
+    // Everything submitted while this write was in flight goes out as the next batch.
+    flush();
 }
 
 // ---- timeouts and failure ----------------------------------------------------------------
 
-void connection::arm_deadline_timer() {
-    if (inflight_.empty()) return;
-    const auto when = inflight_.front()->deadline;
-    if (deadline_timer_.expiry() == when) return;
-    deadline_timer_.expires_at(when);
+void connection::arm_deadline_tick() {
+    // While connected, a coarse periodic check (a tenth of the command timeout, 5-100 ms)
+    // finds the oldest in-flight request past its deadline. A per-request timer would need a
+    // hop to this thread for every command written directly by a caller.
+    const auto period = std::clamp(opts_.command_timeout / 10, std::chrono::milliseconds(5),
+                                   std::chrono::milliseconds(100));
+    deadline_timer_.expires_after(period);
     const auto gen = generation_;
     deadline_timer_.async_wait([this, self = shared_from_this(), gen](std::error_code ec) {
-        if (ec || gen != generation_ || inflight_.empty()) return;
-        const auto now = std::chrono::steady_clock::now();
-        if (inflight_.front()->deadline <= now) {
-            // The server did not answer in time: outcome unknown, and the stream can no longer
-            // be trusted to line up replies with requests.
-            return fail_connection(make_error_code(errc::ambiguous));
+        if (ec || gen != generation_) return;
+        bool expired = false;
+        {
+            std::lock_guard lk(mu_);
+            expired = !inflight_.empty() &&
+                      inflight_.front()->deadline <= std::chrono::steady_clock::now();
         }
-        arm_deadline_timer();
+        // No reply in time: outcome unknown, and the stream can no longer be trusted to line
+        // up replies with requests.
+        if (expired) return fail_connection(make_error_code(errc::ambiguous));
+        arm_deadline_tick();
     });
+}
+
+int connection::plain_fd() {
+    // Only plain sockets may be written from caller threads; a TLS stream's state is not.
+    if (auto* s = std::get_if<tcp::socket>(&stream_)) return s->native_handle();
+    if (auto* u = std::get_if<asio::local::stream_protocol::socket>(&stream_))
+        return u->native_handle();
+    return -1;
 }
 
 void connection::close_stream() {
@@ -388,24 +438,23 @@ void connection::fail_connection(std::error_code why) {
     connect_timer_.cancel();
     deadline_timer_.cancel();
     close_stream();
-    writing_ = false;
     handshaking_ = false;
     parser_.reset();
     read_buf_.clear();
     read_pos_ = 0;
     const bool was_connected = connected_.exchange(false, std::memory_order_acq_rel);
+    std::deque<detail::request*> inflight;
     {
         std::lock_guard lk(mu_);
         ready_ = false;
         flush_scheduled_ = false;
+        writing_ = false;
+        fd_ = -1;
+        inflight.swap(inflight_);
     }
     // Everything written and unanswered has an unknown outcome.
     const auto amb = make_error_code(errc::ambiguous);
-    while (!inflight_.empty()) {
-        auto* r = inflight_.front();
-        inflight_.pop_front();
-        r->complete(amb, {});
-    }
+    for (auto* r : inflight) r->complete(amb, {});
     if (why == errc::auth_failed || why == errc::permission_denied ||
         why == errc::configuration_error) {
         fail_all_pending(why);

@@ -93,7 +93,9 @@ private:
     void on_written(std::error_code ec);
     void fail_connection(std::error_code why);
     void schedule_reconnect();
-    void arm_deadline_timer();
+    void arm_deadline_tick();
+    void direct_write_locked(detail::request& r);
+    int plain_fd();
     void expire_pending(std::chrono::steady_clock::time_point now, std::error_code ec);
     void fail_all_pending(std::error_code ec);
     void close_stream();
@@ -122,13 +124,15 @@ private:
     std::vector<pending_entry> pending_; // guarded by mu_
     bool flush_scheduled_ = false;       // guarded by mu_
     bool ready_ = false;                 // guarded by mu_: connected and handshake done
+    bool writing_ = false;               // guarded by mu_: an async_write is in flight
+    int fd_ = -1;                        // guarded by mu_: plain socket for direct writes
+    std::string direct_buf_;             // guarded by mu_
+    std::deque<detail::request*> inflight_; // guarded by mu_: written, awaiting replies in order
     bool stopped_ = false;               // guarded by mu_
     std::error_code sticky_error_;       // guarded by mu_: fail new requests fast (auth failure)
 
     // I/O thread only.
     std::string write_buf_;
-    bool writing_ = false;
-    std::deque<detail::request*> inflight_; // written or being written, awaiting replies
     std::string read_buf_;
     std::size_t read_pos_ = 0;
     resp3::parser parser_;
