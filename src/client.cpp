@@ -205,11 +205,15 @@ void start_acquire(const std::shared_ptr<client_impl>& c, std::string name,
     req.kind = opts.kind;
     req.keys = make_keys(name, opts.kind, ec);
     if (!ec && opts.lease && opts.lease->count() < 1) ec = make_error_code(errc::invalid_argument);
+    if (!ec && opts.retry &&
+        (opts.retry->attempts == 0 || opts.retry->delay.count() < 0 || opts.retry->jitter.count() < 0))
+        ec = make_error_code(errc::invalid_argument);
     if (ec) {
         asio::post(c->io(), [cb = std::move(cb), ec] { cb(ec, lease{}); });
         return;
     }
     req.wait = opts.wait;
+    req.retry = opts.retry;
     if (req.wait && req.wait->count() < 0) req.wait = std::chrono::milliseconds(0);
     req.lease = opts.lease ? *opts.lease : c->options().watchdog_lease;
     req.owner = opts.kind == lock_kind::reentrant

@@ -85,6 +85,7 @@ struct acquire_request {
     std::optional<std::chrono::milliseconds> wait; ///< nullopt: forever
     std::chrono::milliseconds lease{};
     bool fresh_owner = true; ///< no earlier hold by this owner (best-effort undo is safe)
+    std::optional<retry_policy> retry; ///< poll instead of subscribing
 };
 
 class client_impl : public std::enable_shared_from_this<client_impl> {
@@ -126,7 +127,10 @@ public:
     void set_thread_hold(const std::string& key, std::shared_ptr<hold_state> h);
     void erase_thread_hold(const std::string& key, const hold_state* h);
     /// Fire-and-forget release (from the I/O thread, where blocking is not allowed).
-    void release_detached(const std::shared_ptr<hold_state>& h);
+    /// `done` (may be empty) runs on the I/O thread with the outcome; the hold is marked
+    /// released, or lost on errc::not_owner.
+    void release_detached(const std::shared_ptr<hold_state>& h,
+                          std::function<void(std::error_code)> done);
     bool shut_down() const noexcept { return shut_.load(std::memory_order_acquire); }
 
 private:

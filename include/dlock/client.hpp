@@ -41,6 +41,15 @@ enum class lock_kind {
     simple,    ///< SET key token NX PX, compare-and-delete release (redis-py Lock layout)
 };
 
+/// The seeds' spin behaviour, for users who want it: poll `attempts` times in total, sleeping
+/// `delay` plus a uniform random jitter in [0, jitter] between tries. Waiting by notification
+/// (the default, when acquire_options::retry is empty) is faster and cheaper.
+struct retry_policy {
+    unsigned attempts = 3;                     ///< total tries including the first; >= 1
+    std::chrono::milliseconds delay{50};       ///< pause between tries
+    std::chrono::milliseconds jitter{50};      ///< extra random pause, uniform in [0, jitter]
+};
+
 struct acquire_options {
     /// How long to wait for the lock. nullopt (default) waits forever; zero tries once.
     /// Negative durations are treated as zero.
@@ -49,6 +58,9 @@ struct acquire_options {
     /// watchdog lease and renews it every lease / 3 while the handle lives. Must be >= 1 ms.
     std::optional<std::chrono::milliseconds> lease{};
     lock_kind kind = lock_kind::reentrant;
+    /// nullopt (default): wait for the unlock message. Set: poll as the policy says, still
+    /// bounded by `wait`. Errors: attempts == 0 or negative durations are invalid_argument.
+    std::optional<retry_policy> retry{};
 };
 
 namespace detail {

@@ -56,6 +56,10 @@ struct client_options {
     /// written and got no reply in time completes with errc::ambiguous and the connection is
     /// recycled (its replies would otherwise be attributed to the wrong callers).
     std::chrono::milliseconds command_timeout = 5s;
+    /// Health check: a connection that received nothing for this long sends a PING, so a
+    /// silently dead peer is detected within idle_timeout + command_timeout. Default 15 s;
+    /// zero disables it.
+    std::chrono::milliseconds idle_timeout = 15s;
     /// Reconnect backoff: doubles from min to max, with full jitter. Defaults 10 ms / 1 s.
     std::chrono::milliseconds reconnect_min = 10ms;
     std::chrono::milliseconds reconnect_max = 1s;

@@ -10,6 +10,13 @@
 
 #include <dlock/error.hpp>
 
+#include <asio/any_io_executor.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
+#include <asio/system_executor.hpp>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -20,9 +27,16 @@
 
 namespace dlock {
 
+class lease;
+
 namespace detail {
 class hold_state;
 class client_impl;
+/// Releases `h` without blocking; `done` runs on the client's I/O thread, or inline when
+/// there is nothing to send (already released, lost, or the client is gone).
+void start_release(std::shared_ptr<hold_state> h, std::function<void(std::error_code)> done);
+/// The I/O executor of the client that owns `h`; empty when that client is gone.
+asio::any_io_executor hold_executor(const std::shared_ptr<hold_state>& h);
 } // namespace detail
 
 class lease {
@@ -59,6 +73,11 @@ public:
     void release();
     void release(std::error_code& ec);
 
+    /// Async twin of release(): completes with void(std::error_code) on the token's associated
+    /// executor (the client's I/O thread by default). The handle is empty afterwards.
+    template <class CompletionToken>
+    auto async_release(CompletionToken&& token);
+
     /// Extends the lease to now + `lease_ms` if still owned. Errors: errc::not_owner if lost.
     void extend(std::chrono::milliseconds lease_ms);
     void extend(std::chrono::milliseconds lease_ms, std::error_code& ec);
@@ -70,5 +89,23 @@ public:
 private:
     std::shared_ptr<detail::hold_state> state_;
 };
+
+template <class CompletionToken>
+auto lease::async_release(CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code)>(
+        [](auto handler, std::shared_ptr<detail::hold_state> h) {
+            using H = std::decay_t<decltype(handler)>;
+            asio::any_io_executor io = detail::hold_executor(h);
+            if (!io) io = asio::system_executor();
+            auto work = asio::make_work_guard(asio::get_associated_executor(handler, io));
+            auto shared = std::make_shared<std::pair<H, decltype(work)>>(std::move(handler),
+                                                                         std::move(work));
+            detail::start_release(std::move(h), [shared](std::error_code ec) {
+                auto ex = shared->second.get_executor();
+                asio::post(ex, [shared, ec]() mutable { std::move(shared->first)(ec); });
+            });
+        },
+        token, std::move(state_));
+}
 
 } // namespace dlock

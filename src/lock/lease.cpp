@@ -70,8 +70,7 @@ void lease::release(std::error_code& ec) {
     c->renewal().remove(h);
     if (c->on_io_thread()) {
         // Called from a completion handler: never block the I/O thread.
-        c->release_detached(h);
-        h->mark_released();
+        c->release_detached(h, {});
         return;
     }
     c->release(*h, ec);
@@ -134,12 +133,53 @@ namespace {
 struct detached_release final : request {
     std::vector<std::string> storage;
     std::vector<std::string_view> views;
-    void complete(std::error_code, resp3::value&&) override { delete this; }
+    std::shared_ptr<hold_state> hold;
+    std::function<void(std::error_code)> done;
+    void complete(std::error_code ec, resp3::value&& v) override {
+        if (hold) {
+            if (!ec) ec = reply_error(v);
+            if (!ec) {
+                const bool released = hold->kind == lock_kind::reentrant
+                                          ? v.is_integer()
+                                          : v.is_integer() && v.integer == 1;
+                if (!released) ec = make_error_code(errc::not_owner);
+            }
+            if (ec == errc::not_owner) hold->mark_lost();
+            else hold->mark_released();
+        }
+        if (done) done(ec);
+        delete this;
+    }
 };
 } // namespace
 
-void client_impl::release_detached(const std::shared_ptr<hold_state>& h) {
+asio::any_io_executor hold_executor(const std::shared_ptr<hold_state>& h) {
+    auto c = h ? h->client.lock() : nullptr;
+    return c && !c->shut_down() ? asio::any_io_executor(c->io().get_executor())
+                                : asio::any_io_executor{};
+}
+
+void start_release(std::shared_ptr<hold_state> h, std::function<void(std::error_code)> done) {
+    auto c = h ? h->client.lock() : nullptr;
+    if (!h || h->released()) return done({});
+    if (!c || c->shut_down()) {
+        h->mark_released();
+        return done(make_error_code(errc::cancelled));
+    }
+    if (h->lost()) {
+        c->renewal().remove(h);
+        return done(make_error_code(errc::not_owner));
+    }
+    h->releasing = true;
+    c->renewal().remove(h);
+    c->release_detached(h, std::move(done));
+}
+
+void client_impl::release_detached(const std::shared_ptr<hold_state>& h,
+                                   std::function<void(std::error_code)> done) {
     auto* op = new detached_release();
+    op->hold = h;
+    op->done = std::move(done);
     if (h->kind == lock_kind::reentrant) {
         const auto& s = get_script(script_id::lock_release);
         op->storage = {"EVALSHA", std::string(s.sha), "2", h->keys.key, h->keys.channel, "0",

@@ -3,6 +3,8 @@
 #include "client_impl.hpp"
 #include "lock/renewal.hpp"
 
+#include <random>
+
 namespace dlock::detail {
 namespace {
 
@@ -124,6 +126,17 @@ private:
         const auto now = clock::now();
         if (req_.wait && (req_.wait->count() == 0 || now >= deadline_))
             return finish({}, acquire_result{});
+        if (req_.retry) {
+            // Spin mode: no subscription; a bounded number of tries with jittered pauses.
+            if (++tries_ >= req_.retry->attempts) return finish({}, acquire_result{});
+            thread_local std::minstd_rand rng{std::random_device{}()};
+            std::uniform_int_distribution<long long> jitter(0, req_.retry->jitter.count());
+            state_ = state::sleeping;
+            self_ = shared_from_this();
+            arm_timer(std::min(deadline_, now + req_.retry->delay +
+                                              std::chrono::milliseconds(jitter(rng))));
+            return;
+        }
         if (!subscribed_) {
             subscribed_ = true;
             state_ = state::subscribing;
@@ -218,6 +231,7 @@ private:
     std::array<std::error_code, 2> errs_;
     std::array<resp3::value, 2> replies_;
     int replies_left_ = 0;
+    unsigned tries_ = 0;
 };
 
 } // namespace

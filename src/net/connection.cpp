@@ -285,6 +285,7 @@ void connection::dispatch_reply(resp3::value&& v) {
             fd_ = plain_fd();
             if (!pending_.empty()) schedule_flush_locked();
         }
+        last_read_ = std::chrono::steady_clock::now();
         arm_deadline_tick();
         if (on_state_) on_state_(true);
         return;
@@ -344,6 +345,7 @@ void connection::start_read() {
 
 void connection::on_read(std::error_code ec, std::size_t) {
     if (ec) return fail_connection(map_transport_error(ec));
+    last_read_ = std::chrono::steady_clock::now();
     const auto gen = generation_;
     for (;;) {
         std::size_t used = 0;
@@ -411,8 +413,39 @@ void connection::arm_deadline_tick() {
         // No reply in time: outcome unknown, and the stream can no longer be trusted to line
         // up replies with requests.
         if (expired) return fail_connection(make_error_code(errc::ambiguous));
+        if (!check_idle()) return;
         arm_deadline_tick();
     });
+}
+
+bool connection::check_idle() {
+    // Health check of an idle connection: after idle_timeout without a byte from the server,
+    // send a PING. On a command connection its deadline is the command timeout (a dead peer
+    // then surfaces as errc::ambiguous and a reconnect); a subscriber connection, whose replies
+    // all travel as pushes, is dropped when nothing arrived for two idle periods plus the
+    // command timeout. Returns false when the connection was failed.
+    if (opts_.idle_timeout.count() <= 0) return true;
+    const auto now = std::chrono::steady_clock::now();
+    const auto quiet = now - last_read_;
+    if (mode_ == mode::pubsub) {
+        if (quiet > 2 * opts_.idle_timeout + opts_.command_timeout) {
+            fail_connection(make_error_code(errc::unavailable));
+            return false;
+        }
+        if (quiet > opts_.idle_timeout && now - last_ping_ > opts_.idle_timeout) {
+            last_ping_ = now;
+            const std::string_view ping[] = {"PING"};
+            submit_oneway(ping);
+        }
+        return true;
+    }
+    if (quiet > opts_.idle_timeout && !ping_.busy) {
+        ping_.busy = true;
+        ping_.args = ping_.cmd;
+        ping_.deadline = now + opts_.command_timeout;
+        submit(ping_);
+    }
+    return true;
 }
 
 int connection::plain_fd() {

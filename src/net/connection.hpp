@@ -96,6 +96,14 @@ private:
     void arm_deadline_tick();
     void direct_write_locked(detail::request& r);
     int plain_fd();
+    bool check_idle();
+
+    /// The health-check PING of an idle command connection (one at a time).
+    struct ping_request final : detail::request {
+        std::string_view cmd[1] = {"PING"};
+        bool busy = false; // I/O thread
+        void complete(std::error_code, resp3::value&&) override { busy = false; }
+    };
     void expire_pending(std::chrono::steady_clock::time_point now, std::error_code ec);
     void fail_all_pending(std::error_code ec);
     void close_stream();
@@ -139,6 +147,9 @@ private:
     bool handshaking_ = false;
     std::size_t handshake_replies_ = 0;
     std::error_code handshake_error_;
+    ping_request ping_;
+    std::chrono::steady_clock::time_point last_read_{};
+    std::chrono::steady_clock::time_point last_ping_{};
     std::uint64_t generation_ = 0; // bumps on every new transport; stale callbacks compare it
     std::atomic<bool> connected_{false};
     push_handler on_push_;
