@@ -1,6 +1,7 @@
 // The acquire operation: attempt, subscribe, last attempt, sleep until woken or the TTL the
 // attempt returned, repeat until acquired or the wait deadline passes. Runs on the I/O thread.
 #include "client_impl.hpp"
+#include "lock/acquire_logic.hpp"
 #include "lock/renewal.hpp"
 
 #include <random>
@@ -87,39 +88,21 @@ private:
     }
 
     void evaluate() {
-        std::error_code ec = errs_[0];
-        const resp3::value& r = replies_[0];
-        if (!ec) ec = reply_error(r);
-        if (ec) return fail(ec);
-
-        std::int64_t ttl = -1;
-        if (req_.kind == lock_kind::reentrant) {
-            if (r.kind != resp3::type::array || r.elements.size() != 2 ||
-                !r.elements[0].is_integer() || !r.elements[1].is_integer())
-                return fail(make_error_code(errc::protocol_error));
-            const auto status = r.elements[0].integer;
-            if (status == 1 || status == 2) {
-                acquire_result res;
-                res.acquired = true;
-                res.reentered = status == 2;
-                res.token = status == 1 ? static_cast<std::uint64_t>(r.elements[1].integer) : 0;
-                res.count = status == 2 ? r.elements[1].integer : 1;
-                res.sent_at = sent_at_;
-                return finish({}, res);
-            }
-            if (status != 0) return fail(make_error_code(errc::protocol_error));
-            ttl = r.elements[1].integer;
-        } else {
-            if (r.is_ok()) {
-                acquire_result res;
-                res.acquired = true;
-                res.sent_at = sent_at_;
-                return finish({}, res);
-            }
-            if (!r.is_null()) return fail(make_error_code(errc::protocol_error));
-            if (!errs_[1] && replies_[1].is_integer()) ttl = replies_[1].integer;
+        const auto out = interpret_attempt(req_.kind, errs_[0], replies_[0], errs_[1], replies_[1]);
+        switch (out.what) {
+        case attempt_outcome::kind::error: return fail(out.ec);
+        case attempt_outcome::kind::held: return not_acquired(out.ttl_ms);
+        case attempt_outcome::kind::acquired:
+        case attempt_outcome::kind::reentered: {
+            acquire_result res;
+            res.acquired = true;
+            res.reentered = out.what == attempt_outcome::kind::reentered;
+            res.token = out.token;
+            res.count = out.count;
+            res.sent_at = sent_at_;
+            return finish({}, res);
         }
-        not_acquired(ttl);
+        }
     }
 
     void not_acquired(std::int64_t ttl) {
@@ -149,9 +132,7 @@ private:
         if (c_->subscriber().sleep(req_.keys.channel, this)) return attempt(); // stored permit
         state_ = state::sleeping;
         self_ = shared_from_this();
-        auto until = deadline_;
-        if (ttl >= 0) until = std::min(until, now + std::chrono::milliseconds(ttl));
-        arm_timer(until);
+        arm_timer(sleep_until(now, deadline_, ttl));
     }
 
     void arm_timer(clock::time_point until) {
