@@ -136,8 +136,11 @@ client_impl::~client_impl() { shutdown(); }
 void client_impl::start() {
     conn_->start();
     renewal_->start();
-    thread_ = std::thread([this] { io_.run(); });
-    thread_id_ = thread_.get_id();
+    thread_ = std::thread([this] {
+        thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
+        io_.run();
+    });
+    thread_id_.store(thread_.get_id(), std::memory_order_release);
 }
 
 void client_impl::shutdown() {
@@ -151,14 +154,14 @@ void client_impl::shutdown() {
     work_.reset();
     // Give in-flight completions a chance, then stop the loop for good.
     asio::post(io_, [this] { io_.stop(); });
-    if (std::this_thread::get_id() == thread_id_) thread_.detach();
+    if (on_io_thread()) thread_.detach();
     else thread_.join();
 }
 
 net::subscriber& client_impl::subscriber() { return *sub_; }
 
 bool client_impl::on_io_thread() const noexcept {
-    return std::this_thread::get_id() == thread_id_;
+    return std::this_thread::get_id() == thread_id_.load(std::memory_order_acquire);
 }
 
 resp3::value client_impl::run(std::span<const std::string_view> args, std::error_code& ec,

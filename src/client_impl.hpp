@@ -142,7 +142,7 @@ private:
     asio::io_context io_;
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     std::thread thread_;
-    std::thread::id thread_id_;
+    std::atomic<std::thread::id> thread_id_{};
     std::shared_ptr<net::connection> conn_;
     std::unique_ptr<net::subscriber> sub_;
     std::unique_ptr<renewal_service> renewal_;

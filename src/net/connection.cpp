@@ -65,14 +65,14 @@ void connection::stop() {
         self->connect_timer_.cancel();
         self->backoff_timer_.cancel();
         self->deadline_timer_.cancel();
-        self->close_stream();
         const auto ec = make_error_code(errc::cancelled);
         std::deque<detail::request*> inflight;
         {
             std::lock_guard lk(self->mu_);
             inflight.swap(self->inflight_);
-            self->fd_ = -1;
+            self->fd_ = -1; // before closing: no caller may send() on a closed or reused fd
         }
+        self->close_stream();
         for (auto* r : inflight) r->complete(ec, {});
         self->fail_all_pending(ec);
         self->connected_.store(false, std::memory_order_release);
@@ -470,6 +470,10 @@ void connection::fail_connection(std::error_code why) {
     ++generation_;
     connect_timer_.cancel();
     deadline_timer_.cancel();
+    {
+        std::lock_guard lk(mu_);
+        fd_ = -1; // before closing: no caller may send() on a closed or reused fd
+    }
     close_stream();
     handshaking_ = false;
     parser_.reset();
