@@ -41,7 +41,7 @@ struct result {
     std::uint64_t handoff_samples = 0;
     std::uint64_t per_worker_min = 0, per_worker_max = 0;
     double self_reacquire_share = 0; ///< acquisitions by the worker that released just before
-    std::optional<bool> counter_exact; ///< C only
+    std::optional<bool> counter_exact{}; ///< C only
     double server_cmds_per_op = 0;     ///< INFO commandstats delta / ops (includes redis.call)
     double server_cpu_us_per_op = 0;   ///< INFO used_cpu_sys+user delta / ops
     double client_cpu_us_per_op = 0;   ///< getrusage(RUSAGE_SELF) delta / ops

@@ -17,8 +17,8 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_executor.hpp>
 #include <asio/async_result.hpp>
-#include <asio/post.hpp>
 #include <asio/executor_work_guard.hpp>
+#include <asio/post.hpp>
 
 #include <chrono>
 #include <functional>
@@ -45,9 +45,9 @@ enum class lock_kind {
 /// `delay` plus a uniform random jitter in [0, jitter] between tries. Waiting by notification
 /// (the default, when acquire_options::retry is empty) is faster and cheaper.
 struct retry_policy {
-    unsigned attempts = 3;                     ///< total tries including the first; >= 1
-    std::chrono::milliseconds delay{50};       ///< pause between tries
-    std::chrono::milliseconds jitter{50};      ///< extra random pause, uniform in [0, jitter]
+    unsigned attempts = 3;                ///< total tries including the first; >= 1
+    std::chrono::milliseconds delay{50};  ///< pause between tries
+    std::chrono::milliseconds jitter{50}; ///< extra random pause, uniform in [0, jitter]
 };
 
 struct acquire_options {
@@ -123,7 +123,7 @@ public:
     const std::shared_ptr<detail::client_impl>& impl() const noexcept { return impl_; }
 
 private:
-    std::shared_ptr<detail::client_impl> impl_;
+    std::shared_ptr<detail::client_impl> impl_{};
 };
 
 // ---- async templates ---------------------------------------------------------------------
@@ -153,8 +153,8 @@ public:
 private:
     Handler handler_;
     asio::executor_work_guard<asio::associated_executor_t<Handler, asio::any_io_executor>> work_;
-    std::vector<std::string> storage_;
-    std::vector<std::string_view> views_;
+    std::vector<std::string> storage_{};
+    std::vector<std::string_view> views_{};
 };
 
 } // namespace detail
@@ -164,8 +164,8 @@ auto client::async_command(std::vector<std::string> args, CompletionToken&& toke
     return asio::async_initiate<CompletionToken, void(std::error_code, resp3::value)>(
         [impl = impl_](auto handler, std::vector<std::string> a) {
             auto io = detail::executor_of(*impl);
-            auto* op = new detail::command_op<std::decay_t<decltype(handler)>>(
-                std::move(handler), std::move(a), io);
+            auto* op = new detail::command_op<std::decay_t<decltype(handler)>>(std::move(handler),
+                                                                               std::move(a), io);
             detail::submit(*impl, *op);
         },
         token, std::move(args));
@@ -178,8 +178,8 @@ auto client::async_acquire(std::string name, acquire_options opts, CompletionTok
             using H = std::decay_t<decltype(handler)>;
             auto io = detail::executor_of(*impl);
             auto work = asio::make_work_guard(asio::get_associated_executor(handler, io));
-            auto shared = std::make_shared<std::pair<H, decltype(work)>>(std::move(handler),
-                                                                         std::move(work));
+            auto shared =
+                std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
             detail::start_acquire(impl, std::move(n), o, [shared](std::error_code ec, lease l) {
                 auto ex = shared->second.get_executor();
                 asio::post(ex, [shared, ec, l = std::move(l)]() mutable {

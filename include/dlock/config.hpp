@@ -26,29 +26,29 @@ using namespace std::chrono_literals;
 enum class topology { standalone, sentinel, cluster };
 
 struct endpoint {
-    std::string host;
+    std::string host{};
     std::uint16_t port = 6379;
     friend bool operator==(const endpoint&, const endpoint&) = default;
 };
 
 struct tls_options {
-    bool enabled = false;     ///< set by rediss://; never falls back to plaintext
-    std::string ca_file;      ///< PEM CA bundle; empty = the system default trust store
-    std::string cert_file;    ///< client certificate (mutual TLS); empty = none
-    std::string key_file;     ///< client private key
-    std::string server_name;  ///< name to verify and send as SNI; empty = the URL host
+    bool enabled = false;      ///< set by rediss://; never falls back to plaintext
+    std::string ca_file{};     ///< PEM CA bundle; empty = the system default trust store
+    std::string cert_file{};   ///< client certificate (mutual TLS); empty = none
+    std::string key_file{};    ///< client private key
+    std::string server_name{}; ///< name to verify and send as SNI; empty = the URL host
 };
 
 struct client_options {
     topology kind = topology::standalone;
     /// Servers to contact: the one server, the sentinels, or the cluster seed nodes.
     std::vector<endpoint> endpoints{{"127.0.0.1", 6379}};
-    std::string unix_socket;  ///< non-empty: connect to this path instead of endpoints
-    std::string username;     ///< ACL user; empty = `default`
-    std::string password;     ///< empty = no AUTH
-    int db = 0;               ///< SELECT index (standalone and sentinel only)
-    std::string master_name;  ///< sentinel master name
-    tls_options tls;
+    std::string unix_socket{}; ///< non-empty: connect to this path instead of endpoints
+    std::string username{};    ///< ACL user; empty = `default`
+    std::string password{};    ///< empty = no AUTH
+    int db = 0;                ///< SELECT index (standalone and sentinel only)
+    std::string master_name{}; ///< sentinel master name
+    tls_options tls{};
     std::string client_name = "dlock"; ///< CLIENT SETNAME; empty = none
     /// Budget for TCP/TLS connect plus handshake (AUTH, HELLO, SELECT). Default 5 s.
     std::chrono::milliseconds connect_timeout = 5s;
@@ -66,7 +66,7 @@ struct client_options {
     /// Lease used when a lock is taken without an explicit lease; the watchdog renews it every
     /// watchdog_lease / 3. Default 30 s (Redisson's lockWatchdogTimeout).
     std::chrono::milliseconds watchdog_lease = 30s;
-    resp3::limits limits;
+    resp3::limits limits{};
 };
 
 /// Parses a URL of the forms above into options (other fields keep their defaults).

@@ -18,28 +18,28 @@ namespace dlock {
 
 enum class errc {
     // Lock outcomes.
-    not_owner = 1,    ///< unlock/extend by someone who does not hold the lock
-    lock_lost,        ///< the lease ended (expired, taken, deleted) while we believed we held it
+    not_owner = 1, ///< unlock/extend by someone who does not hold the lock
+    lock_lost,     ///< the lease ended (expired, taken, deleted) while we believed we held it
     // Connectivity.
-    unavailable,      ///< cannot reach the server (refused, reset before write, DNS, timeout connecting)
-    ambiguous,        ///< the command was written but the connection died or timed out before its reply
-    timeout,          ///< the operation's own deadline passed before the command was written
-    cancelled,        ///< the operation was cancelled (client shut down, cancellation slot)
+    unavailable, ///< cannot reach the server (refused, reset before write, DNS, timeout connecting)
+    ambiguous,   ///< the command was written but the connection died or timed out before its reply
+    timeout,     ///< the operation's own deadline passed before the command was written
+    cancelled,   ///< the operation was cancelled (client shut down, cancellation slot)
     // Security.
-    auth_failed,      ///< AUTH/HELLO rejected (WRONGPASS, NOAUTH) or TLS verification failed
-    permission_denied,///< ACL NOPERM
+    auth_failed,       ///< AUTH/HELLO rejected (WRONGPASS, NOAUTH) or TLS verification failed
+    permission_denied, ///< ACL NOPERM
     // Server conditions.
-    out_of_memory,    ///< -OOM (maxmemory with noeviction)
-    server_busy,      ///< -BUSY (a script is running), -LOADING, -MASTERDOWN, -TRYAGAIN, -CLUSTERDOWN
-    readonly,         ///< -READONLY (wrote to a replica: failover in progress or wrong node)
-    moved,            ///< -MOVED / -ASK reached a caller (cluster redirection not followed)
-    cross_slot,       ///< -CROSSSLOT
-    no_script,        ///< -NOSCRIPT that the EVAL fallback could not resolve
-    server_error,     ///< any other error reply (-ERR, -WRONGTYPE, Lua errors)
+    out_of_memory, ///< -OOM (maxmemory with noeviction)
+    server_busy,   ///< -BUSY (a script is running), -LOADING, -MASTERDOWN, -TRYAGAIN, -CLUSTERDOWN
+    readonly,      ///< -READONLY (wrote to a replica: failover in progress or wrong node)
+    moved,         ///< -MOVED / -ASK reached a caller (cluster redirection not followed)
+    cross_slot,    ///< -CROSSSLOT
+    no_script,     ///< -NOSCRIPT that the EVAL fallback could not resolve
+    server_error,  ///< any other error reply (-ERR, -WRONGTYPE, Lua errors)
     // Local.
-    protocol_error,   ///< malformed, oversized or unexpected reply; the connection is dropped
+    protocol_error,      ///< malformed, oversized or unexpected reply; the connection is dropped
     configuration_error, ///< bad URL, option or combination of options
-    invalid_argument, ///< bad lock name, duration or other argument
+    invalid_argument,    ///< bad lock name, duration or other argument
 };
 
 const std::error_category& error_category() noexcept;
@@ -55,11 +55,16 @@ errc classify_server_error(std::string_view message) noexcept;
 /// The exception thrown by the throwing overloads of synchronous calls.
 class error : public std::system_error {
 public:
-    explicit error(std::error_code ec) : std::system_error(ec) {}
-    error(std::error_code ec, const std::string& what) : std::system_error(ec, what) {}
-    explicit error(errc e) : std::system_error(make_error_code(e)) {}
-    error(errc e, const std::string& what) : std::system_error(make_error_code(e), what) {}
-    error(errc e, const char* what) : std::system_error(make_error_code(e), what) {}
+    explicit error(std::error_code ec)
+        : std::system_error(ec) {}
+    error(std::error_code ec, const std::string& what)
+        : std::system_error(ec, what) {}
+    explicit error(errc e)
+        : std::system_error(make_error_code(e)) {}
+    error(errc e, const std::string& what)
+        : std::system_error(make_error_code(e), what) {}
+    error(errc e, const char* what)
+        : std::system_error(make_error_code(e), what) {}
 };
 
 /// Throws dlock::error when `ec` is set. Used by every throwing overload.

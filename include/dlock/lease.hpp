@@ -83,7 +83,8 @@ public:
     void extend(std::chrono::milliseconds lease_ms, std::error_code& ec);
 
     /// Internal: built by the client.
-    explicit lease(std::shared_ptr<detail::hold_state> s) noexcept : state_(std::move(s)) {}
+    explicit lease(std::shared_ptr<detail::hold_state> s) noexcept
+        : state_(std::move(s)) {}
     const std::shared_ptr<detail::hold_state>& state() const noexcept { return state_; }
 
 private:
@@ -98,8 +99,8 @@ auto lease::async_release(CompletionToken&& token) {
             asio::any_io_executor io = detail::hold_executor(h);
             if (!io) io = asio::system_executor();
             auto work = asio::make_work_guard(asio::get_associated_executor(handler, io));
-            auto shared = std::make_shared<std::pair<H, decltype(work)>>(std::move(handler),
-                                                                         std::move(work));
+            auto shared =
+                std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
             detail::start_release(std::move(h), [shared](std::error_code ec) {
                 auto ex = shared->second.get_executor();
                 asio::post(ex, [shared, ec]() mutable { std::move(shared->first)(ec); });

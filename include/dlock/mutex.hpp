@@ -117,7 +117,8 @@ private:
 /// Redisson RLock-compatible reentrant lock.
 class mutex : public basic_mutex {
 public:
-    mutex(client& c, std::string name) : basic_mutex(c, std::move(name), lock_kind::reentrant) {}
+    mutex(client& c, std::string name)
+        : basic_mutex(c, std::move(name), lock_kind::reentrant) {}
 };
 
 /// Simple (non-reentrant) SET NX PX lock.

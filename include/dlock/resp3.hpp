@@ -31,10 +31,10 @@ enum class type : std::uint8_t {
 /// One parsed reply element and its children.
 struct value {
     type kind = type::null;
-    std::int64_t integer = 0;    ///< for integer and boolean
-    double dbl = 0;              ///< for double_type
-    std::string str;             ///< for strings, errors, big numbers, doubles
-    std::vector<value> elements; ///< for array, map (k, v, k, v...), set, push
+    std::int64_t integer = 0;      ///< for integer and boolean
+    double dbl = 0;                ///< for double_type
+    std::string str{};             ///< for strings, errors, big numbers, doubles
+    std::vector<value> elements{}; ///< for array, map (k, v, k, v...), set, push
 
     bool is_null() const noexcept { return kind == type::null; }
     bool is_error() const noexcept { return kind == type::error; }
@@ -43,8 +43,7 @@ struct value {
         return kind == type::simple_string || kind == type::bulk_string;
     }
     bool is_aggregate() const noexcept {
-        return kind == type::array || kind == type::map || kind == type::set ||
-               kind == type::push;
+        return kind == type::array || kind == type::map || kind == type::set || kind == type::push;
     }
     /// True for `+OK` exactly (the only success reply of SET ... NX).
     bool is_ok() const noexcept { return kind == type::simple_string && str == "OK"; }

@@ -1,0 +1,522 @@
+#include "redis_fixture.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace dlock::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string find_binary(const char* env, const char* name) {
+    if (const char* p = std::getenv(env); p && *p) return p;
+    const char* path = std::getenv("PATH");
+    std::stringstream ss(path ? path : "/usr/bin:/bin");
+    std::string dir;
+    while (std::getline(ss, dir, ':')) {
+        const fs::path candidate = fs::path(dir) / name;
+        if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    }
+    return {};
+}
+
+std::string server_binary() { return find_binary("DLOCK_TEST_REDIS_SERVER", "redis-server"); }
+std::string cli_binary() { return find_binary("DLOCK_TEST_REDIS_CLI", "redis-cli"); }
+std::string sentinel_binary() {
+    return find_binary("DLOCK_TEST_REDIS_SENTINEL", "redis-sentinel");
+}
+
+fs::path make_temp_dir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/dlock-test-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    return tmpl;
+}
+
+/// fork+exec with stdout/stderr to `log` (or a pipe the caller reads), dying with the parent.
+pid_t spawn(const std::vector<std::string>& argv, const fs::path& log,
+            const std::vector<std::string>& env_extra = {}, std::optional<int> cpu = {}) {
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(127);
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+        if (fd >= 0) {
+            ::dup2(fd, 1);
+            ::dup2(fd, 2);
+        }
+        const int devnull = ::open("/dev/null", O_RDONLY);
+        if (devnull >= 0) ::dup2(devnull, 0);
+        for (int i = 3; i < 1024; ++i) ::close(i);
+        for (auto& e : env_extra) ::putenv(const_cast<char*>(e.c_str()));
+        if (cpu) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(static_cast<std::size_t>(*cpu), &set);
+            ::sched_setaffinity(0, sizeof set, &set);
+        }
+        ::execv(args[0], args.data());
+        ::_exit(127);
+    }
+    return pid;
+}
+
+bool reap(pid_t pid, std::chrono::milliseconds budget) {
+    const auto until = std::chrono::steady_clock::now() + budget;
+    for (;;) {
+        int status = 0;
+        const pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid || (r < 0 && errno == ECHILD)) return true;
+        if (std::chrono::steady_clock::now() >= until) return false;
+        std::this_thread::sleep_for(2ms);
+    }
+}
+
+void terminate(pid_t pid, int sig) {
+    if (pid <= 0) return;
+    ::kill(pid, SIGCONT);
+    ::kill(pid, sig);
+    if (!reap(pid, 5s)) {
+        ::kill(pid, SIGKILL);
+        reap(pid, 5s);
+    }
+}
+
+/// Runs a command, returns its stdout (trailing newlines trimmed) and exit status.
+std::pair<std::string, int> run_capture(const std::vector<std::string>& argv,
+                                        const std::vector<std::string>& env_extra = {}) {
+    int out[2];
+    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::dup2(out[1], 1);
+        const int devnull = ::open("/dev/null", O_RDWR);
+        ::dup2(devnull, 0);
+        ::dup2(devnull, 2);
+        ::close(out[0]);
+        ::close(out[1]);
+        for (auto& e : env_extra) ::putenv(const_cast<char*>(e.c_str()));
+        ::execv(args[0], args.data());
+        ::_exit(127);
+    }
+    ::close(out[1]);
+    std::string result;
+    std::array<char, 4096> buf{};
+    for (;;) {
+        const ssize_t n = ::read(out[0], buf.data(), buf.size());
+        if (n > 0) result.append(buf.data(), static_cast<std::size_t>(n));
+        else if (n == 0 || errno != EINTR) break;
+    }
+    ::close(out[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    while (!result.empty() && (result.back() == '\n' || result.back() == '\r')) result.pop_back();
+    return {result, WIFEXITED(status) ? WEXITSTATUS(status) : 128};
+}
+
+bool port_free(std::uint16_t port) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return false;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return ok;
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+    std::ofstream f(p);
+    f << text;
+    if (!f) throw std::runtime_error("cannot write " + p.string());
+}
+
+void openssl(const std::vector<std::string>& args, const fs::path& dir) {
+    std::vector<std::string> argv{find_binary("DLOCK_TEST_OPENSSL", "openssl")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    if (argv[0].empty()) throw std::runtime_error("openssl not found");
+    auto [out, rc] = run_capture(argv);
+    if (rc != 0) throw std::runtime_error("openssl failed in " + dir.string() + ": " + args[0]);
+}
+
+tls_files make_tls(const fs::path& dir) {
+    tls_files t;
+    t.ca_cert = dir / "ca.crt";
+    t.server_cert = dir / "server.crt";
+    t.server_key = dir / "server.key";
+    t.wrong_ca_cert = dir / "wrong-ca.crt";
+    t.wrong_host_cert = dir / "other.crt";
+    t.wrong_host_key = dir / "other.key";
+    const auto p = [&](const char* f) { return (dir / f).string(); };
+    const auto ca = [&](const char* key, const char* crt, const char* cn) {
+        openssl({"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                 "-keyout", p(key), "-out", p(crt), "-days", "1", "-subj",
+                 std::string("/CN=") + cn},
+                dir);
+    };
+    ca("ca.key", "ca.crt", "dlock test CA");
+    ca("wrong-ca.key", "wrong-ca.crt", "unrelated CA");
+    const auto leaf = [&](const char* key, const char* crt, const char* cn, const char* san) {
+        const std::string csr = p("leaf.csr");
+        const std::string ext = p("leaf.ext");
+        write_file(ext, std::string("subjectAltName=") + san + "\n");
+        openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                 "-keyout", p(key), "-out", csr, "-subj", std::string("/CN=") + cn},
+                dir);
+        openssl({"x509", "-req", "-in", csr, "-CA", p("ca.crt"), "-CAkey", p("ca.key"),
+                 "-CAcreateserial", "-out", p(crt), "-days", "1", "-extfile", ext},
+                dir);
+    };
+    leaf("server.key", "server.crt", "localhost", "IP:127.0.0.1,DNS:localhost");
+    leaf("other.key", "other.crt", "other.example", "DNS:other.example");
+    return t;
+}
+
+std::vector<std::string> cli_base(const std::string& port, const server_options& o,
+                                  const tls_files& t) {
+    std::vector<std::string> a{cli_binary(), "--no-auth-warning", "--raw", "-h", "127.0.0.1",
+                               "-p", port};
+    if (o.tls) {
+        a.insert(a.end(), {"--tls", "--cacert", t.ca_cert.string()});
+        if (o.tls_wrong_host) a.insert(a.end(), {"--sni", "other.example"});
+    }
+    return a;
+}
+
+std::vector<std::string> auth_env(const std::string& password) {
+    if (password.empty()) return {};
+    return {"REDISCLI_AUTH=" + password};
+}
+
+} // namespace
+
+bool redis_available() { return !server_binary().empty() && !cli_binary().empty(); }
+bool sentinel_available() { return redis_available() && !sentinel_binary().empty(); }
+
+std::uint16_t free_port(bool with_bus) {
+    thread_local std::mt19937 rng{std::random_device{}() ^ static_cast<unsigned>(::getpid())};
+    std::uniform_int_distribution<int> dist(20000, 39999);
+    for (int i = 0; i < 500; ++i) {
+        const auto p = static_cast<std::uint16_t>(dist(rng));
+        if (port_free(p) && (!with_bus || port_free(static_cast<std::uint16_t>(p + 10000))))
+            return p;
+    }
+    throw std::runtime_error("no free loopback port found");
+}
+
+redis_server::redis_server(server_options opts) : opts_(std::move(opts)) {
+    binary_ = server_binary();
+    if (binary_.empty()) throw std::runtime_error("redis-server not found");
+    dir_ = make_temp_dir();
+    try {
+        if (opts_.tls) tls_ = make_tls(dir_);
+        port_ = opts_.port ? *opts_.port : free_port(true);
+        write_config();
+        start();
+    } catch (...) {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+        throw;
+    }
+}
+
+redis_server::~redis_server() {
+    try {
+        stop();
+    } catch (...) {
+    }
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+}
+
+std::string redis_server::url() const {
+    return std::string(opts_.tls ? "rediss" : "redis") + "://127.0.0.1:" + std::to_string(port_);
+}
+
+void redis_server::write_config() {
+    std::ostringstream c;
+    if (opts_.tls) {
+        c << "port 0\ntls-port " << port_ << "\n";
+        const bool wrong = opts_.tls_wrong_host;
+        c << "tls-cert-file " << (wrong ? tls_.wrong_host_cert : tls_.server_cert).string() << "\n";
+        c << "tls-key-file " << (wrong ? tls_.wrong_host_key : tls_.server_key).string() << "\n";
+        c << "tls-ca-cert-file " << tls_.ca_cert.string() << "\ntls-auth-clients no\n";
+    } else {
+        c << "port " << port_ << "\n";
+    }
+    c << "bind 127.0.0.1\nsave \"\"\nappendonly no\ndaemonize no\n";
+    c << "dir " << dir_.string() << "\n";
+    c << "logfile " << (dir_ / "redis.log").string() << "\n";
+    c << "unixsocket " << unix_socket() << "\nunixsocketperm 700\n";
+    c << "enable-debug-command local\n";
+    if (!opts_.password.empty()) c << "requirepass " << opts_.password << "\n";
+    for (auto& l : opts_.acl_lines) c << l << "\n";
+    for (auto& l : opts_.extra_config) c << l << "\n";
+    write_file(dir_ / "redis.conf", c.str());
+}
+
+bool redis_server::running() const {
+    if (pid_ <= 0) return false;
+    int status = 0;
+    return ::waitpid(pid_, &status, WNOHANG) == 0;
+}
+
+void redis_server::start() {
+    if (running()) return;
+    pid_ = spawn({binary_, (dir_ / "redis.conf").string()}, dir_ / "stdout.log", {}, opts_.cpu);
+    wait_ready(10s);
+}
+
+void redis_server::wait_ready(std::chrono::milliseconds budget) {
+    const auto until = std::chrono::steady_clock::now() + budget;
+    auto args = cli_base(std::to_string(port_), opts_, tls_);
+    args.push_back("PING");
+    for (;;) {
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;
+            throw std::runtime_error("redis-server exited during start:\n" + log_tail());
+        }
+        // Without the password: a NOAUTH answer also proves the server is up.
+        auto [out, rc] = run_capture(args);
+        if (out.find("PONG") != std::string::npos || out.find("NOAUTH") != std::string::npos ||
+            out.find("Authentication required") != std::string::npos)
+            return;
+        if (std::chrono::steady_clock::now() >= until) {
+            kill();
+            throw std::runtime_error("redis-server did not answer PING in time:\n" + log_tail());
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+}
+
+std::string redis_server::log_tail() const {
+    std::ifstream f(dir_ / "redis.log");
+    std::deque<std::string> lines;
+    for (std::string l; std::getline(f, l);) {
+        lines.push_back(l);
+        if (lines.size() > 20) lines.pop_front();
+    }
+    std::string s;
+    for (auto& l : lines) s += l + "\n";
+    return s;
+}
+
+void redis_server::kill() {
+    terminate(pid_, SIGKILL);
+    pid_ = -1;
+}
+
+void redis_server::stop() {
+    terminate(pid_, SIGTERM);
+    pid_ = -1;
+}
+
+void redis_server::pause() {
+    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+}
+
+void redis_server::resume() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+}
+
+std::string redis_server::cli(const std::vector<std::string>& args) const {
+    auto a = cli_base(std::to_string(port_), opts_, tls_);
+    a.insert(a.end(), args.begin(), args.end());
+    return run_capture(a, auth_env(opts_.password)).first;
+}
+
+// ---- N masters ---------------------------------------------------------------------------
+
+redis_masters::redis_masters(std::size_t n, server_options opts) {
+    for (std::size_t i = 0; i < n; ++i) servers_.push_back(std::make_unique<redis_server>(opts));
+}
+
+std::vector<std::string> redis_masters::urls() const {
+    std::vector<std::string> u;
+    for (auto& s : servers_) u.push_back(s->url());
+    return u;
+}
+
+// ---- Sentinel ----------------------------------------------------------------------------
+
+redis_sentinel_group::redis_sentinel_group(server_options opts) : password_(opts.password) {
+    if (!opts.password.empty()) opts.extra_config.push_back("masterauth " + opts.password);
+    nodes_.push_back(std::make_unique<redis_server>(opts));
+    const auto master_port = std::to_string(nodes_[0]->port());
+    auto replica_opts = opts;
+    replica_opts.extra_config.push_back("replicaof 127.0.0.1 " + master_port);
+    for (int i = 0; i < 2; ++i) nodes_.push_back(std::make_unique<redis_server>(replica_opts));
+    try {
+        const auto bin = sentinel_binary();
+        if (bin.empty()) throw std::runtime_error("redis-sentinel not found");
+        for (int i = 0; i < 3; ++i) {
+            sentinel s;
+            s.dir = make_temp_dir();
+            s.port = free_port();
+            std::ostringstream c;
+            c << "port " << s.port << "\nbind 127.0.0.1\ndaemonize no\n"
+              << "dir " << s.dir.string() << "\nlogfile " << (s.dir / "sentinel.log").string()
+              << "\nsentinel monitor mymaster 127.0.0.1 " << master_port << " 2\n"
+              << "sentinel down-after-milliseconds mymaster 1000\n"
+              << "sentinel failover-timeout mymaster 3000\n"
+              << "sentinel parallel-syncs mymaster 1\n";
+            if (!opts.password.empty()) c << "sentinel auth-pass mymaster " << opts.password << "\n";
+            write_file(s.dir / "sentinel.conf", c.str());
+            s.pid = spawn({bin, (s.dir / "sentinel.conf").string()}, s.dir / "stdout.log");
+            sentinels_.push_back(s);
+        }
+        // Ready: replicas linked, every sentinel sees 2 replicas and 2 other sentinels.
+        const bool ok = eventually(
+            [&] {
+                for (int i = 1; i <= 2; ++i)
+                    if (nodes_[static_cast<std::size_t>(i)]->cli({"INFO", "replication"}).find(
+                            "master_link_status:up") == std::string::npos)
+                        return false;
+                for (std::size_t i = 0; i < sentinels_.size(); ++i) {
+                    const auto info = sentinel_cli(i, {"SENTINEL", "MASTER", "mymaster"});
+                    std::istringstream ss(info);
+                    std::string key, value;
+                    int replicas = -1, others = -1;
+                    while (std::getline(ss, key) && std::getline(ss, value)) {
+                        if (key == "num-slaves") replicas = std::stoi(value);
+                        if (key == "num-other-sentinels") others = std::stoi(value);
+                    }
+                    if (replicas != 2 || others != 2) return false;
+                }
+                return true;
+            },
+            30s);
+        if (!ok) throw std::runtime_error("sentinel group did not become ready in 30 s");
+    } catch (...) {
+        stop_sentinels();
+        throw;
+    }
+}
+
+redis_sentinel_group::~redis_sentinel_group() { stop_sentinels(); }
+
+void redis_sentinel_group::stop_sentinels() {
+    for (auto& s : sentinels_) {
+        terminate(s.pid, SIGTERM);
+        std::error_code ec;
+        fs::remove_all(s.dir, ec);
+    }
+    sentinels_.clear();
+}
+
+std::string redis_sentinel_group::url() const {
+    std::string u = "redis-sentinel://";
+    for (std::size_t i = 0; i < sentinels_.size(); ++i) {
+        if (i) u += ',';
+        u += "127.0.0.1:" + std::to_string(sentinels_[i].port);
+    }
+    return u + "/mymaster";
+}
+
+std::string redis_sentinel_group::sentinel_cli(std::size_t i,
+                                               const std::vector<std::string>& args) const {
+    std::vector<std::string> a{cli_binary(), "--raw", "-h", "127.0.0.1", "-p",
+                               std::to_string(sentinels_.at(i).port)};
+    a.insert(a.end(), args.begin(), args.end());
+    return run_capture(a).first;
+}
+
+std::pair<std::string, std::uint16_t> redis_sentinel_group::current_master() const {
+    const auto out = sentinel_cli(0, {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"});
+    std::istringstream ss(out);
+    std::string host, port;
+    std::getline(ss, host);
+    std::getline(ss, port);
+    if (port.empty()) return {host, 0};
+    return {host, static_cast<std::uint16_t>(std::stoi(port))};
+}
+
+void redis_sentinel_group::failover_and_wait(std::chrono::milliseconds budget) {
+    const auto before = current_master();
+    sentinel_cli(0, {"SENTINEL", "FAILOVER", "mymaster"});
+    const bool ok = eventually(
+        [&] {
+            const auto now = current_master();
+            if (now.second == 0 || now == before) return false;
+            for (auto& n : nodes_)
+                if (n->port() == now.second)
+                    return n->cli({"ROLE"}).rfind("master", 0) == 0;
+            return false;
+        },
+        budget);
+    if (!ok) throw std::runtime_error("sentinel failover did not complete in time");
+}
+
+// ---- Cluster -----------------------------------------------------------------------------
+
+redis_cluster::redis_cluster(server_options opts) {
+    opts.extra_config.insert(opts.extra_config.end(),
+                             {"cluster-enabled yes", "cluster-config-file nodes.conf",
+                              "cluster-node-timeout 2000", "cluster-require-full-coverage yes"});
+    for (int i = 0; i < 6; ++i) nodes_.push_back(std::make_unique<redis_server>(opts));
+    std::vector<std::string> create{cli_binary(), "--cluster", "create"};
+    for (auto& n : nodes_) create.push_back("127.0.0.1:" + std::to_string(n->port()));
+    create.insert(create.end(), {"--cluster-replicas", "1", "--cluster-yes"});
+    auto [out, rc] = run_capture(create, auth_env(opts.password));
+    if (rc != 0) throw std::runtime_error("redis-cli --cluster create failed:\n" + out);
+    const bool ok = eventually(
+        [&] {
+            for (auto& n : nodes_) {
+                const auto info = n->cli({"CLUSTER", "INFO"});
+                if (info.find("cluster_state:ok") == std::string::npos ||
+                    info.find("cluster_known_nodes:6") == std::string::npos)
+                    return false;
+            }
+            // Every master has its replica attached.
+            const auto nodes = nodes_[0]->cli({"CLUSTER", "NODES"});
+            std::size_t masters = 0, replicas = 0;
+            std::istringstream ss(nodes);
+            for (std::string line; std::getline(ss, line);) {
+                if (line.find("master") != std::string::npos) ++masters;
+                if (line.find("slave") != std::string::npos) ++replicas;
+            }
+            return masters == 3 && replicas == 3;
+        },
+        30s);
+    if (!ok) throw std::runtime_error("cluster did not reach cluster_state:ok in 30 s");
+}
+
+std::string redis_cluster::url() const {
+    std::string u = "redis-cluster://";
+    for (std::size_t i = 0; i < 3; ++i) {
+        if (i) u += ',';
+        u += "127.0.0.1:" + std::to_string(nodes_[i]->port());
+    }
+    return u;
+}
+
+} // namespace dlock::test
