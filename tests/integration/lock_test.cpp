@@ -1,0 +1,475 @@
+// dlock::mutex and dlock::simple_mutex against a real redis-server: exclusion, reentrancy,
+// ownership, leases, the watchdog, loss signals, waiting without polling, TimedLockable.
+#include "test_util.hpp"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+using namespace std::chrono_literals;
+using dlock::errc;
+using dlock::test::eventually;
+using dlock::test::fast_options;
+using dlock::test::redis_server;
+
+namespace {
+
+dlock::client_options watchdog_options(const std::string& url) {
+    auto o = fast_options(url);
+    o.watchdog_lease = 300ms; // renewed every 100 ms
+    return o;
+}
+
+std::int64_t commands_processed(const redis_server& s) {
+    const auto info = s.cli({"INFO", "stats"});
+    const auto at = info.find("total_commands_processed:");
+    return std::stoll(info.substr(at + 25));
+}
+
+} // namespace
+
+TEST(lock, excludes_threads_of_one_process) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    for (auto kind : {dlock::lock_kind::reentrant, dlock::lock_kind::simple}) {
+        std::atomic<int> inside{0}, max_inside{0};
+        int counter = 0;
+        std::vector<std::thread> threads;
+        for (int t = 0; t < 8; ++t)
+            threads.emplace_back([&] {
+                auto run = [&](dlock::basic_mutex& m) {
+                    for (int i = 0; i < 100; ++i) {
+                        std::scoped_lock g(m);
+                        const int now = ++inside;
+                        int seen = max_inside.load();
+                        while (now > seen && !max_inside.compare_exchange_weak(seen, now)) {
+                        }
+                        ++counter;
+                        --inside;
+                    }
+                };
+                if (kind == dlock::lock_kind::reentrant) {
+                    dlock::mutex m = c.make_mutex("excl");
+                    run(m);
+                } else {
+                    dlock::simple_mutex m = c.make_simple_mutex("excl-simple");
+                    run(m);
+                }
+            });
+        for (auto& th : threads) th.join();
+        EXPECT_EQ(max_inside.load(), 1);
+        EXPECT_EQ(counter, 800);
+    }
+}
+
+TEST(lock, excludes_processes_that_share_a_counter_in_redis) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    auto* shared = static_cast<std::atomic<int>*>(::mmap(nullptr, 2 * sizeof(std::atomic<int>),
+                                                         PROT_READ | PROT_WRITE,
+                                                         MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(shared, MAP_FAILED);
+    new (&shared[0]) std::atomic<int>(0); // inside
+    new (&shared[1]) std::atomic<int>(0); // violations
+    s.cli({"SET", "counter", "0"});
+    std::vector<pid_t> children;
+    for (int p = 0; p < 3; ++p) {
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            int rc = 0;
+            try {
+                dlock::client c(fast_options(s.url()));
+                dlock::mutex m = c.make_mutex("proc-lock");
+                for (int i = 0; i < 50; ++i) {
+                    std::scoped_lock g(m);
+                    if (shared[0].fetch_add(1) != 0) shared[1].fetch_add(1);
+                    const auto v = std::stoll(c.command({"GET", "counter"}).str);
+                    c.command({"SET", "counter", std::to_string(v + 1)});
+                    shared[0].fetch_sub(1);
+                }
+            } catch (...) {
+                rc = 1;
+            }
+            ::_exit(rc);
+        }
+        children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    EXPECT_EQ(shared[1].load(), 0);
+    EXPECT_EQ(s.cli({"GET", "counter"}), "150");
+    ::munmap(shared, 2 * sizeof(std::atomic<int>));
+}
+
+TEST(lock, is_reentrant_with_hold_counts_and_one_fencing_token) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    dlock::mutex m = c.make_mutex("reentrant");
+    m.lock();
+    const auto token = m.fencing_token();
+    ASSERT_TRUE(token.has_value());
+    m.lock();
+    EXPECT_EQ(m.hold_count(), 2);
+    EXPECT_EQ(m.fencing_token(), token);
+    EXPECT_TRUE(m.is_held_by_this_thread());
+    m.unlock();
+    EXPECT_EQ(m.hold_count(), 1);
+    EXPECT_TRUE(m.is_locked());
+    m.unlock();
+    EXPECT_EQ(m.hold_count(), 0);
+    EXPECT_FALSE(m.is_locked());
+    EXPECT_FALSE(m.fencing_token().has_value());
+}
+
+TEST(lock, fencing_tokens_strictly_increase_across_acquisitions_and_clients) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    dlock::client b(fast_options(s.url()));
+    std::uint64_t last = 0;
+    for (int i = 0; i < 10; ++i) {
+        auto& c = i % 2 ? a : b;
+        dlock::mutex m = c.make_mutex("fenced");
+        std::scoped_lock g(m);
+        const auto t = m.fencing_token().value();
+        EXPECT_GT(t, last);
+        last = t;
+    }
+}
+
+TEST(lock, unlock_by_a_non_owner_is_not_owner_and_leaves_the_lock_held) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    dlock::client b(fast_options(s.url()));
+    dlock::mutex ma = a.make_mutex("owned");
+    ma.lock();
+    std::thread other([&] {
+        dlock::mutex m = a.make_mutex("owned");
+        std::error_code ec;
+        m.unlock(ec);
+        EXPECT_EQ(ec, errc::not_owner);
+    });
+    other.join();
+    dlock::mutex mb = b.make_mutex("owned");
+    try {
+        mb.unlock();
+        ADD_FAILURE() << "expected not_owner";
+    } catch (const dlock::error& e) {
+        EXPECT_EQ(e.code(), errc::not_owner);
+    }
+    EXPECT_TRUE(ma.is_held_by_this_thread());
+    EXPECT_FALSE(mb.try_lock());
+    ma.unlock();
+}
+
+TEST(lock, a_fixed_lease_expires_and_frees_the_lock) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    dlock::client b(fast_options(s.url()));
+    dlock::mutex ma = a.make_mutex("lease");
+    ma.lock(200ms);
+    dlock::mutex mb = b.make_mutex("lease");
+    EXPECT_FALSE(mb.try_lock());
+    EXPECT_TRUE(mb.try_lock_for(2s)); // woken by the holder's expiry (TTL-bounded sleep)
+    mb.unlock();
+    std::error_code ec;
+    ma.unlock(ec);
+    EXPECT_EQ(ec, errc::not_owner);
+}
+
+TEST(lock, try_lock_for_and_until_honour_the_wait_deadline) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    dlock::client b(fast_options(s.url()));
+    dlock::mutex ma = a.make_mutex("deadline");
+    ma.lock();
+    dlock::mutex mb = b.make_mutex("deadline");
+    for (auto wait : {50ms, 200ms}) {
+        const auto t0 = std::chrono::steady_clock::now();
+        EXPECT_FALSE(mb.try_lock_for(wait));
+        const auto took = std::chrono::steady_clock::now() - t0;
+        EXPECT_GE(took, wait);
+        EXPECT_LT(took, wait + 50ms);
+    }
+    const auto t0 = std::chrono::system_clock::now();
+    EXPECT_FALSE(mb.try_lock_until(t0 + 100ms));
+    EXPECT_GE(std::chrono::system_clock::now() - t0, 100ms);
+    ma.unlock();
+}
+
+TEST(lock, the_watchdog_keeps_a_lock_alive_past_several_leases) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(watchdog_options(s.url()));
+    dlock::client b(fast_options(s.url()));
+    dlock::mutex ma = a.make_mutex("watched");
+    ma.lock();
+    dlock::mutex mb = b.make_mutex("watched");
+    const auto until = std::chrono::steady_clock::now() + 1500ms; // five leases
+    while (std::chrono::steady_clock::now() < until) {
+        EXPECT_FALSE(mb.try_lock());
+        EXPECT_GT(std::stoll(s.cli({"PTTL", "watched"})), 0);
+        std::this_thread::sleep_for(100ms); // scenario pacing, not synchronisation
+    }
+    EXPECT_FALSE(ma.stop_token().stop_requested());
+    EXPECT_GT(ma.valid_until(), std::chrono::steady_clock::now());
+    ma.unlock();
+    EXPECT_EQ(s.cli({"EXISTS", "watched"}), "0");
+}
+
+TEST(lock, renewal_stops_when_the_owning_mutex_object_dies) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(watchdog_options(s.url()));
+    {
+        dlock::mutex ma = a.make_mutex("orphan");
+        ma.lock();
+    } // destroyed while holding: renewal stops, the key expires within a lease
+    EXPECT_TRUE(eventually([&] { return s.cli({"EXISTS", "orphan"}) == "0"; }, 2s));
+}
+
+TEST(lock, a_killed_holder_process_frees_the_lock_within_one_lease) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+        dlock::client c(watchdog_options(s.url()));
+        dlock::mutex m = c.make_mutex("killed");
+        m.lock();
+        const char x = 'x';
+        (void)!::write(ready[1], &x, 1);
+        for (;;) ::pause();
+    }
+    char x = 0;
+    ASSERT_EQ(::read(ready[0], &x, 1), 1);
+    dlock::client c(fast_options(s.url()));
+    dlock::mutex m = c.make_mutex("killed");
+    EXPECT_FALSE(m.try_lock());
+    const auto t0 = std::chrono::steady_clock::now();
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    EXPECT_TRUE(m.try_lock_for(3s));
+    EXPECT_LE(std::chrono::steady_clock::now() - t0, 300ms + 150ms);
+    m.unlock();
+    ::close(ready[0]);
+    ::close(ready[1]);
+}
+
+TEST(lock, loss_by_deletion_requests_stop_runs_callbacks_and_ends_validity) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(watchdog_options(s.url()));
+    dlock::mutex m = a.make_mutex("deleted");
+    m.lock();
+    std::atomic<bool> called{false};
+    m.on_lost([&] { called = true; });
+    const auto token = m.stop_token();
+    s.cli({"DEL", "deleted"});
+    EXPECT_TRUE(eventually([&] { return token.stop_requested(); }, 1s));
+    EXPECT_TRUE(called.load());
+    EXPECT_LT(m.valid_until(), std::chrono::steady_clock::now());
+    std::error_code ec;
+    m.unlock(ec);
+    EXPECT_EQ(ec, errc::not_owner);
+    EXPECT_EQ(s.cli({"EXISTS", "deleted"}), "0"); // never silently re-acquired
+}
+
+TEST(lock, loss_to_another_owner_is_signalled) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(watchdog_options(s.url()));
+    dlock::mutex m = a.make_mutex("stolen");
+    m.lock();
+    const auto token = m.stop_token();
+    s.cli({"DEL", "stolen"});
+    s.cli({"HSET", "stolen", "00000000-0000-0000-0000-000000000000:1", "1"});
+    EXPECT_TRUE(eventually([&] { return token.stop_requested(); }, 1s));
+    std::error_code ec;
+    m.unlock(ec);
+    EXPECT_EQ(ec, errc::not_owner);
+    EXPECT_EQ(s.cli({"HGET", "stolen", "00000000-0000-0000-0000-000000000000:1"}), "1");
+}
+
+TEST(lock, loss_by_deadline_when_the_server_stalls_past_the_lease) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    auto o = watchdog_options(s.url());
+    o.command_timeout = 3s; // renewals stay in flight; only the validity deadline can fire
+    dlock::client a(o);
+    dlock::lease l = a.acquire("stalled");
+    ASSERT_TRUE(l);
+    std::thread sleeper([&] { s.cli({"DEBUG", "SLEEP", "1"}); });
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(eventually([&] { return l.stop_token().stop_requested(); }, 2s));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 900ms);
+    sleeper.join();
+    EXPECT_TRUE(l.lost());
+}
+
+TEST(lock, a_fixed_lease_that_ends_unreleased_is_signalled_as_lost) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    auto l = a.acquire("fixed", {.lease = 150ms});
+    ASSERT_TRUE(l);
+    EXPECT_TRUE(eventually([&] { return l.lost(); }, 1s));
+    EXPECT_TRUE(l.stop_token().stop_requested());
+    std::error_code ec;
+    l.release(ec);
+    EXPECT_EQ(ec, errc::not_owner);
+}
+
+TEST(lock, a_waiter_is_woken_by_the_unlock_message_without_polling) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    dlock::client b(fast_options(s.url()));
+    dlock::mutex ma = a.make_mutex("wake");
+    ma.lock(30s);
+    std::atomic<bool> got{false};
+    std::chrono::steady_clock::time_point got_at;
+    std::thread waiter([&] {
+        dlock::mutex mb = b.make_mutex("wake");
+        mb.lock(30s);
+        got_at = std::chrono::steady_clock::now();
+        got = true;
+        mb.unlock();
+    });
+    // The waiter subscribes; while the holder keeps a 30 s lease it must not poll.
+    ASSERT_TRUE(eventually([&] { return s.cli({"PUBSUB", "NUMSUB", "redisson_lock__channel:{wake}"})
+                                            .find("\n1") != std::string::npos; },
+                           2s));
+    const auto before = commands_processed(s);
+    std::this_thread::sleep_for(500ms); // a window in which a poller would send commands
+    const auto during = commands_processed(s) - before;
+    EXPECT_LE(during, 3); // INFO itself and at most a health check
+    const auto released = std::chrono::steady_clock::now();
+    ma.unlock();
+    waiter.join();
+    EXPECT_TRUE(got.load());
+    EXPECT_LT(got_at - released, 200ms);
+    EXPECT_TRUE(eventually([&] { return s.cli({"PUBSUB", "CHANNELS", "*"}).empty(); }, 2s));
+}
+
+TEST(lock, waiters_that_give_up_leave_no_subscription_behind) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    dlock::client b(fast_options(s.url()));
+    dlock::mutex ma = a.make_mutex("giveup");
+    ma.lock();
+    std::vector<std::thread> ws;
+    for (int i = 0; i < 4; ++i)
+        ws.emplace_back([&] {
+            dlock::mutex m = b.make_mutex("giveup");
+            EXPECT_FALSE(m.try_lock_for(100ms));
+        });
+    for (auto& w : ws) w.join();
+    EXPECT_TRUE(eventually([&] { return s.cli({"PUBSUB", "CHANNELS", "*"}).empty(); }, 2s));
+    ma.unlock();
+}
+
+TEST(lock, script_flush_mid_run_is_survived) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    dlock::mutex m = c.make_mutex("flush");
+    for (int i = 0; i < 20; ++i) {
+        if (i % 5 == 0) s.cli({"SCRIPT", "FLUSH"});
+        std::scoped_lock g(m);
+    }
+    EXPECT_FALSE(m.is_locked());
+}
+
+TEST(lock, works_with_standard_lock_helpers) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    dlock::mutex a = c.make_mutex("std-a");
+    dlock::mutex b = c.make_mutex("std-b");
+    {
+        std::unique_lock<dlock::mutex> u(a, std::defer_lock);
+        EXPECT_TRUE(u.try_lock_for(100ms));
+        EXPECT_TRUE(u.owns_lock());
+    }
+    {
+        std::scoped_lock both(a, b);
+        EXPECT_TRUE(a.is_held_by_this_thread());
+        EXPECT_TRUE(b.is_held_by_this_thread());
+    }
+    std::lock(a, b);
+    a.unlock();
+    b.unlock();
+    {
+        std::unique_lock<dlock::mutex> u(a, std::chrono::system_clock::now() + 100ms);
+        EXPECT_TRUE(u.owns_lock());
+    }
+    EXPECT_FALSE(a.is_locked());
+    EXPECT_FALSE(b.is_locked());
+}
+
+TEST(lock, a_simple_mutex_is_not_reentrant_and_says_so) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    dlock::simple_mutex m = c.make_simple_mutex("simple");
+    m.lock();
+    EXPECT_FALSE(m.fencing_token().has_value());
+    EXPECT_EQ(s.cli({"TYPE", "simple"}), "string");
+    EXPECT_EQ(s.cli({"GET", "simple"}).size(), 32u); // 128-bit token in hex
+    std::error_code ec;
+    EXPECT_FALSE(m.try_lock_for(0ms, std::nullopt, ec));
+    EXPECT_EQ(ec, errc::invalid_argument);
+    m.unlock();
+    EXPECT_EQ(s.cli({"EXISTS", "simple"}), "0");
+}
+
+TEST(lock, invalid_names_and_leases_are_rejected) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    for (const char* bad : {"", "a{}b"}) {
+        try {
+            auto m = c.make_mutex(bad);
+            ADD_FAILURE() << "accepted '" << bad << "'";
+        } catch (const dlock::error& e) {
+            EXPECT_EQ(e.code(), errc::invalid_argument);
+        }
+    }
+    dlock::mutex m = c.make_mutex("ok");
+    std::error_code ec;
+    EXPECT_FALSE(m.try_lock_for(10ms, 0ms, ec));
+    EXPECT_EQ(ec, errc::invalid_argument);
+    c.acquire("ok", {.lease = -5ms}, ec);
+    EXPECT_EQ(ec, errc::invalid_argument);
+    c.acquire("ok", {.retry = dlock::retry_policy{.attempts = 0}}, ec);
+    EXPECT_EQ(ec, errc::invalid_argument);
+}
+
+TEST(lock, an_unreachable_server_fails_lock_within_bounds) {
+    const auto port = dlock::test::free_port();
+    auto o = fast_options("redis://127.0.0.1:" + std::to_string(port));
+    o.command_timeout = 300ms;
+    dlock::client c(o);
+    dlock::mutex m = c.make_mutex("nowhere");
+    std::error_code ec;
+    const auto t0 = std::chrono::steady_clock::now();
+    m.lock(ec);
+    EXPECT_TRUE(ec == errc::timeout || ec == errc::unavailable) << ec.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+}
