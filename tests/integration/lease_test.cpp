@@ -1,0 +1,149 @@
+// Lease handles: not thread-bound, movable, RAII, async forms, fenced writes.
+#include "test_util.hpp"
+
+#include <asio/co_spawn.hpp>
+#include <asio/io_context.hpp>
+#include <asio/use_awaitable.hpp>
+#include <asio/use_future.hpp>
+
+#include <future>
+#include <thread>
+
+using namespace std::chrono_literals;
+using dlock::errc;
+using dlock::test::eventually;
+using dlock::test::fast_options;
+using dlock::test::redis_server;
+
+TEST(lease, an_empty_lease_means_not_acquired) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    auto a = c.acquire("job");
+    ASSERT_TRUE(a);
+    EXPECT_TRUE(a.token().has_value());
+    auto b = c.acquire("job", {.wait = 0ms});
+    EXPECT_FALSE(b);
+    EXPECT_FALSE(b.token().has_value());
+    auto d = c.acquire("job", {.wait = 50ms, .kind = dlock::lock_kind::reentrant});
+    EXPECT_FALSE(d); // another lease is another owner, even in the same thread
+}
+
+TEST(lease, moves_releases_on_destruction_and_releases_from_another_thread) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    {
+        auto a = c.acquire("moved");
+        dlock::lease b = std::move(a);
+        EXPECT_FALSE(a);
+        EXPECT_TRUE(b);
+        EXPECT_EQ(s.cli({"EXISTS", "moved"}), "1");
+    }
+    EXPECT_EQ(s.cli({"EXISTS", "moved"}), "0");
+
+    auto l = c.acquire("handed");
+    std::thread t([l = std::move(l)]() mutable { l.release(); });
+    t.join();
+    EXPECT_EQ(s.cli({"EXISTS", "handed"}), "0");
+    l.release(); // moved-from: no-op
+}
+
+TEST(lease, a_released_lease_releases_nothing_twice_and_extend_reports_loss) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    auto l = c.acquire("ext", {.lease = 500ms});
+    ASSERT_TRUE(l);
+    l.extend(5s);
+    EXPECT_GT(std::stoll(s.cli({"PTTL", "ext"})), 4000);
+    EXPECT_GT(l.valid_until(), std::chrono::steady_clock::now() + 4s);
+    s.cli({"DEL", "ext"});
+    std::error_code ec;
+    l.extend(5s, ec);
+    EXPECT_EQ(ec, errc::not_owner);
+    EXPECT_TRUE(l.lost());
+}
+
+TEST(lease, simple_leases_carry_no_fencing_token) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    auto l = c.acquire("plain", {.kind = dlock::lock_kind::simple});
+    ASSERT_TRUE(l);
+    EXPECT_FALSE(l.token().has_value());
+    auto other = c.acquire("plain", {.wait = 20ms, .kind = dlock::lock_kind::simple});
+    EXPECT_FALSE(other);
+}
+
+TEST(lease, the_spin_policy_retries_a_bounded_number_of_times) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    auto held = c.acquire("spin", {.kind = dlock::lock_kind::simple});
+    const auto t0 = std::chrono::steady_clock::now();
+    auto l = c.acquire("spin", {.kind = dlock::lock_kind::simple,
+                                .retry = dlock::retry_policy{.attempts = 3, .delay = 20ms,
+                                                             .jitter = 0ms}});
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_FALSE(l);
+    EXPECT_GE(took, 40ms);
+    EXPECT_LT(took, 400ms);
+    held.release();
+    auto got = c.acquire("spin", {.kind = dlock::lock_kind::simple,
+                                  .retry = dlock::retry_policy{.attempts = 2}});
+    EXPECT_TRUE(got);
+}
+
+TEST(lease, async_acquire_works_with_callbacks_futures_and_coroutines) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+
+    std::promise<bool> p;
+    c.async_acquire("async-cb", {}, [&](std::error_code ec, dlock::lease l) {
+        p.set_value(!ec && static_cast<bool>(l));
+    });
+    auto f = p.get_future();
+    ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+    EXPECT_TRUE(f.get());
+    EXPECT_TRUE(eventually([&] { return s.cli({"EXISTS", "async-cb"}) == "0"; }, 2s));
+
+    auto fut = c.async_acquire("async-fut", {.wait = 1s}, asio::use_future);
+    ASSERT_EQ(fut.wait_for(5s), std::future_status::ready);
+    auto lf = fut.get();
+    EXPECT_TRUE(lf);
+
+    asio::io_context io;
+    bool got = false, released = false;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto l = co_await c.async_acquire("async-co", {.wait = 1s}, asio::use_awaitable);
+            got = static_cast<bool>(l) && io.get_executor().running_in_this_thread();
+            co_await l.async_release(asio::use_awaitable);
+            released = !l;
+        },
+        [](std::exception_ptr e) {
+            if (e) std::rethrow_exception(e);
+        });
+    io.run_for(5s);
+    EXPECT_TRUE(got);
+    EXPECT_TRUE(released);
+    EXPECT_EQ(s.cli({"EXISTS", "async-co"}), "0");
+}
+
+TEST(lease, a_fenced_resource_rejects_a_stale_token) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    auto first = c.acquire("fence-lock", {.lease = 100ms});
+    const auto old_token = first.token().value();
+    ASSERT_TRUE(eventually([&] { return first.lost(); }, 2s)); // its lease ran out
+    auto second = c.acquire("fence-lock");
+    const auto new_token = second.token().value();
+    EXPECT_GT(new_token, old_token);
+    EXPECT_TRUE(c.fenced_set("resource", "resource:fence", new_token, "new"));
+    EXPECT_FALSE(c.fenced_set("resource", "resource:fence", old_token, "stale"));
+    EXPECT_EQ(s.cli({"GET", "resource"}), "new");
+}
