@@ -27,24 +27,25 @@ struct options {
     unsigned keys = 1;
     std::chrono::milliseconds duration{3000}; ///< run length (A, B); upper bound (C, D)
     std::chrono::milliseconds lease{30000};   ///< fixed lease of every acquisition
-    std::uint64_t max_ops = 0;  ///< C: critical sections in total (0 = until duration); D: samples
+    std::uint64_t max_ops = 0; ///< C: critical sections in total (0 = until duration); D: samples
     bool client_per_worker = false; ///< C/D: each worker its own dlock::client (own connections)
     std::string key_prefix = "dlock-bench";
 };
 
 struct result {
-    std::uint64_t ops = 0;           ///< acquire+release pairs (critical sections)
+    std::uint64_t ops = 0; ///< acquire+release pairs (critical sections)
     double seconds = 0;
     double ops_per_s = 0;
-    double acquire_p50_us = 0, acquire_p99_us = 0, acquire_max_us = 0;
+    double acquire_p50_us = 0, acquire_p99_us = 0, acquire_max_us = 0; ///< lock() call -> held
+    double pair_p50_us = 0, pair_p99_us = 0;       ///< A, B: lock() + unlock() together
     double handoff_p50_us = 0, handoff_p99_us = 0; ///< release by one worker -> acquire by another
     std::uint64_t handoff_samples = 0;
     std::uint64_t per_worker_min = 0, per_worker_max = 0;
-    double self_reacquire_share = 0; ///< acquisitions by the worker that released just before
+    double self_reacquire_share = 0;     ///< acquisitions by the worker that released just before
     std::optional<bool> counter_exact{}; ///< C only
-    double server_cmds_per_op = 0;     ///< INFO commandstats delta / ops (includes redis.call)
-    double server_cpu_us_per_op = 0;   ///< INFO used_cpu_sys+user delta / ops
-    double client_cpu_us_per_op = 0;   ///< getrusage(RUSAGE_SELF) delta / ops
+    double server_cmds_per_op = 0;       ///< INFO commandstats delta / ops (includes redis.call)
+    double server_cpu_us_per_op = 0;     ///< INFO used_cpu_sys+user delta / ops
+    double client_cpu_us_per_op = 0;     ///< getrusage(RUSAGE_SELF) delta / ops
 };
 
 /// Runs one scenario against options.url. Throws dlock::error on connection failures.

@@ -14,7 +14,8 @@
 using namespace std::chrono_literals;
 
 asio::awaitable<int> run(dlock::client& redis) {
-    dlock::lease l = co_await redis.async_acquire("example:async", {.wait = 1s}, asio::use_awaitable);
+    dlock::lease l =
+        co_await redis.async_acquire("example:async", {.wait = 1s}, asio::use_awaitable);
     if (!l) co_return 1;
     std::vector<std::string> incr{"INCR", "example:async:count"};
     auto reply = co_await redis.async_command(std::move(incr), asio::use_awaitable);

@@ -88,7 +88,8 @@ void hold_state::mark_lost() {
         std::lock_guard lk(cb_mu_);
         cbs.swap(callbacks_);
     }
-    for (auto& cb : cbs) cb();
+    for (auto& cb : cbs)
+        cb();
 }
 
 void hold_state::on_lost(std::function<void()> cb) {
@@ -110,18 +111,22 @@ std::error_code reply_error(const resp3::value& v) noexcept {
 }
 
 client_impl::client_impl(client_options opts)
-    : opts_(std::move(opts)), id_(random_uuid()), work_(asio::make_work_guard(io_)) {
+    : opts_(std::move(opts))
+    , id_(random_uuid())
+    , work_(asio::make_work_guard(io_)) {
     if (opts_.kind != topology::standalone)
         throw error(errc::configuration_error,
                     "dlock: Sentinel and Cluster topologies are not supported by the client yet "
-                    "(" + to_string(opts_) + ")");
+                    "(" +
+                        to_string(opts_) + ")");
     if (opts_.watchdog_lease < std::chrono::milliseconds(30))
         throw error(errc::configuration_error, "dlock: watchdog_lease must be at least 30 ms");
     if (opts_.command_timeout <= std::chrono::milliseconds(0) ||
         opts_.connect_timeout <= std::chrono::milliseconds(0))
         throw error(errc::configuration_error, "dlock: timeouts must be positive");
     net::target t;
-    if (!opts_.unix_socket.empty()) t.unix_socket = opts_.unix_socket;
+    if (!opts_.unix_socket.empty())
+        t.unix_socket = opts_.unix_socket;
     else {
         t.host = opts_.endpoints.at(0).host;
         t.port = opts_.endpoints.at(0).port;
@@ -131,7 +136,9 @@ client_impl::client_impl(client_options opts)
     renewal_ = std::make_unique<renewal_service>(*this);
 }
 
-client_impl::~client_impl() { shutdown(); }
+client_impl::~client_impl() {
+    shutdown();
+}
 
 void client_impl::start() {
     conn_->start();
@@ -154,11 +161,15 @@ void client_impl::shutdown() {
     work_.reset();
     // Give in-flight completions a chance, then stop the loop for good.
     asio::post(io_, [this] { io_.stop(); });
-    if (on_io_thread()) thread_.detach();
-    else thread_.join();
+    if (on_io_thread())
+        thread_.detach();
+    else
+        thread_.join();
 }
 
-net::subscriber& client_impl::subscriber() { return *sub_; }
+net::subscriber& client_impl::subscriber() {
+    return *sub_;
+}
 
 bool client_impl::on_io_thread() const noexcept {
     return std::this_thread::get_id() == thread_id_.load(std::memory_order_acquire);
@@ -199,7 +210,9 @@ void submit(client_impl& c, request& r) {
     c.conn().submit(r);
 }
 
-asio::any_io_executor executor_of(client_impl& c) { return c.io().get_executor(); }
+asio::any_io_executor executor_of(client_impl& c) {
+    return c.io().get_executor();
+}
 
 void start_acquire(const std::shared_ptr<client_impl>& c, std::string name,
                    const acquire_options& opts, acquire_callback cb) {
@@ -209,7 +222,8 @@ void start_acquire(const std::shared_ptr<client_impl>& c, std::string name,
     req.keys = make_keys(name, opts.kind, ec);
     if (!ec && opts.lease && opts.lease->count() < 1) ec = make_error_code(errc::invalid_argument);
     if (!ec && opts.retry &&
-        (opts.retry->attempts == 0 || opts.retry->delay.count() < 0 || opts.retry->jitter.count() < 0))
+        (opts.retry->attempts == 0 || opts.retry->delay.count() < 0 ||
+         opts.retry->jitter.count() < 0))
         ec = make_error_code(errc::invalid_argument);
     if (ec) {
         asio::post(c->io(), [cb = std::move(cb), ec] { cb(ec, lease{}); });
@@ -219,23 +233,23 @@ void start_acquire(const std::shared_ptr<client_impl>& c, std::string name,
     req.retry = opts.retry;
     if (req.wait && req.wait->count() < 0) req.wait = std::chrono::milliseconds(0);
     req.lease = opts.lease ? *opts.lease : c->options().watchdog_lease;
-    req.owner = opts.kind == lock_kind::reentrant
-                    ? c->id() + ':' + std::to_string(new_owner_id())
-                    : random_token();
+    req.owner = opts.kind == lock_kind::reentrant ? c->id() + ':' + std::to_string(new_owner_id())
+                                                  : random_token();
     const bool watchdog = !opts.lease;
     auto shared_req = std::make_shared<acquire_request>(req);
-    c->async_acquire(req, [c, shared_req, watchdog, cb = std::move(cb)](std::error_code e,
-                                                                       acquire_result r) {
-        if (e || !r.acquired) return cb(e, lease{});
-        cb({}, lease(c->make_hold(*shared_req, r, watchdog)));
-    });
+    c->async_acquire(
+        req, [c, shared_req, watchdog, cb = std::move(cb)](std::error_code e, acquire_result r) {
+            if (e || !r.acquired) return cb(e, lease{});
+            cb({}, lease(c->make_hold(*shared_req, r, watchdog)));
+        });
 }
 
 } // namespace dlock::detail
 
 namespace dlock {
 
-client::client(std::string_view url) : client(parse_url(url)) {}
+client::client(std::string_view url)
+    : client(parse_url(url)) {}
 
 client::client(client_options opts)
     : impl_(std::make_shared<detail::client_impl>(std::move(opts))) {
@@ -254,8 +268,12 @@ client& client::operator=(client&& o) noexcept {
     return *this;
 }
 
-const client_options& client::options() const noexcept { return impl_->options(); }
-const std::string& client::id() const noexcept { return impl_->id(); }
+const client_options& client::options() const noexcept {
+    return impl_->options();
+}
+const std::string& client::id() const noexcept {
+    return impl_->id();
+}
 
 resp3::value client::command(std::initializer_list<std::string_view> args) {
     return command(std::span<const std::string_view>(args.begin(), args.size()));
@@ -276,7 +294,9 @@ resp3::value client::command(std::span<const std::string_view> args, std::error_
     return impl_->run(args, ec);
 }
 
-mutex client::make_mutex(std::string name) { return mutex(*this, std::move(name)); }
+mutex client::make_mutex(std::string name) {
+    return mutex(*this, std::move(name));
+}
 simple_mutex client::make_simple_mutex(std::string name) {
     return simple_mutex(*this, std::move(name));
 }
@@ -316,6 +336,8 @@ bool client::fenced_set(std::string_view key, std::string_view fence_key, std::u
     return v.integer == 1;
 }
 
-asio::any_io_executor client::get_executor() const { return impl_->io().get_executor(); }
+asio::any_io_executor client::get_executor() const {
+    return impl_->io().get_executor();
+}
 
 } // namespace dlock

@@ -39,7 +39,7 @@ public:
     std::weak_ptr<client_impl> client;
     lock_kind kind{};
     lock_keys keys;
-    std::string owner;  ///< reentrant: "<client-id>:<owner-id>"; simple: the 32-hex token
+    std::string owner; ///< reentrant: "<client-id>:<owner-id>"; simple: the 32-hex token
     std::optional<std::uint64_t> token;
     std::chrono::milliseconds lease{};
     bool watchdog = false;
@@ -71,9 +71,9 @@ private:
 /// Result of one acquire operation.
 struct acquire_result {
     bool acquired = false;
-    bool reentered = false;    ///< reentrant lock already held by this owner; count incremented
-    std::int64_t count = 1;    ///< hold count after this acquisition (reentrant)
-    std::uint64_t token = 0;   ///< fresh reentrant acquisition
+    bool reentered = false;  ///< reentrant lock already held by this owner; count incremented
+    std::int64_t count = 1;  ///< hold count after this acquisition (reentrant)
+    std::uint64_t token = 0; ///< fresh reentrant acquisition
     std::chrono::steady_clock::time_point sent_at; ///< steady time before the winning attempt
 };
 using acquire_done = std::function<void(std::error_code, acquire_result)>;
@@ -84,7 +84,7 @@ struct acquire_request {
     std::string owner;
     std::optional<std::chrono::milliseconds> wait; ///< nullopt: forever
     std::chrono::milliseconds lease{};
-    bool fresh_owner = true; ///< no earlier hold by this owner (best-effort undo is safe)
+    bool fresh_owner = true;           ///< no earlier hold by this owner (best-effort undo is safe)
     std::optional<retry_policy> retry; ///< poll instead of subscribing
 };
 

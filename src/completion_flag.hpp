@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <cstdint>
-
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -63,7 +63,8 @@ client_options parse_url(std::string_view url, std::error_code& ec, std::string*
         return client_options{};
     };
     const auto scheme_end = url.find("://");
-    if (scheme_end == std::string_view::npos) return bad("URL has no scheme (expected redis://...)");
+    if (scheme_end == std::string_view::npos)
+        return bad("URL has no scheme (expected redis://...)");
     const std::string_view scheme = url.substr(0, scheme_end);
     std::string_view rest = url.substr(scheme_end + 3);
 
@@ -83,15 +84,19 @@ client_options parse_url(std::string_view url, std::error_code& ec, std::string*
         o.endpoints.clear();
         return o;
     }
-    if (scheme == "redis" || scheme == "rediss") o.kind = topology::standalone;
-    else if (scheme == "redis-sentinel") o.kind = topology::sentinel;
-    else if (scheme == "redis-cluster") o.kind = topology::cluster;
-    else return bad("unknown URL scheme '" + std::string(scheme) + "'");
+    if (scheme == "redis" || scheme == "rediss")
+        o.kind = topology::standalone;
+    else if (scheme == "redis-sentinel")
+        o.kind = topology::sentinel;
+    else if (scheme == "redis-cluster")
+        o.kind = topology::cluster;
+    else
+        return bad("unknown URL scheme '" + std::string(scheme) + "'");
     o.tls.enabled = scheme == "rediss";
 
     // userinfo
-    if (const auto at = rest.rfind('@', rest.find('/')); at != std::string_view::npos &&
-                                                         at < rest.find('/')) {
+    if (const auto at = rest.rfind('@', rest.find('/'));
+        at != std::string_view::npos && at < rest.find('/')) {
         const auto userinfo = rest.substr(0, at);
         rest = rest.substr(at + 1);
         const auto colon = userinfo.find(':');
@@ -149,9 +154,15 @@ std::string to_string(const client_options& o) {
         return s;
     }
     switch (o.kind) {
-    case topology::standalone: s = o.tls.enabled ? "rediss://" : "redis://"; break;
-    case topology::sentinel: s = "redis-sentinel://"; break;
-    case topology::cluster: s = "redis-cluster://"; break;
+    case topology::standalone:
+        s = o.tls.enabled ? "rediss://" : "redis://";
+        break;
+    case topology::sentinel:
+        s = "redis-sentinel://";
+        break;
+    case topology::cluster:
+        s = "redis-cluster://";
+        break;
     }
     if (!o.username.empty() || !o.password.empty()) {
         s += o.username;
@@ -161,12 +172,16 @@ std::string to_string(const client_options& o) {
     for (std::size_t i = 0; i < o.endpoints.size(); ++i) {
         if (i) s += ',';
         const auto& ep = o.endpoints[i];
-        if (ep.host.find(':') != std::string::npos) s += '[' + ep.host + ']';
-        else s += ep.host;
+        if (ep.host.find(':') != std::string::npos)
+            s += '[' + ep.host + ']';
+        else
+            s += ep.host;
         s += ':' + std::to_string(ep.port);
     }
-    if (o.kind == topology::sentinel) s += '/' + o.master_name;
-    else if (o.db != 0) s += '/' + std::to_string(o.db);
+    if (o.kind == topology::sentinel)
+        s += '/' + o.master_name;
+    else if (o.db != 0)
+        s += '/' + std::to_string(o.db);
     return s;
 }
 

@@ -12,24 +12,42 @@ public:
 
     std::string message(int ev) const override {
         switch (static_cast<errc>(ev)) {
-        case errc::not_owner: return "lock is not held by this owner";
-        case errc::lock_lost: return "lock was lost (lease expired or taken by another owner)";
-        case errc::unavailable: return "server unavailable";
-        case errc::ambiguous: return "outcome unknown: connection lost after the command was sent";
-        case errc::timeout: return "operation timed out before the command was sent";
-        case errc::cancelled: return "operation cancelled";
-        case errc::auth_failed: return "authentication failed";
-        case errc::permission_denied: return "permission denied by ACL";
-        case errc::out_of_memory: return "server out of memory (OOM)";
-        case errc::server_busy: return "server busy or not ready";
-        case errc::readonly: return "server is a read-only replica";
-        case errc::moved: return "key moved to another cluster node";
-        case errc::cross_slot: return "keys hash to different cluster slots";
-        case errc::no_script: return "script not loaded on server";
-        case errc::server_error: return "server returned an error";
-        case errc::protocol_error: return "protocol error: malformed or oversized reply";
-        case errc::configuration_error: return "configuration error";
-        case errc::invalid_argument: return "invalid argument";
+        case errc::not_owner:
+            return "lock is not held by this owner";
+        case errc::lock_lost:
+            return "lock was lost (lease expired or taken by another owner)";
+        case errc::unavailable:
+            return "server unavailable";
+        case errc::ambiguous:
+            return "outcome unknown: connection lost after the command was sent";
+        case errc::timeout:
+            return "operation timed out before the command was sent";
+        case errc::cancelled:
+            return "operation cancelled";
+        case errc::auth_failed:
+            return "authentication failed";
+        case errc::permission_denied:
+            return "permission denied by ACL";
+        case errc::out_of_memory:
+            return "server out of memory (OOM)";
+        case errc::server_busy:
+            return "server busy or not ready";
+        case errc::readonly:
+            return "server is a read-only replica";
+        case errc::moved:
+            return "key moved to another cluster node";
+        case errc::cross_slot:
+            return "keys hash to different cluster slots";
+        case errc::no_script:
+            return "script not loaded on server";
+        case errc::server_error:
+            return "server returned an error";
+        case errc::protocol_error:
+            return "protocol error: malformed or oversized reply";
+        case errc::configuration_error:
+            return "configuration error";
+        case errc::invalid_argument:
+            return "invalid argument";
         }
         return "unknown dlock error";
     }

@@ -40,7 +40,8 @@ attempt_outcome interpret_attempt(lock_kind kind, std::error_code ec0, const res
             out.what = attempt_outcome::kind::held;
             out.ttl_ms = value;
             return out;
-        default: return protocol();
+        default:
+            return protocol();
         }
     }
     if (r0.is_ok()) {

@@ -35,7 +35,9 @@ std::chrono::steady_clock::time_point lease::valid_until() const {
     return state_ ? state_->valid_until() : std::chrono::steady_clock::time_point{};
 }
 
-bool lease::lost() const noexcept { return state_ && state_->lost(); }
+bool lease::lost() const noexcept {
+    return state_ && state_->lost();
+}
 
 std::stop_token lease::stop_token() const {
     return state_ ? state_->stop_token() : std::stop_token{};
@@ -144,8 +146,10 @@ struct detached_release final : request {
                                           : v.is_integer() && v.integer == 1;
                 if (!released) ec = make_error_code(errc::not_owner);
             }
-            if (ec == errc::not_owner) hold->mark_lost();
-            else hold->mark_released();
+            if (ec == errc::not_owner)
+                hold->mark_lost();
+            else
+                hold->mark_released();
         }
         if (done) done(ec);
         delete this;
@@ -182,14 +186,21 @@ void client_impl::release_detached(const std::shared_ptr<hold_state>& h,
     op->done = std::move(done);
     if (h->kind == lock_kind::reentrant) {
         const auto& s = get_script(script_id::lock_release);
-        op->storage = {"EVALSHA", std::string(s.sha), "2", h->keys.key, h->keys.channel, "0",
-                       std::to_string(h->lease.count()), h->owner, std::string(publish_cmd()),
+        op->storage = {"EVALSHA",
+                       std::string(s.sha),
+                       "2",
+                       h->keys.key,
+                       h->keys.channel,
+                       "0",
+                       std::to_string(h->lease.count()),
+                       h->owner,
+                       std::string(publish_cmd()),
                        "0"};
         op->eval_fallback = s.text;
     } else {
         const auto& s = get_script(script_id::simple_release);
-        op->storage = {"EVALSHA", std::string(s.sha), "2", h->keys.key, h->keys.channel, h->owner,
-                       std::string(publish_cmd())};
+        op->storage = {"EVALSHA", std::string(s.sha),        "2", h->keys.key, h->keys.channel,
+                       h->owner,  std::string(publish_cmd())};
         op->eval_fallback = s.text;
     }
     op->views.assign(op->storage.begin(), op->storage.end());

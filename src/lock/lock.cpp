@@ -10,7 +10,9 @@ namespace detail {
 class lock_object {
 public:
     lock_object(std::shared_ptr<client_impl> c, std::string name, lock_kind kind)
-        : c_(std::move(c)), name_(std::move(name)), kind_(kind) {
+        : c_(std::move(c))
+        , name_(std::move(name))
+        , kind_(kind) {
         std::error_code ec;
         keys_ = make_keys(name_, kind_, ec);
         if (ec)
@@ -24,8 +26,8 @@ public:
         return c_->id() + ':' + std::to_string(this_thread_owner_id());
     }
     std::string registry_key() const {
-        return std::string(kind_ == lock_kind::reentrant ? "r\n" : "s\n") +
-               owner_of_this_thread() + '\n' + name_;
+        return std::string(kind_ == lock_kind::reentrant ? "r\n" : "s\n") + owner_of_this_thread() +
+               '\n' + name_;
     }
 
     std::shared_ptr<hold_state> current() const {
@@ -172,7 +174,9 @@ private:
 
 namespace dlock {
 namespace detail {
-std::string lock_object::random_token_() { return random_token(); }
+std::string lock_object::random_token_() {
+    return random_token();
+}
 
 std::shared_ptr<hold_state> client_impl::find_thread_hold(const std::string& key) {
     std::lock_guard lk(thread_holds_mu_);
@@ -206,9 +210,13 @@ void basic_mutex::lock(milliseconds lease) {
     obj_->acquire(std::nullopt, lease, ec);
     throw_if(ec);
 }
-void basic_mutex::lock(std::error_code& ec) { obj_->acquire(std::nullopt, std::nullopt, ec); }
+void basic_mutex::lock(std::error_code& ec) {
+    obj_->acquire(std::nullopt, std::nullopt, ec);
+}
 
-bool basic_mutex::try_lock() { return try_lock_impl(milliseconds(0), std::nullopt); }
+bool basic_mutex::try_lock() {
+    return try_lock_impl(milliseconds(0), std::nullopt);
+}
 bool basic_mutex::try_lock(std::error_code& ec) {
     return obj_->acquire(milliseconds(0), std::nullopt, ec);
 }
@@ -229,9 +237,13 @@ void basic_mutex::unlock() {
     unlock(ec);
     throw_if(ec);
 }
-void basic_mutex::unlock(std::error_code& ec) { obj_->release(ec); }
+void basic_mutex::unlock(std::error_code& ec) {
+    obj_->release(ec);
+}
 
-bool basic_mutex::force_unlock() { return obj_->force_unlock(); }
+bool basic_mutex::force_unlock() {
+    return obj_->force_unlock();
+}
 
 bool basic_mutex::is_locked() {
     auto v = obj_->run_checked({"EXISTS", obj_->keys_.key});
@@ -286,6 +298,8 @@ void basic_mutex::on_lost(std::function<void()> cb) {
     if (h) h->on_lost(std::move(cb));
 }
 
-const std::string& basic_mutex::name() const noexcept { return obj_->name(); }
+const std::string& basic_mutex::name() const noexcept {
+    return obj_->name();
+}
 
 } // namespace dlock

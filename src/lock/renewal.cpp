@@ -25,12 +25,16 @@ public:
     }
 };
 
-bool active(const hold_state& h) { return !h.released() && !h.lost() && !h.releasing; }
+bool active(const hold_state& h) {
+    return !h.released() && !h.lost() && !h.releasing;
+}
 
 } // namespace
 
 renewal_service::renewal_service(client_impl& c)
-    : c_(c), tick_timer_(c.io()), loss_timer_(c.io()) {}
+    : c_(c)
+    , tick_timer_(c.io())
+    , loss_timer_(c.io()) {}
 
 void renewal_service::start() {
     asio::post(c_.io(), [this] { arm_tick(); });
@@ -104,9 +108,11 @@ void renewal_service::tick() {
             const auto n = op->holds.size();
             op->storage.reserve(2 * n + 2);
             op->storage.push_back(std::to_string(n));
-            for (auto& h : op->holds) op->storage.push_back(h->keys.key);
+            for (auto& h : op->holds)
+                op->storage.push_back(h->keys.key);
             op->storage.push_back(lease_ms);
-            for (auto& h : op->holds) op->storage.push_back(h->owner);
+            for (auto& h : op->holds)
+                op->storage.push_back(h->owner);
             op->views.reserve(op->storage.size() + 2);
             op->views.push_back("EVALSHA");
             op->views.push_back(s.sha);
@@ -117,8 +123,8 @@ void renewal_service::tick() {
             op->deadline = op->sent_at + c_.options().command_timeout;
             op->done = [this, lease](renew_op& o, std::error_code ec, resp3::value&& v) {
                 --inflight_;
-                const bool ok = !ec && v.kind == resp3::type::array &&
-                                v.elements.size() == o.holds.size();
+                const bool ok =
+                    !ec && v.kind == resp3::type::array && v.elements.size() == o.holds.size();
                 if (ok) {
                     const auto until = o.sent_at + lease - drift_for(lease);
                     for (std::size_t i = 0; i < o.holds.size(); ++i) {
@@ -166,7 +172,8 @@ void renewal_service::check_deadlines() {
         }
         loss_armed_ = next;
     }
-    for (auto& h : lost) h->mark_lost();
+    for (auto& h : lost)
+        h->mark_lost();
     if (next != time_point::max()) arm_loss(next);
 }
 

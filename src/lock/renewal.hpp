@@ -51,9 +51,9 @@ private:
     void check_deadlines();
 
     client_impl& c_;
-    asio::steady_timer tick_timer_;  // I/O thread
-    asio::steady_timer loss_timer_;  // I/O thread
-    std::size_t inflight_ = 0;       // I/O thread: renewal batches awaiting replies
+    asio::steady_timer tick_timer_; // I/O thread
+    asio::steady_timer loss_timer_; // I/O thread
+    std::size_t inflight_ = 0;      // I/O thread: renewal batches awaiting replies
 
     mutable std::mutex mu_;
     std::unordered_map<hold_state*, std::shared_ptr<hold_state>> holds_; // guarded by mu_

@@ -15,7 +15,10 @@ class acquire_op final : public std::enable_shared_from_this<acquire_op>,
                          public net::subscriber::waiter {
 public:
     acquire_op(std::shared_ptr<client_impl> c, acquire_request req, acquire_done done)
-        : c_(std::move(c)), req_(std::move(req)), done_(std::move(done)), timer_(c_->io()) {
+        : c_(std::move(c))
+        , req_(std::move(req))
+        , done_(std::move(done))
+        , timer_(c_->io()) {
         lease_ms_ = std::to_string(req_.lease.count());
         if (req_.wait) deadline_ = clock::now() + *req_.wait;
     }
@@ -54,7 +57,7 @@ private:
         int n = 1;
         if (req_.kind == lock_kind::reentrant) {
             const auto& s = get_script(script_id::lock_acquire);
-            slots_[0].views = {"EVALSHA",          s.sha,     "2", req_.keys.key,
+            slots_[0].views = {"EVALSHA",           s.sha,     "2",       req_.keys.key,
                                req_.keys.token_key, lease_ms_, req_.owner};
             slots_[0].eval_fallback = s.text;
         } else {
@@ -76,7 +79,8 @@ private:
         // Set before the first submit: replies may be processed on the I/O thread while this
         // (possibly another) thread is still submitting. Nothing here is touched after that.
         replies_left_ = n;
-        for (int i = 0; i < n; ++i) c_->conn().submit(slots_[static_cast<std::size_t>(i)]);
+        for (int i = 0; i < n; ++i)
+            c_->conn().submit(slots_[static_cast<std::size_t>(i)]);
     }
 
     void on_reply(int i, std::error_code ec, resp3::value&& v) {
@@ -90,8 +94,10 @@ private:
     void evaluate() {
         const auto out = interpret_attempt(req_.kind, errs_[0], replies_[0], errs_[1], replies_[1]);
         switch (out.what) {
-        case attempt_outcome::kind::error: return fail(out.ec);
-        case attempt_outcome::kind::held: return not_acquired(out.ttl_ms);
+        case attempt_outcome::kind::error:
+            return fail(out.ec);
+        case attempt_outcome::kind::held:
+            return not_acquired(out.ttl_ms);
         case attempt_outcome::kind::acquired:
         case attempt_outcome::kind::reentered: {
             acquire_result res;
@@ -116,8 +122,8 @@ private:
             std::uniform_int_distribution<long long> jitter(0, req_.retry->jitter.count());
             state_ = state::sleeping;
             self_ = shared_from_this();
-            arm_timer(std::min(deadline_, now + req_.retry->delay +
-                                              std::chrono::milliseconds(jitter(rng))));
+            arm_timer(std::min(deadline_,
+                               now + req_.retry->delay + std::chrono::milliseconds(jitter(rng))));
             return;
         }
         if (!subscribed_) {
@@ -166,13 +172,26 @@ private:
         auto* op = new undo_op();
         if (req_.kind == lock_kind::reentrant) {
             const auto& s = get_script(script_id::lock_release);
-            op->storage = {"EVALSHA", std::string(s.sha), "2", req_.keys.key, req_.keys.channel,
-                           "0", lease_ms_, req_.owner, std::string(c_->publish_cmd()), "0"};
+            op->storage = {"EVALSHA",
+                           std::string(s.sha),
+                           "2",
+                           req_.keys.key,
+                           req_.keys.channel,
+                           "0",
+                           lease_ms_,
+                           req_.owner,
+                           std::string(c_->publish_cmd()),
+                           "0"};
             op->eval_fallback = s.text;
         } else {
             const auto& s = get_script(script_id::simple_release);
-            op->storage = {"EVALSHA", std::string(s.sha), "2", req_.keys.key, req_.keys.channel,
-                           req_.owner, std::string(c_->publish_cmd())};
+            op->storage = {"EVALSHA",
+                           std::string(s.sha),
+                           "2",
+                           req_.keys.key,
+                           req_.keys.channel,
+                           req_.owner,
+                           std::string(c_->publish_cmd())};
             op->eval_fallback = s.text;
         }
         op->views.assign(op->storage.begin(), op->storage.end());
@@ -246,8 +265,8 @@ bool client_impl::release(hold_state& h, std::error_code& ec) {
     resp3::value v;
     const std::string lease_ms = std::to_string(h.lease.count());
     if (h.kind == lock_kind::reentrant) {
-        const std::string_view a[] = {"2", h.keys.key, h.keys.channel, "0",
-                                      lease_ms, h.owner, publish_cmd(), "0"};
+        const std::string_view a[] = {"2",      h.keys.key, h.keys.channel, "0",
+                                      lease_ms, h.owner,    publish_cmd(),  "0"};
         v = run_script(script_id::lock_release, a, ec);
     } else {
         const std::string_view a[] = {"2", h.keys.key, h.keys.channel, h.owner, publish_cmd()};

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cerrno>
-
 #include <sys/socket.h>
 
 namespace dlock::net {
@@ -38,8 +37,10 @@ connection::connection(asio::io_context& io, client_options opts, target where, 
                               asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
                               asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
         ssl_ctx_->set_verify_mode(asio::ssl::verify_peer);
-        if (opts_.tls.ca_file.empty()) ssl_ctx_->set_default_verify_paths();
-        else ssl_ctx_->load_verify_file(opts_.tls.ca_file);
+        if (opts_.tls.ca_file.empty())
+            ssl_ctx_->set_default_verify_paths();
+        else
+            ssl_ctx_->load_verify_file(opts_.tls.ca_file);
         if (!opts_.tls.cert_file.empty()) {
             ssl_ctx_->use_certificate_chain_file(opts_.tls.cert_file);
             ssl_ctx_->use_private_key_file(opts_.tls.key_file, asio::ssl::context::pem);
@@ -73,7 +74,8 @@ void connection::stop() {
             self->fd_ = -1; // before closing: no caller may send() on a closed or reused fd
         }
         self->close_stream();
-        for (auto* r : inflight) r->complete(ec, {});
+        for (auto* r : inflight)
+            r->complete(ec, {});
         self->fail_all_pending(ec);
         self->connected_.store(false, std::memory_order_release);
     });
@@ -83,8 +85,10 @@ void connection::submit(detail::request& r) {
     std::error_code fail;
     {
         std::lock_guard lk(mu_);
-        if (stopped_) fail = make_error_code(errc::cancelled);
-        else if (sticky_error_) fail = sticky_error_;
+        if (stopped_)
+            fail = make_error_code(errc::cancelled);
+        else if (sticky_error_)
+            fail = sticky_error_;
         else if (fd_ >= 0 && !writing_ && pending_.empty() &&
                  !io_.get_executor().running_in_this_thread()) {
             direct_write_locked(r);
@@ -115,7 +119,8 @@ void connection::direct_write_locked(detail::request& r) {
     // kernel does not take is queued (as bytes without a reply slot) ahead of anything else.
     direct_buf_.clear();
     resp3::encode_command(direct_buf_, r.args);
-    const ssize_t n = ::send(fd_, direct_buf_.data(), direct_buf_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    const ssize_t n =
+        ::send(fd_, direct_buf_.data(), direct_buf_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
         // Nothing was written: queue normally; the I/O thread will see the broken socket.
         const auto begin = pending_buf_.size();
@@ -175,45 +180,41 @@ void connection::do_connect() {
             } else {
                 sock = &stream_.emplace<tcp::socket>(io_);
             }
-            asio::async_connect(*sock, rs,
-                                [this, self, gen](std::error_code ec2, const tcp::endpoint&) {
-                                    if (gen != generation_) return;
-                                    if (ec2) return fail_connection(map_transport_error(ec2));
-                                    if (auto* s = std::get_if<tcp::socket>(&stream_))
-                                        s->set_option(tcp::no_delay(true));
-                                    else
-                                        std::get<std::unique_ptr<tls_stream>>(stream_)
-                                            ->next_layer()
-                                            .set_option(tcp::no_delay(true));
-                                    on_transport_ready();
-                                });
+            asio::async_connect(
+                *sock, rs, [this, self, gen](std::error_code ec2, const tcp::endpoint&) {
+                    if (gen != generation_) return;
+                    if (ec2) return fail_connection(map_transport_error(ec2));
+                    if (auto* s = std::get_if<tcp::socket>(&stream_))
+                        s->set_option(tcp::no_delay(true));
+                    else
+                        std::get<std::unique_ptr<tls_stream>>(stream_)->next_layer().set_option(
+                            tcp::no_delay(true));
+                    on_transport_ready();
+                });
         });
 }
 
 void connection::on_transport_ready() {
     auto* tls = std::get_if<std::unique_ptr<tls_stream>>(&stream_);
     if (!tls) return handshake();
-    const std::string& name =
-        opts_.tls.server_name.empty() ? target_.host : opts_.tls.server_name;
+    const std::string& name = opts_.tls.server_name.empty() ? target_.host : opts_.tls.server_name;
     // SNI only for host names; verification for both names and IP addresses.
     std::error_code addr_ec;
     (void)asio::ip::make_address(name, addr_ec);
     if (addr_ec) SSL_set_tlsext_host_name((*tls)->native_handle(), name.c_str());
     (*tls)->set_verify_callback(asio::ssl::host_name_verification(name));
     const auto gen = generation_;
-    (*tls)->async_handshake(asio::ssl::stream_base::client,
-                            [this, self = shared_from_this(), gen](std::error_code ec) {
-                                if (gen != generation_) return;
-                                if (ec) {
-                                    // A certificate that fails verification is an auth failure:
-                                    // retrying will not fix it, and we never fall back.
-                                    const bool verify =
-                                        ec.category() == asio::error::get_ssl_category();
-                                    return fail_connection(make_error_code(
-                                        verify ? errc::auth_failed : errc::unavailable));
-                                }
-                                handshake();
-                            });
+    (*tls)->async_handshake(asio::ssl::stream_base::client, [this, self = shared_from_this(),
+                                                             gen](std::error_code ec) {
+        if (gen != generation_) return;
+        if (ec) {
+            // A certificate that fails verification is an auth failure:
+            // retrying will not fix it, and we never fall back.
+            const bool verify = ec.category() == asio::error::get_ssl_category();
+            return fail_connection(make_error_code(verify ? errc::auth_failed : errc::unavailable));
+        }
+        handshake();
+    });
 }
 
 void connection::handshake() {
@@ -335,12 +336,12 @@ void connection::start_read() {
     const auto old = read_buf_.size();
     read_buf_.resize(old + read_chunk);
     const auto gen = generation_;
-    async_read_some_bytes([this, self = shared_from_this(), gen, old](std::error_code ec,
-                                                                       std::size_t n) {
-        if (gen != generation_) return;
-        read_buf_.resize(old + (ec ? 0 : n));
-        on_read(ec, n);
-    });
+    async_read_some_bytes(
+        [this, self = shared_from_this(), gen, old](std::error_code ec, std::size_t n) {
+            if (gen != generation_) return;
+            read_buf_.resize(old + (ec ? 0 : n));
+            on_read(ec, n);
+        });
 }
 
 void connection::on_read(std::error_code ec, std::size_t) {
@@ -458,8 +459,10 @@ int connection::plain_fd() {
 
 void connection::close_stream() {
     std::error_code ignore;
-    if (auto* s = std::get_if<tcp::socket>(&stream_)) s->close(ignore);
-    else if (auto* u = std::get_if<asio::local::stream_protocol::socket>(&stream_)) u->close(ignore);
+    if (auto* s = std::get_if<tcp::socket>(&stream_))
+        s->close(ignore);
+    else if (auto* u = std::get_if<asio::local::stream_protocol::socket>(&stream_))
+        u->close(ignore);
     else if (auto* t = std::get_if<std::unique_ptr<tls_stream>>(&stream_))
         (*t)->next_layer().close(ignore);
     // The stream object itself is kept until the next connect replaces it, because aborted
@@ -491,7 +494,8 @@ void connection::fail_connection(std::error_code why) {
     }
     // Everything written and unanswered has an unknown outcome.
     const auto amb = make_error_code(errc::ambiguous);
-    for (auto* r : inflight) r->complete(amb, {});
+    for (auto* r : inflight)
+        r->complete(amb, {});
     if (why == errc::auth_failed || why == errc::permission_denied ||
         why == errc::configuration_error) {
         fail_all_pending(why);
@@ -532,7 +536,8 @@ void connection::expire_pending(std::chrono::steady_clock::time_point now, std::
         pending_buf_.swap(buf);
         pending_.swap(keep);
     }
-    for (auto* r : expired) r->complete(ec, {});
+    for (auto* r : expired)
+        r->complete(ec, {});
 }
 
 void connection::schedule_reconnect() {
@@ -548,9 +553,9 @@ void connection::schedule_reconnect() {
     const auto delay = std::chrono::milliseconds(dist(rng_));
     backoff_ = std::min(opts_.reconnect_max, backoff_ * 2);
 
-    // Requests queued while we are down expire on their own deadline (errc::timeout): they
-    // were never written, so that outcome is certain.
-    expire_pending(std::chrono::steady_clock::now(), make_error_code(errc::timeout));
+    // Requests queued while we are down expire on their own deadline as errc::unavailable:
+    // they were never written, so that outcome is certain.
+    expire_pending(std::chrono::steady_clock::now(), make_error_code(errc::unavailable));
     backoff_timer_.expires_after(delay);
     backoff_timer_.async_wait([this, self = shared_from_this()](std::error_code ec) {
         if (ec) return;
@@ -569,7 +574,7 @@ void connection::schedule_reconnect() {
         deadline_timer_.expires_at(earliest);
         deadline_timer_.async_wait([this, self = shared_from_this()](std::error_code ec) {
             if (ec || connected()) return;
-            expire_pending(std::chrono::steady_clock::now(), make_error_code(errc::timeout));
+            expire_pending(std::chrono::steady_clock::now(), make_error_code(errc::unavailable));
         });
     }
 }

@@ -128,16 +128,16 @@ private:
 
     // Shared with submitting threads.
     std::mutex mu_;
-    std::string pending_buf_;            // guarded by mu_
-    std::vector<pending_entry> pending_; // guarded by mu_
-    bool flush_scheduled_ = false;       // guarded by mu_
-    bool ready_ = false;                 // guarded by mu_: connected and handshake done
-    bool writing_ = false;               // guarded by mu_: an async_write is in flight
-    int fd_ = -1;                        // guarded by mu_: plain socket for direct writes
-    std::string direct_buf_;             // guarded by mu_
+    std::string pending_buf_;               // guarded by mu_
+    std::vector<pending_entry> pending_;    // guarded by mu_
+    bool flush_scheduled_ = false;          // guarded by mu_
+    bool ready_ = false;                    // guarded by mu_: connected and handshake done
+    bool writing_ = false;                  // guarded by mu_: an async_write is in flight
+    int fd_ = -1;                           // guarded by mu_: plain socket for direct writes
+    std::string direct_buf_;                // guarded by mu_
     std::deque<detail::request*> inflight_; // guarded by mu_: written, awaiting replies in order
-    bool stopped_ = false;               // guarded by mu_
-    std::error_code sticky_error_;       // guarded by mu_: fail new requests fast (auth failure)
+    bool stopped_ = false;                  // guarded by mu_
+    std::error_code sticky_error_;          // guarded by mu_: fail new requests fast (auth failure)
 
     // I/O thread only.
     std::string write_buf_;

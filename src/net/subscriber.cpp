@@ -14,7 +14,9 @@ subscriber::subscriber(asio::io_context& io, const client_options& opts, target 
     conn_->set_state_handler([this](bool up) { on_state(up); });
 }
 
-subscriber::~subscriber() { stop(); }
+subscriber::~subscriber() {
+    stop();
+}
 
 void subscriber::stop() {
     if (conn_) conn_->stop();
@@ -32,7 +34,8 @@ void subscriber::add(const std::string& channel, waiter* w) {
     }
     auto [it, fresh] = channels_.try_emplace(channel);
     it->second.waiters.push_back(w);
-    if (fresh) send(subscribe_cmd_, channel);
+    if (fresh)
+        send(subscribe_cmd_, channel);
     else if (it->second.active)
         asio::post(io_, [this, channel, w] {
             // Still registered? (the waiter may have left in between)
@@ -74,11 +77,13 @@ void subscriber::awake(const std::string& channel, waiter* w) {
 
 void subscriber::on_state(bool connected) {
     if (!connected) {
-        for (auto& [name, e] : channels_) e.active = false;
+        for (auto& [name, e] : channels_)
+            e.active = false;
         return;
     }
     // Fresh connection: resubscribe everything; confirmations make the channels active again.
-    for (auto& [name, e] : channels_) send(subscribe_cmd_, name);
+    for (auto& [name, e] : channels_)
+        send(subscribe_cmd_, name);
 }
 
 void subscriber::on_push(const resp3::value& v) {
@@ -94,13 +99,15 @@ void subscriber::on_push(const resp3::value& v) {
         e.active = true;
         // Copy: callbacks may add/remove waiters.
         std::vector<waiter*> ws(e.waiters.begin(), e.waiters.end());
-        for (auto* w : ws) w->on_active();
+        for (auto* w : ws)
+            w->on_active();
         if (reconnect) {
             auto it2 = channels_.find(channel);
             if (it2 == channels_.end()) return;
             std::vector<waiter*> sl(it2->second.sleeping.begin(), it2->second.sleeping.end());
             it2->second.sleeping.clear();
-            for (auto* w : sl) w->on_wake();
+            for (auto* w : sl)
+                w->on_wake();
         }
         return;
     }
@@ -110,7 +117,8 @@ void subscriber::on_push(const resp3::value& v) {
         std::vector<waiter*> sl(e.sleeping.begin(), e.sleeping.end());
         e.sleeping.clear();
         e.permits = e.waiters.size() - sl.size();
-        for (auto* w : sl) w->on_wake();
+        for (auto* w : sl)
+            w->on_wake();
         return;
     }
     if (!e.sleeping.empty()) {

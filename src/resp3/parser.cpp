@@ -91,9 +91,12 @@ std::optional<value> parser::consume(std::string_view in, std::size_t& consumed,
             break;
         case '#':
             leaf.kind = type::boolean;
-            if (line == "t") leaf.integer = 1;
-            else if (line == "f") leaf.integer = 0;
-            else return fail();
+            if (line == "t")
+                leaf.integer = 1;
+            else if (line == "f")
+                leaf.integer = 0;
+            else
+                return fail();
             break;
         case '(':
             leaf.kind = type::big_number;

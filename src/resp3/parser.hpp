@@ -21,7 +21,8 @@ namespace dlock::resp3 {
 
 class parser {
 public:
-    explicit parser(limits lim = {}) : limits_(lim) {}
+    explicit parser(limits lim = {})
+        : limits_(lim) {}
 
     /// Parses from `in`. Sets `consumed` to the number of leading bytes of `in` that the parser
     /// took (the caller drops them). Returns a complete top-level reply, or nullopt when more

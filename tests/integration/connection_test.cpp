@@ -61,7 +61,8 @@ TEST(connection, replies_match_their_commands_under_many_threads) {
                 if (c.command({"GET", key}).str != val) ++mismatches;
             }
         });
-    for (auto& th : threads) th.join();
+    for (auto& th : threads)
+        th.join();
     EXPECT_EQ(mismatches.load(), 0);
 }
 

@@ -5,14 +5,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdexcept>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <stdexcept>
-
 namespace dlock::test {
 
-fake_resp_server::fake_resp_server(script reply) : reply_(std::move(reply)) {
+fake_resp_server::fake_resp_server(script reply)
+    : reply_(std::move(reply)) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -39,9 +39,12 @@ fake_resp_server::fake_resp_server(script reply) : reply_(std::move(reply)) {
 fake_resp_server::~fake_resp_server() {
     stop_ = true;
     thread_.join();
-    for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
-    for (auto& w : workers_) w.join();
-    for (int fd : fds_) ::close(fd);
+    for (int fd : fds_)
+        ::shutdown(fd, SHUT_RDWR);
+    for (auto& w : workers_)
+        w.join();
+    for (int fd : fds_)
+        ::close(fd);
     ::close(listen_fd_);
 }
 
@@ -63,7 +66,8 @@ void fake_resp_server::serve(int fd) {
             if (ec) return;
             if (!v) break;
             std::vector<std::string> cmd;
-            for (auto& e : v->elements) cmd.push_back(e.str);
+            for (auto& e : v->elements)
+                cmd.push_back(e.str);
             if (!cmd.empty() && (cmd[0] == "HELLO" || cmd[0] == "hello")) {
                 const std::string hello = "%1\r\n+server\r\n+fake\r\n";
                 ::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL);

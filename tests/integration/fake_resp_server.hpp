@@ -16,10 +16,10 @@ class fake_resp_server {
 public:
     /// What to do with one command.
     struct action {
-        std::string bytes{};    ///< written back as-is
-        bool close = false;     ///< then close the connection (FIN)
-        bool reset = false;     ///< then reset it (RST, SO_LINGER 0)
-        bool silent = false;    ///< write nothing, keep the connection open
+        std::string bytes{}; ///< written back as-is
+        bool close = false;  ///< then close the connection (FIN)
+        bool reset = false;  ///< then reset it (RST, SO_LINGER 0)
+        bool silent = false; ///< write nothing, keep the connection open
     };
     using script = std::function<action(const std::vector<std::string>& command)>;
 

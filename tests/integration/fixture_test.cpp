@@ -3,15 +3,14 @@
 
 #include <gtest/gtest.h>
 
-#include <signal.h>
-
 #include <filesystem>
+#include <signal.h>
 
 using namespace std::chrono_literals;
 using dlock::test::redis_server;
 using dlock::test::server_options;
 
-#define SKIP_WITHOUT_REDIS()                                                                      \
+#define SKIP_WITHOUT_REDIS()                                                                       \
     if (!dlock::test::redis_available()) GTEST_SKIP() << "redis-server/redis-cli not installed"
 
 TEST(fixture, a_standalone_server_answers_and_is_gone_after_destruction) {
@@ -79,7 +78,8 @@ TEST(fixture, independent_masters_have_distinct_ports) {
     ASSERT_EQ(m.size(), 3u);
     EXPECT_NE(m[0].port(), m[1].port());
     EXPECT_NE(m[1].port(), m[2].port());
-    for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(m[i].cli({"ROLE"}).substr(0, 6), "master");
+    for (std::size_t i = 0; i < 3; ++i)
+        EXPECT_EQ(m[i].cli({"ROLE"}).substr(0, 6), "master");
 }
 
 TEST(fixture, a_sentinel_group_reports_its_master_and_fails_over) {

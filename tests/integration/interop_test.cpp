@@ -5,15 +5,14 @@
 #include "test_util.hpp"
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
+#include <netinet/in.h>
 #include <optional>
+#include <poll.h>
 #include <stdexcept>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace std::chrono_literals;
 using dlock::test::eventually;
@@ -47,8 +46,7 @@ dlock::resp3::value java_lock(dlock::client& plain, std::string_view name) {
 dlock::resp3::value java_unlock(dlock::client& plain, const std::string& name) {
     static int request = 0;
     const std::string channel = "redisson_lock__channel:{" + name + "}";
-    const std::string latch =
-        "redisson_unlock_latch:{" + name + "}:" + std::to_string(++request);
+    const std::string latch = "redisson_unlock_latch:{" + name + "}:" + std::to_string(++request);
     return plain.command({"EVAL", redisson_unlock, "3", name, channel, latch, "0", "30000",
                           java_owner, "PUBLISH", "20000"});
 }

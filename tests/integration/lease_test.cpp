@@ -82,16 +82,16 @@ TEST(lease, the_spin_policy_retries_a_bounded_number_of_times) {
     dlock::client c(fast_options(s.url()));
     auto held = c.acquire("spin", {.kind = dlock::lock_kind::simple});
     const auto t0 = std::chrono::steady_clock::now();
-    auto l = c.acquire("spin", {.kind = dlock::lock_kind::simple,
-                                .retry = dlock::retry_policy{.attempts = 3, .delay = 20ms,
-                                                             .jitter = 0ms}});
+    auto l = c.acquire("spin",
+                       {.kind = dlock::lock_kind::simple,
+                        .retry = dlock::retry_policy{.attempts = 3, .delay = 20ms, .jitter = 0ms}});
     const auto took = std::chrono::steady_clock::now() - t0;
     EXPECT_FALSE(l);
     EXPECT_GE(took, 40ms);
     EXPECT_LT(took, 400ms);
     held.release();
-    auto got = c.acquire("spin", {.kind = dlock::lock_kind::simple,
-                                  .retry = dlock::retry_policy{.attempts = 2}});
+    auto got = c.acquire(
+        "spin", {.kind = dlock::lock_kind::simple, .retry = dlock::retry_policy{.attempts = 2}});
     EXPECT_TRUE(got);
 }
 

@@ -2,14 +2,13 @@
 // ownership, leases, the watchdog, loss signals, waiting without polling, TimedLockable.
 #include "test_util.hpp"
 
+#include <atomic>
+#include <mutex>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <mutex>
 #include <thread>
+#include <unistd.h>
 
 using namespace std::chrono_literals;
 using dlock::errc;
@@ -62,7 +61,8 @@ TEST(lock, excludes_threads_of_one_process) {
                     run(m);
                 }
             });
-        for (auto& th : threads) th.join();
+        for (auto& th : threads)
+            th.join();
         EXPECT_EQ(max_inside.load(), 1);
         EXPECT_EQ(counter, 800);
     }
@@ -253,7 +253,8 @@ TEST(lock, a_killed_holder_process_frees_the_lock_within_one_lease) {
         m.lock();
         const char x = 'x';
         (void)!::write(ready[1], &x, 1);
-        for (;;) ::pause();
+        for (;;)
+            ::pause();
     }
     char x = 0;
     ASSERT_EQ(::read(ready[0], &x, 1), 1);
@@ -351,9 +352,12 @@ TEST(lock, a_waiter_is_woken_by_the_unlock_message_without_polling) {
         mb.unlock();
     });
     // The waiter subscribes; while the holder keeps a 30 s lease it must not poll.
-    ASSERT_TRUE(eventually([&] { return s.cli({"PUBSUB", "NUMSUB", "redisson_lock__channel:{wake}"})
-                                            .find("\n1") != std::string::npos; },
-                           2s));
+    ASSERT_TRUE(eventually(
+        [&] {
+            return s.cli({"PUBSUB", "NUMSUB", "redisson_lock__channel:{wake}"}).find("\n1") !=
+                   std::string::npos;
+        },
+        2s));
     const auto before = commands_processed(s);
     std::this_thread::sleep_for(500ms); // a window in which a poller would send commands
     const auto during = commands_processed(s) - before;
@@ -379,7 +383,8 @@ TEST(lock, waiters_that_give_up_leave_no_subscription_behind) {
             dlock::mutex m = b.make_mutex("giveup");
             EXPECT_FALSE(m.try_lock_for(100ms));
         });
-    for (auto& w : ws) w.join();
+    for (auto& w : ws)
+        w.join();
     EXPECT_TRUE(eventually([&] { return s.cli({"PUBSUB", "CHANNELS", "*"}).empty(); }, 2s));
     ma.unlock();
 }

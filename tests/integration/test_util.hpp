@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#define DLOCK_SKIP_WITHOUT_REDIS()                                                                \
+#define DLOCK_SKIP_WITHOUT_REDIS()                                                                 \
     if (!dlock::test::redis_available()) GTEST_SKIP() << "redis-server/redis-cli not installed"
 
 namespace dlock::test {

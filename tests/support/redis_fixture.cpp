@@ -1,25 +1,24 @@
 #include "redis_fixture.hpp"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <fcntl.h>
 #include <fstream>
+#include <netinet/in.h>
 #include <random>
+#include <signal.h>
 #include <sstream>
 #include <stdexcept>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 
 namespace dlock::test {
 namespace {
@@ -39,8 +38,12 @@ std::string find_binary(const char* env, const char* name) {
     return {};
 }
 
-std::string server_binary() { return find_binary("DLOCK_TEST_REDIS_SERVER", "redis-server"); }
-std::string cli_binary() { return find_binary("DLOCK_TEST_REDIS_CLI", "redis-cli"); }
+std::string server_binary() {
+    return find_binary("DLOCK_TEST_REDIS_SERVER", "redis-server");
+}
+std::string cli_binary() {
+    return find_binary("DLOCK_TEST_REDIS_CLI", "redis-cli");
+}
 std::string sentinel_binary() {
     return find_binary("DLOCK_TEST_REDIS_SENTINEL", "redis-sentinel");
 }
@@ -56,7 +59,8 @@ fs::path make_temp_dir() {
 pid_t spawn(const std::vector<std::string>& argv, const fs::path& log,
             const std::vector<std::string>& env_extra = {}, std::optional<int> cpu = {}) {
     std::vector<char*> args;
-    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    for (auto& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();
@@ -71,8 +75,10 @@ pid_t spawn(const std::vector<std::string>& argv, const fs::path& log,
         }
         const int devnull = ::open("/dev/null", O_RDONLY);
         if (devnull >= 0) ::dup2(devnull, 0);
-        for (int i = 3; i < 1024; ++i) ::close(i);
-        for (auto& e : env_extra) ::putenv(const_cast<char*>(e.c_str()));
+        for (int i = 3; i < 1024; ++i)
+            ::close(i);
+        for (auto& e : env_extra)
+            ::putenv(const_cast<char*>(e.c_str()));
         if (cpu) {
             cpu_set_t set;
             CPU_ZERO(&set);
@@ -112,7 +118,8 @@ std::pair<std::string, int> run_capture(const std::vector<std::string>& argv,
     int out[2];
     if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
     std::vector<char*> args;
-    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    for (auto& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     const pid_t pid = ::fork();
     if (pid == 0) {
@@ -122,7 +129,8 @@ std::pair<std::string, int> run_capture(const std::vector<std::string>& argv,
         ::dup2(devnull, 2);
         ::close(out[0]);
         ::close(out[1]);
-        for (auto& e : env_extra) ::putenv(const_cast<char*>(e.c_str()));
+        for (auto& e : env_extra)
+            ::putenv(const_cast<char*>(e.c_str()));
         ::execv(args[0], args.data());
         ::_exit(127);
     }
@@ -131,13 +139,16 @@ std::pair<std::string, int> run_capture(const std::vector<std::string>& argv,
     std::array<char, 4096> buf{};
     for (;;) {
         const ssize_t n = ::read(out[0], buf.data(), buf.size());
-        if (n > 0) result.append(buf.data(), static_cast<std::size_t>(n));
-        else if (n == 0 || errno != EINTR) break;
+        if (n > 0)
+            result.append(buf.data(), static_cast<std::size_t>(n));
+        else if (n == 0 || errno != EINTR)
+            break;
     }
     ::close(out[0]);
     int status = 0;
     ::waitpid(pid, &status, 0);
-    while (!result.empty() && (result.back() == '\n' || result.back() == '\r')) result.pop_back();
+    while (!result.empty() && (result.back() == '\n' || result.back() == '\r'))
+        result.pop_back();
     return {result, WIFEXITED(status) ? WEXITSTATUS(status) : 128};
 }
 
@@ -188,8 +199,8 @@ tls_files make_tls(const fs::path& dir) {
         const std::string csr = p("leaf.csr");
         const std::string ext = p("leaf.ext");
         write_file(ext, std::string("subjectAltName=") + san + "\n");
-        openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                 "-keyout", p(key), "-out", csr, "-subj", std::string("/CN=") + cn},
+        openssl({"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+                 p(key), "-out", csr, "-subj", std::string("/CN=") + cn},
                 dir);
         openssl({"x509", "-req", "-in", csr, "-CA", p("ca.crt"), "-CAkey", p("ca.key"),
                  "-CAcreateserial", "-out", p(crt), "-days", "1", "-extfile", ext},
@@ -202,8 +213,8 @@ tls_files make_tls(const fs::path& dir) {
 
 std::vector<std::string> cli_base(const std::string& port, const server_options& o,
                                   const tls_files& t) {
-    std::vector<std::string> a{cli_binary(), "--no-auth-warning", "--raw", "-h", "127.0.0.1",
-                               "-p", port};
+    std::vector<std::string> a{cli_binary(), "--no-auth-warning", "--raw", "-h", "127.0.0.1", "-p",
+                               port};
     if (o.tls) {
         a.insert(a.end(), {"--tls", "--cacert", t.ca_cert.string()});
         if (o.tls_wrong_host) a.insert(a.end(), {"--sni", "other.example"});
@@ -218,8 +229,12 @@ std::vector<std::string> auth_env(const std::string& password) {
 
 } // namespace
 
-bool redis_available() { return !server_binary().empty() && !cli_binary().empty(); }
-bool sentinel_available() { return redis_available() && !sentinel_binary().empty(); }
+bool redis_available() {
+    return !server_binary().empty() && !cli_binary().empty();
+}
+bool sentinel_available() {
+    return redis_available() && !sentinel_binary().empty();
+}
 
 std::uint16_t free_port(bool with_bus) {
     thread_local std::mt19937 rng{std::random_device{}() ^ static_cast<unsigned>(::getpid())};
@@ -232,7 +247,8 @@ std::uint16_t free_port(bool with_bus) {
     throw std::runtime_error("no free loopback port found");
 }
 
-redis_server::redis_server(server_options opts) : opts_(std::move(opts)) {
+redis_server::redis_server(server_options opts)
+    : opts_(std::move(opts)) {
     binary_ = server_binary();
     if (binary_.empty()) throw std::runtime_error("redis-server not found");
     dir_ = make_temp_dir();
@@ -278,8 +294,10 @@ void redis_server::write_config() {
     c << "unixsocket " << unix_socket() << "\nunixsocketperm 700\n";
     c << "enable-debug-command local\n";
     if (!opts_.password.empty()) c << "requirepass " << opts_.password << "\n";
-    for (auto& l : opts_.acl_lines) c << l << "\n";
-    for (auto& l : opts_.extra_config) c << l << "\n";
+    for (auto& l : opts_.acl_lines)
+        c << l << "\n";
+    for (auto& l : opts_.extra_config)
+        c << l << "\n";
     write_file(dir_ / "redis.conf", c.str());
 }
 
@@ -326,7 +344,8 @@ std::string redis_server::log_tail() const {
         if (lines.size() > 20) lines.pop_front();
     }
     std::string s;
-    for (auto& l : lines) s += l + "\n";
+    for (auto& l : lines)
+        s += l + "\n";
     return s;
 }
 
@@ -357,24 +376,28 @@ std::string redis_server::cli(const std::vector<std::string>& args) const {
 // ---- N masters ---------------------------------------------------------------------------
 
 redis_masters::redis_masters(std::size_t n, server_options opts) {
-    for (std::size_t i = 0; i < n; ++i) servers_.push_back(std::make_unique<redis_server>(opts));
+    for (std::size_t i = 0; i < n; ++i)
+        servers_.push_back(std::make_unique<redis_server>(opts));
 }
 
 std::vector<std::string> redis_masters::urls() const {
     std::vector<std::string> u;
-    for (auto& s : servers_) u.push_back(s->url());
+    for (auto& s : servers_)
+        u.push_back(s->url());
     return u;
 }
 
 // ---- Sentinel ----------------------------------------------------------------------------
 
-redis_sentinel_group::redis_sentinel_group(server_options opts) : password_(opts.password) {
+redis_sentinel_group::redis_sentinel_group(server_options opts)
+    : password_(opts.password) {
     if (!opts.password.empty()) opts.extra_config.push_back("masterauth " + opts.password);
     nodes_.push_back(std::make_unique<redis_server>(opts));
     const auto master_port = std::to_string(nodes_[0]->port());
     auto replica_opts = opts;
     replica_opts.extra_config.push_back("replicaof 127.0.0.1 " + master_port);
-    for (int i = 0; i < 2; ++i) nodes_.push_back(std::make_unique<redis_server>(replica_opts));
+    for (int i = 0; i < 2; ++i)
+        nodes_.push_back(std::make_unique<redis_server>(replica_opts));
     try {
         const auto bin = sentinel_binary();
         if (bin.empty()) throw std::runtime_error("redis-sentinel not found");
@@ -389,7 +412,8 @@ redis_sentinel_group::redis_sentinel_group(server_options opts) : password_(opts
               << "sentinel down-after-milliseconds mymaster 1000\n"
               << "sentinel failover-timeout mymaster 3000\n"
               << "sentinel parallel-syncs mymaster 1\n";
-            if (!opts.password.empty()) c << "sentinel auth-pass mymaster " << opts.password << "\n";
+            if (!opts.password.empty())
+                c << "sentinel auth-pass mymaster " << opts.password << "\n";
             write_file(s.dir / "sentinel.conf", c.str());
             s.pid = spawn({bin, (s.dir / "sentinel.conf").string()}, s.dir / "stdout.log");
             sentinels_.push_back(s);
@@ -398,8 +422,9 @@ redis_sentinel_group::redis_sentinel_group(server_options opts) : password_(opts
         const bool ok = eventually(
             [&] {
                 for (int i = 1; i <= 2; ++i)
-                    if (nodes_[static_cast<std::size_t>(i)]->cli({"INFO", "replication"}).find(
-                            "master_link_status:up") == std::string::npos)
+                    if (nodes_[static_cast<std::size_t>(i)]
+                            ->cli({"INFO", "replication"})
+                            .find("master_link_status:up") == std::string::npos)
                         return false;
                 for (std::size_t i = 0; i < sentinels_.size(); ++i) {
                     const auto info = sentinel_cli(i, {"SENTINEL", "MASTER", "mymaster"});
@@ -422,7 +447,9 @@ redis_sentinel_group::redis_sentinel_group(server_options opts) : password_(opts
     }
 }
 
-redis_sentinel_group::~redis_sentinel_group() { stop_sentinels(); }
+redis_sentinel_group::~redis_sentinel_group() {
+    stop_sentinels();
+}
 
 void redis_sentinel_group::stop_sentinels() {
     for (auto& s : sentinels_) {
@@ -444,8 +471,8 @@ std::string redis_sentinel_group::url() const {
 
 std::string redis_sentinel_group::sentinel_cli(std::size_t i,
                                                const std::vector<std::string>& args) const {
-    std::vector<std::string> a{cli_binary(), "--raw", "-h", "127.0.0.1", "-p",
-                               std::to_string(sentinels_.at(i).port)};
+    std::vector<std::string> a{cli_binary(), "--raw", "-h",
+                               "127.0.0.1",  "-p",    std::to_string(sentinels_.at(i).port)};
     a.insert(a.end(), args.begin(), args.end());
     return run_capture(a).first;
 }
@@ -468,8 +495,7 @@ void redis_sentinel_group::failover_and_wait(std::chrono::milliseconds budget) {
             const auto now = current_master();
             if (now.second == 0 || now == before) return false;
             for (auto& n : nodes_)
-                if (n->port() == now.second)
-                    return n->cli({"ROLE"}).rfind("master", 0) == 0;
+                if (n->port() == now.second) return n->cli({"ROLE"}).rfind("master", 0) == 0;
             return false;
         },
         budget);
@@ -482,9 +508,11 @@ redis_cluster::redis_cluster(server_options opts) {
     opts.extra_config.insert(opts.extra_config.end(),
                              {"cluster-enabled yes", "cluster-config-file nodes.conf",
                               "cluster-node-timeout 2000", "cluster-require-full-coverage yes"});
-    for (int i = 0; i < 6; ++i) nodes_.push_back(std::make_unique<redis_server>(opts));
+    for (int i = 0; i < 6; ++i)
+        nodes_.push_back(std::make_unique<redis_server>(opts));
     std::vector<std::string> create{cli_binary(), "--cluster", "create"};
-    for (auto& n : nodes_) create.push_back("127.0.0.1:" + std::to_string(n->port()));
+    for (auto& n : nodes_)
+        create.push_back("127.0.0.1:" + std::to_string(n->port()));
     create.insert(create.end(), {"--cluster-replicas", "1", "--cluster-yes"});
     auto [out, rc] = run_capture(create, auth_env(opts.password));
     if (rc != 0) throw std::runtime_error("redis-cli --cluster create failed:\n" + out);

@@ -104,13 +104,13 @@ TEST(acquire_logic, a_held_lock_reports_the_holders_ttl) {
 
 TEST(acquire_logic, unexpected_replies_are_protocol_errors_never_success) {
     const resp3::value bad[] = {
-        integer(1),                                      // not an array
-        array({integer(1)}),                             // wrong arity
-        array({integer(7), integer(1)}),                 // unknown status
-        array({integer(1), integer(0)}),                 // token 0 cannot come from INCR
-        array({integer(2), integer(1)}),                 // re-entry with count 1
-        array({simple("1"), integer(1)}),                // status not an integer
-        null_reply,                                      // Redisson's nil means nothing to us
+        integer(1),                       // not an array
+        array({integer(1)}),              // wrong arity
+        array({integer(7), integer(1)}),  // unknown status
+        array({integer(1), integer(0)}),  // token 0 cannot come from INCR
+        array({integer(2), integer(1)}),  // re-entry with count 1
+        array({simple("1"), integer(1)}), // status not an integer
+        null_reply,                       // Redisson's nil means nothing to us
     };
     for (const auto& r : bad) {
         const auto out = interpret_attempt(lock_kind::reentrant, {}, r, {}, {});
@@ -128,8 +128,8 @@ TEST(acquire_logic, server_error_replies_are_classified) {
     out = interpret_attempt(lock_kind::simple, {}, error_reply("READONLY You can't write"), {},
                             integer(1));
     EXPECT_EQ(out.ec, errc::readonly);
-    out = interpret_attempt(lock_kind::simple, dlock::make_error_code(errc::ambiguous),
-                            null_reply, {}, integer(1));
+    out = interpret_attempt(lock_kind::simple, dlock::make_error_code(errc::ambiguous), null_reply,
+                            {}, integer(1));
     EXPECT_EQ(out.ec, errc::ambiguous);
 }
 

@@ -1,0 +1,260 @@
+#include "scenarios.hpp"
+
+#include <dlock/dlock.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <iomanip>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <sys/resource.h>
+#include <thread>
+
+namespace dlock::bench {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+double us_between(clock::time_point a, clock::time_point b) {
+    return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+double percentile(std::vector<double>& v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+    return v[i];
+}
+
+struct server_stats {
+    double commands = 0;
+    double cpu_s = 0;
+};
+
+/// INFO commandstats (every executed command, redis.call inside scripts included) and INFO cpu.
+server_stats read_server_stats(client& c) {
+    server_stats s;
+    const auto info = c.command({"INFO", "commandstats"}).str;
+    std::istringstream in(info);
+    for (std::string line; std::getline(in, line);) {
+        const auto at = line.find("calls=");
+        if (line.rfind("cmdstat_", 0) == 0 && at != std::string::npos)
+            s.commands += std::stod(line.substr(at + 6));
+    }
+    const auto cpu = c.command({"INFO", "cpu"}).str;
+    std::istringstream cin(cpu);
+    for (std::string line; std::getline(cin, line);) {
+        if (line.rfind("used_cpu_sys:", 0) == 0) s.cpu_s += std::stod(line.substr(13));
+        if (line.rfind("used_cpu_user:", 0) == 0) s.cpu_s += std::stod(line.substr(14));
+    }
+    return s;
+}
+
+double client_cpu_s() {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+std::unique_ptr<basic_mutex> make(client& c, lock_kind kind, const std::string& name) {
+    if (kind == lock_kind::simple) return std::make_unique<simple_mutex>(c, name);
+    return std::make_unique<mutex>(c, name);
+}
+
+} // namespace
+
+result run(const options& o) {
+    client_options copts = parse_url(o.url);
+    copts.command_timeout = std::chrono::seconds(10);
+    client main_client(copts);
+    client stats_client(copts);
+    const auto s0 = read_server_stats(stats_client);
+    const double c0 = client_cpu_s();
+    result r;
+    std::vector<double> acquire_us, pair_us, handoff_us;
+    std::mutex samples_mu;
+    const auto t0 = clock::now();
+    const auto end = t0 + o.duration;
+    const std::string base = o.key_prefix + ":";
+
+    switch (o.which) {
+    case scenario::uncontended: {
+        auto m = make(main_client, o.kind, base + "a");
+        while (clock::now() < end) {
+            const auto a = clock::now();
+            m->lock(o.lease);
+            const auto b = clock::now();
+            m->unlock();
+            acquire_us.push_back(us_between(a, b));
+            pair_us.push_back(us_between(a, clock::now()));
+            ++r.ops;
+        }
+        break;
+    }
+    case scenario::many_keys: {
+        const unsigned workers = std::max(1u, o.workers);
+        const unsigned keys = std::max(1u, o.keys);
+        std::atomic<std::uint64_t> ops{0};
+        std::vector<std::thread> ts;
+        std::vector<std::uint64_t> per(workers);
+        for (unsigned w = 0; w < workers; ++w)
+            ts.emplace_back([&, w] {
+                auto m = make(main_client, o.kind, base + "b" + std::to_string(w % keys));
+                std::vector<double> acq, pairs;
+                while (clock::now() < end) {
+                    const auto a = clock::now();
+                    m->lock(o.lease);
+                    const auto b = clock::now();
+                    m->unlock();
+                    acq.push_back(us_between(a, b));
+                    pairs.push_back(us_between(a, clock::now()));
+                    ++per[w];
+                }
+                ops += per[w];
+                std::lock_guard lk(samples_mu);
+                acquire_us.insert(acquire_us.end(), acq.begin(), acq.end());
+                pair_us.insert(pair_us.end(), pairs.begin(), pairs.end());
+            });
+        for (auto& t : ts)
+            t.join();
+        r.ops = ops;
+        r.per_worker_min = *std::min_element(per.begin(), per.end());
+        r.per_worker_max = *std::max_element(per.begin(), per.end());
+        break;
+    }
+    case scenario::contended_counter: {
+        const unsigned workers = std::max(1u, o.workers);
+        const std::uint64_t total = o.max_ops ? o.max_ops : UINT64_MAX;
+        main_client.command({"SET", base + "counter", "0"});
+        std::vector<std::unique_ptr<client>> own;
+        if (o.client_per_worker)
+            for (unsigned w = 0; w < workers; ++w)
+                own.push_back(std::make_unique<client>(copts));
+        std::atomic<std::uint64_t> tickets{0}, self_reacq{0}, done_ops{0};
+        std::atomic<int> last_holder{-1};
+        std::atomic<std::int64_t> last_release_ns{0};
+        std::vector<std::uint64_t> per(workers);
+        std::vector<std::thread> ts;
+        for (unsigned w = 0; w < workers; ++w)
+            ts.emplace_back([&, w] {
+                client& c = o.client_per_worker ? *own[w] : main_client;
+                auto m = make(c, o.kind, base + "c");
+                std::vector<double> waits, handoffs;
+                const std::string key = base + "counter";
+                while (clock::now() < end && tickets.fetch_add(1) < total) {
+                    const auto a = clock::now();
+                    m->lock(o.lease);
+                    const auto got = clock::now();
+                    waits.push_back(us_between(a, got));
+                    const int prev = last_holder.load();
+                    if (prev == static_cast<int>(w))
+                        ++self_reacq;
+                    else if (prev >= 0)
+                        handoffs.push_back(static_cast<double>(got.time_since_epoch().count() -
+                                                               last_release_ns.load()) /
+                                           1000.0);
+                    const auto v = std::stoll(c.command({"GET", key}).str);
+                    c.command({"SET", key, std::to_string(v + 1)});
+                    ++per[w];
+                    last_holder = static_cast<int>(w);
+                    last_release_ns = clock::now().time_since_epoch().count();
+                    m->unlock();
+                }
+                done_ops += per[w];
+                std::lock_guard lk(samples_mu);
+                acquire_us.insert(acquire_us.end(), waits.begin(), waits.end());
+                handoff_us.insert(handoff_us.end(), handoffs.begin(), handoffs.end());
+            });
+        for (auto& t : ts)
+            t.join();
+        r.ops = done_ops;
+        r.per_worker_min = *std::min_element(per.begin(), per.end());
+        r.per_worker_max = *std::max_element(per.begin(), per.end());
+        r.self_reacquire_share =
+            r.ops > 1 ? static_cast<double>(self_reacq) / static_cast<double>(r.ops - 1) : 0;
+        r.counter_exact = std::stoll(main_client.command({"GET", base + "counter"}).str) ==
+                          static_cast<long long>(r.ops);
+        break;
+    }
+    case scenario::handoff: {
+        client waiter_client(copts);
+        auto holder = make(main_client, o.kind, base + "d");
+        const std::uint64_t samples = o.max_ops ? o.max_ops : 300;
+        std::mt19937 rng{std::random_device{}()};
+        std::uniform_int_distribution<int> phase(1000, 5000); // us
+        while (r.ops < samples && clock::now() < end) {
+            holder->lock(o.lease);
+            std::atomic<bool> acquired{false};
+            clock::time_point got;
+            std::thread waiter([&] {
+                auto m = make(waiter_client, o.kind, base + "d");
+                m->lock(o.lease);
+                got = clock::now();
+                acquired = true;
+                m->unlock();
+            });
+            // Let the waiter block (subscribe, last attempt, sleep), then release at a random
+            // phase: pacing of the scenario, not synchronisation of the measurement.
+            std::this_thread::sleep_for(std::chrono::microseconds(phase(rng)));
+            const auto released = clock::now();
+            holder->unlock();
+            waiter.join();
+            handoff_us.push_back(us_between(released, got));
+            ++r.ops;
+        }
+        break;
+    }
+    }
+
+    r.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    const auto s1 = read_server_stats(stats_client);
+    // Remove what the run created (only keys under the scenario's prefix).
+    for (std::string cursor = "0";;) {
+        auto page = stats_client.command(
+            {"SCAN", cursor, "MATCH", "*" + o.key_prefix + "*", "COUNT", "1000"});
+        if (page.elements.size() != 2) break;
+        for (auto& k : page.elements[1].elements)
+            stats_client.command({"DEL", k.str});
+        cursor = page.elements[0].str;
+        if (cursor == "0") break;
+    }
+    const double c1 = client_cpu_s();
+    r.ops_per_s = r.seconds > 0 ? static_cast<double>(r.ops) / r.seconds : 0;
+    if (r.ops > 0) {
+        // Minus the two INFO calls of the second snapshot.
+        r.server_cmds_per_op = (s1.commands - s0.commands - 2) / static_cast<double>(r.ops);
+        r.server_cpu_us_per_op = (s1.cpu_s - s0.cpu_s) * 1e6 / static_cast<double>(r.ops);
+        r.client_cpu_us_per_op = (c1 - c0) * 1e6 / static_cast<double>(r.ops);
+    }
+    r.pair_p50_us = percentile(pair_us, 0.50);
+    r.pair_p99_us = percentile(pair_us, 0.99);
+    r.acquire_p50_us = percentile(acquire_us, 0.50);
+    r.acquire_p99_us = percentile(acquire_us, 0.99);
+    r.acquire_max_us = acquire_us.empty() ? 0 : acquire_us.back();
+    r.handoff_samples = handoff_us.size();
+    r.handoff_p50_us = percentile(handoff_us, 0.50);
+    r.handoff_p99_us = percentile(handoff_us, 0.99);
+    return r;
+}
+
+std::string to_json(const result& r) {
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(1);
+    o << "{\"ops\":" << r.ops << ",\"seconds\":" << r.seconds << ",\"ops_per_s\":" << r.ops_per_s
+      << ",\"acquire_p50_us\":" << r.acquire_p50_us << ",\"acquire_p99_us\":" << r.acquire_p99_us
+      << ",\"acquire_max_us\":" << r.acquire_max_us << ",\"pair_p50_us\":" << r.pair_p50_us
+      << ",\"pair_p99_us\":" << r.pair_p99_us << ",\"handoff_p50_us\":" << r.handoff_p50_us
+      << ",\"handoff_p99_us\":" << r.handoff_p99_us << ",\"handoff_samples\":" << r.handoff_samples
+      << ",\"per_worker_min\":" << r.per_worker_min << ",\"per_worker_max\":" << r.per_worker_max
+      << std::setprecision(3) << ",\"self_reacquire_share\":" << r.self_reacquire_share
+      << ",\"counter_exact\":" << (r.counter_exact ? (*r.counter_exact ? "true" : "false") : "null")
+      << std::setprecision(2) << ",\"server_cmds_per_op\":" << r.server_cmds_per_op
+      << ",\"server_cpu_us_per_op\":" << r.server_cpu_us_per_op
+      << ",\"client_cpu_us_per_op\":" << r.client_cpu_us_per_op << "}";
+    return o.str();
+}
+
+} // namespace dlock::bench

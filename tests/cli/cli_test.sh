@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Black-box tests of the dlock binary. Usage: cli_test.sh CASE DLOCK_BINARY REDIS_URL
+# (scripts/with-redis.sh appends the URL of a private server). Every wait is bounded.
+set -uo pipefail
+case_name=$1 dlock=$2 url=$3
+export DLOCK_URL=$url
+port=${url##*:}
+rcli() { redis-cli -p "$port" --raw "$@"; }
+tmp=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_rc() { # expect_rc WANT CMD...
+  local want=$1; shift
+  "$@"; local rc=$?
+  [ "$rc" -eq "$want" ] || fail "'$*' exited $rc, expected $want"
+}
+# wait_for SECONDS CMD...: poll a condition with a deadline (no fixed sleeps as sync)
+wait_for() {
+  local until=$((SECONDS + $1)); shift
+  until "$@"; do [ $SECONDS -ge $until ] && return 1; sleep 0.02; done
+}
+held() { [ -n "$(rcli EXISTS "$1" | grep 1)" ]; }
+
+case $case_name in
+exec_exit_codes)
+  expect_rc 7 "$dlock" exec n1 -- sh -c 'exit 7'
+  expect_rc 0 "$dlock" exec n1 -- true
+  expect_rc 137 "$dlock" exec n1 -- sh -c 'kill -9 $$'
+  expect_rc 64 "$dlock" exec --wait 3x n1 -- true
+  expect_rc 64 "$dlock" exec --kind fair n1 -- true
+  out=$("$dlock" exec envcheck -- sh -c 'echo "$DLOCK_NAME $DLOCK_FENCING_TOKEN"') || fail "env run"
+  [[ $out =~ ^envcheck\ [0-9]+$ ]] || fail "env: '$out'"
+  out2=$("$dlock" exec --kind simple envsimple -- sh -c 'echo "[$DLOCK_FENCING_TOKEN]"')
+  [ "$out2" = "[]" ] || fail "simple lock has no token: '$out2'"
+  # --wait 0 on a held lock: 75
+  "$dlock" exec held1 -- sleep 30 & holder=$!
+  wait_for 5 held held1 || fail "holder never acquired"
+  expect_rc 75 "$dlock" exec --wait 0 held1 -- true
+  expect_rc 75 "$dlock" exec --wait 200ms held1 -- true
+  kill -TERM $holder; wait $holder
+  # unreachable server: 69
+  DLOCK_URL=redis://127.0.0.1:1 expect_rc 69 "$dlock" exec n2 -- true
+  ;;
+exec_signals)
+  # SIGTERM to dlock reaches the child, whose exit status dlock returns.
+  "$dlock" exec sig1 -- sh -c "trap 'echo got > $tmp/term; exit 3' TERM; touch $tmp/ready; while :; do sleep 0.05; done" & pid=$!
+  wait_for 5 test -f "$tmp/ready" || fail "child never started"
+  kill -TERM $pid
+  wait $pid; rc=$?
+  [ $rc -eq 3 ] || fail "forwarded SIGTERM: exit $rc, expected 3"
+  [ "$(cat "$tmp/term")" = got ] || fail "child did not get SIGTERM"
+  held sig1 && fail "lock not released after the child ended"
+  # Loss while the child runs: SIGTERM to the child, exit 73.
+  "$dlock" exec --watchdog 300ms --kill-after 1s lost1 -- sh -c "trap 'echo term > $tmp/lost; exit 0' TERM; touch $tmp/ready2; while :; do sleep 0.05; done" & pid=$!
+  wait_for 5 test -f "$tmp/ready2" || fail "child never started"
+  rcli DEL lost1 >/dev/null
+  wait $pid; rc=$?
+  [ $rc -eq 73 ] || fail "lost lock: exit $rc, expected 73"
+  [ "$(cat "$tmp/lost")" = term ] || fail "child not told to stop"
+  # A child that ignores SIGTERM is killed after --kill-after.
+  "$dlock" exec --watchdog 300ms --kill-after 300ms lost2 -- sh -c "trap '' TERM; touch $tmp/ready3; while :; do sleep 0.05; done" & pid=$!
+  wait_for 5 test -f "$tmp/ready3" || fail "child never started"
+  rcli DEL lost2 >/dev/null
+  wait $pid; rc=$?
+  [ $rc -eq 73 ] || fail "stubborn child: exit $rc, expected 73"
+  ;;
+exec_exclusion)
+  # Four concurrent execs of one lock: their [start, end] intervals never overlap.
+  for i in 1 2 3 4; do
+    "$dlock" exec excl -- sh -c "echo start \$(date +%s%N) >> $tmp/log.$i; sleep 0.1; echo end \$(date +%s%N) >> $tmp/log.$i" &
+  done
+  wait
+  cat "$tmp"/log.* | sort -k2 -n > "$tmp/all"
+  [ "$(wc -l < "$tmp/all")" -eq 8 ] || fail "expected 8 events"
+  awk '{ if ($1 == "start") { if (inside) bad = 1; inside = 1 } else inside = 0 } END { exit bad }' "$tmp/all" ||
+    fail "critical sections overlapped: $(cat "$tmp/all")"
+  # unlock --force wakes a waiting exec.
+  "$dlock" exec stuck -- sleep 30 & holder=$!
+  wait_for 5 held stuck || fail "holder never acquired"
+  "$dlock" exec --wait 10s stuck -- touch "$tmp/woke" & waiter=$!
+  wait_for 5 sh -c "redis-cli -p $port PUBSUB NUMSUB 'redisson_lock__channel:{stuck}' | tail -1 | grep -q 1" ||
+    fail "waiter never subscribed"
+  "$dlock" unlock --force stuck | grep -q "unlocked stuck" || fail "unlock --force output"
+  wait $waiter || fail "waiter failed"
+  [ -f "$tmp/woke" ] || fail "waiter did not run"
+  kill -TERM $holder; wait $holder
+  ;;
+inspect)
+  "$dlock" exec st1 -- sleep 30 & holder=$!
+  wait_for 5 held st1 || fail "holder never acquired"
+  json=$("$dlock" status --json st1)
+  for field in '"name":"st1"' '"kind":"lock"' '"holders":[{"owner":"' '"count":1' '"ttl_ms":' '"waiters":0' '"fencing_token":1'; do
+    [[ $json == *"$field"* ]] || fail "status --json lacks $field: $json"
+  done
+  "$dlock" list --json | grep -q '"name":"st1"' || fail "list --json"
+  "$dlock" list 'nomatch*' | grep -q "no locks" || fail "list with no match"
+  "$dlock" status --json absent | grep -q '"kind":"none"' || fail "status of a free lock"
+  kill -TERM $holder; wait $holder
+  rcli SET notalock 1 >/dev/null
+  "$dlock" list | grep -q notalock && fail "list shows a non-lock key"
+  expect_rc 0 "$dlock" unlock --force absent
+  ;;
+demo)
+  out=$("$dlock" demo --processes 2 --threads 2 --stock 50) || fail "demo exit $?"
+  [[ $out == *"exact"* ]] || fail "demo: $out"
+  ;;
+*) fail "unknown case $case_name" ;;
+esac
+echo "ok: $case_name"
