@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The benchmark procedure of BENCHMARKS.md, in one run: the peers' harness
+# (../shared/bench/peers/run_all.sh), redis-benchmark for the same commands and scripts, and
+# dlock's own scenarios, all with redis-server pinned to CPU 1 and every client to CPU 0.
+#
+#   bench/run_side_by_side.sh [--quick] [--no-peers]     results in $OUT (default /tmp/dlock-bench-<time>)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+QUICK= PEERS=1
+for a in "$@"; do
+  case $a in --quick) QUICK=--quick ;; --no-peers) PEERS= ;; esac
+done
+PEERS_DIR=${PEERS_DIR:-$(cd .. && pwd)/shared/bench/peers}
+OUT=${OUT:-/tmp/dlock-bench-$(date +%Y%m%d-%H%M%S)}
+SECS=$([ -n "$QUICK" ] && echo 2 || echo 4)
+mkdir -p "$OUT"
+DLOCK_DEPS_EXTRA="python3-redis nodejs npm hyperfine" bash scripts/deps.sh || true
+
+cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DDLOCK_BUILD_TESTS=OFF \
+  -DDLOCK_BUILD_EXAMPLES=OFF -DDLOCK_BUILD_BENCH=ON -DDLOCK_BUILD_TOOLS=ON >/dev/null
+cmake --build build/bench -j"$(nproc)" --target lock_bench pipeline_bench dlock_cli_main >/dev/null
+LB=build/bench/bench/lock_bench PB=build/bench/bench/pipeline_bench
+
+if [ -n "$PEERS" ]; then
+  echo "== peers (run_all.sh) =="
+  OUT="$OUT/peers" bash "$PEERS_DIR/run_all.sh" 7390 $QUICK > "$OUT/peers.log" 2>&1 || echo "peers failed: see $OUT/peers.log"
+fi
+
+# Our own pinned server.
+port=7395
+dir=$(mktemp -d)
+taskset -c 1 redis-server --port $port --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+  --logfile "$dir/redis.log" </dev/null >/dev/null 2>&1 &
+srv=$!
+trap 'kill $srv 2>/dev/null; wait $srv 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 1 500); do redis-cli -p $port PING 2>/dev/null | grep -q PONG && break; sleep 0.01; done
+URL=redis://127.0.0.1:$port
+C0="taskset -c 0"
+log() { echo "$*" | tee -a "$OUT/commands.txt" >/dev/null; }
+run() { # run NAME CMD...: records the command and its output
+  local name=$1; shift
+  log "$name: $*"
+  "$@" > "$OUT/$name.txt" 2>&1 || echo "$name failed" >&2
+  cat "$OUT/$name.txt"
+}
+
+echo "== redis-benchmark (same server, same pinning) =="
+ACQ=$(redis-cli -p $port SCRIPT LOAD "$(cat src/scripts/lock_acquire.lua)")
+REL=$(redis-cli -p $port SCRIPT LOAD "$(cat src/scripts/lock_release.lua)")
+CAD=$(redis-cli -p $port SCRIPT LOAD "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end")
+SREL=$(redis-cli -p $port SCRIPT LOAD "$(cat src/scripts/simple_release.lua)")
+rb() { local name=$1 n=$2; shift 2; run "rb_$name" $C0 redis-benchmark -p $port -n "$n" -r 100000000 --csv "$@"; }
+rb ping_c1_p1 30000 -c 1 -P 1 PING
+rb ping_c8_p16 3000000 -c 8 -P 16 PING
+rb ping_c50_p16 4000000 -c 50 -P 16 PING
+rb cad_c1_p1 30000 -c 1 -P 1 EVALSHA "$CAD" 1 'k:__rand_int__' tok
+rb cad_c50_p16 1000000 -c 50 -P 16 EVALSHA "$CAD" 1 'k:__rand_int__' tok
+rb acquire_c50 400000 -c 50 -P 1 EVALSHA "$ACQ" 2 'L:__rand_int__' 'redisson_lock_token:{L:__rand_int__}' 30000 'owner:1'
+rb release_c50 400000 -c 50 -P 1 EVALSHA "$REL" 2 'L:__rand_int__' 'redisson_lock__channel:{L:__rand_int__}' 0 30000 'owner:1' PUBLISH 0
+rb setnx_c50 400000 -c 50 -P 1 SET 'S:__rand_int__' tok NX PX 30000
+rb srelease_c50 400000 -c 50 -P 1 EVALSHA "$SREL" 2 'S:__rand_int__' 'dlock_simple__channel:{S:__rand_int__}' tok PUBLISH
+redis-cli -p $port FLUSHALL >/dev/null
+
+echo "== dlock pipeline_bench (one connection) =="
+for m in sync; do for c in 1 8 50; do
+  run "pb_ping_${m}_$c" $C0 $PB $URL PING $m $c $SECS
+  run "pb_evalsha_${m}_$c" $C0 $PB $URL EVALSHA $m $c $SECS
+done; done
+run pb_ping_async_50 $C0 $PB $URL PING async 50 $SECS
+run pb_evalsha_async_50 $C0 $PB $URL EVALSHA async 50 $SECS
+
+echo "== dlock lock_bench A-D =="
+for kind in lock simple; do
+  run "A_$kind" $C0 $LB $URL A --kind $kind --seconds 3
+  run "B_$kind" $C0 $LB $URL B --kind $kind --workers 50 --keys 50 --seconds 3
+  run "C_$kind" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000
+  run "C_${kind}_own_clients" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000 --client-per-worker
+  run "D_$kind" $C0 $LB $URL D --kind $kind --ops 300
+done
+run hold_10000 $C0 $LB $URL hold --locks 10000 --watchdog-ms 3000
+echo "results in $OUT"
