@@ -126,6 +126,17 @@ public:
     std::shared_ptr<hold_state> find_thread_hold(const std::string& key);
     void set_thread_hold(const std::string& key, std::shared_ptr<hold_state> h);
     void erase_thread_hold(const std::string& key, const hold_state* h);
+    /// The full EVALSHA command line that releases one hold of `owner` (lock_release.lua or
+    /// simple_release.lua), and the script to fall back to on NOSCRIPT. The one place that
+    /// knows the release scripts' KEYS/ARGV layout.
+    std::vector<std::string> release_command(lock_kind kind, const lock_keys& keys,
+                                             const std::string& owner,
+                                             std::chrono::milliseconds lease,
+                                             std::string_view& eval_fallback) const;
+    /// Sends a release without waiting; `done` (may be empty) gets the raw outcome on the I/O
+    /// thread.
+    void submit_release(std::vector<std::string> command, std::string_view eval_fallback,
+                        std::function<void(std::error_code, resp3::value&&)> done);
     /// Fire-and-forget release (from the I/O thread, where blocking is not allowed).
     /// `done` (may be empty) runs on the I/O thread with the outcome; the hold is marked
     /// released, or lost on errc::not_owner.

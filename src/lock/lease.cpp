@@ -132,26 +132,13 @@ void lease::extend(std::chrono::milliseconds lease_ms, std::error_code& ec) {
 namespace detail {
 
 namespace {
+/// One release in flight without a waiting caller; owns its command line.
 struct detached_release final : request {
     std::vector<std::string> storage;
     std::vector<std::string_view> views;
-    std::shared_ptr<hold_state> hold;
-    std::function<void(std::error_code)> done;
+    std::function<void(std::error_code, resp3::value&&)> done;
     void complete(std::error_code ec, resp3::value&& v) override {
-        if (hold) {
-            if (!ec) ec = reply_error(v);
-            if (!ec) {
-                const bool released = hold->kind == lock_kind::reentrant
-                                          ? v.is_integer()
-                                          : v.is_integer() && v.integer == 1;
-                if (!released) ec = make_error_code(errc::not_owner);
-            }
-            if (ec == errc::not_owner)
-                hold->mark_lost();
-            else
-                hold->mark_released();
-        }
-        if (done) done(ec);
+        if (done) done(ec, std::move(v));
         delete this;
     }
 };
@@ -179,34 +166,59 @@ void start_release(std::shared_ptr<hold_state> h, std::function<void(std::error_
     c->release_detached(h, std::move(done));
 }
 
-void client_impl::release_detached(const std::shared_ptr<hold_state>& h,
-                                   std::function<void(std::error_code)> done) {
+std::vector<std::string> client_impl::release_command(lock_kind kind, const lock_keys& keys,
+                                                      const std::string& owner,
+                                                      std::chrono::milliseconds lease,
+                                                      std::string_view& eval_fallback) const {
+    const auto& s = get_script(kind == lock_kind::reentrant ? script_id::lock_release
+                                                            : script_id::simple_release);
+    eval_fallback = s.text;
+    if (kind == lock_kind::reentrant)
+        return {"EVALSHA",
+                std::string(s.sha),
+                "2",
+                keys.key,
+                keys.channel,
+                "0",
+                std::to_string(lease.count()),
+                owner,
+                std::string(publish_cmd()),
+                "0"};
+    return {"EVALSHA", std::string(s.sha),        "2", keys.key, keys.channel,
+            owner,     std::string(publish_cmd())};
+}
+
+void client_impl::submit_release(std::vector<std::string> command, std::string_view eval_fallback,
+                                 std::function<void(std::error_code, resp3::value&&)> done) {
     auto* op = new detached_release();
-    op->hold = h;
+    op->storage = std::move(command);
     op->done = std::move(done);
-    if (h->kind == lock_kind::reentrant) {
-        const auto& s = get_script(script_id::lock_release);
-        op->storage = {"EVALSHA",
-                       std::string(s.sha),
-                       "2",
-                       h->keys.key,
-                       h->keys.channel,
-                       "0",
-                       std::to_string(h->lease.count()),
-                       h->owner,
-                       std::string(publish_cmd()),
-                       "0"};
-        op->eval_fallback = s.text;
-    } else {
-        const auto& s = get_script(script_id::simple_release);
-        op->storage = {"EVALSHA", std::string(s.sha),        "2", h->keys.key, h->keys.channel,
-                       h->owner,  std::string(publish_cmd())};
-        op->eval_fallback = s.text;
-    }
     op->views.assign(op->storage.begin(), op->storage.end());
     op->args = op->views;
+    op->eval_fallback = eval_fallback;
     op->deadline = std::chrono::steady_clock::now() + opts_.command_timeout;
     conn_->submit(*op);
+}
+
+void client_impl::release_detached(const std::shared_ptr<hold_state>& h,
+                                   std::function<void(std::error_code)> done) {
+    std::string_view fallback;
+    auto cmd = release_command(h->kind, h->keys, h->owner, h->lease, fallback);
+    submit_release(std::move(cmd), fallback,
+                   [h, done = std::move(done)](std::error_code ec, resp3::value&& v) {
+                       if (!ec) ec = reply_error(v);
+                       if (!ec) {
+                           const bool released = h->kind == lock_kind::reentrant
+                                                     ? v.is_integer()
+                                                     : v.is_integer() && v.integer == 1;
+                           if (!released) ec = make_error_code(errc::not_owner);
+                       }
+                       if (ec == errc::not_owner)
+                           h->mark_lost();
+                       else
+                           h->mark_released();
+                       if (done) done(ec);
+                   });
 }
 
 } // namespace detail

@@ -169,42 +169,10 @@ private:
     /// After an ambiguous attempt the lock may be ours; release it best-effort (fail closed:
     /// the caller is told it does not hold the lock). Safe only for a fresh owner id/token.
     void undo() {
-        auto* op = new undo_op();
-        if (req_.kind == lock_kind::reentrant) {
-            const auto& s = get_script(script_id::lock_release);
-            op->storage = {"EVALSHA",
-                           std::string(s.sha),
-                           "2",
-                           req_.keys.key,
-                           req_.keys.channel,
-                           "0",
-                           lease_ms_,
-                           req_.owner,
-                           std::string(c_->publish_cmd()),
-                           "0"};
-            op->eval_fallback = s.text;
-        } else {
-            const auto& s = get_script(script_id::simple_release);
-            op->storage = {"EVALSHA",
-                           std::string(s.sha),
-                           "2",
-                           req_.keys.key,
-                           req_.keys.channel,
-                           req_.owner,
-                           std::string(c_->publish_cmd())};
-            op->eval_fallback = s.text;
-        }
-        op->views.assign(op->storage.begin(), op->storage.end());
-        op->args = op->views;
-        op->deadline = clock::now() + c_->options().command_timeout;
-        c_->conn().submit(*op);
+        std::string_view fallback;
+        auto cmd = c_->release_command(req_.kind, req_.keys, req_.owner, req_.lease, fallback);
+        c_->submit_release(std::move(cmd), fallback, {});
     }
-
-    struct undo_op final : request {
-        std::vector<std::string> storage;
-        std::vector<std::string_view> views;
-        void complete(std::error_code, resp3::value&&) override { delete this; }
-    };
 
     void finish(std::error_code ec, acquire_result res) {
         if (state_ == state::finished) return;
@@ -261,17 +229,10 @@ std::shared_ptr<hold_state> client_impl::make_hold(const acquire_request& req,
 }
 
 bool client_impl::release(hold_state& h, std::error_code& ec) {
-    std::vector<std::string_view> args;
-    resp3::value v;
-    const std::string lease_ms = std::to_string(h.lease.count());
-    if (h.kind == lock_kind::reentrant) {
-        const std::string_view a[] = {"2",      h.keys.key, h.keys.channel, "0",
-                                      lease_ms, h.owner,    publish_cmd(),  "0"};
-        v = run_script(script_id::lock_release, a, ec);
-    } else {
-        const std::string_view a[] = {"2", h.keys.key, h.keys.channel, h.owner, publish_cmd()};
-        v = run_script(script_id::simple_release, a, ec);
-    }
+    std::string_view fallback;
+    const auto cmd = release_command(h.kind, h.keys, h.owner, h.lease, fallback);
+    const std::vector<std::string_view> args(cmd.begin(), cmd.end());
+    resp3::value v = run(args, ec, fallback);
     if (ec) return false;
     if ((ec = reply_error(v))) return false;
     if (h.kind == lock_kind::reentrant) {

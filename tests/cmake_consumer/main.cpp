@@ -2,6 +2,7 @@
 #include <dlock/dlock.hpp>
 
 #include <iostream>
+#include <mutex>
 #include <string_view>
 
 int main(int argc, char** argv) {
