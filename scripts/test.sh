@@ -27,6 +27,7 @@ cmake --install build/ci --prefix build/install >/dev/null
 cmake -S tests/cmake_consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
 cmake --build build/consumer -j"$jobs" >/dev/null
 build/consumer/consumer --version
+bash scripts/with-redis.sh build/consumer/consumer
 
 step "3/5 ASan+UBSan build and test"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_WARNINGS_AS_ERRORS=ON \
