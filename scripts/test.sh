@@ -11,7 +11,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 jobs=$(nproc)
-ctest_args=(--output-on-failure --timeout 300 -j"$jobs")
+# Serial: the integration tests start their own servers and some assert time bounds (a wait
+# deadline honoured within milliseconds); running them side by side on 2 cores adds jitter.
+ctest_args=(--output-on-failure --timeout 300 --no-tests=error)
 
 step() { printf '\n==== %s ====\n' "$*"; }
 
@@ -41,7 +43,7 @@ cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_WARNINGS_AS_ERRORS=ON 
   -DDLOCK_SANITIZE=thread -DDLOCK_BUILD_BENCH=OFF -DDLOCK_BUILD_TOOLS=OFF -DDLOCK_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/tsan -j"$jobs"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build/tsan "${ctest_args[@]}" -L '^(lock_test|lease_test|interop_test|connection_test)$'
+  ctest --test-dir build/tsan "${ctest_args[@]}" -R '^(lock|lease|interop|connection|connection_faults)\.'
 
 step "5/5 parser fuzzing (${DLOCK_FUZZ_SECONDS:-60} s)"
 bash tests/fuzz/run.sh "${DLOCK_FUZZ_SECONDS:-60}"

@@ -30,6 +30,7 @@ TEST(connection, commands_round_trip_and_error_replies_are_values) {
     const auto err = c.command({"INCR", "k"});
     ASSERT_TRUE(err.is_error());
     EXPECT_EQ(dlock::classify_server_error(err.str), errc::server_error);
+    EXPECT_EQ(c.command({"CLIENT", "GETNAME"}).str, "dlock"); // set by HELLO ... SETNAME
     const auto wrongtype = c.command({"HGET", "k", "f"});
     ASSERT_TRUE(wrongtype.is_error());
     EXPECT_EQ(wrongtype.str.rfind("WRONGTYPE", 0), 0u);
