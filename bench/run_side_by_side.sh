@@ -14,7 +14,7 @@ PEERS_DIR=${PEERS_DIR:-$(cd .. && pwd)/shared/bench/peers}
 OUT=${OUT:-/tmp/dlock-bench-$(date +%Y%m%d-%H%M%S)}
 SECS=$([ -n "$QUICK" ] && echo 2 || echo 4)
 mkdir -p "$OUT"
-DLOCK_DEPS_EXTRA="python3-redis nodejs npm hyperfine" bash scripts/deps.sh || true
+DLOCK_DEPS_EXTRA="python3-redis hyperfine" bash scripts/deps.sh || true
 
 cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DDLOCK_BUILD_TESTS=OFF \
   -DDLOCK_BUILD_EXAMPLES=OFF -DDLOCK_BUILD_BENCH=ON -DDLOCK_BUILD_TOOLS=ON >/dev/null
@@ -73,6 +73,7 @@ echo "== dlock lock_bench A-D =="
 for kind in lock simple; do
   run "A_$kind" $C0 $LB $URL A --kind $kind --seconds 3
   run "B_$kind" $C0 $LB $URL B --kind $kind --workers 50 --keys 50 --seconds 3
+  run "B_${kind}_async" $C0 $LB $URL B --kind $kind --workers 50 --keys 50 --seconds 3 --async
   run "C_$kind" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000
   run "C_${kind}_own_clients" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000 --client-per-worker
   run "D_$kind" $C0 $LB $URL D --kind $kind --ops 300

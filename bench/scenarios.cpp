@@ -64,6 +64,69 @@ std::unique_ptr<basic_mutex> make(client& c, lock_kind kind, const std::string& 
     return std::make_unique<mutex>(c, name);
 }
 
+/// One asynchronous worker of B: acquire, release, repeat until `end`, on the I/O thread.
+struct async_worker : std::enable_shared_from_this<async_worker> {
+    client* c = nullptr;
+    std::string name;
+    acquire_options opts;
+    clock::time_point end, started, acquired;
+    std::uint64_t ops = 0;
+    std::vector<double> acq, pairs;
+    std::atomic<bool> done{false};
+
+    void next() {
+        if (clock::now() >= end) {
+            done = true;
+            return;
+        }
+        started = clock::now();
+        c->async_acquire(name, opts, [self = shared_from_this()](std::error_code ec, lease l) {
+            if (ec || !l) {
+                self->done = true;
+                return;
+            }
+            self->acquired = clock::now();
+            auto held = std::make_shared<lease>(std::move(l));
+            held->async_release([self, held](std::error_code) {
+                const auto now = clock::now();
+                self->acq.push_back(us_between(self->started, self->acquired));
+                self->pairs.push_back(us_between(self->started, now));
+                ++self->ops;
+                self->next();
+            });
+        });
+    }
+};
+
+result run_async_many_keys(client& c, const options& o, unsigned workers, unsigned keys,
+                           clock::time_point end, std::vector<double>& acquire_us,
+                           std::vector<double>& pair_us) {
+    result r;
+    std::vector<std::shared_ptr<async_worker>> ws;
+    for (unsigned w = 0; w < workers; ++w) {
+        auto a = std::make_shared<async_worker>();
+        a->c = &c;
+        a->name = o.key_prefix + ":b" + std::to_string(w % keys);
+        a->opts.lease = o.lease;
+        a->opts.kind = o.kind;
+        a->end = end;
+        ws.push_back(a);
+    }
+    for (auto& a : ws) a->next();
+    // Wait for every chain to notice the end (each finishes its current pair first).
+    for (auto& a : ws)
+        while (!a->done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    r.per_worker_min = UINT64_MAX;
+    for (auto& a : ws) {
+        r.ops += a->ops;
+        r.per_worker_min = std::min(r.per_worker_min, a->ops);
+        r.per_worker_max = std::max(r.per_worker_max, a->ops);
+        acquire_us.insert(acquire_us.end(), a->acq.begin(), a->acq.end());
+        pair_us.insert(pair_us.end(), a->pairs.begin(), a->pairs.end());
+    }
+    return r;
+}
+
 } // namespace
 
 result run(const options& o) {
@@ -97,6 +160,10 @@ result run(const options& o) {
     case scenario::many_keys: {
         const unsigned workers = std::max(1u, o.workers);
         const unsigned keys = std::max(1u, o.keys);
+        if (o.async) {
+            r = run_async_many_keys(main_client, o, workers, keys, end, acquire_us, pair_us);
+            break;
+        }
         std::atomic<std::uint64_t> ops{0};
         std::vector<std::thread> ts;
         std::vector<std::uint64_t> per(workers);

@@ -29,6 +29,10 @@ struct options {
     std::chrono::milliseconds lease{30000};   ///< fixed lease of every acquisition
     std::uint64_t max_ops = 0; ///< C: critical sections in total (0 = until duration); D: samples
     bool client_per_worker = false; ///< C/D: each worker its own dlock::client (own connections)
+    /// B: workers are asynchronous chains on the client's I/O thread (async_acquire, then
+    /// lease::async_release, repeat), like the Node peers' B; false: one OS thread per worker
+    /// calling the blocking mutex API.
+    bool async = false;
     std::string key_prefix = "dlock-bench";
 };
 

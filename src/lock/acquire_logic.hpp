@@ -20,7 +20,8 @@ struct attempt_outcome {
 };
 
 /// Interprets one attempt. Reentrant: the reply of lock_acquire.lua ({1,token}, {2,count},
-/// {0,pttl}). Simple: the replies of `SET NX PX` (+OK or null) and `PTTL` sent with it.
+/// {0,pttl}). Simple: the reply of `SET NX PX` (+OK or null) and, when one was asked, of the
+/// `PTTL` that followed a refusal (a null `r1` means unknown: -1).
 /// Anything else is errc::protocol_error: an unexpected reply is never taken for success.
 attempt_outcome interpret_attempt(lock_kind kind, std::error_code ec0, const resp3::value& r0,
                                   std::error_code ec1, const resp3::value& r1);

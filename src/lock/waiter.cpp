@@ -61,12 +61,10 @@ private:
                                req_.keys.token_key, lease_ms_, req_.owner};
             slots_[0].eval_fallback = s.text;
         } else {
-            // SET NX PX and PTTL in one pipelined write: the PTTL bounds our sleep on failure.
+            // One SET NX PX; the holder's PTTL is asked for only when it fails (query_ttl).
             slots_[0].views = {"SET", req_.keys.key, req_.owner, "NX", "PX", lease_ms_};
-            slots_[1].views = {"PTTL", req_.keys.key};
             slots_[0].eval_fallback = {};
-            slots_[1].eval_fallback = {};
-            n = 2;
+            replies_[1] = resp3::value{};
         }
         for (int i = 0; i < n; ++i) {
             auto& s = slots_[static_cast<std::size_t>(i)];
@@ -88,7 +86,28 @@ private:
         replies_[static_cast<std::size_t>(i)] = std::move(v);
         if (--replies_left_ != 0) return;
         auto keep = std::move(self_);
+        if (ttl_query_) {
+            ttl_query_ = false;
+            return not_acquired(!errs_[1] && replies_[1].is_integer() ? replies_[1].integer : -1);
+        }
         evaluate();
+    }
+
+    /// Simple lock refused: ask for the holder's PTTL, which bounds our sleep. Skipped when we
+    /// will not sleep on it (a single try, or the spin policy).
+    void query_ttl() {
+        ttl_query_ = true;
+        self_ = shared_from_this();
+        auto& s = slots_[1];
+        s.views = {"PTTL", req_.keys.key};
+        s.op = this;
+        s.index = 1;
+        s.args = s.views;
+        s.eval_fallback = {};
+        s.deadline = clock::now() + c_->options().command_timeout;
+        errs_[1].clear();
+        replies_left_ = 1;
+        c_->conn().submit(s);
     }
 
     void evaluate() {
@@ -97,6 +116,9 @@ private:
         case attempt_outcome::kind::error:
             return fail(out.ec);
         case attempt_outcome::kind::held:
+            if (req_.kind == lock_kind::simple && !req_.retry &&
+                !(req_.wait && req_.wait->count() == 0))
+                return query_ttl();
             return not_acquired(out.ttl_ms);
         case attempt_outcome::kind::acquired:
         case attempt_outcome::kind::reentered: {
@@ -200,6 +222,7 @@ private:
     std::array<resp3::value, 2> replies_;
     int replies_left_ = 0;
     unsigned tries_ = 0;
+    bool ttl_query_ = false;
 };
 
 } // namespace

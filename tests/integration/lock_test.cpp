@@ -1,5 +1,7 @@
 // dlock::mutex and dlock::simple_mutex against a real redis-server: exclusion, reentrancy,
 // ownership, leases, the watchdog, loss signals, waiting without polling, TimedLockable.
+#include "client_impl.hpp"
+#include "lock/renewal.hpp"
 #include "test_util.hpp"
 
 #include <atomic>
@@ -477,4 +479,62 @@ TEST(lock, an_unreachable_server_fails_lock_within_bounds) {
     m.lock(ec);
     EXPECT_TRUE(ec == errc::timeout || ec == errc::unavailable) << ec.message();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+}
+
+TEST(lock, a_waiter_resubscribes_after_its_pubsub_connection_is_killed) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    dlock::client b(fast_options(s.url()));
+    dlock::mutex ma = a.make_mutex("resub");
+    ma.lock(30s);
+    std::atomic<bool> got{false};
+    std::chrono::steady_clock::time_point got_at;
+    std::thread waiter([&] {
+        dlock::mutex mb = b.make_mutex("resub");
+        mb.lock(30s);
+        got_at = std::chrono::steady_clock::now();
+        got = true;
+        mb.unlock();
+    });
+    const auto subscribed = [&] {
+        return s.cli({"PUBSUB", "NUMSUB", "redisson_lock__channel:{resub}"}).find("\n1") !=
+               std::string::npos;
+    };
+    ASSERT_TRUE(eventually(subscribed, 2s));
+    const auto before = s.cli({"CLIENT", "LIST", "TYPE", "pubsub"});
+    ASSERT_FALSE(before.empty());
+    s.cli({"CLIENT", "KILL", "TYPE", "pubsub"});
+    // The subscriber reconnects (a new client id) and subscribes again by itself.
+    ASSERT_TRUE(eventually(
+        [&] {
+            const auto now = s.cli({"CLIENT", "LIST", "TYPE", "pubsub"});
+            return !now.empty() && now.substr(0, now.find(' ')) != before.substr(0, before.find(' ')) &&
+                   subscribed();
+        },
+        3s));
+    const auto released = std::chrono::steady_clock::now();
+    ma.unlock();
+    waiter.join();
+    EXPECT_TRUE(got.load());
+    EXPECT_LT(got_at - released, 500ms); // woken by the message, not the 30 s TTL
+}
+
+TEST(lock, the_watchdog_renews_many_locks_in_batches_of_one_hundred) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(watchdog_options(s.url()));
+    std::vector<dlock::lease> held;
+    for (int i = 0; i < 250; ++i) held.push_back(c.acquire("batch:" + std::to_string(i)));
+    auto& renewal = c.impl()->renewal();
+    const auto ticks0 = renewal.ticks();
+    const auto batches0 = renewal.batches_sent();
+    ASSERT_TRUE(eventually([&] { return renewal.ticks() >= ticks0 + 3; }, 2s));
+    const auto ticks = renewal.ticks() - ticks0;
+    const auto batches = renewal.batches_sent() - batches0;
+    // 250 locks = 3 scripts per period (100 + 100 + 50), not 250 round trips.
+    EXPECT_LE(batches, 3 * ticks);
+    EXPECT_GE(batches, 3 * (ticks - 1));
+    for (auto& l : held) EXPECT_FALSE(l.lost());
+    EXPECT_GT(std::stoll(s.cli({"PTTL", "batch:0"})), 0);
 }
