@@ -112,10 +112,12 @@ result run_async_many_keys(client& c, const options& o, unsigned workers, unsign
         a->end = end;
         ws.push_back(a);
     }
-    for (auto& a : ws) a->next();
+    for (auto& a : ws)
+        a->next();
     // Wait for every chain to notice the end (each finishes its current pair first).
     for (auto& a : ws)
-        while (!a->done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        while (!a->done)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
     r.per_worker_min = UINT64_MAX;
     for (auto& a : ws) {
         r.ops += a->ops;

@@ -509,7 +509,8 @@ TEST(lock, a_waiter_resubscribes_after_its_pubsub_connection_is_killed) {
     ASSERT_TRUE(eventually(
         [&] {
             const auto now = s.cli({"CLIENT", "LIST", "TYPE", "pubsub"});
-            return !now.empty() && now.substr(0, now.find(' ')) != before.substr(0, before.find(' ')) &&
+            return !now.empty() &&
+                   now.substr(0, now.find(' ')) != before.substr(0, before.find(' ')) &&
                    subscribed();
         },
         3s));
@@ -525,7 +526,8 @@ TEST(lock, the_watchdog_renews_many_locks_in_batches_of_one_hundred) {
     redis_server s;
     dlock::client c(watchdog_options(s.url()));
     std::vector<dlock::lease> held;
-    for (int i = 0; i < 250; ++i) held.push_back(c.acquire("batch:" + std::to_string(i)));
+    for (int i = 0; i < 250; ++i)
+        held.push_back(c.acquire("batch:" + std::to_string(i)));
     auto& renewal = c.impl()->renewal();
     const auto ticks0 = renewal.ticks();
     const auto batches0 = renewal.batches_sent();
@@ -535,6 +537,7 @@ TEST(lock, the_watchdog_renews_many_locks_in_batches_of_one_hundred) {
     // 250 locks = 3 scripts per period (100 + 100 + 50), not 250 round trips.
     EXPECT_LE(batches, 3 * ticks);
     EXPECT_GE(batches, 3 * (ticks - 1));
-    for (auto& l : held) EXPECT_FALSE(l.lost());
+    for (auto& l : held)
+        EXPECT_FALSE(l.lost());
     EXPECT_GT(std::stoll(s.cli({"PTTL", "batch:0"})), 0);
 }
