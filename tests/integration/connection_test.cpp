@@ -124,13 +124,7 @@ TEST(connection, a_killed_server_fails_commands_within_the_timeout_then_recovers
         << ec.message();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
     s.start();
-    EXPECT_TRUE(dlock::test::eventually(
-        [&] {
-            std::error_code e;
-            auto v = c.command(std::vector<std::string_view>{"PING"}, e);
-            return !e && v.str == "PONG";
-        },
-        10s));
+    EXPECT_TRUE(dlock::test::eventually([&] { return dlock::test::ping_ok(c); }, 10s));
 }
 
 TEST(connection, client_kill_is_survived) {
@@ -139,13 +133,7 @@ TEST(connection, client_kill_is_survived) {
     dlock::client c(fast_options(s.url()));
     ASSERT_EQ(c.command({"PING"}).str, "PONG");
     s.cli({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
-    EXPECT_TRUE(dlock::test::eventually(
-        [&] {
-            std::error_code e;
-            auto v = c.command(std::vector<std::string_view>{"PING"}, e);
-            return !e && v.str == "PONG";
-        },
-        10s));
+    EXPECT_TRUE(dlock::test::eventually([&] { return dlock::test::ping_ok(c); }, 10s));
 }
 
 TEST(connection, a_wrong_password_is_auth_failed_and_nothing_runs_as_default) {

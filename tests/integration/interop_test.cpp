@@ -114,26 +114,15 @@ TEST(interop, a_redisson_holder_excludes_dlock_and_its_unlock_wakes_a_dlock_wait
     dlock::mutex m = c.make_mutex("shared");
     EXPECT_FALSE(m.try_lock());
 
-    std::atomic<bool> acquired{false};
-    std::chrono::steady_clock::time_point acquired_at;
-    std::thread waiter([&] {
-        m.lock(30s);
-        acquired_at = std::chrono::steady_clock::now();
-        acquired = true;
-        m.unlock();
-    });
+    dlock::test::blocked_waiter waiter(c, "shared");
     ASSERT_TRUE(eventually(
-        [&] {
-            return s.cli({"PUBSUB", "NUMSUB", "redisson_lock__channel:{shared}"}).find("\n1") !=
-                   std::string::npos;
-        },
-        2s));
+        [&] { return dlock::test::one_subscriber(s, "redisson_lock__channel:{shared}"); }, 2s));
     const auto released = std::chrono::steady_clock::now();
     EXPECT_EQ(java_unlock(plain, "shared").integer, 1);
     waiter.join();
-    EXPECT_TRUE(acquired.load());
+    EXPECT_TRUE(waiter.acquired.load());
     // Woken by Redisson's unlock message, not by the 30 s TTL.
-    EXPECT_LT(acquired_at - released, 500ms);
+    EXPECT_LT(waiter.acquired_at - released, 500ms);
 }
 
 TEST(interop, a_dlock_holder_excludes_redisson_and_writes_redissons_layout) {

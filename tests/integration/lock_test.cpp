@@ -16,6 +16,7 @@ using namespace std::chrono_literals;
 using dlock::errc;
 using dlock::test::eventually;
 using dlock::test::fast_options;
+using dlock::test::one_subscriber;
 using dlock::test::redis_server;
 
 namespace {
@@ -344,22 +345,9 @@ TEST(lock, a_waiter_is_woken_by_the_unlock_message_without_polling) {
     dlock::client b(fast_options(s.url()));
     dlock::mutex ma = a.make_mutex("wake");
     ma.lock(30s);
-    std::atomic<bool> got{false};
-    std::chrono::steady_clock::time_point got_at;
-    std::thread waiter([&] {
-        dlock::mutex mb = b.make_mutex("wake");
-        mb.lock(30s);
-        got_at = std::chrono::steady_clock::now();
-        got = true;
-        mb.unlock();
-    });
+    dlock::test::blocked_waiter waiter(b, "wake");
     // The waiter subscribes; while the holder keeps a 30 s lease it must not poll.
-    ASSERT_TRUE(eventually(
-        [&] {
-            return s.cli({"PUBSUB", "NUMSUB", "redisson_lock__channel:{wake}"}).find("\n1") !=
-                   std::string::npos;
-        },
-        2s));
+    ASSERT_TRUE(eventually([&] { return one_subscriber(s, "redisson_lock__channel:{wake}"); }, 2s));
     const auto before = commands_processed(s);
     std::this_thread::sleep_for(500ms); // a window in which a poller would send commands
     const auto during = commands_processed(s) - before;
@@ -367,8 +355,8 @@ TEST(lock, a_waiter_is_woken_by_the_unlock_message_without_polling) {
     const auto released = std::chrono::steady_clock::now();
     ma.unlock();
     waiter.join();
-    EXPECT_TRUE(got.load());
-    EXPECT_LT(got_at - released, 200ms);
+    EXPECT_TRUE(waiter.acquired.load());
+    EXPECT_LT(waiter.acquired_at - released, 200ms);
     EXPECT_TRUE(eventually([&] { return s.cli({"PUBSUB", "CHANNELS", "*"}).empty(); }, 2s));
 }
 
@@ -488,19 +476,8 @@ TEST(lock, a_waiter_resubscribes_after_its_pubsub_connection_is_killed) {
     dlock::client b(fast_options(s.url()));
     dlock::mutex ma = a.make_mutex("resub");
     ma.lock(30s);
-    std::atomic<bool> got{false};
-    std::chrono::steady_clock::time_point got_at;
-    std::thread waiter([&] {
-        dlock::mutex mb = b.make_mutex("resub");
-        mb.lock(30s);
-        got_at = std::chrono::steady_clock::now();
-        got = true;
-        mb.unlock();
-    });
-    const auto subscribed = [&] {
-        return s.cli({"PUBSUB", "NUMSUB", "redisson_lock__channel:{resub}"}).find("\n1") !=
-               std::string::npos;
-    };
+    dlock::test::blocked_waiter waiter(b, "resub");
+    const auto subscribed = [&] { return one_subscriber(s, "redisson_lock__channel:{resub}"); };
     ASSERT_TRUE(eventually(subscribed, 2s));
     const auto before = s.cli({"CLIENT", "LIST", "TYPE", "pubsub"});
     ASSERT_FALSE(before.empty());
@@ -517,8 +494,8 @@ TEST(lock, a_waiter_resubscribes_after_its_pubsub_connection_is_killed) {
     const auto released = std::chrono::steady_clock::now();
     ma.unlock();
     waiter.join();
-    EXPECT_TRUE(got.load());
-    EXPECT_LT(got_at - released, 500ms); // woken by the message, not the 30 s TTL
+    EXPECT_TRUE(waiter.acquired.load());
+    EXPECT_LT(waiter.acquired_at - released, 500ms); // woken by the message, not the 30 s TTL
 }
 
 TEST(lock, the_watchdog_renews_many_locks_in_batches_of_one_hundred) {

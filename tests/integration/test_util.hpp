@@ -7,6 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <string>
+#include <thread>
+
 #define DLOCK_SKIP_WITHOUT_REDIS()                                                                 \
     if (!dlock::test::redis_available()) GTEST_SKIP() << "redis-server/redis-cli not installed"
 
@@ -23,5 +27,41 @@ inline client_options fast_options(const std::string& url) {
     o.reconnect_max = 50ms;
     return o;
 }
+
+/// True once a PING through `c` succeeds (for waiting, with eventually(), on a reconnect).
+inline bool ping_ok(client& c) {
+    std::error_code ec;
+    const std::string_view ping[] = {"PING"};
+    auto v = c.command(ping, ec);
+    return !ec && v.str == "PONG";
+}
+
+/// True when exactly one connection is subscribed to `channel` on `s`.
+inline bool one_subscriber(const redis_server& s, const std::string& channel) {
+    return s.cli({"PUBSUB", "NUMSUB", channel}).find("\n1") != std::string::npos;
+}
+
+/// A thread blocked in `lock(30 s)` on `name` through `c`; records when it got the lock and
+/// releases it at once. join() before reading `acquired_at`.
+class blocked_waiter {
+public:
+    blocked_waiter(client& c, std::string name)
+        : thread_([&c, name = std::move(name), this] {
+            mutex m = c.make_mutex(name);
+            m.lock(30s);
+            acquired_at = std::chrono::steady_clock::now();
+            acquired = true;
+            m.unlock();
+        }) {}
+    ~blocked_waiter() {
+        if (thread_.joinable()) thread_.join();
+    }
+    void join() { thread_.join(); }
+    std::atomic<bool> acquired{false};
+    std::chrono::steady_clock::time_point acquired_at{};
+
+private:
+    std::thread thread_;
+};
 
 } // namespace dlock::test
