@@ -51,6 +51,10 @@ CAD=$(redis-cli -p $port SCRIPT LOAD "if redis.call('get', KEYS[1]) == ARGV[1] t
 SREL=$(redis-cli -p $port SCRIPT LOAD "$(cat src/scripts/simple_release.lua)")
 rb() { local name=$1 n=$2; shift 2; run "rb_$name" $C0 redis-benchmark -p $port -n "$n" -r 100000000 --csv "$@"; }
 rb ping_c1_p1 30000 -c 1 -P 1 PING
+rb ping_c1_p16 2000000 -c 1 -P 16 PING
+rb ping_c1_p50 2000000 -c 1 -P 50 PING
+rb cad_c1_p16 1000000 -c 1 -P 16 EVALSHA "$CAD" 1 'k:__rand_int__' tok
+rb cad_c1_p50 1000000 -c 1 -P 50 EVALSHA "$CAD" 1 'k:__rand_int__' tok
 rb ping_c8_p16 3000000 -c 8 -P 16 PING
 rb ping_c50_p16 4000000 -c 50 -P 16 PING
 rb cad_c1_p1 30000 -c 1 -P 1 EVALSHA "$CAD" 1 'k:__rand_int__' tok
