@@ -154,6 +154,14 @@ void client_impl::shutdown() {
     shut_.store(true, std::memory_order_release);
     if (!thread_.joinable()) return;
     asio::post(io_, [this] {
+        // Waiters sleeping on a timer or a message would never wake again: end them now.
+        std::vector<std::weak_ptr<cancellable>> ops;
+        {
+            std::lock_guard lk(ops_mu_);
+            ops.swap(ops_);
+        }
+        for (auto& w : ops)
+            if (auto op = w.lock()) op->cancel();
         renewal_->stop();
         sub_->stop();
     });
@@ -169,6 +177,12 @@ void client_impl::shutdown() {
 
 net::subscriber& client_impl::subscriber() {
     return *sub_;
+}
+
+void client_impl::track(std::weak_ptr<cancellable> op) {
+    std::lock_guard lk(ops_mu_);
+    std::erase_if(ops_, [](const std::weak_ptr<cancellable>& w) { return w.expired(); });
+    ops_.push_back(std::move(op));
 }
 
 bool client_impl::on_io_thread() const noexcept {

@@ -88,6 +88,16 @@ struct acquire_request {
     std::optional<retry_policy> retry; ///< poll instead of subscribing
 };
 
+/// An operation that must end (with errc::cancelled) when the client shuts down, instead of
+/// waiting for a timer or a message that will never come. cancel() runs on the I/O thread.
+class cancellable {
+public:
+    virtual void cancel() = 0;
+
+protected:
+    ~cancellable() = default;
+};
+
 class client_impl : public std::enable_shared_from_this<client_impl> {
 public:
     explicit client_impl(client_options opts);
@@ -143,9 +153,13 @@ public:
     void release_detached(const std::shared_ptr<hold_state>& h,
                           std::function<void(std::error_code)> done);
     bool shut_down() const noexcept { return shut_.load(std::memory_order_acquire); }
+    /// Registers an operation to cancel at shutdown (any thread). Expired entries are pruned.
+    void track(std::weak_ptr<cancellable> op);
 
 private:
     std::atomic<bool> shut_{false};
+    std::mutex ops_mu_;
+    std::vector<std::weak_ptr<cancellable>> ops_; // guarded by ops_mu_
     std::mutex thread_holds_mu_;
     std::unordered_map<std::string, std::shared_ptr<hold_state>> thread_holds_; // guarded
     client_options opts_;

@@ -12,7 +12,8 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 class acquire_op final : public std::enable_shared_from_this<acquire_op>,
-                         public net::subscriber::waiter {
+                         public net::subscriber::waiter,
+                         public cancellable {
 public:
     acquire_op(std::shared_ptr<client_impl> c, acquire_request req, acquire_done done)
         : c_(std::move(c))
@@ -24,6 +25,8 @@ public:
     }
 
     void start() { attempt(); }
+
+    void cancel() override { finish(make_error_code(errc::cancelled), acquire_result{}); }
 
     void on_active() override {
         if (state_ != state::subscribing) return;
@@ -86,6 +89,7 @@ private:
         replies_[static_cast<std::size_t>(i)] = std::move(v);
         if (--replies_left_ != 0) return;
         auto keep = std::move(self_);
+        if (state_ == state::finished) return; // cancelled while the reply was in flight
         if (ttl_query_) {
             ttl_query_ = false;
             return not_acquired(!errs_[1] && replies_[1].is_integer() ? replies_[1].integer : -1);
@@ -202,7 +206,8 @@ private:
         timer_.cancel();
         if (subscribed_) c_->subscriber().remove(req_.keys.channel, this);
         auto keep = shared_from_this();
-        self_.reset();
+        // In-flight requests point into this op: it stays alive until their replies arrive.
+        if (replies_left_ == 0) self_.reset();
         auto done = std::move(done_);
         done(ec, res);
     }
@@ -232,6 +237,7 @@ void client_impl::async_acquire(acquire_request req, acquire_done done) {
     auto op = std::make_shared<acquire_op>(shared_from_this(), std::move(req), std::move(done));
     // The first attempt is submitted from the calling thread (connection::submit is
     // thread-safe and may write directly); everything after it runs on the I/O thread.
+    track(op);
     op->start();
 }
 

@@ -518,3 +518,21 @@ TEST(lock, the_watchdog_renews_many_locks_in_batches_of_one_hundred) {
         EXPECT_FALSE(l.lost());
     EXPECT_GT(std::stoll(s.cli({"PTTL", "batch:0"})), 0);
 }
+
+TEST(lock, a_waiter_ends_with_cancelled_when_its_client_shuts_down) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    dlock::mutex ma = a.make_mutex("shutdown");
+    ma.lock(30s);
+    auto b = std::make_unique<dlock::client>(fast_options(s.url()));
+    dlock::mutex mb = b->make_mutex("shutdown"); // keeps b's internals alive past b
+    std::error_code ec;
+    std::thread waiter([&] { mb.lock(ec); });
+    ASSERT_TRUE(eventually([&] { return one_subscriber(s, "redisson_lock__channel:{shutdown}"); },
+                           2s));
+    b.reset(); // the waiter must not sleep for the holder's 30 s lease
+    waiter.join();
+    EXPECT_EQ(ec, errc::cancelled);
+    ma.unlock();
+}
