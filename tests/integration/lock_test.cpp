@@ -529,8 +529,8 @@ TEST(lock, a_waiter_ends_with_cancelled_when_its_client_shuts_down) {
     dlock::mutex mb = b->make_mutex("shutdown"); // keeps b's internals alive past b
     std::error_code ec;
     std::thread waiter([&] { mb.lock(ec); });
-    ASSERT_TRUE(eventually([&] { return one_subscriber(s, "redisson_lock__channel:{shutdown}"); },
-                           2s));
+    ASSERT_TRUE(
+        eventually([&] { return one_subscriber(s, "redisson_lock__channel:{shutdown}"); }, 2s));
     b.reset(); // the waiter must not sleep for the holder's 30 s lease
     waiter.join();
     EXPECT_EQ(ec, errc::cancelled);
