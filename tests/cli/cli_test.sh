@@ -38,6 +38,16 @@ exec_exit_codes)
   expect_rc 75 "$dlock" exec --wait 0 held1 -- true
   expect_rc 75 "$dlock" exec --wait 200ms held1 -- true
   kill -TERM $holder; wait $holder
+  # command not found / not executable: 127 / 126, and the lock is released again
+  expect_rc 127 "$dlock" exec nx1 -- /nonexistent/command
+  printf 'echo hi\n' > "$tmp/noexec"; chmod 0644 "$tmp/noexec"
+  expect_rc 126 "$dlock" exec nx1 -- "$tmp/noexec"
+  held nx1 && fail "lock kept after a failed exec"
+  # usage errors: no command, '--' outside exec, --lease 0
+  expect_rc 64 "$dlock" exec n1
+  expect_rc 64 "$dlock" status n1 -- true
+  expect_rc 64 "$dlock" exec --lease 0 n1 -- true
+  "$dlock" --version | grep -Eq '^dlock [0-9]' || fail "--version"
   # unreachable server: 69
   DLOCK_URL=redis://127.0.0.1:1 expect_rc 69 "$dlock" exec n2 -- true
   ;;
@@ -80,7 +90,7 @@ exec_exclusion)
   "$dlock" exec --wait 10s stuck -- touch "$tmp/woke" & waiter=$!
   wait_for 5 sh -c "redis-cli -p $port PUBSUB NUMSUB 'redisson_lock__channel:{stuck}' | tail -1 | grep -q 1" ||
     fail "waiter never subscribed"
-  "$dlock" unlock --force stuck | grep -q "unlocked stuck" || fail "unlock --force output"
+  "$dlock" unlock --force stuck | grep -q "unlocked 'stuck'" || fail "unlock --force output"
   wait $waiter || fail "waiter failed"
   [ -f "$tmp/woke" ] || fail "waiter did not run"
   kill -TERM $holder; wait $holder

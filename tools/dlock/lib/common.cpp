@@ -1,7 +1,12 @@
+// common.cpp: durations, connection options, exit-code mapping and JSON strings of the CLI.
 #include "common.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 
 namespace dlock::cli {
 
@@ -12,46 +17,80 @@ std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
         ++digits;
     if (digits == 0 || digits > 12) return std::nullopt;
     long long n = 0;
-    std::from_chars(text.data(), text.data() + digits, n);
+    if (std::from_chars(text.data(), text.data() + digits, n).ec != std::errc{})
+        return std::nullopt;
     const auto unit = text.substr(digits);
-    long long ms = 0;
+    long long per_unit = 0;
     if (unit == "ms")
-        ms = n;
+        per_unit = 1;
     else if (unit == "s")
-        ms = n * 1000;
+        per_unit = 1000;
     else if (unit == "m")
-        ms = n * 60'000;
+        per_unit = 60'000;
     else if (unit == "h")
-        ms = n * 3'600'000;
+        per_unit = 3'600'000;
     else
         return std::nullopt;
-    if (ms > 1000LL * 3'600'000) return std::nullopt;
+    constexpr long long max_ms = 1000LL * 3'600'000; // 1000 h; 12 digits * 3.6e6 cannot overflow
+    const long long ms = n * per_unit;
+    if (ms > max_ms) return std::nullopt;
     return std::chrono::milliseconds(ms);
 }
 
-std::chrono::milliseconds duration_arg(const std::string& option, const std::string& text) {
+std::chrono::milliseconds duration_arg(std::string_view option, std::string_view text) {
     auto d = parse_duration(text);
     if (!d)
-        throw usage_error("invalid duration for " + option + ": '" + text +
-                          "' (use e.g. 250ms, 30s, 5m, 1h)");
+        throw usage_error("invalid duration for " + std::string(option) + ": '" + one_line(text) +
+                          "' (use e.g. 250ms, 30s, 5m, 1h or 0)");
     return *d;
 }
 
+std::vector<std::string> effective_urls(const global_options& g) {
+    if (!g.urls.empty()) return g.urls;
+    if (const char* env = std::getenv("DLOCK_URL"); env && *env) return {env};
+    return {std::string(default_url)};
+}
+
 client_options connect_options(const global_options& g) {
-    std::vector<std::string> urls = g.urls;
-    if (urls.empty()) {
-        const char* env = std::getenv("DLOCK_URL");
-        urls.push_back(env && *env ? env : "redis://127.0.0.1:6379");
-    }
+    const auto urls = effective_urls(g);
     if (urls.size() > 1)
-        throw usage_error("several --url options mean Redlock, which is not implemented yet");
+        throw usage_error("several --url options mean Redlock, which is not implemented yet; "
+                          "give one --url");
     std::error_code ec;
     std::string why;
     auto o = parse_url(urls[0], ec, &why);
-    if (ec) throw usage_error(why);
+    if (ec) throw usage_error(why.empty() ? std::string("invalid URL") : one_line(why));
     if (const char* pw = std::getenv("DLOCK_PASSWORD"); pw && *pw) o.password = pw;
     o.client_name = "dlock-cli";
     return o;
+}
+
+std::string url_with_password(std::string_view url, std::string_view password) {
+    std::string_view scheme;
+    for (std::string_view s : {"redis://", "rediss://"})
+        if (url.substr(0, s.size()) == s) scheme = s;
+    if (scheme.empty()) return std::string(url);
+    auto rest = url.substr(scheme.size());
+    const auto authority_end = std::min(rest.find('/'), rest.size());
+    const auto at = rest.substr(0, authority_end).rfind('@');
+    std::string user;
+    if (at != std::string_view::npos) {
+        user = std::string(rest.substr(0, std::min(rest.find(':'), at)));
+        rest = rest.substr(at + 1);
+    }
+    static constexpr char hex[] = "0123456789ABCDEF";
+    std::string encoded;
+    for (char ch : password) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (std::isalnum(c) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+            encoded += ch;
+        } else {
+            encoded += '%';
+            encoded += hex[c >> 4];
+            encoded += hex[c & 15];
+        }
+    }
+    return std::string(scheme) + user + ':' + encoded + '@' + std::string(rest);
 }
 
 int exit_code_for(const std::error_code& ec) {
@@ -83,14 +122,56 @@ void json_string(std::ostream& out, std::string_view s) {
         case '\t':
             out << "\\t";
             break;
+        case '\b':
+            out << "\\b";
+            break;
+        case '\f':
+            out << "\\f";
+            break;
         default:
-            if (c < 0x20)
+            if (c < 0x20 || c == 0x7f)
                 out << "\\u00" << hex[c >> 4] << hex[c & 15];
             else
                 out << ch;
         }
     }
     out << '"';
+}
+
+std::string one_line(std::string_view text) {
+    std::string s(text);
+    for (char& ch : s)
+        if (ch == '\n' || ch == '\r') ch = ' ';
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
+        s.pop_back();
+    return s;
+}
+
+void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows,
+                 const std::vector<bool>& right_aligned) {
+    std::vector<std::size_t> width;
+    for (const auto& r : rows) {
+        if (width.size() < r.size()) width.resize(r.size());
+        for (std::size_t c = 0; c < r.size(); ++c)
+            width[c] = std::max(width[c], r[c].size());
+    }
+    for (const auto& r : rows) {
+        std::string line;
+        for (std::size_t c = 0; c < r.size(); ++c) {
+            const std::string pad(width[c] - r[c].size(), ' ');
+            const bool right = c < right_aligned.size() && right_aligned[c];
+            line += right ? pad + r[c] : r[c] + pad;
+            if (c + 1 < r.size()) line += "  ";
+        }
+        while (!line.empty() && line.back() == ' ')
+            line.pop_back();
+        out << line << '\n';
+    }
+}
+
+std::string signal_name(int sig) {
+    if (const char* abbrev = ::sigabbrev_np(sig)) return std::string("SIG") + abbrev;
+    return "signal " + std::to_string(sig);
 }
 
 } // namespace dlock::cli

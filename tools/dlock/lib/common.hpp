@@ -1,4 +1,5 @@
-// Shared pieces of the CLI commands: exit codes, durations, connecting, JSON strings.
+// common.hpp: pieces shared by the commands of `dlock`: exit codes, durations, connection
+// options from --url / $DLOCK_URL / $DLOCK_PASSWORD, error-to-exit-code mapping, JSON strings.
 #pragma once
 
 #include <dlock/dlock.hpp>
@@ -6,46 +7,76 @@
 #include <chrono>
 #include <optional>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 namespace dlock::cli {
 
+/// Exit codes of `dlock` (sysexits.h where one fits). exec also returns the child's status.
 namespace exit_code {
-inline constexpr int usage = 64;
-inline constexpr int unavailable = 69;
-inline constexpr int lost = 73;
-inline constexpr int not_acquired = 75;
-inline constexpr int failure = 1;
+inline constexpr int ok = 0;
+inline constexpr int failure = 1;       ///< anything else (one line on stderr)
+inline constexpr int usage = 64;        ///< EX_USAGE: bad option, duration, name or URL
+inline constexpr int unavailable = 69;  ///< EX_UNAVAILABLE: Redis unreachable, auth failed
+inline constexpr int lost = 73;         ///< exec: the lease was lost while the child ran
+inline constexpr int not_acquired = 75; ///< EX_TEMPFAIL: exec: not acquired within --wait
+inline constexpr int signalled = 128;   ///< + signal number: killed by (or stopped on) a signal
 } // namespace exit_code
 
-/// Thrown for usage errors (exit 64); the message is printed as one line.
+/// A usage error (exit 64). The message is printed as one line after "dlock: ".
 struct usage_error : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-/// Parses "250ms", "30s", "5m", "1h" or "0". Errors: nullopt for anything else, negative
-/// values, or values over 1000 hours.
+/// Parses a duration: digits followed by `ms`, `s`, `m` or `h`, or a bare `0`.
+/// Edge values: "0s" is zero; a sign, a fraction, spaces, a bare non-zero number, an unknown
+/// unit, or more than 1000 hours give nullopt.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 
-/// Like parse_duration but throws usage_error naming the option.
-std::chrono::milliseconds duration_arg(const std::string& option, const std::string& text);
+/// parse_duration() for the value of `option`. Errors: usage_error naming the option and value.
+std::chrono::milliseconds duration_arg(std::string_view option, std::string_view text);
 
-/// Global options shared by every command.
+/// Options that come before (or, for convenience, after) the command.
 struct global_options {
-    std::vector<std::string> urls; ///< from --url, else $DLOCK_URL, else redis://127.0.0.1:6379
+    std::vector<std::string> urls{}; ///< --url, repeatable; empty: $DLOCK_URL or the default
 };
 
-/// Client options for the single URL of `g` (Redlock with several URLs is a usage error for
-/// now), with $DLOCK_PASSWORD applied. Throws usage_error for a bad URL.
+/// The default server when neither --url nor $DLOCK_URL is given.
+inline constexpr std::string_view default_url = "redis://127.0.0.1:6379";
+
+/// The URLs to use: --url values, else $DLOCK_URL, else default_url.
+std::vector<std::string> effective_urls(const global_options& g);
+
+/// Client options for the single URL of `g`, with $DLOCK_PASSWORD (when set and non-empty)
+/// replacing the URL's password. Errors: usage_error for a bad URL (the message never holds the
+/// password) or for several URLs (Redlock is not implemented yet).
 client_options connect_options(const global_options& g);
 
-/// Maps an error to the exit code of the product page: 69 for unreachable/auth, 64 for
-/// invalid arguments, 1 otherwise.
+/// `url` with its password replaced by `password`, percent-encoded (redis:// and rediss://
+/// only; other URLs are returned unchanged). For APIs that take a URL string.
+std::string url_with_password(std::string_view url, std::string_view password);
+
+/// The exit code for a library error: 69 for unavailable, timeout, ambiguous, auth_failed and
+/// permission_denied; 64 for invalid_argument and configuration_error; 1 otherwise.
 int exit_code_for(const std::error_code& ec);
 
-/// Writes `s` as a JSON string literal (quotes, escapes, \u00XX for control bytes).
+/// Writes `s` as a JSON string literal: quotes, backslashes and control bytes escaped (the
+/// latter as \u00XX); other bytes, including UTF-8 sequences, are copied as they are.
 void json_string(std::ostream& out, std::string_view s);
+
+/// `text` on one line: CR and LF become spaces, trailing whitespace is dropped.
+std::string one_line(std::string_view text);
+
+/// Prints `rows` as a table: columns padded to their widest cell and separated by two spaces,
+/// trailing spaces dropped. `right_aligned[c]` right-aligns column c (numbers); columns past
+/// its end are left-aligned. Rows may have different lengths.
+void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows,
+                 const std::vector<bool>& right_aligned = {});
+
+/// The name of signal `sig` ("SIGTERM"), or "signal N".
+std::string signal_name(int sig);
 
 } // namespace dlock::cli

@@ -1,64 +1,133 @@
-// dlock status / list / unlock --force: read and break locks in Redisson's layout (reentrant
-// lock: hash N of owner -> count) and redis-py's (simple lock: string N holding a token).
+// inspect.cpp: `dlock status`, `dlock list` and `dlock unlock --force`. They read and break
+// locks in their Redis layout directly (product page §2), so they also see locks taken by
+// Redisson (Java) and redis-py:
+//   lock   (reentrant) hash N {"<client-uuid>:<thread-id>" -> hold count}, PEXPIRE'd;
+//          unlock channel redisson_lock__channel:{N}; fencing counter redisson_lock_token:{N}
+//   simple string N = 32 hex chars of random token; unlock channel dlock_simple__channel:{N}
+// `prefix:{N}` becomes `prefix:N` when N already contains '{' (Redisson's prefixName rule),
+// so companion keys share N's cluster slot.
 #include "commands.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <iomanip>
+#include <set>
+#include <sstream>
 
 namespace dlock::cli {
 namespace {
 
-struct lock_info {
-    std::string name;
-    std::string kind = "none"; ///< "lock", "simple" or "none"
-    std::vector<std::pair<std::string, long long>> holders;
-    long long ttl_ms = -2;
-    long long waiters = 0;
-    std::optional<long long> fencing_token;
+struct holder {
+    std::string owner;
+    long long count = 0;
 };
 
-/// Redisson's prefixName rule (see src/lock/names.cpp).
-std::string prefixed(const std::string& prefix, const std::string& name) {
-    return name.find('{') != std::string::npos ? prefix + ":" + name : prefix + ":{" + name + "}";
+/// What one name holds, as status and list print it.
+struct lock_info {
+    std::string name;
+    std::string kind = "none"; ///< "lock", "simple" or "none" (nothing there)
+    std::string foreign_type;  ///< non-empty: N exists but holds this, which is not a lock
+    std::vector<holder> holders;
+    std::optional<long long> ttl_ms;        ///< remaining lease; -1: no expiry; nullopt: no lock
+    long long waiters = 0;                  ///< clients subscribed to N's unlock channels
+    std::optional<long long> fencing_token; ///< value of the fencing counter, if it exists
+};
+
+std::string prefixed(std::string_view prefix, const std::string& name) {
+    return name.find('{') != std::string::npos ? std::string(prefix) + ":" + name
+                                               : std::string(prefix) + ":{" + name + "}";
 }
 
+/// Runs a command; a Redis error reply becomes a dlock::error.
 resp3::value checked(client& c, std::initializer_list<std::string_view> args) {
     auto v = c.command(args);
-    if (v.is_error()) throw dlock::error(classify_server_error(v.str), v.str);
+    if (v.is_error()) throw dlock::error(classify_server_error(v.str), one_line(v.str));
     return v;
 }
 
-long long as_number(const resp3::value& v) {
+std::optional<long long> as_number(const resp3::value& v) {
     if (v.is_integer()) return v.integer;
-    if (v.is_string()) return std::stoll(v.str);
-    return 0;
+    if (v.is_string()) try {
+            std::size_t used = 0;
+            const long long n = std::stoll(v.str, &used);
+            if (used == v.str.size()) return n;
+        } catch (const std::exception&) {
+        }
+    return std::nullopt;
 }
 
+/// A Redisson owner field: a 36-character UUID, ':', a thread id (and ":write" for the write
+/// side of a read-write lock).
+bool looks_like_owner(std::string_view field) {
+    if (field.size() < 38 || field[36] != ':') return false;
+    return std::all_of(field.begin(), field.begin() + 36, [](char ch) {
+        return std::isxdigit(static_cast<unsigned char>(ch)) || ch == '-';
+    });
+}
+
+/// A simple-lock token: 32 hex characters (ours and redis-py's uuid1().hex).
+bool looks_like_token(std::string_view v) {
+    return v.size() == 32 && std::all_of(v.begin(), v.end(), [](char ch) {
+               return std::isxdigit(static_cast<unsigned char>(ch));
+           });
+}
+
+/// Reads what `name` holds. Not atomic (a few commands): a lock that changes meanwhile may
+/// show a mix, never a wrong kind.
 lock_info inspect(client& c, const std::string& name) {
     lock_info info;
     info.name = name;
     const auto type = checked(c, {"TYPE", name}).str;
-    std::string channel;
     if (type == "hash") {
-        info.kind = "lock";
         const auto all = checked(c, {"HGETALL", name});
-        for (std::size_t i = 0; i + 1 < all.elements.size(); i += 2)
-            if (all.elements[i].str != "mode")
-                info.holders.emplace_back(all.elements[i].str, as_number(all.elements[i + 1]));
-        channel = prefixed("redisson_lock__channel", name);
+        bool is_lock = true;
+        for (std::size_t i = 0; i + 1 < all.elements.size(); i += 2) {
+            const auto& field = all.elements[i].str;
+            if (field == "mode") continue; // Redisson RReadWriteLock
+            if (!looks_like_owner(field)) is_lock = false;
+            info.holders.push_back({field, as_number(all.elements[i + 1]).value_or(0)});
+        }
+        if (!is_lock) {
+            info.foreign_type = "hash that is not a lock";
+            info.holders.clear();
+        } else if (!info.holders.empty() || !all.elements.empty()) {
+            info.kind = "lock";
+        }
     } else if (type == "string") {
-        info.kind = "simple";
-        info.holders.emplace_back(checked(c, {"GET", name}).str, 1);
-        channel = prefixed("dlock_simple__channel", name);
-    } else {
-        channel = prefixed("redisson_lock__channel", name);
+        const auto v = checked(c, {"GET", name});
+        if (v.is_null()) {
+            // released between TYPE and GET
+        } else if (looks_like_token(v.str)) {
+            info.kind = "simple";
+            info.holders.push_back({v.str, 1});
+        } else {
+            info.foreign_type = "string that is not a lock token";
+        }
+    } else if (type != "none") {
+        info.foreign_type = type;
     }
-    info.ttl_ms = as_number(checked(c, {"PTTL", name}));
-    const auto numsub = checked(c, {"PUBSUB", "NUMSUB", channel});
-    if (numsub.elements.size() == 2) info.waiters = as_number(numsub.elements[1]);
-    const auto token = checked(c, {"GET", prefixed("redisson_lock_token", name)});
-    if (!token.is_null()) info.fencing_token = as_number(token);
+    if (!info.foreign_type.empty()) return info;
+    if (info.kind != "none") {
+        const auto pttl = as_number(checked(c, {"PTTL", name})).value_or(-2);
+        if (pttl == -2) { // expired or released meanwhile
+            info.kind = "none";
+            info.holders.clear();
+        } else {
+            info.ttl_ms = pttl;
+        }
+    }
+    const auto lock_channel = prefixed("redisson_lock__channel", name);
+    const auto simple_channel = prefixed("dlock_simple__channel", name);
+    const auto numsub = checked(c, {"PUBSUB", "NUMSUB", lock_channel, simple_channel});
+    for (std::size_t i = 1; i < numsub.elements.size(); i += 2)
+        info.waiters += as_number(numsub.elements[i]).value_or(0);
+    std::error_code ec;
+    const auto token_key = prefixed("redisson_lock_token", name);
+    const std::string_view get_token[] = {"GET", token_key};
+    const auto token = c.command(get_token, ec);
+    if (ec) throw dlock::error(ec);
+    if (!token.is_error() && !token.is_null()) info.fencing_token = as_number(token);
     return info;
 }
 
@@ -71,11 +140,15 @@ void print_json(std::ostream& out, const lock_info& i) {
     for (std::size_t k = 0; k < i.holders.size(); ++k) {
         if (k) out << ',';
         out << "{\"owner\":";
-        json_string(out, i.holders[k].first);
-        out << ",\"count\":" << i.holders[k].second << '}';
+        json_string(out, i.holders[k].owner);
+        out << ",\"count\":" << i.holders[k].count << '}';
     }
-    out << "],\"ttl_ms\":" << (i.ttl_ms < 0 ? 0 : i.ttl_ms) << ",\"waiters\":" << i.waiters
-        << ",\"fencing_token\":";
+    out << "],\"ttl_ms\":";
+    if (i.ttl_ms)
+        out << *i.ttl_ms;
+    else
+        out << "null";
+    out << ",\"waiters\":" << i.waiters << ",\"fencing_token\":";
     if (i.fencing_token)
         out << *i.fencing_token;
     else
@@ -83,79 +156,86 @@ void print_json(std::ostream& out, const lock_info& i) {
     out << '}';
 }
 
-void print_text(std::ostream& out, const lock_info& i) {
-    out << i.name << "  kind=" << i.kind << "  ttl=";
-    if (i.ttl_ms >= 0)
-        out << i.ttl_ms << "ms";
-    else
-        out << (i.ttl_ms == -1 ? "none" : "-");
-    out << "  waiters=" << i.waiters << "  fencing_token=";
-    if (i.fencing_token)
-        out << *i.fencing_token;
-    else
-        out << '-';
-    out << '\n';
-    for (auto& [owner, count] : i.holders)
-        out << "  holder " << owner << "  count=" << count << '\n';
+std::string ttl_text(const lock_info& i) {
+    if (!i.ttl_ms) return "-";
+    if (*i.ttl_ms < 0) return "no expiry";
+    return std::to_string(*i.ttl_ms) + " ms";
 }
 
-bool looks_like_owner(const std::string& field) {
-    // <36-char uuid>:<thread-id>[:write]
-    if (field.size() < 38 || field[36] != ':') return false;
-    return std::all_of(field.begin(), field.begin() + 36, [](char ch) {
-        return std::isxdigit(static_cast<unsigned char>(ch)) || ch == '-';
-    });
+std::string fencing_text(const lock_info& i) {
+    return i.fencing_token ? std::to_string(*i.fencing_token) : "-";
 }
 
-bool looks_like_token(const std::string& v) {
-    return v.size() == 32 && std::all_of(v.begin(), v.end(), [](char ch) {
-               return std::isxdigit(static_cast<unsigned char>(ch));
-           });
+void print_status_text(std::ostream& out, const lock_info& i) {
+    out << "name     " << i.name << '\n';
+    out << "kind     " << i.kind << (i.kind == "none" ? " (not locked)" : "") << '\n';
+    if (i.holders.empty()) out << "holder   -\n";
+    for (const auto& h : i.holders)
+        out << "holder   " << h.owner << "  (hold count " << h.count << ")\n";
+    out << "ttl      " << ttl_text(i) << '\n';
+    out << "waiters  " << i.waiters << '\n';
+    out << "fencing  " << fencing_text(i) << '\n';
+}
+
+void print_list_text(std::ostream& out, const std::vector<lock_info>& locks) {
+    std::vector<std::vector<std::string>> rows;
+    rows.push_back({"NAME", "KIND", "HOLDER", "COUNT", "TTL", "WAITERS", "FENCING"});
+    for (const auto& l : locks) {
+        for (std::size_t k = 0; k < std::max<std::size_t>(1, l.holders.size()); ++k) {
+            const bool first = k == 0;
+            const holder h = k < l.holders.size() ? l.holders[k] : holder{"-", 0};
+            rows.push_back({first ? l.name : "", first ? l.kind : "", h.owner,
+                            std::to_string(h.count), first ? ttl_text(l) : "",
+                            first ? std::to_string(l.waiters) : "", first ? fencing_text(l) : ""});
+        }
+    }
+    print_table(out, rows);
+}
+
+void check_name(const std::string& name) {
+    if (name.empty()) throw usage_error("empty lock name");
+}
+
+[[noreturn]] void not_a_lock(const lock_info& i) {
+    throw std::runtime_error("'" + one_line(i.name) + "' holds a " + i.foreign_type +
+                             ", not a lock");
 }
 
 } // namespace
 
-int run_status(const global_options& g, const std::string& name, bool json, std::ostream& out,
-               std::ostream&) {
-    if (name.empty()) throw usage_error("empty lock name");
+int run_status(const global_options& g, const std::string& name, bool json, std::ostream& out) {
+    check_name(name);
     client c(connect_options(g));
     const auto info = inspect(c, name);
+    if (!info.foreign_type.empty()) not_a_lock(info);
     if (json) {
         print_json(out, info);
         out << '\n';
     } else {
-        print_text(out, info);
+        print_status_text(out, info);
     }
-    return 0;
+    return exit_code::ok;
 }
 
-int run_list(const global_options& g, const std::string& pattern, bool json, std::ostream& out,
-             std::ostream&) {
+int run_list(const global_options& g, const std::string& pattern, bool json, std::ostream& out) {
     client c(connect_options(g));
+    std::set<std::string> candidates; // SCAN may return a key twice
+    for (std::string_view type : {"hash", "string"}) {
+        std::string cursor = "0";
+        do {
+            const auto page =
+                checked(c, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000", "TYPE", type});
+            if (page.elements.size() != 2) throw dlock::error(errc::protocol_error);
+            cursor = page.elements[0].str;
+            for (const auto& k : page.elements[1].elements)
+                candidates.insert(k.str);
+        } while (cursor != "0");
+    }
     std::vector<lock_info> locks;
-    std::string cursor = "0";
-    do {
-        const auto page = checked(c, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
-        if (page.elements.size() != 2) throw dlock::error(errc::protocol_error);
-        cursor = page.elements[0].str;
-        for (const auto& k : page.elements[1].elements) {
-            const auto type = checked(c, {"TYPE", k.str}).str;
-            bool is_lock = false;
-            if (type == "hash") {
-                const auto fields = checked(c, {"HKEYS", k.str});
-                is_lock = !fields.elements.empty() &&
-                          std::all_of(fields.elements.begin(), fields.elements.end(),
-                                      [](const resp3::value& f) {
-                                          return f.str == "mode" || looks_like_owner(f.str);
-                                      });
-            } else if (type == "string") {
-                is_lock = looks_like_token(checked(c, {"GET", k.str}).str);
-            }
-            if (is_lock) locks.push_back(inspect(c, k.str));
-        }
-    } while (cursor != "0");
-    std::sort(locks.begin(), locks.end(),
-              [](const lock_info& a, const lock_info& b) { return a.name < b.name; });
+    for (const auto& name : candidates) {
+        auto info = inspect(c, name);
+        if (info.foreign_type.empty() && info.kind != "none") locks.push_back(std::move(info));
+    }
     if (json) {
         out << '[';
         for (std::size_t i = 0; i < locks.size(); ++i) {
@@ -163,27 +243,31 @@ int run_list(const global_options& g, const std::string& pattern, bool json, std
             print_json(out, locks[i]);
         }
         out << "]\n";
+    } else if (locks.empty()) {
+        out << "no locks match '" << pattern << "'\n";
     } else {
-        for (auto& l : locks)
-            print_text(out, l);
-        if (locks.empty()) out << "no locks match '" << pattern << "'\n";
+        print_list_text(out, locks);
     }
-    return 0;
+    return exit_code::ok;
 }
 
-int run_unlock(const global_options& g, const std::string& name, std::ostream& out, std::ostream&) {
-    if (name.empty()) throw usage_error("empty lock name");
+int run_unlock(const global_options& g, const std::string& name, std::ostream& out) {
+    check_name(name);
     client c(connect_options(g));
-    const auto type = checked(c, {"TYPE", name}).str;
-    bool deleted = false;
-    if (type == "string")
-        deleted = c.make_simple_mutex(name).force_unlock();
-    else if (type == "hash" || type == "none")
-        deleted = c.make_mutex(name).force_unlock();
-    else
-        throw usage_error("'" + name + "' is a " + type + ", not a lock");
-    out << (deleted ? "unlocked " : "no lock named ") << name << '\n';
-    return 0;
+    const auto before = inspect(c, name);
+    if (!before.foreign_type.empty()) not_a_lock(before);
+    // force_unlock deletes N whatever it holds and publishes "0" on the kind's channel.
+    const bool deleted = before.kind == "simple" ? c.make_simple_mutex(name).force_unlock()
+                                                 : c.make_mutex(name).force_unlock();
+    if (!deleted) {
+        out << "no lock named '" << name << "': nothing deleted\n";
+        return exit_code::ok;
+    }
+    out << "unlocked '" << name << "' (" << before.kind;
+    for (const auto& h : before.holders)
+        out << ", was held by " << h.owner << " x" << h.count;
+    out << "); waiters notified\n";
+    return exit_code::ok;
 }
 
 } // namespace dlock::cli

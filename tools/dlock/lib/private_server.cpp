@@ -1,0 +1,185 @@
+// private_server.cpp: the throw-away redis-server of `dlock demo`.
+#include "private_server.hpp"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <fstream>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sstream>
+#include <stdexcept>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <system_error>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace dlock::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using clock = std::chrono::steady_clock;
+
+/// `name` on $PATH (or `override_env` when set); empty when not found.
+std::string find_binary(const char* override_env, const char* name) {
+    if (const char* p = std::getenv(override_env); p && *p) return p;
+    const char* path = std::getenv("PATH");
+    std::stringstream ss(path ? path : "/usr/local/bin:/usr/bin:/bin");
+    std::string dir;
+    while (std::getline(ss, dir, ':')) {
+        if (dir.empty()) continue;
+        const fs::path candidate = fs::path(dir) / name;
+        if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    }
+    return {};
+}
+
+/// A socket descriptor closed on scope exit.
+struct socket_fd {
+    int fd;
+    ~socket_fd() {
+        if (fd >= 0) ::close(fd);
+    }
+};
+
+sockaddr_in loopback(std::uint16_t port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    return a;
+}
+
+} // namespace
+
+std::uint16_t pick_free_port() {
+    socket_fd s{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    if (s.fd < 0) throw std::system_error(errno, std::generic_category(), "socket");
+    auto a = loopback(0);
+    socklen_t len = sizeof a;
+    if (::bind(s.fd, reinterpret_cast<sockaddr*>(&a), len) != 0 ||
+        ::getsockname(s.fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+        throw std::system_error(errno, std::generic_category(), "bind to a free port");
+    return ntohs(a.sin_port);
+}
+
+bool answers_ping(std::uint16_t port, std::chrono::milliseconds budget) {
+    socket_fd s{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    if (s.fd < 0) return false;
+    auto a = loopback(port);
+    if (::connect(s.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return false;
+    static constexpr char ping[] = "PING\r\n";
+    if (::send(s.fd, ping, sizeof ping - 1, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof ping - 1))
+        return false;
+    std::string reply;
+    const auto until = clock::now() + budget;
+    while (reply.find("\r\n") == std::string::npos) {
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - clock::now());
+        if (left.count() <= 0) return false;
+        pollfd p{s.fd, POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+        char buf[64];
+        const auto n = ::recv(s.fd, buf, sizeof buf, 0);
+        if (n <= 0) return false;
+        reply.append(buf, static_cast<std::size_t>(n));
+    }
+    return reply.rfind("+PONG", 0) == 0;
+}
+
+private_server::private_server(std::chrono::milliseconds ready_budget) {
+    const auto binary = find_binary("DLOCK_REDIS_SERVER", "redis-server");
+    if (binary.empty())
+        throw std::runtime_error("redis-server not found on PATH (install redis-server, or give "
+                                 "--url redis://HOST:PORT)");
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/dlock-demo-XXXXXX";
+    if (!::mkdtemp(tmpl.data()))
+        throw std::system_error(errno, std::generic_category(), "mkdtemp " + tmpl);
+    dir_ = tmpl;
+    try {
+        for (int attempt = 0; attempt < 3; ++attempt)
+            if (start_once(binary, ready_budget)) return;
+        throw std::runtime_error("redis-server did not start: " + last_log_line());
+    } catch (...) {
+        stop();
+        throw;
+    }
+}
+
+private_server::~private_server() {
+    stop();
+}
+
+std::string private_server::url() const {
+    return "redis://127.0.0.1:" + std::to_string(port_);
+}
+
+bool private_server::start_once(const std::string& binary, std::chrono::milliseconds budget) {
+    port_ = pick_free_port();
+    const std::vector<std::string> args = {
+        binary,        "--port",    std::to_string(port_), "--bind",      "127.0.0.1",
+        "--save",      "",          "--appendonly",        "no",          "--dir",
+        dir_.string(), "--logfile", "redis.log",           "--daemonize", "no"};
+    std::vector<char*> argv;
+    for (const auto& a : args)
+        argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::system_error(errno, std::generic_category(), "fork");
+    if (pid_ == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(127);
+        const int devnull = ::open("/dev/null", O_RDWR);
+        if (devnull >= 0)
+            for (int fd = 0; fd < 3; ++fd)
+                ::dup2(devnull, fd);
+        sigset_t none;
+        sigemptyset(&none);
+        ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    const auto until = clock::now() + budget;
+    for (;;) {
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;
+            return false; // exited: port taken meanwhile, or a broken binary
+        }
+        if (answers_ping(port_, std::chrono::milliseconds(200))) return true;
+        if (clock::now() >= until)
+            throw std::runtime_error("redis-server did not answer PING within " +
+                                     std::to_string(budget.count()) + " ms");
+        std::this_thread::sleep_for(std::chrono::milliseconds(10)); // readiness poll interval
+    }
+}
+
+void private_server::stop() noexcept {
+    if (pid_ > 0) {
+        ::kill(pid_, SIGKILL);
+        while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+        }
+        pid_ = -1;
+    }
+    if (!dir_.empty()) {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+        dir_.clear();
+    }
+}
+
+std::string private_server::last_log_line() const {
+    std::ifstream log(dir_ / "redis.log");
+    std::string line, last;
+    while (std::getline(log, line))
+        if (!line.empty()) last = line;
+    return last.empty() ? "no log output (is redis-server working?)" : last;
+}
+
+} // namespace dlock::cli

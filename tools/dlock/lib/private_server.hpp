@@ -1,0 +1,52 @@
+// private_server.hpp: a throw-away redis-server for `dlock demo` when no --url is given.
+//
+// A small launcher of its own (the test fixture in tests/support is test-only): a free loopback
+// port chosen by binding port 0, a temporary directory, no persistence, readiness by PING with
+// a deadline, and the server killed (also when dlock dies: PR_SET_PDEATHSIG) and its directory
+// removed at the end, also on errors.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <sys/types.h>
+
+namespace dlock::cli {
+
+class private_server {
+public:
+    /// Starts `redis-server` ($DLOCK_REDIS_SERVER, else the one on PATH) and waits until it
+    /// answers PING. Blocking: up to `ready_budget` (per attempt; a port taken meanwhile is
+    /// retried on another port, three attempts in all).
+    /// Errors: std::runtime_error naming the cause (binary missing, the server's last log line,
+    /// no answer within the budget).
+    explicit private_server(std::chrono::milliseconds ready_budget = std::chrono::seconds(10));
+    /// Kills the server (SIGKILL: it has nothing to save), reaps it, removes its directory.
+    ~private_server();
+    private_server(const private_server&) = delete;
+    private_server& operator=(const private_server&) = delete;
+
+    std::uint16_t port() const { return port_; }
+    /// "redis://127.0.0.1:PORT".
+    std::string url() const;
+
+private:
+    /// One attempt on a fresh port; false when the server exited (port taken, bad binary).
+    bool start_once(const std::string& binary, std::chrono::milliseconds budget);
+    void stop() noexcept;
+    std::string last_log_line() const;
+
+    std::filesystem::path dir_{};
+    std::uint16_t port_ = 0;
+    pid_t pid_ = -1;
+};
+
+/// A loopback TCP port that was free a moment ago (bound to port 0, then closed).
+/// Errors: std::system_error.
+std::uint16_t pick_free_port();
+
+/// True when a server on 127.0.0.1:`port` answers "+PONG" to PING within `budget`.
+bool answers_ping(std::uint16_t port, std::chrono::milliseconds budget);
+
+} // namespace dlock::cli
