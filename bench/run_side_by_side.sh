@@ -58,6 +58,12 @@ rb cad_c1_p50 1000000 -c 1 -P 50 EVALSHA "$CAD" 1 'k:__rand_int__' tok
 rb ping_c8_p16 3000000 -c 8 -P 16 PING
 rb ping_c50_p16 4000000 -c 50 -P 16 PING
 rb cad_c1_p1 30000 -c 1 -P 1 EVALSHA "$CAD" 1 'k:__rand_int__' tok
+# Scenario A's floor: dlock's own commands one at a time on one connection (the server cost of
+# a SET NX PX or a script is above a PING's; the sum of two p50s is what no client can beat).
+rb setnx_c1_p1 30000 -c 1 -P 1 SET 'S:__rand_int__' tok NX PX 30000
+rb srelease_c1_p1 30000 -c 1 -P 1 EVALSHA "$SREL" 2 'S:__rand_int__' 'dlock_simple__channel:{S:__rand_int__}' tok PUBLISH
+rb acquire_c1_p1 30000 -c 1 -P 1 EVALSHA "$ACQ" 2 'L:__rand_int__' 'redisson_lock_token:{L:__rand_int__}' 30000 'owner:1'
+rb release_c1_p1 30000 -c 1 -P 1 EVALSHA "$REL" 2 'L:__rand_int__' 'redisson_lock__channel:{L:__rand_int__}' 0 30000 'owner:1' PUBLISH 0
 rb cad_c50_p16 1000000 -c 50 -P 16 EVALSHA "$CAD" 1 'k:__rand_int__' tok
 rb acquire_c50 400000 -c 50 -P 1 EVALSHA "$ACQ" 2 'L:__rand_int__' 'redisson_lock_token:{L:__rand_int__}' 30000 'owner:1'
 rb release_c50 400000 -c 50 -P 1 EVALSHA "$REL" 2 'L:__rand_int__' 'redisson_lock__channel:{L:__rand_int__}' 0 30000 'owner:1' PUBLISH 0

@@ -139,7 +139,7 @@ result run(const options& o) {
     const auto s0 = read_server_stats(stats_client);
     const double c0 = client_cpu_s();
     result r;
-    std::vector<double> acquire_us, pair_us, handoff_us;
+    std::vector<double> acquire_us, pair_us, handoff_us, idle_rtt_us;
     std::mutex samples_mu;
     const auto t0 = clock::now();
     const auto end = t0 + o.duration;
@@ -272,8 +272,17 @@ result run(const options& o) {
             holder->unlock();
             waiter.join();
             handoff_us.push_back(us_between(released, got));
+            // The round-trip unit for this scenario: one PING after the same idle pause. On a
+            // VM an idle vCPU is descheduled, and the first round trip after a pause costs
+            // several times one in a busy loop (redis-benchmark's figure).
+            std::this_thread::sleep_for(std::chrono::microseconds(phase(rng)));
+            const auto p0 = clock::now();
+            main_client.command({"PING"});
+            idle_rtt_us.push_back(us_between(p0, clock::now()));
             ++r.ops;
         }
+        r.idle_rtt_p50_us = percentile(idle_rtt_us, 0.50);
+        r.idle_rtt_p99_us = percentile(idle_rtt_us, 0.99);
         break;
     }
     }
@@ -294,7 +303,11 @@ result run(const options& o) {
     r.ops_per_s = r.seconds > 0 ? static_cast<double>(r.ops) / r.seconds : 0;
     if (r.ops > 0) {
         // Minus the two INFO calls of the second snapshot.
-        r.server_cmds_per_op = (s1.commands - s0.commands - 2) / static_cast<double>(r.ops);
+        // D also sends one reference PING per sample (idle_rtt); it is not part of a hand-off.
+        const double reference_pings =
+            o.which == scenario::handoff ? static_cast<double>(r.ops) : 0;
+        r.server_cmds_per_op =
+            (s1.commands - s0.commands - 2 - reference_pings) / static_cast<double>(r.ops);
         r.server_cpu_us_per_op = (s1.cpu_s - s0.cpu_s) * 1e6 / static_cast<double>(r.ops);
         r.client_cpu_us_per_op = (c1 - c0) * 1e6 / static_cast<double>(r.ops);
     }
@@ -317,8 +330,10 @@ std::string to_json(const result& r) {
       << ",\"acquire_max_us\":" << r.acquire_max_us << ",\"pair_p50_us\":" << r.pair_p50_us
       << ",\"pair_p99_us\":" << r.pair_p99_us << ",\"handoff_p50_us\":" << r.handoff_p50_us
       << ",\"handoff_p99_us\":" << r.handoff_p99_us << ",\"handoff_samples\":" << r.handoff_samples
-      << ",\"per_worker_min\":" << r.per_worker_min << ",\"per_worker_max\":" << r.per_worker_max
-      << std::setprecision(3) << ",\"self_reacquire_share\":" << r.self_reacquire_share
+      << ",\"idle_rtt_p50_us\":" << r.idle_rtt_p50_us
+      << ",\"idle_rtt_p99_us\":" << r.idle_rtt_p99_us << ",\"per_worker_min\":" << r.per_worker_min
+      << ",\"per_worker_max\":" << r.per_worker_max << std::setprecision(3)
+      << ",\"self_reacquire_share\":" << r.self_reacquire_share
       << ",\"counter_exact\":" << (r.counter_exact ? (*r.counter_exact ? "true" : "false") : "null")
       << std::setprecision(2) << ",\"server_cmds_per_op\":" << r.server_cmds_per_op
       << ",\"server_cpu_us_per_op\":" << r.server_cpu_us_per_op

@@ -44,6 +44,8 @@ struct result {
     double pair_p50_us = 0, pair_p99_us = 0;       ///< A, B: lock() + unlock() together
     double handoff_p50_us = 0, handoff_p99_us = 0; ///< release by one worker -> acquire by another
     std::uint64_t handoff_samples = 0;
+    /// D only: PING round trip after the same idle pause as a hand-off (the fair RTT unit).
+    double idle_rtt_p50_us = 0, idle_rtt_p99_us = 0;
     std::uint64_t per_worker_min = 0, per_worker_max = 0;
     double self_reacquire_share = 0;     ///< acquisitions by the worker that released just before
     std::optional<bool> counter_exact{}; ///< C only

@@ -4,8 +4,6 @@
 
 #include <dlock/mutex.hpp>
 
-#include <openssl/rand.h>
-
 #include <stdexcept>
 
 namespace dlock::detail {
@@ -14,21 +12,6 @@ namespace dlock::detail {
 
 namespace {
 std::atomic<std::uint64_t> owner_counter{0};
-
-std::string hex(const unsigned char* p, std::size_t n) {
-    static constexpr char digits[] = "0123456789abcdef";
-    std::string s;
-    s.reserve(2 * n);
-    for (std::size_t i = 0; i < n; ++i) {
-        s.push_back(digits[p[i] >> 4]);
-        s.push_back(digits[p[i] & 15]);
-    }
-    return s;
-}
-
-void random_bytes(unsigned char* p, int n) {
-    if (RAND_bytes(p, n) != 1) throw std::runtime_error("dlock: RAND_bytes failed");
-}
 } // namespace
 
 std::uint64_t new_owner_id() noexcept {
@@ -38,22 +21,6 @@ std::uint64_t new_owner_id() noexcept {
 std::uint64_t this_thread_owner_id() noexcept {
     thread_local const std::uint64_t id = new_owner_id();
     return id;
-}
-
-std::string random_token() {
-    unsigned char b[16];
-    random_bytes(b, sizeof b);
-    return hex(b, sizeof b);
-}
-
-std::string random_uuid() {
-    unsigned char b[16];
-    random_bytes(b, sizeof b);
-    b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
-    b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
-    const std::string h = hex(b, sizeof b);
-    return h.substr(0, 8) + '-' + h.substr(8, 4) + '-' + h.substr(12, 4) + '-' + h.substr(16, 4) +
-           '-' + h.substr(20);
 }
 
 std::chrono::nanoseconds drift_for(std::chrono::milliseconds lease) noexcept {

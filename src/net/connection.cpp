@@ -10,6 +10,8 @@ namespace dlock::net {
 namespace {
 
 constexpr std::size_t read_chunk = 16 * 1024;
+/// While processing one read chunk, flush what its completions queued after this many replies.
+constexpr std::size_t early_flush_replies = 8;
 
 std::error_code map_transport_error(const std::error_code& ec) {
     if (ec.category() == error_category()) return ec;
@@ -348,6 +350,7 @@ void connection::on_read(std::error_code ec, std::size_t) {
     if (ec) return fail_connection(map_transport_error(ec));
     last_read_ = std::chrono::steady_clock::now();
     const auto gen = generation_;
+    std::size_t since_flush = 0;
     for (;;) {
         std::size_t used = 0;
         std::error_code pec;
@@ -357,6 +360,13 @@ void connection::on_read(std::error_code ec, std::size_t) {
         if (!v) break;
         dispatch_reply(std::move(*v));
         if (gen != generation_) return; // the reply handler failed the connection
+        // Overlap with the server: commands that completion handlers issued while this chunk
+        // is being processed go out every early_flush_replies replies, so the server works on
+        // them while we parse the rest, instead of both sides taking turns per whole batch.
+        if (++since_flush == early_flush_replies) {
+            since_flush = 0;
+            flush();
+        }
     }
     start_read();
 }
