@@ -99,6 +99,8 @@ client_impl::client_impl(client_options opts)
         t.port = opts_.endpoints.at(0).port;
     }
     conn_ = std::make_shared<net::connection>(io_, opts_, t, net::connection::mode::command);
+    if (opts_.sync_io == blocking_io::caller_thread && !opts_.tls.enabled)
+        lane_ = std::make_unique<net::sync_lane>(opts_);
     sub_ = std::make_unique<net::subscriber>(io_, opts_, t);
     renewal_ = std::make_unique<renewal_service>(*this);
 }
@@ -132,6 +134,7 @@ void client_impl::shutdown() {
         renewal_->stop();
         sub_->stop();
     });
+    if (lane_) lane_->shutdown();
     conn_->stop();
     work_.reset();
     // Give in-flight completions a chance, then stop the loop for good.
@@ -162,10 +165,18 @@ resp3::value client_impl::run(std::span<const std::string_view> args, std::error
         ec = make_error_code(errc::invalid_argument);
         return {};
     }
+    const auto deadline = std::chrono::steady_clock::now() + opts_.command_timeout;
+    if (lane_) {
+        ec.clear();
+        resp3::value out;
+        if (lane_->call(*conn_, args, eval_fallback, deadline, out, ec) ==
+            net::sync_lane::result::done)
+            return out;
+    }
     sync_request r;
     r.args = args;
     r.eval_fallback = eval_fallback;
-    r.deadline = std::chrono::steady_clock::now() + opts_.command_timeout;
+    r.deadline = deadline;
     conn_->submit(r);
     r.wait();
     ec = r.ec_;
@@ -196,7 +207,7 @@ asio::any_io_executor executor_of(client_impl& c) {
 }
 
 void start_acquire(const std::shared_ptr<client_impl>& c, std::string name,
-                   const acquire_options& opts, acquire_callback cb) {
+                   const acquire_options& opts, acquire_callback cb, caller mode) {
     std::error_code ec;
     acquire_request req;
     req.kind = opts.kind;
@@ -217,6 +228,13 @@ void start_acquire(const std::shared_ptr<client_impl>& c, std::string name,
     req.owner = opts.kind == lock_kind::reentrant ? c->id() + ':' + std::to_string(new_owner_id())
                                                   : random_token();
     const bool watchdog = !opts.lease;
+    if (mode == caller::may_block) {
+        acquire_result res;
+        if (c->try_first_attempt(req, res, ec) == client_impl::first_attempt::finished) {
+            if (ec || !res.acquired) return cb(ec, lease{});
+            return cb({}, lease(c->make_hold(req, res, watchdog)));
+        }
+    }
     auto shared_req = std::make_shared<acquire_request>(req);
     c->async_acquire(
         req, [c, shared_req, watchdog, cb = std::move(cb)](std::error_code e, acquire_result r) {
@@ -296,11 +314,14 @@ lease client::acquire(std::string_view name, const acquire_options& opts, std::e
     }
     detail::completion_flag done;
     lease result;
-    detail::start_acquire(impl_, std::string(name), opts, [&](std::error_code e, lease l) {
-        ec = e;
-        result = std::move(l);
-        done.set();
-    });
+    detail::start_acquire(
+        impl_, std::string(name), opts,
+        [&](std::error_code e, lease l) {
+            ec = e;
+            result = std::move(l);
+            done.set();
+        },
+        detail::caller::may_block);
     done.wait();
     return result;
 }

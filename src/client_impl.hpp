@@ -7,6 +7,7 @@
 #include "lock/names.hpp"
 #include "net/connection.hpp"
 #include "net/subscriber.hpp"
+#include "net/sync_lane.hpp"
 #include "scripts.hpp"
 
 #include <dlock/client.hpp>
@@ -84,7 +85,10 @@ struct acquire_request {
     std::string owner;
     std::optional<std::chrono::milliseconds> wait; ///< nullopt: forever
     std::chrono::milliseconds lease{};
-    bool fresh_owner = true;           ///< no earlier hold by this owner (best-effort undo is safe)
+    bool fresh_owner = true; ///< no earlier hold by this owner (best-effort undo is safe)
+    /// The caller already made the first attempt (on the sync lane) and was refused with this
+    /// PTTL (-1: unknown): the operation starts by subscribing instead of trying again.
+    std::optional<std::int64_t> refused_ttl;
     std::optional<retry_policy> retry; ///< poll instead of subscribing
 };
 
@@ -124,6 +128,13 @@ public:
 
     /// Starts an acquire on the I/O thread; `done` runs there.
     void async_acquire(acquire_request req, acquire_done done);
+    /// What a first attempt on the calling thread decided.
+    enum class first_attempt { finished, refused, not_taken };
+    /// Blocking callers only: makes the first attempt of `req` on the sync lane. finished: `ec`
+    /// or `res` is the answer (acquired, or not acquired with a zero wait); refused: held by
+    /// another, `req.refused_ttl` is set and `req.wait` reduced by the time spent, continue
+    /// with async_acquire(req); not_taken: nothing was sent.
+    first_attempt try_first_attempt(acquire_request& req, acquire_result& res, std::error_code& ec);
     /// Builds the hold for a successful acquisition and registers it with the renewal service.
     std::shared_ptr<hold_state> make_hold(const acquire_request& req, const acquire_result& r,
                                           bool watchdog);
@@ -169,6 +180,7 @@ private:
     std::thread thread_;
     std::atomic<std::thread::id> thread_id_{};
     std::shared_ptr<net::connection> conn_;
+    std::unique_ptr<net::sync_lane> lane_; // null: blocking_io::io_thread or TLS
     std::unique_ptr<net::subscriber> sub_;
     std::unique_ptr<renewal_service> renewal_;
 };

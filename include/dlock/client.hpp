@@ -68,8 +68,10 @@ class client_impl;
 void submit(client_impl& c, request& r);
 asio::any_io_executor executor_of(client_impl& c);
 using acquire_callback = std::function<void(std::error_code, lease)>;
+/// Whether the thread starting an acquisition may block on its first attempt (sync calls).
+enum class caller { async, may_block };
 void start_acquire(const std::shared_ptr<client_impl>& c, std::string name,
-                   const acquire_options& opts, acquire_callback cb);
+                   const acquire_options& opts, acquire_callback cb, caller mode = caller::async);
 } // namespace detail
 
 class client {

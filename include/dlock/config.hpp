@@ -39,6 +39,17 @@ struct tls_options {
     std::string server_name{}; ///< name to verify and send as SNI; empty = the URL host
 };
 
+/// How blocking calls (command(), mutex lock()/unlock(), lease release(), ...) do their I/O.
+enum class blocking_io {
+    /// Default. When the shared connection is idle, the calling thread writes its command and
+    /// reads the reply itself on a side connection (one more connection per client, opened on
+    /// first use; plain TCP and Unix sockets only), saving two thread hand-offs per call.
+    /// Busy, TLS, or the side connection unavailable: as io_thread. Outcomes are the same.
+    caller_thread,
+    /// Always through the shared, auto-pipelined connection and the client's I/O thread.
+    io_thread,
+};
+
 struct client_options {
     topology kind = topology::standalone;
     /// Servers to contact: the one server, the sentinels, or the cluster seed nodes.
@@ -66,6 +77,8 @@ struct client_options {
     /// Lease used when a lock is taken without an explicit lease; the watchdog renews it every
     /// watchdog_lease / 3. Default 30 s (Redisson's lockWatchdogTimeout).
     std::chrono::milliseconds watchdog_lease = 30s;
+    /// See blocking_io. Default caller_thread.
+    blocking_io sync_io = blocking_io::caller_thread;
     resp3::limits limits{};
 };
 

@@ -64,14 +64,18 @@ public:
         req.lease = lease ? *lease : c_->options().watchdog_lease;
         req.fresh_owner = !existing;
 
-        completion_flag done;
         acquire_result res;
-        c_->async_acquire(req, [&](std::error_code e, acquire_result r) {
-            ec = e;
-            res = r;
-            done.set();
-        });
-        done.wait();
+        // Uncontended: decided by one round trip on the calling thread (sync lane). Refused or
+        // busy: the acquire operation on the I/O thread (subscribe, last attempt, sleep).
+        if (c_->try_first_attempt(req, res, ec) != client_impl::first_attempt::finished) {
+            completion_flag done;
+            c_->async_acquire(req, [&](std::error_code e, acquire_result r) {
+                ec = e;
+                res = r;
+                done.set();
+            });
+            done.wait();
+        }
         if (ec || !res.acquired) return false;
 
         if (existing && res.reentered) {

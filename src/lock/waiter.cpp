@@ -11,6 +11,20 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+/// The command of one attempt: lock_acquire.lua for the reentrant lock; one SET NX PX for the
+/// simple lock (the holder's PTTL is asked for only after a refusal, see query_ttl).
+void attempt_command(const acquire_request& req, const std::string& lease_ms,
+                     std::vector<std::string_view>& views, std::string_view& eval_fallback) {
+    if (req.kind == lock_kind::reentrant) {
+        const auto& s = get_script(script_id::lock_acquire);
+        views = {"EVALSHA", s.sha, "2", req.keys.key, req.keys.token_key, lease_ms, req.owner};
+        eval_fallback = s.text;
+    } else {
+        views = {"SET", req.keys.key, req.owner, "NX", "PX", lease_ms};
+        eval_fallback = {};
+    }
+}
+
 class acquire_op final : public std::enable_shared_from_this<acquire_op>,
                          public net::subscriber::waiter,
                          public cancellable {
@@ -24,7 +38,20 @@ public:
         if (req_.wait) deadline_ = clock::now() + *req_.wait;
     }
 
-    void start() { attempt(); }
+    void start() {
+        if (!req_.refused_ttl) return attempt();
+        // The caller's first attempt (on the sync lane) was refused: continue as after a
+        // refusal of our own, on the I/O thread (subscribing happens there).
+        asio::post(c_->io(), [self = shared_from_this()] {
+            if (self->state_ == state::finished) return;
+            self->state_ = state::trying;
+            const auto ttl = *self->req_.refused_ttl;
+            if (self->req_.kind == lock_kind::simple && !self->req_.retry &&
+                !(self->req_.wait && self->req_.wait->count() == 0))
+                return self->query_ttl();
+            self->not_acquired(ttl);
+        });
+    }
 
     void cancel() override { finish(make_error_code(errc::cancelled), acquire_result{}); }
 
@@ -58,17 +85,8 @@ private:
         sent_at_ = clock::now();
         const auto dl = sent_at_ + c_->options().command_timeout;
         int n = 1;
-        if (req_.kind == lock_kind::reentrant) {
-            const auto& s = get_script(script_id::lock_acquire);
-            slots_[0].views = {"EVALSHA",           s.sha,     "2",       req_.keys.key,
-                               req_.keys.token_key, lease_ms_, req_.owner};
-            slots_[0].eval_fallback = s.text;
-        } else {
-            // One SET NX PX; the holder's PTTL is asked for only when it fails (query_ttl).
-            slots_[0].views = {"SET", req_.keys.key, req_.owner, "NX", "PX", lease_ms_};
-            slots_[0].eval_fallback = {};
-            replies_[1] = resp3::value{};
-        }
+        attempt_command(req_, lease_ms_, slots_[0].views, slots_[0].eval_fallback);
+        replies_[1] = resp3::value{};
         for (int i = 0; i < n; ++i) {
             auto& s = slots_[static_cast<std::size_t>(i)];
             s.op = this;
@@ -239,6 +257,51 @@ void client_impl::async_acquire(acquire_request req, acquire_done done) {
     // thread-safe and may write directly); everything after it runs on the I/O thread.
     track(op);
     op->start();
+}
+
+client_impl::first_attempt client_impl::try_first_attempt(acquire_request& req, acquire_result& res,
+                                                          std::error_code& ec) {
+    if (!lane_ || shut_down() || on_io_thread()) return first_attempt::not_taken;
+    const std::string lease_ms = std::to_string(req.lease.count());
+    std::vector<std::string_view> views;
+    std::string_view fallback;
+    attempt_command(req, lease_ms, views, fallback);
+    const auto sent_at = clock::now();
+    resp3::value reply;
+    ec.clear();
+    if (lane_->call(*conn_, views, fallback, sent_at + opts_.command_timeout, reply, ec) !=
+        net::sync_lane::result::done)
+        return first_attempt::not_taken;
+    const auto out = interpret_attempt(req.kind, ec, reply, {}, resp3::value{});
+    switch (out.what) {
+    case attempt_outcome::kind::error:
+        ec = out.ec;
+        if (ec == errc::ambiguous && req.fresh_owner) {
+            // As acquire_op::undo(): the lock may be ours; give it back best-effort.
+            std::string_view undo_fallback;
+            auto cmd = release_command(req.kind, req.keys, req.owner, req.lease, undo_fallback);
+            submit_release(std::move(cmd), undo_fallback, {});
+        }
+        return first_attempt::finished;
+    case attempt_outcome::kind::acquired:
+    case attempt_outcome::kind::reentered:
+        res.acquired = true;
+        res.reentered = out.what == attempt_outcome::kind::reentered;
+        res.token = out.token;
+        res.count = out.count;
+        res.sent_at = sent_at;
+        return first_attempt::finished;
+    case attempt_outcome::kind::held:
+        break;
+    }
+    if (req.wait) {
+        if (req.wait->count() == 0) return first_attempt::finished; // one try: not acquired
+        const auto spent =
+            std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - sent_at);
+        req.wait = std::max(std::chrono::milliseconds(1), *req.wait - spent);
+    }
+    req.refused_ttl = out.ttl_ms;
+    return first_attempt::refused;
 }
 
 std::shared_ptr<hold_state> client_impl::make_hold(const acquire_request& req,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <sys/socket.h>
 
 namespace dlock::net {
@@ -219,29 +220,30 @@ void connection::on_transport_ready() {
     });
 }
 
+std::size_t encode_handshake(std::string& out, const client_options& o) {
+    std::vector<std::string_view> hello{"HELLO", "3"};
+    if (!o.password.empty()) {
+        hello.push_back("AUTH");
+        hello.push_back(o.username.empty() ? std::string_view("default") : o.username);
+        hello.push_back(o.password);
+    }
+    if (!o.client_name.empty()) {
+        hello.push_back("SETNAME");
+        hello.push_back(o.client_name);
+    }
+    resp3::encode_command(out, hello);
+    if (o.db == 0) return 1;
+    const std::string db = std::to_string(o.db);
+    resp3::encode_command(out, {"SELECT", db});
+    return 2;
+}
+
 void connection::handshake() {
     // HELLO 3 [AUTH user pass] [SETNAME name]; SELECT db. Written as one batch; user commands
     // wait until every handshake reply was checked (a failed AUTH must never be followed by
     // commands that would run as the default user).
-    std::vector<std::string_view> hello{"HELLO", "3"};
-    if (!opts_.password.empty()) {
-        hello.push_back("AUTH");
-        hello.push_back(opts_.username.empty() ? std::string_view("default") : opts_.username);
-        hello.push_back(opts_.password);
-    }
-    if (!opts_.client_name.empty()) {
-        hello.push_back("SETNAME");
-        hello.push_back(opts_.client_name);
-    }
     write_buf_.clear();
-    resp3::encode_command(write_buf_, hello);
-    handshake_replies_ = 1;
-    std::string db;
-    if (opts_.db != 0) {
-        db = std::to_string(opts_.db);
-        resp3::encode_command(write_buf_, {"SELECT", db});
-        handshake_replies_++;
-    }
+    handshake_replies_ = encode_handshake(write_buf_, opts_);
     handshaking_ = true;
     handshake_error_.clear();
     read_buf_.clear();
@@ -286,6 +288,7 @@ void connection::dispatch_reply(resp3::value&& v) {
             sticky_error_.clear();
             ready_ = true;
             fd_ = plain_fd();
+            record_peer_locked();
             if (!pending_.empty()) schedule_flush_locked();
         }
         last_read_ = std::chrono::steady_clock::now();
@@ -459,6 +462,36 @@ bool connection::check_idle() {
     return true;
 }
 
+bool connection::idle() {
+    std::lock_guard lk(mu_);
+    return ready_ && !stopped_ && !writing_ && pending_.empty() && inflight_.empty();
+}
+
+bool connection::peer_address(sockaddr_storage& addr, socklen_t& len) {
+    std::lock_guard lk(mu_);
+    if (!ready_ || peer_len_ == 0) return false;
+    addr = peer_;
+    len = peer_len_;
+    return true;
+}
+
+void connection::record_peer_locked() {
+    peer_len_ = 0;
+    std::error_code ec;
+    if (auto* s = std::get_if<tcp::socket>(&stream_)) {
+        const auto ep = s->remote_endpoint(ec);
+        if (ec || ep.size() > sizeof peer_) return;
+        std::memcpy(&peer_, ep.data(), ep.size());
+        peer_len_ = static_cast<socklen_t>(ep.size());
+    } else if (auto* u = std::get_if<asio::local::stream_protocol::socket>(&stream_)) {
+        const asio::local::stream_protocol::endpoint ep(target_.unix_socket);
+        if (ep.size() > sizeof peer_) return;
+        std::memcpy(&peer_, ep.data(), ep.size());
+        peer_len_ = static_cast<socklen_t>(ep.size());
+        (void)u;
+    }
+}
+
 int connection::plain_fd() {
     // Only plain sockets may be written from caller threads; a TLS stream's state is not.
     if (auto* s = std::get_if<tcp::socket>(&stream_)) return s->native_handle();
@@ -500,6 +533,7 @@ void connection::fail_connection(std::error_code why) {
         flush_scheduled_ = false;
         writing_ = false;
         fd_ = -1;
+        peer_len_ = 0;
         inflight.swap(inflight_);
     }
     // Everything written and unanswered has an unknown outcome.

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <sys/socket.h>
 #include <variant>
 #include <vector>
 
@@ -42,6 +43,10 @@ struct target {
     std::uint16_t port = 0;
     std::string unix_socket;
 };
+
+/// Appends the connection handshake to `out`: HELLO 3 [AUTH user pass] [SETNAME name], then
+/// SELECT db when db != 0. Returns how many replies it asks for.
+std::size_t encode_handshake(std::string& out, const client_options& o);
 
 class connection : public std::enable_shared_from_this<connection> {
 public:
@@ -69,6 +74,13 @@ public:
     void set_state_handler(state_handler h) { on_state_ = std::move(h); }
 
     bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
+    /// True when connected and nothing is queued, being written or awaiting a reply.
+    /// Thread safety: any thread; the answer may be stale as soon as it returns.
+    bool idle();
+    /// The address of the server this connection is connected to, for a side connection
+    /// (sync_lane) that must reach the same server without a second name lookup. False when
+    /// not connected or over TLS.
+    bool peer_address(sockaddr_storage& addr, socklen_t& len);
     const client_options& options() const noexcept { return opts_; }
 
 private:
@@ -96,6 +108,7 @@ private:
     void arm_deadline_tick();
     void direct_write_locked(detail::request& r);
     int plain_fd();
+    void record_peer_locked(); // mu_ held, I/O thread
     bool check_idle();
 
     /// The health-check PING of an idle command connection (one at a time).
@@ -138,6 +151,8 @@ private:
     std::deque<detail::request*> inflight_; // guarded by mu_: written, awaiting replies in order
     bool stopped_ = false;                  // guarded by mu_
     std::error_code sticky_error_;          // guarded by mu_: fail new requests fast (auth failure)
+    sockaddr_storage peer_{};               // guarded by mu_: set when ready, plain sockets only
+    socklen_t peer_len_ = 0;                // guarded by mu_: 0 = no address
 
     // I/O thread only.
     std::string write_buf_;
