@@ -287,6 +287,7 @@ void connection::dispatch_reply(resp3::value&& v) {
             std::lock_guard lk(mu_);
             sticky_error_.clear();
             ready_ = true;
+            ++epoch_;
             fd_ = plain_fd();
             record_peer_locked();
             if (!pending_.empty()) schedule_flush_locked();
@@ -462,16 +463,18 @@ bool connection::check_idle() {
     return true;
 }
 
-bool connection::idle() {
+bool connection::idle(std::uint64_t& epoch) {
     std::lock_guard lk(mu_);
+    epoch = epoch_;
     return ready_ && !stopped_ && !writing_ && pending_.empty() && inflight_.empty();
 }
 
-bool connection::peer_address(sockaddr_storage& addr, socklen_t& len) {
+bool connection::peer_address(sockaddr_storage& addr, socklen_t& len, std::uint64_t& epoch) {
     std::lock_guard lk(mu_);
     if (!ready_ || peer_len_ == 0) return false;
     addr = peer_;
     len = peer_len_;
+    epoch = epoch_;
     return true;
 }
 

@@ -74,13 +74,15 @@ public:
     void set_state_handler(state_handler h) { on_state_ = std::move(h); }
 
     bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
-    /// True when connected and nothing is queued, being written or awaiting a reply.
+    /// True when connected and nothing is queued, being written or awaiting a reply; `epoch`
+    /// is then the number of the current connection (it changes with every reconnect).
     /// Thread safety: any thread; the answer may be stale as soon as it returns.
-    bool idle();
-    /// The address of the server this connection is connected to, for a side connection
-    /// (sync_lane) that must reach the same server without a second name lookup. False when
-    /// not connected or over TLS.
-    bool peer_address(sockaddr_storage& addr, socklen_t& len);
+    bool idle(std::uint64_t& epoch);
+    /// The address of the server this connection is connected to and the connection's epoch,
+    /// for a side connection (sync_lane) that must reach the same server without a second name
+    /// lookup, and must follow when a reconnect lands elsewhere. False when not connected or
+    /// over TLS.
+    bool peer_address(sockaddr_storage& addr, socklen_t& len, std::uint64_t& epoch);
     const client_options& options() const noexcept { return opts_; }
 
 private:
@@ -153,6 +155,7 @@ private:
     std::error_code sticky_error_;          // guarded by mu_: fail new requests fast (auth failure)
     sockaddr_storage peer_{};               // guarded by mu_: set when ready, plain sockets only
     socklen_t peer_len_ = 0;                // guarded by mu_: 0 = no address
+    std::uint64_t epoch_ = 0;               // guarded by mu_: bumped by every completed handshake
 
     // I/O thread only.
     std::string write_buf_;

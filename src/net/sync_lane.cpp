@@ -102,7 +102,9 @@ bool sync_lane::usable_locked(connection& main, clock::time_point deadline) {
     if (stopped_.load(std::memory_order_acquire)) return false;
     // Never overtake this process's earlier commands, and never report a different error
     // than the pipelined connection would (it is the one that reconnects and handshakes).
-    if (!main.idle()) return false;
+    std::uint64_t epoch = 0;
+    if (!main.idle(epoch)) return false;
+    if (fd_ >= 0 && epoch != epoch_) close_locked(); // follow the shared connection
     if (fd_ >= 0) {
         // An idle lane the server closed (restart, CLIENT KILL, timeout) shows as readable.
         pollfd p{fd_, POLLIN, 0};
@@ -119,7 +121,7 @@ bool sync_lane::usable_locked(connection& main, clock::time_point deadline) {
 bool sync_lane::connect_locked(connection& main, clock::time_point deadline) {
     sockaddr_storage addr{};
     socklen_t len = 0;
-    if (!main.peer_address(addr, len)) return false;
+    if (!main.peer_address(addr, len, epoch_)) return false;
     const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) return false;
     {

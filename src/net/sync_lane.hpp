@@ -16,7 +16,9 @@
 // - not while a (re)connect of the lane failed less than reconnect_max ago.
 // The lane connects to the address the pipelined connection is connected to (no second name
 // lookup) and performs the same handshake (HELLO 3, AUTH, SETNAME, SELECT); any handshake
-// failure leaves the error for the pipelined connection to report.
+// failure leaves the error for the pipelined connection to report. When the pipelined
+// connection reconnects (possibly to another address), the lane reconnects before its next use,
+// so both always talk to the same server.
 //
 // Outcome rules are those of net::connection: a command written whose reply did not come by
 // its deadline, or whose connection closed first, is errc::ambiguous (never re-sent); a
@@ -82,6 +84,7 @@ private:
     std::string in_buf_;
     std::size_t in_pos_ = 0;
     clock::time_point retry_after_{};
+    std::uint64_t epoch_ = 0; ///< the shared connection's epoch when the lane connected
 
     std::mutex fd_mu_; // orders close() by the lane with ::shutdown() from shutdown()
     int live_fd_ = -1; // guarded by fd_mu_: the descriptor shutdown() may shut down
