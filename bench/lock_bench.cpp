@@ -2,7 +2,9 @@
 // client with the watchdog, counting renewal batches and client memory per held lock.
 //
 //   lock_bench URL A|B|C|D|hold [--kind lock|simple] [--workers N] [--keys N] [--seconds S]
-//              [--ops N] [--client-per-worker] [--async] [--locks N] [--watchdog-ms MS]
+//              [--ops N] [--client-per-worker] [--async] [--io-thread] [--locks N]
+//              [--watchdog-ms MS]
+// --io-thread: blocking calls go through the I/O thread (client_options::sync_io).
 // Prints one JSON object per run.
 #include "client_impl.hpp"
 #include "lock/renewal.hpp"
@@ -87,6 +89,8 @@ int main(int argc, char** argv) {
             o.max_ops = std::stoull(next());
         else if (a == "--client-per-worker")
             o.client_per_worker = true;
+        else if (a == "--io-thread")
+            o.sync_io = dlock::blocking_io::io_thread;
         else if (a == "--async")
             o.async = true;
         else if (a == "--locks")

@@ -134,6 +134,7 @@ result run_async_many_keys(client& c, const options& o, unsigned workers, unsign
 result run(const options& o) {
     client_options copts = parse_url(o.url);
     copts.command_timeout = std::chrono::seconds(10);
+    copts.sync_io = o.sync_io;
     client main_client(copts);
     client stats_client(copts);
     const auto s0 = read_server_stats(stats_client);

@@ -33,6 +33,8 @@ struct options {
     /// lease::async_release, repeat), like the Node peers' B; false: one OS thread per worker
     /// calling the blocking mutex API.
     bool async = false;
+    /// How blocking calls do their I/O (client_options::sync_io).
+    blocking_io sync_io = blocking_io::caller_thread;
     std::string key_prefix = "dlock-bench";
 };
 

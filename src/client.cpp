@@ -166,7 +166,7 @@ resp3::value client_impl::run(std::span<const std::string_view> args, std::error
         return {};
     }
     const auto deadline = std::chrono::steady_clock::now() + opts_.command_timeout;
-    if (lane_) {
+    if (lane_allowed()) {
         ec.clear();
         resp3::value out;
         if (lane_->call(*conn_, args, eval_fallback, deadline, out, ec) ==

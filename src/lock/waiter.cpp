@@ -172,6 +172,7 @@ private:
         }
         if (!subscribed_) {
             subscribed_ = true;
+            c_->waiter_added();
             state_ = state::subscribing;
             c_->subscriber().add(req_.keys.channel, this);
             arm_timer(deadline_); // bounds the wait for the subscription confirmation
@@ -222,7 +223,10 @@ private:
         if (state_ == state::finished) return;
         state_ = state::finished;
         timer_.cancel();
-        if (subscribed_) c_->subscriber().remove(req_.keys.channel, this);
+        if (subscribed_) {
+            c_->subscriber().remove(req_.keys.channel, this);
+            c_->waiter_removed();
+        }
         auto keep = shared_from_this();
         // In-flight requests point into this op: it stays alive until their replies arrive.
         if (replies_left_ == 0) self_.reset();
@@ -261,7 +265,7 @@ void client_impl::async_acquire(acquire_request req, acquire_done done) {
 
 client_impl::first_attempt client_impl::try_first_attempt(acquire_request& req, acquire_result& res,
                                                           std::error_code& ec) {
-    if (!lane_ || shut_down() || on_io_thread()) return first_attempt::not_taken;
+    if (!lane_allowed() || shut_down() || on_io_thread()) return first_attempt::not_taken;
     const std::string lease_ms = std::to_string(req.lease.count());
     std::vector<std::string_view> views;
     std::string_view fallback;

@@ -69,13 +69,17 @@ sync_lane::result sync_lane::call(connection& main, std::span<const std::string_
     std::unique_lock lk(mu_, std::try_to_lock);
     if (!lk.owns_lock()) return result::not_taken;
     if (!usable_locked(main, deadline)) return result::not_taken;
+    calls_.fetch_add(1, std::memory_order_relaxed);
 
     out_buf_.clear();
     resp3::encode_command(out_buf_, args);
     std::size_t written = 0;
     if (!write_all(out_buf_, deadline, written)) {
         // Part of one command cannot have run: the pipelined connection takes it.
-        if (written < out_buf_.size()) return result::not_taken;
+        if (written < out_buf_.size()) {
+            calls_.fetch_sub(1, std::memory_order_relaxed);
+            return result::not_taken;
+        }
         ec = make_error_code(stopped_ ? errc::cancelled : errc::ambiguous);
         return result::done;
     }

@@ -66,6 +66,9 @@ public:
     /// down under it), later calls are not taken. Any thread.
     void shutdown() noexcept;
 
+    /// Calls the lane has taken so far (result::done), for tests and statistics.
+    std::uint64_t calls() const noexcept { return calls_.load(std::memory_order_relaxed); }
+
 private:
     bool usable_locked(connection& main, clock::time_point deadline);
     bool connect_locked(connection& main, clock::time_point deadline);
@@ -89,6 +92,7 @@ private:
     std::mutex fd_mu_; // orders close() by the lane with ::shutdown() from shutdown()
     int live_fd_ = -1; // guarded by fd_mu_: the descriptor shutdown() may shut down
     std::atomic<bool> stopped_{false};
+    std::atomic<std::uint64_t> calls_{0};
 };
 
 } // namespace dlock::net

@@ -160,3 +160,30 @@ TEST(sync_lane, locks_exclude_and_fence_the_same_in_both_modes) {
         c.command({"DEL", "redisson_lock_token:{" + name + "}"});
     }
 }
+
+TEST(sync_lane, blocking_calls_stay_on_the_shared_connection_while_a_waiter_waits) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client holder_client(fast_options(s.url()));
+    dlock::client c(fast_options(s.url()));
+    ASSERT_TRUE(ping_ok(c));
+    ASSERT_TRUE(ping_ok(c));
+    const auto* lane = c.impl()->lane();
+    ASSERT_NE(lane, nullptr);
+    ASSERT_GT(lane->calls(), 0u); // the second PING went through the lane
+
+    dlock::mutex held = holder_client.make_mutex("busy");
+    held.lock();
+    dlock::test::blocked_waiter waiter(c, "busy");
+    ASSERT_TRUE(eventually(
+        [&] { return dlock::test::one_subscriber(s, "redisson_lock__channel:{busy}"); }, 5s));
+    const auto before = lane->calls(); // includes the waiter's refused first attempt
+    // A waiter of this client is about to be woken by the I/O thread: a blocking caller must
+    // not race ahead of it on the side connection.
+    EXPECT_EQ(c.command({"PING"}).str, "PONG");
+    EXPECT_EQ(lane->calls(), before);
+    held.unlock();
+    waiter.join();
+    ASSERT_TRUE(waiter.acquired.load());
+    EXPECT_TRUE(eventually([&] { return ping_ok(c) && lane->calls() > before; }, 5s));
+}
