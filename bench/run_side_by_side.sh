@@ -82,6 +82,7 @@ run pb_evalsha_async_50 $C0 $PB $URL EVALSHA async 50 $SECS
 echo "== dlock lock_bench A-D =="
 for kind in lock simple; do
   run "A_$kind" $C0 $LB $URL A --kind $kind --seconds 3
+  run "A_${kind}_io_thread" $C0 $LB $URL A --kind $kind --seconds 3 --io-thread
   run "B_$kind" $C0 $LB $URL B --kind $kind --workers 50 --keys 50 --seconds 3
   run "B_${kind}_async" $C0 $LB $URL B --kind $kind --workers 50 --keys 50 --seconds 3 --async
   run "C_$kind" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000
