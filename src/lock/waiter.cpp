@@ -171,13 +171,21 @@ private:
             return;
         }
         if (!subscribed_) {
+            // Another waiter of this client already holds a subscription that was confirmed
+            // before this attempt was sent: the attempt already was the "last attempt", and
+            // every later release publishes to a channel we listen on. (A message that comes
+            // before we are registered wakes another local waiter or is kept as a permit,
+            // which our sleep() below consumes.) Saves one refused attempt per waiting call.
+            const bool covered = c_->subscriber().active_since(req_.keys.channel, sent_at_);
             subscribed_ = true;
             c_->waiter_added();
-            state_ = state::subscribing;
             c_->subscriber().add(req_.keys.channel, this);
-            arm_timer(deadline_); // bounds the wait for the subscription confirmation
-            self_ = shared_from_this();
-            return;
+            if (!covered) {
+                state_ = state::subscribing;
+                arm_timer(deadline_); // bounds the wait for the subscription confirmation
+                self_ = shared_from_this();
+                return;
+            }
         }
         if (ttl == -2) return attempt(); // vanished between our commands: try again now
         if (c_->subscriber().sleep(req_.keys.channel, this)) return attempt(); // stored permit

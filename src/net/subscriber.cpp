@@ -59,6 +59,12 @@ void subscriber::remove(const std::string& channel, waiter* w) {
     }
 }
 
+bool subscriber::active_since(const std::string& channel,
+                              std::chrono::steady_clock::time_point t) const {
+    auto it = channels_.find(channel);
+    return it != channels_.end() && it->second.active && it->second.confirmed_at <= t;
+}
+
 bool subscriber::sleep(const std::string& channel, waiter* w) {
     auto it = channels_.find(channel);
     if (it == channels_.end()) return false;
@@ -96,6 +102,7 @@ void subscriber::on_push(const resp3::value& v) {
     entry& e = it->second;
     if (kind == "subscribe" || kind == "ssubscribe") {
         const bool reconnect = e.active == false && !e.sleeping.empty();
+        if (!e.active) e.confirmed_at = std::chrono::steady_clock::now();
         e.active = true;
         // Copy: callbacks may add/remove waiters.
         std::vector<waiter*> ws(e.waiters.begin(), e.waiters.end());

@@ -49,6 +49,11 @@ public:
     /// `w` woke for another reason (timer): it is no longer sleeping.
     void awake(const std::string& channel, waiter* w);
 
+    /// True when `channel` has a confirmed subscription that was confirmed at or before `t`
+    /// (steady clock of this process). A command sent after that confirmation was processed by
+    /// the server after the SUBSCRIBE, so every release after it publishes to us.
+    bool active_since(const std::string& channel, std::chrono::steady_clock::time_point t) const;
+
     std::size_t channel_count() const noexcept { return channels_.size(); }
     void stop();
 
@@ -58,6 +63,7 @@ private:
         std::list<waiter*> sleeping;
         std::size_t permits = 0;
         bool active = false;
+        std::chrono::steady_clock::time_point confirmed_at{}; // when `active` last became true
     };
     void on_push(const resp3::value& v);
     void on_state(bool connected);

@@ -361,6 +361,40 @@ TEST(lock, a_waiter_is_woken_by_the_unlock_message_without_polling) {
     EXPECT_TRUE(eventually([&] { return s.cli({"PUBSUB", "CHANNELS", "*"}).empty(); }, 2s));
 }
 
+TEST(lock, a_second_local_waiter_reuses_the_active_subscription_with_one_attempt) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client holder(fast_options(s.url()));
+    dlock::client c(fast_options(s.url()));
+    { // load the scripts into the server's cache, then count from zero
+        dlock::mutex warm = holder.make_mutex("warm");
+        warm.lock(30s);
+        warm.unlock();
+    }
+    s.cli({"CONFIG", "RESETSTAT"});
+    const auto evalsha_calls = [&] {
+        const auto stats = s.cli({"INFO", "commandstats"});
+        const auto at = stats.find("cmdstat_evalsha:calls=");
+        return at == std::string::npos ? 0 : std::stoi(stats.substr(at + 22));
+    };
+    dlock::mutex m = holder.make_mutex("shared-sub");
+    m.lock(30s);                                        // 1 script
+    dlock::test::blocked_waiter first(c, "shared-sub"); // attempt, subscribe, last attempt: 2
+    ASSERT_TRUE(
+        eventually([&] { return one_subscriber(s, "redisson_lock__channel:{shared-sub}"); }, 2s));
+    ASSERT_TRUE(eventually([&] { return evalsha_calls() == 3; }, 2s));
+    // The subscription of `first` was confirmed before this waiter's attempt was sent: that
+    // attempt is its last one before sleeping.
+    dlock::test::blocked_waiter second(c, "shared-sub");
+    ASSERT_TRUE(eventually([&] { return evalsha_calls() == 4; }, 2s));
+    m.unlock();    // 1: wakes `first`
+    first.join();  // 1 attempt + 1 release: wakes `second`
+    second.join(); // 1 attempt + 1 release
+    EXPECT_TRUE(first.acquired.load());
+    EXPECT_TRUE(second.acquired.load());
+    EXPECT_EQ(evalsha_calls(), 9); // 10 if the second waiter had tried twice before sleeping
+}
+
 TEST(lock, waiters_that_give_up_leave_no_subscription_behind) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
