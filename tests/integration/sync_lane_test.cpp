@@ -187,3 +187,45 @@ TEST(sync_lane, blocking_calls_stay_on_the_shared_connection_while_a_waiter_wait
     ASSERT_TRUE(waiter.acquired.load());
     EXPECT_TRUE(eventually([&] { return ping_ok(c) && lane->calls() > before; }, 5s));
 }
+
+TEST(sync_lane, a_killed_side_connection_is_noticed_before_use_and_replaced) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    ASSERT_TRUE(ping_ok(c));
+    ASSERT_TRUE(ping_ok(c));
+    const auto* lane = c.impl()->lane();
+    const auto calls = lane->calls();
+    const auto lane_id = c.command({"CLIENT", "ID"}).integer; // asked on the side connection
+    ASSERT_EQ(lane->calls(), calls + 1);
+    ASSERT_EQ(s.cli({"CLIENT", "KILL", "ID", std::to_string(lane_id)}), "1");
+    // The next call sees the closed socket before writing, reconnects, and answers.
+    EXPECT_EQ(c.command({"PING"}).str, "PONG");
+    EXPECT_NE(c.command({"CLIENT", "ID"}).integer, lane_id);
+    EXPECT_EQ(lane->calls(), calls + 3);
+}
+
+TEST(sync_lane, a_side_connection_killed_during_a_call_is_ambiguous) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    ASSERT_TRUE(ping_ok(c));
+    ASSERT_TRUE(ping_ok(c));
+    const auto lane_id = c.command({"CLIENT", "ID"}).integer;
+    std::error_code ec;
+    std::thread t([&] {
+        const std::string_view blpop[] = {"BLPOP", "never", "0.9"};
+        c.command(blpop, ec);
+    });
+    const bool blocked = eventually(
+        [&] {
+            return s.cli({"CLIENT", "LIST"}).find("cmd=blpop") != std::string::npos;
+        },
+        5s);
+    s.cli({"CLIENT", "KILL", "ID", std::to_string(lane_id)});
+    t.join();
+    ASSERT_TRUE(blocked);
+    // Written, and the connection closed before a reply: the outcome is unknown.
+    EXPECT_EQ(ec, errc::ambiguous);
+    EXPECT_TRUE(ping_ok(c));
+}
