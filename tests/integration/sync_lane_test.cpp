@@ -229,3 +229,20 @@ TEST(sync_lane, a_side_connection_killed_during_a_call_is_ambiguous) {
     EXPECT_EQ(ec, errc::ambiguous);
     EXPECT_TRUE(ping_ok(c));
 }
+
+TEST(sync_lane, the_side_connection_authenticates_selects_the_database_and_works_over_unix) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s(dlock::test::server_options{.acl_lines = {"user app on >pw ~* +@all"}});
+    for (const std::string& url : {"redis://app:pw@127.0.0.1:" + std::to_string(s.port()) + "/3",
+                                   "unix://" + s.unix_socket() + "?db=4"}) {
+        dlock::client c(fast_options(url));
+        ASSERT_TRUE(ping_ok(c)) << url;
+        const auto* lane = c.impl()->lane();
+        const auto calls = lane->calls();
+        EXPECT_TRUE(c.command({"SET", "lane-db", url}).is_ok());
+        EXPECT_EQ(lane->calls(), calls + 1) << url; // it went through the side connection
+        const std::string db = url.starts_with("unix") ? "4" : "3";
+        EXPECT_EQ(s.cli({"-n", db, "GET", "lane-db"}), url);
+        EXPECT_EQ(c.command({"ACL", "WHOAMI"}).str, url.starts_with("unix") ? "default" : "app");
+    }
+}
