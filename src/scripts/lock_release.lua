@@ -14,11 +14,15 @@ if KEYS[3] then
     local done = redis.call('get', KEYS[3])
     if done then return tonumber(done) end
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+-- HGET instead of Redisson's HEXISTS + HINCRBY: the final release (the common case) then costs
+-- three calls (HGET, DEL, PUBLISH) instead of four; the data written is the same.
+local held = redis.call('hget', KEYS[1], ARGV[3])
+if not held then
     return nil
 end
-local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+local count = tonumber(held) - 1
 if count > 0 then
+    redis.call('hset', KEYS[1], ARGV[3], count)
     redis.call('pexpire', KEYS[1], ARGV[2])
     if KEYS[3] then redis.call('set', KEYS[3], 0, 'px', ARGV[5]) end
     return 0

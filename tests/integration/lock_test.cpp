@@ -2,6 +2,7 @@
 // ownership, leases, the watchdog, loss signals, waiting without polling, TimedLockable.
 #include "client_impl.hpp"
 #include "lock/renewal.hpp"
+#include "scripts.hpp"
 #include "test_util.hpp"
 
 #include <atomic>
@@ -577,4 +578,27 @@ TEST(lock, a_waiter_ends_with_cancelled_when_its_client_shuts_down) {
     waiter.join();
     EXPECT_EQ(ec, errc::cancelled);
     ma.unlock();
+}
+
+TEST(lock, the_release_script_with_an_unlock_latch_answers_a_repeated_request_the_same) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    const std::string text(dlock::detail::get_script(dlock::detail::script_id::lock_release).text);
+    c.command({"HSET", "latched", "owner:1", "2"});
+    const auto release = [&](const std::string& latch) {
+        return c.command({"EVAL", text, "3", "latched", "redisson_lock__channel:{latched}", latch,
+                          "0", "30000", "owner:1", "PUBLISH", "30000"});
+    };
+    const std::string l1 = "redisson_unlock_latch:{latched}:1";
+    const std::string l2 = "redisson_unlock_latch:{latched}:2";
+    EXPECT_EQ(release(l1).integer, 0); // 2 -> 1, still held
+    EXPECT_EQ(c.command({"HGET", "latched", "owner:1"}).str, "1");
+    EXPECT_EQ(release(l1).integer, 0); // the same request again: latched answer, no decrement
+    EXPECT_EQ(c.command({"HGET", "latched", "owner:1"}).str, "1");
+    EXPECT_EQ(release(l2).integer, 1); // 1 -> 0: deleted and published
+    EXPECT_EQ(c.command({"EXISTS", "latched"}).integer, 0);
+    EXPECT_EQ(release(l2).integer, 1); // repeated: still "released", nothing else happens
+    EXPECT_GT(std::stoll(s.cli({"PTTL", l2})), 0);
+    EXPECT_TRUE(release("redisson_unlock_latch:{latched}:3").is_null()); // not the owner
 }
