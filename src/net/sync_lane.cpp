@@ -73,15 +73,11 @@ sync_lane::result sync_lane::call(connection& main, std::span<const std::string_
 
     out_buf_.clear();
     resp3::encode_command(out_buf_, args);
-    std::size_t written = 0;
-    if (!write_all(out_buf_, deadline, written)) {
-        // Part of one command cannot have run: the pipelined connection takes it.
-        if (written < out_buf_.size()) {
-            calls_.fetch_sub(1, std::memory_order_relaxed);
-            return result::not_taken;
-        }
-        ec = make_error_code(stopped_ ? errc::cancelled : errc::ambiguous);
-        return result::done;
+    if (!write_all(out_buf_, deadline)) {
+        // Not all of it left, and the lane is closed now: a partial command cannot run, so the
+        // pipelined connection takes it.
+        calls_.fetch_sub(1, std::memory_order_relaxed);
+        return result::not_taken;
     }
     if (!read_reply(out, deadline, ec)) return result::done;
     if (out.is_error() && !eval_fallback.empty() && out.str.starts_with("NOSCRIPT")) {
@@ -90,11 +86,9 @@ sync_lane::result sync_lane::call(connection& main, std::span<const std::string_
         eval[1] = eval_fallback;
         out_buf_.clear();
         resp3::encode_command(out_buf_, eval);
-        if (!write_all(out_buf_, deadline, written)) {
+        if (!write_all(out_buf_, deadline)) {
             // NOSCRIPT ran nothing and a partial EVAL cannot run: the outcome is still known.
-            ec = make_error_code(stopped_                    ? errc::cancelled
-                                 : written < out_buf_.size() ? errc::unavailable
-                                                             : errc::ambiguous);
+            ec = make_error_code(stopped_ ? errc::cancelled : errc::unavailable);
             return result::done;
         }
         read_reply(out, deadline, ec);
@@ -152,8 +146,7 @@ bool sync_lane::connect_locked(connection& main, clock::time_point deadline) {
     // The pipelined connection's handshake, checked reply by reply.
     out_buf_.clear();
     const std::size_t replies = encode_handshake(out_buf_, opts_);
-    std::size_t written = 0;
-    if (!write_all(out_buf_, connect_deadline, written)) return false;
+    if (!write_all(out_buf_, connect_deadline)) return false;
     bool ok = true;
     for (std::size_t i = 0; i < replies; ++i) {
         resp3::value v;
@@ -164,9 +157,8 @@ bool sync_lane::connect_locked(connection& main, clock::time_point deadline) {
     return ok;
 }
 
-bool sync_lane::write_all(std::string_view bytes, clock::time_point deadline,
-                          std::size_t& written) {
-    written = 0;
+bool sync_lane::write_all(std::string_view bytes, clock::time_point deadline) {
+    std::size_t written = 0;
     while (written < bytes.size()) {
         const ssize_t n = ::send(fd_, bytes.data() + written, bytes.size() - written,
                                  MSG_DONTWAIT | MSG_NOSIGNAL);

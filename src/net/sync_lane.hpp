@@ -72,9 +72,9 @@ public:
 private:
     bool usable_locked(connection& main, clock::time_point deadline);
     bool connect_locked(connection& main, clock::time_point deadline);
-    /// Writes all of `bytes`; false (and the lane closed) when it could not. `written` tells
-    /// how many bytes left: fewer than all means the server cannot have run the command.
-    bool write_all(std::string_view bytes, clock::time_point deadline, std::size_t& written);
+    /// Writes all of `bytes`; false (and the lane closed) when it could not, in which case
+    /// the server got at most part of the last command and cannot have run it.
+    bool write_all(std::string_view bytes, clock::time_point deadline);
     /// Reads one reply (pushes are skipped). Errors close the lane.
     bool read_reply(resp3::value& out, clock::time_point deadline, std::error_code& ec);
     void close_locked() noexcept;
