@@ -9,6 +9,7 @@
 #pragma once
 
 #include <dlock/config.hpp>
+#include <dlock/detail/deliver.hpp>
 #include <dlock/detail/request.hpp>
 #include <dlock/error.hpp>
 #include <dlock/lease.hpp>
@@ -144,12 +145,11 @@ public:
     }
     void complete(std::error_code ec, resp3::value&& reply) override {
         auto ex = work_.get_executor();
-        // post, not dispatch: a request may fail synchronously inside the initiating call,
-        // and a handler must never run before its initiating function returns.
-        asio::post(ex, [h = std::move(handler_), ec, r = std::move(reply)]() mutable {
+        auto f = [h = std::move(handler_), ec, r = std::move(reply)]() mutable {
             std::move(h)(ec, std::move(r));
-        });
-        delete this;
+        };
+        delete this; // before the handler may run inline
+        deliver(ex, std::move(f));
     }
 
 private:
@@ -166,6 +166,7 @@ auto client::async_command(std::vector<std::string> args, CompletionToken&& toke
     return asio::async_initiate<CompletionToken, void(std::error_code, resp3::value)>(
         [impl = impl_](auto handler, std::vector<std::string> a) {
             auto io = detail::executor_of(*impl);
+            detail::initiation_scope scope;
             auto* op = new detail::command_op<std::decay_t<decltype(handler)>>(std::move(handler),
                                                                                std::move(a), io);
             detail::submit(*impl, *op);
@@ -177,6 +178,7 @@ template <class CompletionToken>
 auto client::async_acquire(std::string name, acquire_options opts, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code, lease)>(
         [impl = impl_](auto handler, std::string n, acquire_options o) {
+            detail::initiation_scope scope;
             using H = std::decay_t<decltype(handler)>;
             auto io = detail::executor_of(*impl);
             auto work = asio::make_work_guard(asio::get_associated_executor(handler, io));
@@ -184,7 +186,7 @@ auto client::async_acquire(std::string name, acquire_options opts, CompletionTok
                 std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
             detail::start_acquire(impl, std::move(n), o, [shared](std::error_code ec, lease l) {
                 auto ex = shared->second.get_executor();
-                asio::post(ex, [shared, ec, l = std::move(l)]() mutable {
+                detail::deliver(ex, [shared, ec, l = std::move(l)]() mutable {
                     std::move(shared->first)(ec, std::move(l));
                 });
             });

@@ -8,6 +8,7 @@
 // in the past.
 #pragma once
 
+#include <dlock/detail/deliver.hpp>
 #include <dlock/error.hpp>
 
 #include <asio/any_io_executor.hpp>
@@ -95,6 +96,7 @@ template <class CompletionToken>
 auto lease::async_release(CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code)>(
         [](auto handler, std::shared_ptr<detail::hold_state> h) {
+            detail::initiation_scope scope;
             using H = std::decay_t<decltype(handler)>;
             asio::any_io_executor io = detail::hold_executor(h);
             if (!io) io = asio::system_executor();
@@ -103,7 +105,7 @@ auto lease::async_release(CompletionToken&& token) {
                 std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
             detail::start_release(std::move(h), [shared](std::error_code ec) {
                 auto ex = shared->second.get_executor();
-                asio::post(ex, [shared, ec]() mutable { std::move(shared->first)(ec); });
+                detail::deliver(ex, [shared, ec]() mutable { std::move(shared->first)(ec); });
             });
         },
         token, std::move(state_));

@@ -1,5 +1,6 @@
 // The RESP client against real servers (and the fake server for protocol faults): pipelining,
 // async forms, scripts, reconnects, authentication, ACL, TLS.
+#include "client_impl.hpp"
 #include "fake_resp_server.hpp"
 #include "test_util.hpp"
 
@@ -134,6 +135,40 @@ TEST(connection, client_kill_is_survived) {
     ASSERT_EQ(c.command({"PING"}).str, "PONG");
     s.cli({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
     EXPECT_TRUE(dlock::test::eventually([&] { return dlock::test::ping_ok(c); }, 10s));
+}
+
+TEST(connection, a_handler_never_runs_inside_its_initiating_call) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s(server_options{.password = "right"});
+    auto o = fast_options(s.url());
+    o.password = "right";
+    dlock::client good(o);
+    o.password = "wrong";
+    dlock::client bad(o);
+    std::error_code ec;
+    const std::string_view ping[] = {"PING"};
+    bad.command(ping, ec);
+    ASSERT_EQ(ec, errc::auth_failed); // from now on requests fail at once, inside submit()
+    // Initiate from each client's I/O thread, as a handler in a chain would, and record whether
+    // the handler ran before the initiating call returned.
+    const auto initiate = [](dlock::client& c) {
+        auto returned = std::make_shared<std::atomic<bool>>(false);
+        std::promise<std::pair<bool, std::error_code>> seen;
+        auto f = seen.get_future();
+        asio::post(c.impl()->io(), [&c, returned, &seen] {
+            c.async_command({"PING"}, [returned, &seen](std::error_code e, dlock::resp3::value) {
+                seen.set_value({returned->load(), e});
+            });
+            returned->store(true);
+        });
+        return f.get();
+    };
+    const auto [after_failure, failure] = initiate(bad);
+    EXPECT_EQ(failure, errc::auth_failed);
+    EXPECT_TRUE(after_failure) << "a failed request's handler ran inside async_command";
+    const auto [after_reply, success] = initiate(good);
+    EXPECT_FALSE(success) << success.message();
+    EXPECT_TRUE(after_reply);
 }
 
 TEST(connection, a_wrong_password_is_auth_failed_and_nothing_runs_as_default) {
