@@ -145,11 +145,13 @@ public:
     }
     void complete(std::error_code ec, resp3::value&& reply) override {
         auto ex = work_.get_executor();
-        auto f = [h = std::move(handler_), ec, r = std::move(reply)]() mutable {
+        deliver(ex, [h = std::move(handler_), ec, r = std::move(reply)]() mutable {
             std::move(h)(ec, std::move(r));
-        };
-        delete this; // before the handler may run inline
-        deliver(ex, std::move(f));
+        });
+        // Only now: work_ keeps the handler's executor (maybe another io_context) from running
+        // out of work, and so being stopped or destroyed, while deliver() hands the handler to
+        // it. The handler was moved out, so running it inline above did not need this object.
+        delete this;
     }
 
 private:

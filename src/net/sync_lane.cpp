@@ -200,16 +200,17 @@ bool sync_lane::read_reply(resp3::value& out, clock::time_point deadline, std::e
             in_buf_.erase(0, in_pos_);
             in_pos_ = 0;
         }
-        const auto old = in_buf_.size();
-        in_buf_.resize(old + read_chunk);
-        const ssize_t n = ::recv(fd_, in_buf_.data() + old, read_chunk, MSG_DONTWAIT);
-        in_buf_.resize(old + (n > 0 ? static_cast<std::size_t>(n) : 0));
-        if (n > 0) continue;
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            const short r = wait_for(fd_, POLLIN, deadline);
-            if (r & POLLIN) continue;
-            if (r == 0 && clock::now() < deadline) continue;
+        // Wait before reading: right after a write the reply cannot be there yet, and a recv()
+        // that finds nothing would cost a system call per command.
+        const short r = wait_for(fd_, POLLIN, deadline);
+        if (r == 0 && clock::now() < deadline) continue; // poll's millisecond rounding
+        if (r != 0) {
+            const auto old = in_buf_.size();
+            in_buf_.resize(old + read_chunk);
+            const ssize_t n = ::recv(fd_, in_buf_.data() + old, read_chunk, MSG_DONTWAIT);
+            in_buf_.resize(old + (n > 0 ? static_cast<std::size_t>(n) : 0));
+            if (n > 0) continue;
+            if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
         }
         // Closed, reset, or no reply by the deadline: the command's outcome is unknown.
         close_locked();
