@@ -25,6 +25,26 @@ void attempt_command(const acquire_request& req, const std::string& lease_ms,
     }
 }
 
+/// The result of an attempt that acquired or re-entered, sent at `sent_at`.
+acquire_result acquired(const attempt_outcome& out, clock::time_point sent_at) {
+    acquire_result res;
+    res.acquired = true;
+    res.reentered = out.what == attempt_outcome::kind::reentered;
+    res.token = out.token;
+    res.count = out.count;
+    res.sent_at = sent_at;
+    return res;
+}
+
+/// After an ambiguous attempt the lock may be ours; release it best-effort (fail closed: the
+/// caller is told it does not hold the lock). Safe only for a fresh owner id/token.
+void undo(client_impl& c, const acquire_request& req) {
+    if (!req.fresh_owner) return;
+    std::string_view fallback;
+    auto cmd = c.release_command(req.kind, req.keys, req.owner, req.lease, fallback);
+    c.submit_release(std::move(cmd), fallback, {});
+}
+
 class acquire_op final : public std::enable_shared_from_this<acquire_op>,
                          public net::subscriber::waiter,
                          public cancellable {
@@ -45,11 +65,7 @@ public:
         asio::post(c_->io(), [self = shared_from_this()] {
             if (self->state_ == state::finished) return;
             self->state_ = state::trying;
-            const auto ttl = *self->req_.refused_ttl;
-            if (self->req_.kind == lock_kind::simple && !self->req_.retry &&
-                !(self->req_.wait && self->req_.wait->count() == 0))
-                return self->query_ttl();
-            self->not_acquired(ttl);
+            self->refused(*self->req_.refused_ttl);
         });
     }
 
@@ -115,8 +131,7 @@ private:
         evaluate();
     }
 
-    /// Simple lock refused: ask for the holder's PTTL, which bounds our sleep. Skipped when we
-    /// will not sleep on it (a single try, or the spin policy).
+    /// Simple lock refused: ask for the holder's PTTL (see refused()).
     void query_ttl() {
         ttl_query_ = true;
         self_ = shared_from_this();
@@ -138,21 +153,21 @@ private:
         case attempt_outcome::kind::error:
             return fail(out.ec);
         case attempt_outcome::kind::held:
-            if (req_.kind == lock_kind::simple && !req_.retry &&
-                !(req_.wait && req_.wait->count() == 0))
-                return query_ttl();
-            return not_acquired(out.ttl_ms);
+            return refused(out.ttl_ms);
         case attempt_outcome::kind::acquired:
-        case attempt_outcome::kind::reentered: {
-            acquire_result res;
-            res.acquired = true;
-            res.reentered = out.what == attempt_outcome::kind::reentered;
-            res.token = out.token;
-            res.count = out.count;
-            res.sent_at = sent_at_;
-            return finish({}, res);
+        case attempt_outcome::kind::reentered:
+            return finish({}, acquired(out, sent_at_));
         }
-        }
+    }
+
+    /// Held by another owner (`ttl`: the holder's PTTL, -1 unknown). A refused simple lock
+    /// first asks for the PTTL, which bounds our sleep, unless we will not sleep on it (a
+    /// single try, or the spin policy).
+    void refused(std::int64_t ttl) {
+        if (req_.kind == lock_kind::simple && !req_.retry &&
+            !(req_.wait && req_.wait->count() == 0))
+            return query_ttl();
+        not_acquired(ttl);
     }
 
     void not_acquired(std::int64_t ttl) {
@@ -215,16 +230,8 @@ private:
     }
 
     void fail(std::error_code ec) {
-        if (ec == errc::ambiguous && req_.fresh_owner) undo();
+        if (ec == errc::ambiguous) undo(*c_, req_);
         finish(ec, acquire_result{});
-    }
-
-    /// After an ambiguous attempt the lock may be ours; release it best-effort (fail closed:
-    /// the caller is told it does not hold the lock). Safe only for a fresh owner id/token.
-    void undo() {
-        std::string_view fallback;
-        auto cmd = c_->release_command(req_.kind, req_.keys, req_.owner, req_.lease, fallback);
-        c_->submit_release(std::move(cmd), fallback, {});
     }
 
     void finish(std::error_code ec, acquire_result res) {
@@ -288,20 +295,11 @@ client_impl::first_attempt client_impl::try_first_attempt(acquire_request& req, 
     switch (out.what) {
     case attempt_outcome::kind::error:
         ec = out.ec;
-        if (ec == errc::ambiguous && req.fresh_owner) {
-            // As acquire_op::undo(): the lock may be ours; give it back best-effort.
-            std::string_view undo_fallback;
-            auto cmd = release_command(req.kind, req.keys, req.owner, req.lease, undo_fallback);
-            submit_release(std::move(cmd), undo_fallback, {});
-        }
+        if (ec == errc::ambiguous) undo(*this, req);
         return first_attempt::finished;
     case attempt_outcome::kind::acquired:
     case attempt_outcome::kind::reentered:
-        res.acquired = true;
-        res.reentered = out.what == attempt_outcome::kind::reentered;
-        res.token = out.token;
-        res.count = out.count;
-        res.sent_at = sent_at;
+        res = acquired(out, sent_at);
         return first_attempt::finished;
     case attempt_outcome::kind::held:
         break;

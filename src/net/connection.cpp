@@ -486,12 +486,11 @@ void connection::record_peer_locked() {
         if (ec || ep.size() > sizeof peer_) return;
         std::memcpy(&peer_, ep.data(), ep.size());
         peer_len_ = static_cast<socklen_t>(ep.size());
-    } else if (auto* u = std::get_if<asio::local::stream_protocol::socket>(&stream_)) {
+    } else if (std::holds_alternative<asio::local::stream_protocol::socket>(stream_)) {
         const asio::local::stream_protocol::endpoint ep(target_.unix_socket);
         if (ep.size() > sizeof peer_) return;
         std::memcpy(&peer_, ep.data(), ep.size());
         peer_len_ = static_cast<socklen_t>(ep.size());
-        (void)u;
     }
 }
 
