@@ -2,9 +2,12 @@
 // client with the watchdog, counting renewal batches and client memory per held lock.
 //
 //   lock_bench URL A|B|C|D|hold [--kind lock|simple] [--workers N] [--keys N] [--seconds S]
-//              [--ops N] [--client-per-worker] [--async] [--io-thread] [--locks N]
-//              [--watchdog-ms MS]
+//              [--ops N] [--client-per-worker] [--async] [--io-thread] [--no-handover]
+//              [--locks N] [--watchdog-ms MS]
 // --io-thread: blocking calls go through the I/O thread (client_options::sync_io).
+// --client-per-worker: C's workers and D's waiter each use their own client (as separate
+//   processes would); default: one shared client (releases hand over to local waiters).
+// --no-handover: client_options::handover = false.
 // Prints one JSON object per run.
 #include "client_impl.hpp"
 #include "lock/renewal.hpp"
@@ -91,6 +94,8 @@ int main(int argc, char** argv) {
             o.client_per_worker = true;
         else if (a == "--io-thread")
             o.sync_io = dlock::blocking_io::io_thread;
+        else if (a == "--no-handover")
+            o.handover = false;
         else if (a == "--async")
             o.async = true;
         else if (a == "--locks")

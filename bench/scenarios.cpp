@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <sys/resource.h>
@@ -135,6 +136,7 @@ result run(const options& o) {
     client_options copts = parse_url(o.url);
     copts.command_timeout = std::chrono::seconds(10);
     copts.sync_io = o.sync_io;
+    copts.handover = o.handover;
     client main_client(copts);
     client stats_client(copts);
     const auto s0 = read_server_stats(stats_client);
@@ -250,7 +252,9 @@ result run(const options& o) {
         break;
     }
     case scenario::handoff: {
-        client waiter_client(copts);
+        std::optional<client> own_client;
+        if (o.client_per_worker) own_client.emplace(copts);
+        client& waiter_client = own_client ? *own_client : main_client;
         auto holder = make(main_client, o.kind, base + "d");
         const std::uint64_t samples = o.max_ops ? o.max_ops : 300;
         std::mt19937 rng{std::random_device{}()};

@@ -28,7 +28,11 @@ struct options {
     std::chrono::milliseconds duration{3000}; ///< run length (A, B); upper bound (C, D)
     std::chrono::milliseconds lease{30000};   ///< fixed lease of every acquisition
     std::uint64_t max_ops = 0; ///< C: critical sections in total (0 = until duration); D: samples
-    bool client_per_worker = false; ///< C/D: each worker its own dlock::client (own connections)
+    /// C/D: each worker (D: the waiter) its own dlock::client (own connections), as separate
+    /// processes would be; false: all workers share the main client (local hand-over).
+    bool client_per_worker = false;
+    /// client_options::handover (false: every release deletes and publishes, as Redisson).
+    bool handover = true;
     /// B: workers are asynchronous chains on the client's I/O thread (async_acquire, then
     /// lease::async_release, repeat), like the Node peers' B; false: one OS thread per worker
     /// calling the blocking mutex API.

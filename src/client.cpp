@@ -44,11 +44,13 @@ void hold_state::set_valid_until(std::chrono::steady_clock::time_point t) noexce
 void hold_state::mark_released() noexcept {
     released_.store(true, std::memory_order_release);
     set_valid_until(std::chrono::steady_clock::time_point{});
+    end_local();
 }
 
 void hold_state::mark_lost() {
     if (lost_.exchange(true, std::memory_order_acq_rel)) return;
     set_valid_until(std::chrono::steady_clock::time_point{});
+    end_local();
     stop_.request_stop();
     std::vector<std::function<void()>> cbs;
     {
@@ -57,6 +59,11 @@ void hold_state::mark_lost() {
     }
     for (auto& cb : cbs)
         cb();
+}
+
+void hold_state::end_local() noexcept {
+    if (!local_counted_.exchange(false, std::memory_order_acq_rel)) return;
+    if (auto c = client.lock()) c->local_hold_end(kind, keys.key);
 }
 
 void hold_state::on_lost(std::function<void()> cb) {
@@ -147,6 +154,35 @@ void client_impl::shutdown() {
 
 net::subscriber& client_impl::subscriber() {
     return *sub_;
+}
+
+namespace {
+std::string local_key(lock_kind kind, const std::string& key) {
+    return (kind == lock_kind::reentrant ? 'r' : 's') + key;
+}
+} // namespace
+
+void client_impl::local_hold_begin(lock_kind kind, const std::string& key,
+                                   std::chrono::milliseconds lease) {
+    std::lock_guard lk(local_mu_);
+    auto& e = local_holds_[local_key(kind, key)];
+    ++e.count;
+    e.longest_lease = std::max(e.longest_lease, lease);
+}
+
+void client_impl::local_hold_end(lock_kind kind, const std::string& key) noexcept {
+    std::lock_guard lk(local_mu_);
+    auto it = local_holds_.find(local_key(kind, key));
+    if (it != local_holds_.end() && --it->second.count <= 0) local_holds_.erase(it);
+}
+
+std::optional<std::chrono::milliseconds> client_impl::held_here(lock_kind kind,
+                                                                const std::string& key) {
+    std::lock_guard lk(local_mu_);
+    if (local_holds_.empty()) return std::nullopt;
+    auto it = local_holds_.find(local_key(kind, key));
+    if (it == local_holds_.end()) return std::nullopt;
+    return it->second.longest_lease;
 }
 
 void client_impl::track(std::weak_ptr<cancellable> op) {

@@ -59,8 +59,17 @@ public:
     void mark_lost();
     std::stop_token stop_token() const noexcept { return stop_.get_token(); }
     void on_lost(std::function<void()> cb);
+    /// This hold was counted by client_impl::local_hold_begin (a fresh acquisition); the count
+    /// is given back once, when the hold is released, lost or destroyed.
+    void counted_locally() noexcept { local_counted_.store(true, std::memory_order_release); }
+    void end_local() noexcept;
+    hold_state() = default;
+    hold_state(const hold_state&) = delete;
+    hold_state& operator=(const hold_state&) = delete;
+    ~hold_state() { end_local(); }
 
 private:
+    std::atomic<bool> local_counted_{false};
     std::atomic<std::int64_t> valid_until_ns_{0};
     std::atomic<bool> lost_{false};
     std::atomic<bool> released_{false};
@@ -139,8 +148,21 @@ public:
     std::shared_ptr<hold_state> make_hold(const acquire_request& req, const acquire_result& r,
                                           bool watchdog);
     /// Releases `h` once (one hold count for reentrant locks). Returns the script's reply kind:
-    /// true = fully released. Errors: errc::not_owner (and the hold is marked lost).
-    bool release(hold_state& h, std::error_code& ec);
+    /// true = fully released (or handed over to a waiting owner of this client). Errors:
+    /// errc::not_owner (and the hold is marked lost).
+    bool release(const std::shared_ptr<hold_state>& h, std::error_code& ec);
+    /// A raw release outcome, always shaped like the release script's reply (a hand-over is
+    /// reported as "released": integer 1).
+    using release_reply = std::function<void(std::error_code, resp3::value&&)>;
+    /// True when a release of `h` should go through release_or_handover: local hand-over is on,
+    /// the release is final as far as this client knows, and some acquire of this client waits.
+    bool handover_possible(const hold_state& h) const noexcept {
+        return opts_.handover && h.count <= 1 && waiters_.load(std::memory_order_relaxed) > 0;
+    }
+    /// I/O thread only. Releases one hold of `h`. If a waiter of this client sleeps on the same
+    /// lock, one hand-over script passes the lock to it (see client_options::handover);
+    /// otherwise the normal release script runs. `done` runs on the I/O thread.
+    void release_or_handover(std::shared_ptr<const hold_state> h, release_reply done);
 
     /// Thread-bound holds (dlock::mutex), keyed by kind, owner and name: two mutex objects of
     /// the same name in one thread share the hold, as two Redisson RLock objects do.
@@ -179,11 +201,30 @@ public:
     /// Registers an operation to cancel at shutdown (any thread). Expired entries are pruned.
     void track(std::weak_ptr<cancellable> op);
 
+    /// Fresh acquisitions by this client that have not ended, per lock (any thread). Counted
+    /// when the acquisition succeeds (before its caller wakes) and given back when its hold
+    /// ends. A hint only: a new waiter of a lock held here does not ask the server but sleeps
+    /// until the holder's release hands the lock over or publishes (bounded by the holder's
+    /// lease, in case the holder vanishes without either).
+    void local_hold_begin(lock_kind kind, const std::string& key, std::chrono::milliseconds lease);
+    void local_hold_end(lock_kind kind, const std::string& key) noexcept;
+    /// The longest lease among this client's live holds of the lock; nullopt when none.
+    std::optional<std::chrono::milliseconds> held_here(lock_kind kind, const std::string& key);
+
 private:
     std::atomic<bool> shut_{false};
     std::atomic<int> waiters_{0};
+    /// I/O thread only: per unlock channel, when a hand-over last checked (PUBSUB NUMSUB) that
+    /// no other client waits. Within handover_recheck of that, the check is skipped.
+    std::unordered_map<std::string, std::chrono::steady_clock::time_point> handover_checked_;
     std::mutex ops_mu_;
     std::vector<std::weak_ptr<cancellable>> ops_; // guarded by ops_mu_
+    struct local_hold {
+        int count = 0;
+        std::chrono::milliseconds longest_lease{};
+    };
+    std::mutex local_mu_;
+    std::unordered_map<std::string, local_hold> local_holds_; // guarded by local_mu_
     std::mutex thread_holds_mu_;
     std::unordered_map<std::string, std::shared_ptr<hold_state>> thread_holds_; // guarded
     client_options opts_;

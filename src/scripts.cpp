@@ -18,7 +18,7 @@ struct table {
         const std::array<std::string_view, static_cast<std::size_t>(script_id::count_)> texts{
             scripts::lock_acquire_lua,      scripts::lock_release_lua,   scripts::lock_renew_lua,
             scripts::lock_force_unlock_lua, scripts::simple_release_lua, scripts::simple_renew_lua,
-            scripts::fenced_set_lua};
+            scripts::fenced_set_lua,      scripts::simple_handover_lua, scripts::lock_handover_lua};
         for (std::size_t i = 0; i < texts.size(); ++i) {
             unsigned char md[SHA_DIGEST_LENGTH];
             SHA1(reinterpret_cast<const unsigned char*>(texts[i].data()), texts[i].size(), md);

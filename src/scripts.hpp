@@ -18,6 +18,8 @@ enum class script_id {
     simple_release,
     simple_renew,
     fenced_set,
+    simple_handover,
+    lock_handover,
     count_
 };
 

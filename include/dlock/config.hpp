@@ -79,6 +79,15 @@ struct client_options {
     std::chrono::milliseconds watchdog_lease = 30s;
     /// See blocking_io. Default caller_thread.
     blocking_io sync_io = blocking_io::caller_thread;
+    /// Local hand-over. When the final release of a lock finds a waiter of this same client
+    /// asleep on that lock, one script passes the lock to that waiter (new owner, its lease, a
+    /// fresh fencing token) instead of deleting it and publishing: one round trip, no herd, no
+    /// barging, FIFO among the client's waiters. It is skipped, and the release publishes as
+    /// usual, when another client is subscribed to the lock's channel (a waiter in another
+    /// process, dlock's or Redisson's; checked with PUBSUB NUMSUB at most once per
+    /// millisecond per lock), so other processes are not starved. Default true; false makes
+    /// every release delete and publish, exactly as Redisson does.
+    bool handover = true;
     resp3::limits limits{};
 };
 

@@ -75,7 +75,7 @@ void lease::release(std::error_code& ec) {
         c->release_detached(h, {});
         return;
     }
-    c->release(*h, ec);
+    c->release(h, ec);
     if (ec == errc::not_owner) {
         h->mark_lost();
         return;
@@ -202,23 +202,29 @@ void client_impl::submit_release(std::vector<std::string> command, std::string_v
 
 void client_impl::release_detached(const std::shared_ptr<hold_state>& h,
                                    std::function<void(std::error_code)> done) {
+    auto finish = [h, done = std::move(done)](std::error_code ec, resp3::value&& v) {
+        if (!ec) ec = reply_error(v);
+        if (!ec) {
+            const bool released =
+                h->kind == lock_kind::reentrant ? v.is_integer() : v.is_integer() && v.integer == 1;
+            if (!released) ec = make_error_code(errc::not_owner);
+        }
+        if (ec == errc::not_owner)
+            h->mark_lost();
+        else
+            h->mark_released();
+        if (done) done(ec);
+    };
+    if (handover_possible(*h) && !shut_down()) {
+        if (on_io_thread()) return release_or_handover(h, std::move(finish));
+        return asio::post(io_,
+                          [self = shared_from_this(), h, finish = std::move(finish)]() mutable {
+                              self->release_or_handover(h, std::move(finish));
+                          });
+    }
     std::string_view fallback;
     auto cmd = release_command(h->kind, h->keys, h->owner, h->lease, fallback);
-    submit_release(std::move(cmd), fallback,
-                   [h, done = std::move(done)](std::error_code ec, resp3::value&& v) {
-                       if (!ec) ec = reply_error(v);
-                       if (!ec) {
-                           const bool released = h->kind == lock_kind::reentrant
-                                                     ? v.is_integer()
-                                                     : v.is_integer() && v.integer == 1;
-                           if (!released) ec = make_error_code(errc::not_owner);
-                       }
-                       if (ec == errc::not_owner)
-                           h->mark_lost();
-                       else
-                           h->mark_released();
-                       if (done) done(ec);
-                   });
+    submit_release(std::move(cmd), fallback, std::move(finish));
 }
 
 } // namespace detail

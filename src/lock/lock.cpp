@@ -112,7 +112,7 @@ public:
         }
         const bool last = h->count <= 1;
         if (last) h->releasing = true;
-        const bool fully = c_->release(*h, ec);
+        const bool fully = c_->release(h, ec);
         if (ec == errc::not_owner) {
             c_->renewal().remove(h);
             c_->erase_thread_hold(key, h.get());

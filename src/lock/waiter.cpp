@@ -59,7 +59,11 @@ public:
     }
 
     void start() {
-        if (!req_.refused_ttl) return attempt();
+        if (!req_.refused_ttl) {
+            if (!may_queue(*c_, req_)) return attempt();
+            // Held by another owner of this client: queue behind it on the I/O thread.
+            return asio::post(c_->io(), [self = shared_from_this()] { self->queue(); });
+        }
         // The caller's first attempt (on the sync lane) was refused: continue as after a
         // refusal of our own, on the I/O thread (subscribing happens there).
         asio::post(c_->io(), [self = shared_from_this()] {
@@ -82,8 +86,79 @@ public:
         attempt();
     }
 
+    /// May wait for the lock without asking the server first: another owner of this client
+    /// holds it, so its release will hand the lock over or publish. Not for a re-entry, a
+    /// single try or the spin policy.
+    static bool may_queue(client_impl& c, const acquire_request& req) {
+        return req.fresh_owner && !req.retry && !(req.wait && req.wait->count() == 0) &&
+               c.held_here(req.kind, req.keys.key);
+    }
+
+    /// Would take the lock `h` is releasing: asleep on the same lock, waiting by notification.
+    bool handover_candidate(const hold_state& h) const {
+        return state_ == state::sleeping && !req_.retry && req_.kind == h.kind &&
+               req_.keys.key == h.keys.key && req_.owner != h.owner;
+    }
+    const acquire_request& request_of() const noexcept { return req_; }
+
+    /// A hand-over script naming this waiter was sent at `sent_at` (the subscriber has already
+    /// taken us off its sleeping list). Neither the timer nor a message may start an attempt
+    /// until handover_done().
+    void handover_begin(clock::time_point sent_at) {
+        state_ = state::handover;
+        timer_.cancel();
+        sent_at_ = sent_at;
+    }
+
+    /// What the hand-over did, for this waiter. `ttl` bounds the next sleep when not handed
+    /// over and still held.
+    enum class handover_result { handed_over, published, still_held, unknown, ambiguous };
+    void handover_done(handover_result r, std::uint64_t token, std::int64_t ttl) {
+        if (state_ == state::finished) {
+            // Cancelled (shutdown) while the script was in flight: do not keep what it gave us.
+            if (r == handover_result::handed_over || r == handover_result::ambiguous)
+                undo(*c_, req_);
+            return;
+        }
+        switch (r) {
+        case handover_result::handed_over: {
+            attempt_outcome out;
+            out.what = attempt_outcome::kind::acquired;
+            out.token = token;
+            return finish({}, acquired(out, sent_at_));
+        }
+        case handover_result::published:
+            return not_acquired(-1); // the unlock message is on its way to our subscriber
+        case handover_result::still_held:
+            return not_acquired(ttl);
+        case handover_result::ambiguous:
+            undo(*c_, req_); // it may be ours now; the undo runs before our next attempt
+            [[fallthrough]];
+        case handover_result::unknown:
+            return attempt();
+        }
+    }
+
 private:
-    enum class state { idle, trying, subscribing, sleeping, finished };
+    enum class state { idle, trying, subscribing, sleeping, handover, finished };
+
+    /// I/O thread: sleep behind this client's holder without an attempt, when the lock's
+    /// channel is already subscribed here (so its release cannot be missed: it hands over to
+    /// a sleeping waiter, or publishes to us). Otherwise, or if the hold ended meanwhile, the
+    /// normal path.
+    void queue() {
+        if (state_ != state::idle) return; // cancelled meanwhile
+        const auto now = clock::now();
+        const auto lease = c_->held_here(req_.kind, req_.keys.key);
+        if (!lease || !c_->subscriber().active_since(req_.keys.channel, now)) return attempt();
+        subscribed_ = true;
+        c_->waiter_added();
+        c_->subscriber().add(req_.keys.channel, this);
+        if (c_->subscriber().sleep(req_.keys.channel, this)) return attempt(); // stored permit
+        state_ = state::sleeping;
+        self_ = shared_from_this();
+        arm_timer(sleep_until(now, deadline_, lease->count()));
+    }
 
     /// One command of an attempt; forwards its reply to the op.
     struct slot final : request {
@@ -237,6 +312,8 @@ private:
     void finish(std::error_code ec, acquire_result res) {
         if (state_ == state::finished) return;
         state_ = state::finished;
+        if (res.acquired && !res.reentered)
+            c_->local_hold_begin(req_.kind, req_.keys.key, req_.lease);
         timer_.cancel();
         if (subscribed_) {
             c_->subscriber().remove(req_.keys.channel, this);
@@ -278,9 +355,134 @@ void client_impl::async_acquire(acquire_request req, acquire_done done) {
     op->start();
 }
 
+namespace {
+
+/// How long a hand-over trusts its last PUBSUB NUMSUB check that no other client waits. A
+/// waiter of another process that subscribes in between waits at most this long (plus the
+/// critical sections in it) before releases publish again.
+constexpr auto handover_recheck = std::chrono::milliseconds(1);
+
+/// The hand-over script's reply as the release script's (what the releasing caller reads),
+/// and what it means for the waiter.
+struct handover_reading {
+    acquire_op::handover_result waiter = acquire_op::handover_result::unknown;
+    std::uint64_t token = 0;
+};
+
+resp3::value integer_one() {
+    resp3::value one;
+    one.kind = resp3::type::integer;
+    one.integer = 1;
+    return one;
+}
+
+handover_reading read_handover(lock_kind kind, std::error_code ec, resp3::value& v) {
+    using hr = acquire_op::handover_result;
+    handover_reading r;
+    if (ec) {
+        r.waiter = ec == errc::ambiguous ? hr::ambiguous : hr::unknown;
+        return r;
+    }
+    if (reply_error(v)) return r;
+    if (kind == lock_kind::reentrant && v.kind == resp3::type::array && v.elements.size() == 2 &&
+        v.elements[0].is_integer() && v.elements[0].integer == 2 && v.elements[1].is_integer() &&
+        v.elements[1].integer > 0) {
+        r.waiter = hr::handed_over;
+        r.token = static_cast<std::uint64_t>(v.elements[1].integer);
+        v = integer_one();
+        return r;
+    }
+    if (!v.is_integer()) return r; // null (not owner) or malformed: the caller decides
+    switch (v.integer) {
+    case 2:
+        if (kind != lock_kind::simple) return r;
+        r.waiter = hr::handed_over;
+        v = integer_one();
+        return r;
+    case 1:
+        r.waiter = hr::published;
+        return r;
+    case 0:
+        if (kind == lock_kind::reentrant) r.waiter = hr::still_held;
+        return r;
+    default:
+        return r;
+    }
+}
+
+} // namespace
+
+void client_impl::release_or_handover(std::shared_ptr<const hold_state> h, release_reply done) {
+    acquire_op* w = nullptr;
+    if (!shut_down())
+        if (auto* taken = sub_->take_sleeping(h->keys.channel, [&](net::subscriber::waiter* x) {
+                auto* op = dynamic_cast<acquire_op*>(x);
+                return op && op->handover_candidate(*h);
+            }))
+            w = dynamic_cast<acquire_op*>(taken);
+    if (!w) {
+        std::string_view fallback;
+        auto cmd = release_command(h->kind, h->keys, h->owner, h->lease, fallback);
+        return submit_release(std::move(cmd), fallback, std::move(done));
+    }
+    const auto now = std::chrono::steady_clock::now();
+    auto checked = handover_checked_.find(h->keys.channel);
+    const bool check =
+        checked == handover_checked_.end() || now - checked->second >= handover_recheck;
+    const acquire_request& to = w->request_of();
+    const bool reentrant = h->kind == lock_kind::reentrant;
+    const auto& s = get_script(reentrant ? script_id::lock_handover : script_id::simple_handover);
+    const std::string publish(publish_cmd());
+    const std::string numsub = !check ? "" : publish == "SPUBLISH" ? "SHARDNUMSUB" : "NUMSUB";
+    std::vector<std::string> cmd;
+    if (reentrant)
+        cmd = {"EVALSHA",
+               std::string(s.sha),
+               "3",
+               h->keys.key,
+               h->keys.channel,
+               h->keys.token_key,
+               "0",
+               std::to_string(h->lease.count()),
+               h->owner,
+               publish,
+               numsub,
+               to.owner,
+               std::to_string(to.lease.count())};
+    else
+        cmd = {"EVALSHA",
+               std::string(s.sha),
+               "2",
+               h->keys.key,
+               h->keys.channel,
+               h->owner,
+               to.owner,
+               std::to_string(to.lease.count()),
+               publish,
+               numsub};
+    w->handover_begin(now);
+    auto op = w->shared_from_this();
+    submit_release(std::move(cmd), s.text,
+                   [this, self = shared_from_this(), op, h, check, now,
+                    done = std::move(done)](std::error_code ec, resp3::value&& v) {
+                       const auto r = read_handover(h->kind, ec, v);
+                       if (r.waiter == acquire_op::handover_result::handed_over && check)
+                           handover_checked_[h->keys.channel] = now;
+                       else if (r.waiter == acquire_op::handover_result::published)
+                           handover_checked_.erase(h->keys.channel);
+                       if (handover_checked_.size() > 1024)
+                           std::erase_if(handover_checked_, [&](const auto& e) {
+                               return now - e.second >= handover_recheck;
+                           });
+                       op->handover_done(r.waiter, r.token, h->lease.count());
+                       if (done) done(ec, std::move(v));
+                   });
+}
+
 client_impl::first_attempt client_impl::try_first_attempt(acquire_request& req, acquire_result& res,
                                                           std::error_code& ec) {
-    if (!lane_allowed() || shut_down() || on_io_thread()) return first_attempt::not_taken;
+    if (!lane_allowed() || shut_down() || on_io_thread() || acquire_op::may_queue(*this, req))
+        return first_attempt::not_taken;
     const std::string lease_ms = std::to_string(req.lease.count());
     std::vector<std::string_view> views;
     std::string_view fallback;
@@ -300,6 +502,7 @@ client_impl::first_attempt client_impl::try_first_attempt(acquire_request& req, 
     case attempt_outcome::kind::acquired:
     case attempt_outcome::kind::reentered:
         res = acquired(out, sent_at);
+        if (!res.reentered) local_hold_begin(req.kind, req.keys.key, req.lease);
         return first_attempt::finished;
     case attempt_outcome::kind::held:
         break;
@@ -326,15 +529,31 @@ std::shared_ptr<hold_state> client_impl::make_hold(const acquire_request& req,
     h->watchdog = watchdog;
     h->count = static_cast<int>(r.count);
     h->set_valid_until(r.sent_at + req.lease - drift_for(req.lease));
+    if (!r.reentered) h->counted_locally(); // local_hold_begin ran when it was acquired
     renewal_->add(h);
     return h;
 }
 
-bool client_impl::release(hold_state& h, std::error_code& ec) {
-    std::string_view fallback;
-    const auto cmd = release_command(h.kind, h.keys, h.owner, h.lease, fallback);
-    const std::vector<std::string_view> args(cmd.begin(), cmd.end());
-    resp3::value v = run(args, ec, fallback);
+bool client_impl::release(const std::shared_ptr<hold_state>& hp, std::error_code& ec) {
+    const hold_state& h = *hp;
+    resp3::value v;
+    if (handover_possible(h) && !shut_down() && !on_io_thread()) {
+        // A waiter of ours may take it over: decided on the I/O thread, where waiters live.
+        completion_flag flag;
+        asio::post(io_, [&] {
+            release_or_handover(hp, [&](std::error_code e, resp3::value&& r) {
+                ec = e;
+                v = std::move(r);
+                flag.set();
+            });
+        });
+        flag.wait();
+    } else {
+        std::string_view fallback;
+        const auto cmd = release_command(h.kind, h.keys, h.owner, h.lease, fallback);
+        const std::vector<std::string_view> args(cmd.begin(), cmd.end());
+        v = run(args, ec, fallback);
+    }
     if (ec) return false;
     if ((ec = reply_error(v))) return false;
     if (h.kind == lock_kind::reentrant) {

@@ -81,6 +81,20 @@ void subscriber::awake(const std::string& channel, waiter* w) {
     if (it != channels_.end()) it->second.sleeping.remove(w);
 }
 
+subscriber::waiter* subscriber::take_sleeping(const std::string& channel,
+                                              const std::function<bool(waiter*)>& accept) {
+    auto it = channels_.find(channel);
+    if (it == channels_.end() || !it->second.active) return nullptr;
+    auto& sl = it->second.sleeping;
+    for (auto w = sl.begin(); w != sl.end(); ++w) {
+        if (!accept(*w)) continue;
+        waiter* taken = *w;
+        sl.erase(w);
+        return taken;
+    }
+    return nullptr;
+}
+
 void subscriber::on_state(bool connected) {
     if (!connected) {
         for (auto& [name, e] : channels_)

@@ -18,6 +18,7 @@
 
 #include "net/connection.hpp"
 
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
@@ -48,6 +49,9 @@ public:
     bool sleep(const std::string& channel, waiter* w);
     /// `w` woke for another reason (timer): it is no longer sleeping.
     void awake(const std::string& channel, waiter* w);
+    /// The longest-sleeping waiter of `channel` that `accept` takes, removed from the sleeping
+    /// list (it stays registered); null if none, or if the subscription is not active.
+    waiter* take_sleeping(const std::string& channel, const std::function<bool(waiter*)>& accept);
 
     /// True when `channel` has a confirmed subscription that was confirmed at or before `t`
     /// (steady clock of this process). A command sent after that confirmation was processed by
@@ -55,6 +59,11 @@ public:
     bool active_since(const std::string& channel, std::chrono::steady_clock::time_point t) const;
 
     std::size_t channel_count() const noexcept { return channels_.size(); }
+    /// Waiters of `channel` asleep now (for tests and introspection).
+    std::size_t sleeping_count(const std::string& channel) const {
+        auto it = channels_.find(channel);
+        return it == channels_.end() ? 0 : it->second.sleeping.size();
+    }
     void stop();
 
 private:
