@@ -87,6 +87,9 @@ private:
     std::string in_buf_;
     std::size_t in_pos_ = 0;
     clock::time_point retry_after_{};
+    /// When the last reply arrived: within recheck_after of it the lane is taken as alive
+    /// without asking the socket (see usable_locked).
+    clock::time_point last_reply_{};
     std::uint64_t epoch_ = 0; ///< the shared connection's epoch when the lane connected
 
     std::mutex fd_mu_; // orders close() by the lane with ::shutdown() from shutdown()
