@@ -156,32 +156,28 @@ net::subscriber& client_impl::subscriber() {
     return *sub_;
 }
 
-namespace {
-std::string local_key(lock_kind kind, const std::string& key) {
-    return (kind == lock_kind::reentrant ? 'r' : 's') + key;
-}
-} // namespace
-
 void client_impl::local_hold_begin(lock_kind kind, const std::string& key,
                                    std::chrono::milliseconds lease) {
     std::lock_guard lk(local_mu_);
-    auto& e = local_holds_[local_key(kind, key)];
+    auto& e = local_holds_[kind == lock_kind::reentrant ? 0 : 1][key];
     ++e.count;
     e.longest_lease = std::max(e.longest_lease, lease);
 }
 
 void client_impl::local_hold_end(lock_kind kind, const std::string& key) noexcept {
     std::lock_guard lk(local_mu_);
-    auto it = local_holds_.find(local_key(kind, key));
-    if (it != local_holds_.end() && --it->second.count <= 0) local_holds_.erase(it);
+    auto& m = local_holds_[kind == lock_kind::reentrant ? 0 : 1];
+    auto it = m.find(key);
+    if (it != m.end() && --it->second.count <= 0) m.erase(it);
 }
 
 std::optional<std::chrono::milliseconds> client_impl::held_here(lock_kind kind,
                                                                 const std::string& key) {
     std::lock_guard lk(local_mu_);
-    if (local_holds_.empty()) return std::nullopt;
-    auto it = local_holds_.find(local_key(kind, key));
-    if (it == local_holds_.end()) return std::nullopt;
+    const auto& m = local_holds_[kind == lock_kind::reentrant ? 0 : 1];
+    if (m.empty()) return std::nullopt;
+    auto it = m.find(key);
+    if (it == m.end()) return std::nullopt;
     return it->second.longest_lease;
 }
 

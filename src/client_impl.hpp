@@ -12,6 +12,7 @@
 
 #include <dlock/client.hpp>
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -224,7 +225,8 @@ private:
         std::chrono::milliseconds longest_lease{};
     };
     std::mutex local_mu_;
-    std::unordered_map<std::string, local_hold> local_holds_; // guarded by local_mu_
+    /// Per kind (reentrant, simple), keyed by lock key; guarded by local_mu_.
+    std::array<std::unordered_map<std::string, local_hold>, 2> local_holds_;
     std::mutex thread_holds_mu_;
     std::unordered_map<std::string, std::shared_ptr<hold_state>> thread_holds_; // guarded
     client_options opts_;
