@@ -81,13 +81,21 @@ run pb_evalsha_async_50 $C0 $PB $URL EVALSHA async 50 $SECS
 
 echo "== dlock lock_bench A-D =="
 for kind in lock simple; do
+  # A's unit (two PING round trips) measured right next to A, and the server's own time per
+  # command during A (INFO commandstats: a script costs the server more than a PING).
+  rb "ping_c1_p1_before_A_$kind" 30000 -c 1 -P 1 PING
+  redis-cli -p $port CONFIG RESETSTAT >/dev/null
   run "A_$kind" $C0 $LB $URL A --kind $kind --seconds 3
+  redis-cli -p $port INFO commandstats > "$OUT/A_${kind}_commandstats.txt"
   run "A_${kind}_io_thread" $C0 $LB $URL A --kind $kind --seconds 3 --io-thread
   run "B_$kind" $C0 $LB $URL B --kind $kind --workers 50 --keys 50 --seconds 3
   run "B_${kind}_async" $C0 $LB $URL B --kind $kind --workers 50 --keys 50 --seconds 3 --async
   run "C_$kind" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000
+  run "C_${kind}_no_handover" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000 --no-handover
   run "C_${kind}_own_clients" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000 --client-per-worker
   run "D_$kind" $C0 $LB $URL D --kind $kind --ops 300
+  run "D_${kind}_no_handover" $C0 $LB $URL D --kind $kind --ops 300 --no-handover
+  run "D_${kind}_own_clients" $C0 $LB $URL D --kind $kind --ops 300 --client-per-worker
 done
 run hold_10000 $C0 $LB $URL hold --locks 10000 --watchdog-ms 3000
 echo "results in $OUT"
