@@ -159,7 +159,7 @@ net::subscriber& client_impl::subscriber() {
 void client_impl::local_hold_begin(lock_kind kind, const std::string& key,
                                    std::chrono::milliseconds lease) {
     std::lock_guard lk(local_mu_);
-    auto& e = local_holds_[kind == lock_kind::reentrant ? 0 : 1][key];
+    auto& e = local_holds_[kind == lock_kind::reentrant ? 0 : 1][std::hash<std::string>{}(key)];
     ++e.count;
     e.longest_lease = std::max(e.longest_lease, lease);
 }
@@ -167,7 +167,7 @@ void client_impl::local_hold_begin(lock_kind kind, const std::string& key,
 void client_impl::local_hold_end(lock_kind kind, const std::string& key) noexcept {
     std::lock_guard lk(local_mu_);
     auto& m = local_holds_[kind == lock_kind::reentrant ? 0 : 1];
-    auto it = m.find(key);
+    auto it = m.find(std::hash<std::string>{}(key));
     if (it != m.end() && --it->second.count <= 0) m.erase(it);
 }
 
@@ -176,7 +176,7 @@ std::optional<std::chrono::milliseconds> client_impl::held_here(lock_kind kind,
     std::lock_guard lk(local_mu_);
     const auto& m = local_holds_[kind == lock_kind::reentrant ? 0 : 1];
     if (m.empty()) return std::nullopt;
-    auto it = m.find(key);
+    auto it = m.find(std::hash<std::string>{}(key));
     if (it == m.end()) return std::nullopt;
     return it->second.longest_lease;
 }

@@ -225,8 +225,10 @@ private:
         std::chrono::milliseconds longest_lease{};
     };
     std::mutex local_mu_;
-    /// Per kind (reentrant, simple), keyed by lock key; guarded by local_mu_.
-    std::array<std::unordered_map<std::string, local_hold>, 2> local_holds_;
+    /// Per kind (reentrant, simple), keyed by the 64-bit hash of the lock key (no copy of the
+    /// key per held lock; a collision only makes a waiter queue when it could have tried,
+    /// which the holder's lease bounds); guarded by local_mu_.
+    std::array<std::unordered_map<std::size_t, local_hold>, 2> local_holds_;
     std::mutex thread_holds_mu_;
     std::unordered_map<std::string, std::shared_ptr<hold_state>> thread_holds_; // guarded
     client_options opts_;
