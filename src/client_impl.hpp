@@ -99,6 +99,8 @@ struct acquire_request {
     /// The caller already made the first attempt (on the sync lane) and was refused with this
     /// PTTL (-1: unknown): the operation starts by subscribing instead of trying again.
     std::optional<std::int64_t> refused_ttl;
+    /// When that first attempt was sent (a subscription confirmed before it covers it).
+    std::chrono::steady_clock::time_point refused_sent_at{};
     std::optional<retry_policy> retry; ///< poll instead of subscribing
 };
 

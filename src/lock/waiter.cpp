@@ -69,6 +69,7 @@ public:
         asio::post(c_->io(), [self = shared_from_this()] {
             if (self->state_ == state::finished) return;
             self->state_ = state::trying;
+            self->sent_at_ = self->req_.refused_sent_at;
             self->refused(*self->req_.refused_ttl);
         });
     }
@@ -514,6 +515,7 @@ client_impl::first_attempt client_impl::try_first_attempt(acquire_request& req, 
         req.wait = std::max(std::chrono::milliseconds(1), *req.wait - spent);
     }
     req.refused_ttl = out.ttl_ms;
+    req.refused_sent_at = sent_at;
     return first_attempt::refused;
 }
 

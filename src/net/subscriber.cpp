@@ -9,7 +9,8 @@ subscriber::subscriber(asio::io_context& io, const client_options& opts, target 
     : io_(io)
     , conn_(std::make_shared<connection>(io, opts, std::move(where), connection::mode::pubsub))
     , subscribe_cmd_(std::move(subscribe_cmd))
-    , unsubscribe_cmd_(subscribe_cmd_ == "SSUBSCRIBE" ? "SUNSUBSCRIBE" : "UNSUBSCRIBE") {
+    , unsubscribe_cmd_(subscribe_cmd_ == "SSUBSCRIBE" ? "SUNSUBSCRIBE" : "UNSUBSCRIBE")
+    , sweep_timer_(io) {
     conn_->set_push_handler([this](const resp3::value& v) { on_push(v); });
     conn_->set_state_handler([this](bool up) { on_state(up); });
 }
@@ -19,7 +20,39 @@ subscriber::~subscriber() {
 }
 
 void subscriber::stop() {
+    sweep_timer_.cancel();
     if (conn_) conn_->stop();
+}
+
+void subscriber::arm_sweep() {
+    if (sweep_armed_) return;
+    sweep_armed_ = true;
+    sweep_timer_.expires_after(linger);
+    sweep_timer_.async_wait([this](std::error_code ec) {
+        if (ec) return; // cancelled by stop()
+        sweep_armed_ = false;
+        sweep();
+    });
+}
+
+void subscriber::sweep() {
+    const auto now = std::chrono::steady_clock::now();
+    bool more = false;
+    for (auto it = channels_.begin(); it != channels_.end();) {
+        if (!it->second.waiters.empty()) {
+            ++it;
+            continue;
+        }
+        if (now - it->second.idle_since < linger) {
+            more = true;
+            ++it;
+            continue;
+        }
+        const std::string channel = it->first;
+        it = channels_.erase(it);
+        send(unsubscribe_cmd_, channel);
+    }
+    if (more) arm_sweep();
 }
 
 void subscriber::send(std::string_view cmd, const std::string& channel) {
@@ -54,8 +87,14 @@ void subscriber::remove(const std::string& channel, waiter* w) {
     if (it->second.permits > it->second.waiters.size())
         it->second.permits = it->second.waiters.size();
     if (it->second.waiters.empty()) {
-        channels_.erase(it);
-        send(unsubscribe_cmd_, channel);
+        it->second.permits = 0;
+        if (!it->second.active) { // nothing to keep: not (or no longer) subscribed
+            channels_.erase(it);
+            send(unsubscribe_cmd_, channel);
+            return;
+        }
+        it->second.idle_since = std::chrono::steady_clock::now();
+        arm_sweep();
     }
 }
 
@@ -97,6 +136,8 @@ subscriber::waiter* subscriber::take_sleeping(const std::string& channel,
 
 void subscriber::on_state(bool connected) {
     if (!connected) {
+        // Lingering channels are not worth resubscribing.
+        std::erase_if(channels_, [](const auto& c) { return c.second.waiters.empty(); });
         for (auto& [name, e] : channels_)
             e.active = false;
         return;

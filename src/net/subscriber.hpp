@@ -1,7 +1,10 @@
 // net::subscriber: one pub/sub connection shared by every waiter of a client.
 //
-// Channels are reference-counted by their waiters: the first waiter sends SUBSCRIBE, the last
-// one to leave sends UNSUBSCRIBE, so a waiter that gives up leaves no subscription behind.
+// Channels are reference-counted by their waiters: the first waiter sends SUBSCRIBE; when the
+// last one leaves, the subscription lingers for `linger` (100 ms) and is then dropped with
+// UNSUBSCRIBE, so a waiter that gives up leaves no subscription behind for long, while a lock
+// that is contended again at once (two threads taking turns) does not pay SUBSCRIBE,
+// UNSUBSCRIBE and a second refused attempt on every turn.
 // A waiter learns that its subscription is active (the server confirmed it) through
 // on_active(), and only then makes its last acquire attempt: a release published after that
 // attempt cannot be missed.
@@ -36,6 +39,9 @@ public:
         ~waiter() = default;
     };
 
+    /// How long a channel stays subscribed after its last waiter left.
+    static constexpr std::chrono::milliseconds linger{100};
+
     subscriber(asio::io_context& io, const client_options& opts, target where,
                std::string subscribe_cmd = "SUBSCRIBE");
     ~subscriber();
@@ -58,6 +64,7 @@ public:
     /// the server after the SUBSCRIBE, so every release after it publishes to us.
     bool active_since(const std::string& channel, std::chrono::steady_clock::time_point t) const;
 
+    /// Channels subscribed (or being subscribed), lingering ones included.
     std::size_t channel_count() const noexcept { return channels_.size(); }
     /// Waiters of `channel` asleep now (for tests and introspection).
     std::size_t sleeping_count(const std::string& channel) const {
@@ -73,7 +80,10 @@ private:
         std::size_t permits = 0;
         bool active = false;
         std::chrono::steady_clock::time_point confirmed_at{}; // when `active` last became true
+        std::chrono::steady_clock::time_point idle_since{};   // no waiters since (if none)
     };
+    void sweep(); // drops channels that lingered long enough
+    void arm_sweep();
     void on_push(const resp3::value& v);
     void on_state(bool connected);
     void send(std::string_view cmd, const std::string& channel);
@@ -83,6 +93,8 @@ private:
     std::string subscribe_cmd_;
     std::string unsubscribe_cmd_;
     std::unordered_map<std::string, entry> channels_;
+    asio::steady_timer sweep_timer_;
+    bool sweep_armed_ = false;
     bool started_ = false;
 };
 

@@ -515,6 +515,32 @@ TEST(lock, waiters_of_a_lock_held_by_their_own_client_queue_without_asking_the_s
     EXPECT_EQ(command_calls(s, "publish"), 1);
 }
 
+TEST(lock, a_subscription_outlives_its_last_waiter_briefly_and_then_goes) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client holder(fast_options(s.url()));
+    dlock::client c(fast_options(s.url()));
+    const std::string channel = "redisson_lock__channel:{linger}";
+    dlock::mutex m = holder.make_mutex("linger");
+    m.lock();
+    dlock::test::blocked_waiter first(c, "linger");
+    ASSERT_TRUE(eventually([&] { return sleeping_waiters(c, channel) == 1; }, 2s));
+    m.unlock();
+    first.join();
+    // No waiter is left, but the subscription stays for subscriber::linger (100 ms)...
+    EXPECT_TRUE(one_subscriber(s, channel));
+    // ... so a waiter that comes back at once reuses it: no second SUBSCRIBE, one attempt.
+    m.lock();
+    s.cli({"CONFIG", "RESETSTAT"});
+    dlock::test::blocked_waiter second(c, "linger");
+    ASSERT_TRUE(eventually([&] { return sleeping_waiters(c, channel) == 1; }, 2s));
+    EXPECT_EQ(command_calls(s, "subscribe"), 0);
+    EXPECT_EQ(command_calls(s, "evalsha"), 1);
+    m.unlock();
+    second.join();
+    EXPECT_TRUE(eventually([&] { return s.cli({"PUBSUB", "CHANNELS", "*"}).empty(); }, 2s));
+}
+
 TEST(lock, a_release_publishes_instead_when_another_client_waits_too) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
