@@ -111,10 +111,9 @@ public:
         sent_at_ = sent_at;
     }
 
-    /// What the hand-over did, for this waiter. `ttl` bounds the next sleep when not handed
-    /// over and still held.
-    enum class handover_result { handed_over, published, still_held, unknown, ambiguous };
-    void handover_done(handover_result r, std::uint64_t token, std::int64_t ttl) {
+    /// What the hand-over did, for this waiter.
+    enum class handover_result { handed_over, published, unknown, ambiguous };
+    void handover_done(handover_result r, std::uint64_t token) {
         if (state_ == state::finished) {
             // Cancelled (shutdown) while the script was in flight: do not keep what it gave us.
             if (r == handover_result::handed_over || r == handover_result::ambiguous)
@@ -130,8 +129,6 @@ public:
         }
         case handover_result::published:
             return not_acquired(-1); // the unlock message is on its way to our subscriber
-        case handover_result::still_held:
-            return not_acquired(ttl);
         case handover_result::ambiguous:
             undo(*c_, req_); // it may be ours now; the undo runs before our next attempt
             [[fallthrough]];
@@ -403,10 +400,7 @@ handover_reading read_handover(lock_kind kind, std::error_code ec, resp3::value&
     case 1:
         r.waiter = hr::published;
         return r;
-    case 0:
-        if (kind == lock_kind::reentrant) r.waiter = hr::still_held;
-        return r;
-    default:
+    default: // 0: not the owner (simple); anything else is not a reply of these scripts
         return r;
     }
 }
@@ -437,19 +431,10 @@ void client_impl::release_or_handover(std::shared_ptr<const hold_state> h, relea
     const std::string numsub = !check ? "" : publish == "SPUBLISH" ? "SHARDNUMSUB" : "NUMSUB";
     std::vector<std::string> cmd;
     if (reentrant)
-        cmd = {"EVALSHA",
-               std::string(s.sha),
-               "3",
-               h->keys.key,
-               h->keys.channel,
-               h->keys.token_key,
-               "0",
-               std::to_string(h->lease.count()),
-               h->owner,
-               publish,
-               numsub,
-               to.owner,
-               std::to_string(to.lease.count())};
+        cmd = {"EVALSHA",   std::string(s.sha), "3",
+               h->keys.key, h->keys.channel,    h->keys.token_key,
+               "0",         h->owner,           publish,
+               numsub,      to.owner,           std::to_string(to.lease.count())};
     else
         cmd = {"EVALSHA",
                std::string(s.sha),
@@ -475,7 +460,7 @@ void client_impl::release_or_handover(std::shared_ptr<const hold_state> h, relea
                            std::erase_if(handover_checked_, [&](const auto& e) {
                                return now - e.second >= handover_recheck;
                            });
-                       op->handover_done(r.waiter, r.token, h->lease.count());
+                       op->handover_done(r.waiter, r.token);
                        if (done) done(ec, std::move(v));
                    });
 }

@@ -4,36 +4,31 @@
 -- KEYS[2]  unlock channel redisson_lock__channel:{N}
 -- KEYS[3]  fencing counter redisson_lock_token:{N}
 -- ARGV[1]  unlock message "0"
--- ARGV[2]  lease in ms to reset if the hold turns out to be reentered (as lock_release.lua)
--- ARGV[3]  releasing owner field
--- ARGV[4]  "PUBLISH" or "SPUBLISH"
--- ARGV[5]  "NUMSUB" or "SHARDNUMSUB": first check that no other client subscribes to KEYS[2]
+-- ARGV[2]  releasing owner field
+-- ARGV[3]  "PUBLISH" or "SPUBLISH"
+-- ARGV[4]  "NUMSUB" or "SHARDNUMSUB": first check that no other client subscribes to KEYS[2]
 --          (a waiter of another process, Redisson's or ours); "" skips the check
--- ARGV[6]  waiting owner field
--- ARGV[7]  waiting owner's lease in milliseconds
--- Returns  nil          not held by the releasing owner (-> errc::not_owner); nothing written
---          0            still held by the releasing owner (hold count decremented, lease reset)
+-- ARGV[5]  waiting owner field
+-- ARGV[6]  waiting owner's lease in milliseconds
+-- Returns  nil          not held by the releasing owner (-> errc::not_owner); only the
+--                       counter moved
 --          1            another client waits: released and published as lock_release.lua does
---          {2, token}   handed over: N = {ARGV[6]: 1} with the waiter's lease; token = INCR of
---                       KEYS[3] (the waiter's fencing token, as for any fresh acquisition)
--- Errors   -OOM from INCR before any write.
-local held = redis.call('hget', KEYS[1], ARGV[3])
-if not held then
+--          {2, token}   handed over: N = {ARGV[5]: 1} with the waiter's lease; token = the INCR
+--                       of KEYS[3] (the waiter's fencing token, as for any fresh acquisition)
+-- The releasing owner's field goes whatever its count: the client hands over only what it
+-- counts as its final hold, and a higher count on the server can only be a re-entry whose
+-- reply was lost (its caller was told it failed). An RLock hash has one field, so HDEL of the
+-- owner's field deletes N.
+-- Errors   -OOM from INCR, the first write (a skipped counter value is harmless).
+local token = redis.call('incr', KEYS[3])
+if redis.call('hdel', KEYS[1], ARGV[2]) == 0 then
     return nil
 end
-local count = tonumber(held) - 1
-if count > 0 then
-    redis.call('hset', KEYS[1], ARGV[3], count)
-    redis.call('pexpire', KEYS[1], ARGV[2])
-    return 0
-end
-if ARGV[5] ~= '' and redis.call('pubsub', ARGV[5], KEYS[2])[2] > 1 then
+if ARGV[4] ~= '' and redis.call('pubsub', ARGV[4], KEYS[2])[2] > 1 then
     redis.call('del', KEYS[1])
-    redis.call(ARGV[4], KEYS[2], ARGV[1])
+    redis.call(ARGV[3], KEYS[2], ARGV[1])
     return 1
 end
-local token = redis.call('incr', KEYS[3])
-redis.call('del', KEYS[1])
-redis.call('hset', KEYS[1], ARGV[6], 1)
-redis.call('pexpire', KEYS[1], ARGV[7])
+redis.call('hset', KEYS[1], ARGV[5], 1)
+redis.call('pexpire', KEYS[1], ARGV[6])
 return {2, token}
