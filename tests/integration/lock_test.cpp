@@ -640,6 +640,18 @@ TEST(lock, waiters_that_give_up_leave_no_subscription_behind) {
     ma.unlock();
 }
 
+TEST(lock, every_script_is_named_by_the_sha1_redis_computes) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    // A wrong digest would still work (NOSCRIPT, then EVAL) but resend every script's text.
+    for (int i = 0; i < static_cast<int>(dlock::detail::script_id::count_); ++i) {
+        const auto& sc = dlock::detail::get_script(static_cast<dlock::detail::script_id>(i));
+        const auto v = c.command({"SCRIPT", "LOAD", std::string(sc.text)});
+        EXPECT_EQ(v.str, sc.sha) << "script " << i;
+    }
+}
+
 TEST(lock, script_flush_mid_run_is_survived) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
