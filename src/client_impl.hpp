@@ -211,7 +211,9 @@ public:
     /// lease, in case the holder vanishes without either).
     void local_hold_begin(lock_kind kind, const std::string& key, std::chrono::milliseconds lease);
     void local_hold_end(lock_kind kind, const std::string& key) noexcept;
-    /// The longest lease among this client's live holds of the lock; nullopt when none.
+    /// Nullopt when this client holds no fresh acquisition of the lock; otherwise the longest
+    /// lease among its holds since the lock was last free here (the bound a queued waiter
+    /// sleeps for at most).
     std::optional<std::chrono::milliseconds> held_here(lock_kind kind, const std::string& key);
 
 private:
