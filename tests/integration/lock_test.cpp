@@ -35,6 +35,43 @@ std::int64_t commands_processed(const redis_server& s) {
     return std::stoll(info.substr(at + 25));
 }
 
+/// How many waiters of `c` sleep on `channel` (asked on c's I/O thread).
+std::size_t sleeping_waiters(dlock::client& c, const std::string& channel) {
+    auto impl = c.impl();
+    std::promise<std::size_t> p;
+    asio::post(impl->io(), [&] { p.set_value(impl->subscriber().sleeping_count(channel)); });
+    return p.get_future().get();
+}
+
+std::int64_t command_calls(const redis_server& s, const std::string& cmd) {
+    const auto stats = s.cli({"INFO", "commandstats"});
+    const auto tag = "cmdstat_" + cmd + ":calls=";
+    const auto at = stats.find(tag);
+    return at == std::string::npos ? 0 : std::stoll(stats.substr(at + tag.size()));
+}
+
+/// A mutex or a simple_mutex, used through their common base.
+class either_mutex {
+public:
+    either_mutex(dlock::client& c, const std::string& name, dlock::lock_kind kind) {
+        if (kind == dlock::lock_kind::reentrant)
+            r_.emplace(c.make_mutex(name));
+        else
+            s_.emplace(c.make_simple_mutex(name));
+    }
+    dlock::basic_mutex* operator->() { return r_ ? static_cast<dlock::basic_mutex*>(&*r_) : &*s_; }
+
+private:
+    std::optional<dlock::mutex> r_;
+    std::optional<dlock::simple_mutex> s_;
+};
+
+std::string channel_of(dlock::lock_kind kind, const std::string& name) {
+    return (kind == dlock::lock_kind::reentrant ? "redisson_lock__channel:{"
+                                                : "dlock_simple__channel:{") +
+           name + "}";
+}
+
 } // namespace
 
 TEST(lock, excludes_threads_of_one_process) {
@@ -373,11 +410,7 @@ TEST(lock, a_second_local_waiter_reuses_the_active_subscription_with_one_attempt
         warm.unlock();
     }
     s.cli({"CONFIG", "RESETSTAT"});
-    const auto evalsha_calls = [&] {
-        const auto stats = s.cli({"INFO", "commandstats"});
-        const auto at = stats.find("cmdstat_evalsha:calls=");
-        return at == std::string::npos ? 0 : std::stoi(stats.substr(at + 22));
-    };
+    const auto evalsha_calls = [&] { return command_calls(s, "evalsha"); };
     dlock::mutex m = holder.make_mutex("shared-sub");
     m.lock(30s);                                        // 1 script
     dlock::test::blocked_waiter first(c, "shared-sub"); // attempt, subscribe, last attempt: 2
@@ -395,47 +428,6 @@ TEST(lock, a_second_local_waiter_reuses_the_active_subscription_with_one_attempt
     EXPECT_TRUE(second.acquired.load());
     EXPECT_EQ(evalsha_calls(), 8); // 9 if the second waiter had tried twice before sleeping
 }
-
-namespace {
-
-/// How many waiters of `c` sleep on `channel` (asked on c's I/O thread).
-std::size_t sleeping_waiters(dlock::client& c, const std::string& channel) {
-    auto impl = c.impl();
-    std::promise<std::size_t> p;
-    asio::post(impl->io(), [&] { p.set_value(impl->subscriber().sleeping_count(channel)); });
-    return p.get_future().get();
-}
-
-std::int64_t command_calls(const redis_server& s, const std::string& cmd) {
-    const auto stats = s.cli({"INFO", "commandstats"});
-    const auto tag = "cmdstat_" + cmd + ":calls=";
-    const auto at = stats.find(tag);
-    return at == std::string::npos ? 0 : std::stoll(stats.substr(at + tag.size()));
-}
-
-/// A mutex or a simple_mutex, used through their common base.
-class either_mutex {
-public:
-    either_mutex(dlock::client& c, const std::string& name, dlock::lock_kind kind) {
-        if (kind == dlock::lock_kind::reentrant)
-            r_.emplace(c.make_mutex(name));
-        else
-            s_.emplace(c.make_simple_mutex(name));
-    }
-    dlock::basic_mutex* operator->() { return r_ ? static_cast<dlock::basic_mutex*>(&*r_) : &*s_; }
-
-private:
-    std::optional<dlock::mutex> r_;
-    std::optional<dlock::simple_mutex> s_;
-};
-
-std::string channel_of(dlock::lock_kind kind, const std::string& name) {
-    return (kind == dlock::lock_kind::reentrant ? "redisson_lock__channel:{"
-                                                : "dlock_simple__channel:{") +
-           name + "}";
-}
-
-} // namespace
 
 TEST(lock, a_release_hands_the_lock_to_a_sleeping_waiter_of_the_same_client) {
     DLOCK_SKIP_WITHOUT_REDIS();
@@ -585,14 +577,11 @@ TEST(lock, a_lease_handle_takes_a_handed_over_lock_and_hands_it_on_asynchronousl
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
     dlock::client c(fast_options(s.url()));
+    const std::string channel = channel_of(dlock::lock_kind::reentrant, "ho-lease");
     dlock::mutex m = c.make_mutex("ho-lease");
     m.lock();
     auto waiting = std::async(std::launch::async, [&] { return c.acquire("ho-lease"); });
-    ASSERT_TRUE(eventually(
-        [&] {
-            return sleeping_waiters(c, channel_of(dlock::lock_kind::reentrant, "ho-lease")) == 1;
-        },
-        2s));
+    ASSERT_TRUE(eventually([&] { return sleeping_waiters(c, channel) == 1; }, 2s));
     const auto first = m.fencing_token();
     m.unlock();
     dlock::lease l = waiting.get();
@@ -607,11 +596,7 @@ TEST(lock, a_lease_handle_takes_a_handed_over_lock_and_hands_it_on_asynchronousl
         next = m2.fencing_token();
         m2.unlock();
     });
-    ASSERT_TRUE(eventually(
-        [&] {
-            return sleeping_waiters(c, channel_of(dlock::lock_kind::reentrant, "ho-lease")) == 1;
-        },
-        2s));
+    ASSERT_TRUE(eventually([&] { return sleeping_waiters(c, channel) == 1; }, 2s));
     s.cli({"CONFIG", "RESETSTAT"});
     const auto second = *l.token();
     l.async_release(asio::use_future).get();
