@@ -9,8 +9,8 @@
 //   processes would); default: one shared client (releases hand over to local waiters).
 // --no-handover: client_options::handover = false.
 // Prints one JSON object per run.
-#include "client_impl.hpp"
-#include "lock/renewal.hpp"
+#include "redis/client_impl.hpp"
+#include "redis/renewal.hpp"
 #include "scenarios.hpp"
 
 #include <dlock/dlock.hpp>

@@ -45,10 +45,10 @@ run() { # run NAME CMD...: records the command and its output
 }
 
 echo "== redis-benchmark (same server, same pinning) =="
-ACQ=$(redis-cli -p $port SCRIPT LOAD "$(cat src/scripts/lock_acquire.lua)")
-REL=$(redis-cli -p $port SCRIPT LOAD "$(cat src/scripts/lock_release.lua)")
+ACQ=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/reentrant/acquire.lua)")
+REL=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/reentrant/release.lua)")
 CAD=$(redis-cli -p $port SCRIPT LOAD "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end")
-SREL=$(redis-cli -p $port SCRIPT LOAD "$(cat src/scripts/simple_release.lua)")
+SREL=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/simple/release.lua)")
 rb() { local name=$1 n=$2; shift 2; run "rb_$name" $C0 redis-benchmark -p $port -n "$n" -r 100000000 --csv "$@"; }
 rb ping_c1_p1 30000 -c 1 -P 1 PING
 rb ping_c1_p16 2000000 -c 1 -P 16 PING

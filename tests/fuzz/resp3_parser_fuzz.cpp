@@ -1,7 +1,7 @@
 // libFuzzer target: the RESP parser fed arbitrary bytes in arbitrary splits, with small limits.
 // The first input byte chooses the split sizes; the rest is the stream. Invariants: consumed
 // never exceeds the input, an error stops parsing, every limit holds on what is returned.
-#include "resp3/parser.hpp"
+#include "redis/resp3/parser.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The RESP client against real servers (and the fake server for protocol faults): pipelining,
 // async forms, scripts, reconnects, authentication, ACL, TLS.
-#include "client_impl.hpp"
 #include "fake_resp_server.hpp"
+#include "redis/client_impl.hpp"
 #include "test_util.hpp"
 
 #include <asio/co_spawn.hpp>

@@ -1,6 +1,6 @@
 #include "fake_resp_server.hpp"
 
-#include "resp3/parser.hpp"
+#include "redis/resp3/parser.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,8 +1,8 @@
 // dlock::mutex and dlock::simple_mutex against a real redis-server: exclusion, reentrancy,
 // ownership, leases, the watchdog, loss signals, waiting without polling, TimedLockable.
-#include "client_impl.hpp"
-#include "lock/renewal.hpp"
-#include "scripts.hpp"
+#include "redis/client_impl.hpp"
+#include "redis/renewal.hpp"
+#include "redis/scripts.hpp"
 #include "test_util.hpp"
 
 #include <atomic>
@@ -806,7 +806,8 @@ TEST(lock, the_release_script_with_an_unlock_latch_answers_a_repeated_request_th
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
     dlock::client c(fast_options(s.url()));
-    const std::string text(dlock::detail::get_script(dlock::detail::script_id::lock_release).text);
+    const std::string text(
+        dlock::detail::get_script(dlock::detail::script_id::reentrant_release).text);
     c.command({"HSET", "latched", "owner:1", "2"});
     const auto release = [&](const std::string& latch) {
         return c.command({"EVAL", text, "3", "latched", "redisson_lock__channel:{latched}", latch,

@@ -1,7 +1,7 @@
 // Blocking calls on the calling thread (blocking_io::caller_thread, net::sync_lane): used only
 // when the shared connection is idle, same outcomes as the pipelined path, shut down promptly.
-#include "client_impl.hpp"
-#include "net/sync_lane.hpp"
+#include "redis/client_impl.hpp"
+#include "redis/net/sync_lane.hpp"
 #include "test_util.hpp"
 
 #include <atomic>

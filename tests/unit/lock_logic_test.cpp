@@ -1,8 +1,8 @@
 // Socket-free tests of the lock family's decisions: key names and slots, attempt replies,
 // sleep bounds, validity drift.
-#include "client_impl.hpp"
-#include "lock/acquire_logic.hpp"
-#include "lock/names.hpp"
+#include "redis/client_impl.hpp"
+#include "redis/locks/acquire_logic.hpp"
+#include "redis/locks/names.hpp"
 
 #include <gtest/gtest.h>
 

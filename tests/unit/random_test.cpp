@@ -1,5 +1,5 @@
 // Tokens: format, uniqueness, and no reuse of buffered random bytes across fork().
-#include "random.hpp"
+#include "core/random.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The RESP2/RESP3 parser as tables: every row is fed whole, at every split point in two
 // feeds, and byte by byte, emulating a connection that drops the consumed prefix and appends
 // new bytes. Limits are checked one below, at, and one above.
-#include "resp3/parser.hpp"
+#include "redis/resp3/parser.hpp"
 
 #include <dlock/error.hpp>
 

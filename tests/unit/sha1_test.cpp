@@ -1,5 +1,5 @@
 // sha1_hex against the FIPS 180 test vectors, at every padding boundary.
-#include "sha1.hpp"
+#include "core/sha1.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,177 @@
+// net::connection: one auto-pipelined connection to one Redis server.
+//
+// Callers on any thread call submit(); the request is encoded straight into a shared pending
+// buffer under a short mutex, and the I/O thread writes everything that accumulated in one
+// write while the previous write or reply was in flight (auto-pipelining). Replies are matched
+// to requests in order. The connection reconnects by itself with capped, jittered backoff.
+//
+// Outcome rules (the point of this class):
+// - a request not yet written when the connection dies stays queued for the next connection,
+//   or completes with errc::timeout when its deadline passes first;
+// - a request written whose reply never came completes with errc::ambiguous, never retried;
+// - an AUTH/HELLO failure is fatal for that connection: queued requests fail with
+//   errc::auth_failed and are never sent as another user;
+// - a protocol error or command timeout drops the connection (replies would be misattributed).
+//
+// Thread safety: submit() from any thread; everything else runs on the io_context's one thread.
+#pragma once
+
+#include "redis/resp3/parser.hpp"
+
+#include <dlock/config.hpp>
+#include <dlock/detail/request.hpp>
+
+#include <asio.hpp>
+#include <asio/ssl.hpp>
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <sys/socket.h>
+#include <variant>
+#include <vector>
+
+namespace dlock::net {
+
+/// Which server a connection talks to (one endpoint, or a Unix socket path).
+struct target {
+    std::string host;
+    std::uint16_t port = 0;
+    std::string unix_socket;
+};
+
+/// Appends the connection handshake to `out`: HELLO 3 [AUTH user pass] [SETNAME name], then
+/// SELECT db when db != 0. Returns how many replies it asks for.
+std::size_t encode_handshake(std::string& out, const client_options& o);
+
+class connection : public std::enable_shared_from_this<connection> {
+public:
+    /// Called on the I/O thread for every out-of-band reply: RESP3 pushes, and in pubsub mode
+    /// every reply. Also called with a null value and `connected == true` after each successful
+    /// (re)connect, so a subscriber can resubscribe.
+    using push_handler = std::function<void(const resp3::value& push)>;
+    using state_handler = std::function<void(bool connected)>;
+
+    enum class mode { command, pubsub };
+
+    connection(asio::io_context& io, client_options opts, target where, mode m);
+    ~connection();
+
+    void start();
+    /// Closes the socket and fails every queued and in-flight request with errc::cancelled.
+    /// Thread safety: any thread; returns before the I/O thread has finished closing.
+    void stop();
+
+    void submit(detail::request& r);
+    /// Pubsub mode: writes a command with no reply slot (SUBSCRIBE and friends).
+    void submit_oneway(std::span<const std::string_view> args);
+
+    void set_push_handler(push_handler h) { on_push_ = std::move(h); }
+    void set_state_handler(state_handler h) { on_state_ = std::move(h); }
+
+    bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
+    /// True when connected and nothing is queued, being written or awaiting a reply; `epoch`
+    /// is then the number of the current connection (it changes with every reconnect).
+    /// Thread safety: any thread; the answer may be stale as soon as it returns.
+    bool idle(std::uint64_t& epoch);
+    /// The address of the server this connection is connected to and the connection's epoch,
+    /// for a side connection (sync_lane) that must reach the same server without a second name
+    /// lookup, and must follow when a reconnect lands elsewhere. False when not connected or
+    /// over TLS.
+    bool peer_address(sockaddr_storage& addr, socklen_t& len, std::uint64_t& epoch);
+    const client_options& options() const noexcept { return opts_; }
+
+private:
+    using tcp = asio::ip::tcp;
+    using tls_stream = asio::ssl::stream<tcp::socket>;
+    using stream_t = std::variant<std::monostate, tcp::socket, asio::local::stream_protocol::socket,
+                                  std::unique_ptr<tls_stream>>;
+
+    struct pending_entry {
+        detail::request* req; // nullptr: one-way command
+        std::size_t begin, end;
+    };
+
+    void schedule_flush_locked();
+    void do_connect();
+    void on_transport_ready();
+    void handshake();
+    void start_read();
+    void on_read(std::error_code ec, std::size_t n);
+    void dispatch_reply(resp3::value&& v);
+    void flush();
+    void on_written(std::error_code ec);
+    void fail_connection(std::error_code why);
+    void schedule_reconnect();
+    void arm_deadline_tick();
+    void direct_write_locked(detail::request& r);
+    int plain_fd();
+    void record_peer_locked(); // mu_ held, I/O thread
+    bool check_idle();
+
+    /// The health-check PING of an idle command connection (one at a time).
+    struct ping_request final : detail::request {
+        std::string_view cmd[1] = {"PING"};
+        bool busy = false; // I/O thread
+        void complete(std::error_code, resp3::value&&) override { busy = false; }
+    };
+    void expire_pending(std::chrono::steady_clock::time_point now, std::error_code ec);
+    void fail_all_pending(std::error_code ec);
+    void close_stream();
+
+    template <class Handler>
+    void async_write_bytes(Handler&& h);
+    template <class Handler>
+    void async_read_some_bytes(Handler&& h);
+
+    asio::io_context& io_;
+    client_options opts_;
+    target target_;
+    mode mode_;
+    std::unique_ptr<asio::ssl::context> ssl_ctx_;
+    stream_t stream_;
+    tcp::resolver resolver_;
+    asio::steady_timer connect_timer_;
+    asio::steady_timer backoff_timer_;
+    asio::steady_timer deadline_timer_;
+    std::minstd_rand rng_;
+    std::chrono::milliseconds backoff_;
+
+    // Shared with submitting threads.
+    std::mutex mu_;
+    std::string pending_buf_;               // guarded by mu_
+    std::vector<pending_entry> pending_;    // guarded by mu_
+    bool flush_scheduled_ = false;          // guarded by mu_
+    bool ready_ = false;                    // guarded by mu_: connected and handshake done
+    bool writing_ = false;                  // guarded by mu_: an async_write is in flight
+    int fd_ = -1;                           // guarded by mu_: plain socket for direct writes
+    std::string direct_buf_;                // guarded by mu_
+    std::deque<detail::request*> inflight_; // guarded by mu_: written, awaiting replies in order
+    bool stopped_ = false;                  // guarded by mu_
+    std::error_code sticky_error_;          // guarded by mu_: fail new requests fast (auth failure)
+    sockaddr_storage peer_{};               // guarded by mu_: set when ready, plain sockets only
+    socklen_t peer_len_ = 0;                // guarded by mu_: 0 = no address
+    std::uint64_t epoch_ = 0;               // guarded by mu_: bumped by every completed handshake
+
+    // I/O thread only.
+    std::string write_buf_;
+    std::string read_buf_;
+    std::size_t read_pos_ = 0;
+    resp3::parser parser_;
+    bool handshaking_ = false;
+    std::size_t handshake_replies_ = 0;
+    std::error_code handshake_error_;
+    ping_request ping_;
+    std::chrono::steady_clock::time_point last_read_{};
+    std::chrono::steady_clock::time_point last_ping_{};
+    std::uint64_t generation_ = 0; // bumps on every new transport; stale callbacks compare it
+    std::atomic<bool> connected_{false};
+    push_handler on_push_;
+    state_handler on_state_;
+};
+
+} // namespace dlock::net

@@ -1,0 +1,192 @@
+#include "redis/renewal.hpp"
+
+#include "redis/client_impl.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+namespace dlock::detail {
+namespace {
+
+/// One batched renewal script call: owns its arguments and the holds it renews.
+class renew_op final : public request {
+public:
+    using done_fn = std::function<void(renew_op&, std::error_code, resp3::value&&)>;
+    std::vector<std::shared_ptr<hold_state>> holds;
+    std::vector<std::string> storage;
+    std::vector<std::string_view> views;
+    std::chrono::steady_clock::time_point sent_at;
+    done_fn done;
+
+    void complete(std::error_code ec, resp3::value&& reply) override {
+        done(*this, ec, std::move(reply));
+        delete this;
+    }
+};
+
+bool active(const hold_state& h) {
+    return !h.released() && !h.lost() && !h.releasing;
+}
+
+} // namespace
+
+renewal_service::renewal_service(client_impl& c)
+    : c_(c)
+    , tick_timer_(c.io())
+    , loss_timer_(c.io()) {}
+
+void renewal_service::start() {
+    asio::post(c_.io(), [this] { arm_tick(); });
+}
+
+std::size_t renewal_service::size() const {
+    std::lock_guard lk(mu_);
+    return holds_.size();
+}
+
+void renewal_service::add(std::shared_ptr<hold_state> h) {
+    const auto until = h->valid_until();
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_) return;
+        holds_.emplace(h.get(), std::move(h));
+        if (until >= loss_armed_) return; // the armed check comes first and re-arms
+        loss_armed_ = until;
+    }
+    asio::post(c_.io(), [this, until] { arm_loss(until); });
+}
+
+void renewal_service::remove(const std::shared_ptr<hold_state>& h) {
+    std::lock_guard lk(mu_);
+    holds_.erase(h.get());
+}
+
+void renewal_service::stop() {
+    {
+        std::lock_guard lk(mu_);
+        stopped_ = true;
+        holds_.clear();
+    }
+    tick_timer_.cancel();
+    loss_timer_.cancel();
+}
+
+void renewal_service::arm_tick() {
+    // The tick runs for the client's whole life (one wake-up per lease/3 when idle), so adding
+    // the first watchdog hold never needs a hop to this thread.
+    tick_timer_.expires_after(c_.options().watchdog_lease / 3);
+    tick_timer_.async_wait([this](std::error_code ec) {
+        if (ec) return;
+        tick();
+        arm_tick();
+    });
+}
+
+void renewal_service::tick() {
+    ticks_.fetch_add(1, std::memory_order_relaxed);
+    // A previous round still unanswered (server stalled): do not pile up more; the deadlines
+    // decide loss.
+    if (inflight_ != 0) return;
+    std::vector<std::shared_ptr<hold_state>> due[2];
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_) return;
+        for (auto& [p, h] : holds_)
+            if (h->watchdog && active(*h))
+                due[h->kind == lock_kind::reentrant ? 0 : 1].push_back(h);
+    }
+    const auto lease = c_.options().watchdog_lease;
+    const std::string lease_ms = std::to_string(lease.count());
+    for (int k = 0; k < 2; ++k) {
+        const auto& s = get_script(k == 0 ? script_id::reentrant_renew : script_id::simple_renew);
+        for (std::size_t first = 0; first < due[k].size(); first += batch_size) {
+            const auto last = std::min(due[k].size(), first + batch_size);
+            auto* op = new renew_op();
+            op->holds.assign(due[k].begin() + static_cast<std::ptrdiff_t>(first),
+                             due[k].begin() + static_cast<std::ptrdiff_t>(last));
+            const auto n = op->holds.size();
+            op->storage.reserve(2 * n + 2);
+            op->storage.push_back(std::to_string(n));
+            for (auto& h : op->holds)
+                op->storage.push_back(h->keys.key);
+            op->storage.push_back(lease_ms);
+            for (auto& h : op->holds)
+                op->storage.push_back(h->owner);
+            op->views.reserve(op->storage.size() + 2);
+            op->views.push_back("EVALSHA");
+            op->views.push_back(s.sha);
+            op->views.insert(op->views.end(), op->storage.begin(), op->storage.end());
+            op->args = op->views;
+            op->eval_fallback = s.text;
+            op->sent_at = std::chrono::steady_clock::now();
+            op->deadline = op->sent_at + c_.options().command_timeout;
+            op->done = [this, lease](renew_op& o, std::error_code ec, resp3::value&& v) {
+                --inflight_;
+                const bool ok =
+                    !ec && v.kind == resp3::type::array && v.elements.size() == o.holds.size();
+                if (ok) {
+                    const auto until = o.sent_at + lease - drift_for(lease);
+                    for (std::size_t i = 0; i < o.holds.size(); ++i) {
+                        auto& h = o.holds[i];
+                        if (!active(*h)) continue;
+                        if (v.elements[i].integer == 1) {
+                            h->set_valid_until(until);
+                        } else {
+                            remove(h);
+                            h->mark_lost();
+                        }
+                    }
+                }
+                // Errors: nothing renewed; check_deadlines() declares loss when it is due.
+                check_deadlines();
+            };
+            ++inflight_;
+            batches_.fetch_add(1, std::memory_order_relaxed);
+            c_.conn().submit(*op);
+        }
+    }
+}
+
+void renewal_service::check_deadlines() {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<std::shared_ptr<hold_state>> lost;
+    auto next = time_point::max();
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_) return;
+        for (auto it = holds_.begin(); it != holds_.end();) {
+            auto& h = it->second;
+            if (h->released()) {
+                it = holds_.erase(it);
+                continue;
+            }
+            const auto until = h->valid_until();
+            if (!h->releasing && until <= now) {
+                lost.push_back(std::move(h));
+                it = holds_.erase(it);
+                continue;
+            }
+            next = std::min(next, until);
+            ++it;
+        }
+        loss_armed_ = next;
+    }
+    for (auto& h : lost)
+        h->mark_lost();
+    if (next != time_point::max()) arm_loss(next);
+}
+
+void renewal_service::arm_loss(time_point when) {
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_ || when > loss_armed_) return; // a later post for an earlier deadline won
+    }
+    loss_timer_.expires_at(when);
+    loss_timer_.async_wait([this](std::error_code ec) {
+        if (ec) return;
+        check_deadlines();
+    });
+}
+
+} // namespace dlock::detail
