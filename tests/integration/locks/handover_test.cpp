@@ -1,0 +1,173 @@
+// Hand-over against a real redis-server: a release hands the lock to a waiter of the same
+// client, local waiters queue, a release publishes when another client waits, and a
+// lease handle takes and hands on a handed-over lock.
+#include "lock_test_util.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using dlock::test::channel_of;
+using dlock::test::command_calls;
+using dlock::test::either_mutex;
+using dlock::test::eventually;
+using dlock::test::fast_options;
+using dlock::test::redis_server;
+using dlock::test::sleeping_waiters;
+
+TEST(lock, a_release_hands_the_lock_to_a_sleeping_waiter_of_the_same_client) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    for (const bool handover : {true, false})
+        for (auto kind : {dlock::lock_kind::reentrant, dlock::lock_kind::simple}) {
+            SCOPED_TRACE(std::string(handover ? "handover " : "no handover ") +
+                         (kind == dlock::lock_kind::reentrant ? "lock" : "simple"));
+            auto o = fast_options(s.url());
+            o.handover = handover;
+            dlock::client c(o);
+            const std::string name = std::string("ho-") + (handover ? "on-" : "off-") +
+                                     (kind == dlock::lock_kind::reentrant ? "r" : "s");
+            either_mutex holder(c, name, kind);
+            holder->lock();
+            const auto holder_token = holder->fencing_token();
+            std::optional<std::uint64_t> waiter_token;
+            bool waiter_owns = false;
+            std::thread waiter([&] {
+                either_mutex m(c, name, kind);
+                m->lock();
+                waiter_token = m->fencing_token();
+                waiter_owns = m->is_held_by_this_thread();
+                m->unlock();
+            });
+            ASSERT_TRUE(
+                eventually([&] { return sleeping_waiters(c, channel_of(kind, name)) == 1; }, 2s));
+            s.cli({"CONFIG", "RESETSTAT"});
+            holder->unlock();
+            waiter.join();
+            EXPECT_TRUE(waiter_owns); // the server names the waiter as the owner
+            EXPECT_FALSE(holder->is_locked());
+            if (kind == dlock::lock_kind::reentrant) {
+                ASSERT_TRUE(holder_token && waiter_token);
+                EXPECT_EQ(*waiter_token, *holder_token + 1); // a fresh acquisition
+            }
+            // Hand-over: the holder's release publishes nothing and the waiter makes no
+            // attempt (scripts: hand-over + waiter's release). Without: publish, attempt.
+            EXPECT_EQ(command_calls(s, "publish"), handover ? 1 : 2);
+            if (kind == dlock::lock_kind::reentrant) { // holder's script, waiter's release
+                EXPECT_EQ(command_calls(s, "evalsha"), handover ? 2 : 3);
+            }
+        }
+}
+
+TEST(lock, waiters_of_a_lock_held_by_their_own_client_queue_without_asking_the_server) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    const std::string channel = "redisson_lock__channel:{queue}";
+    dlock::mutex m = c.make_mutex("queue");
+    m.lock(); // 1 script
+    s.cli({"CONFIG", "RESETSTAT"});
+    std::mutex order_mu;
+    std::vector<int> order;
+    auto waiter = [&](int id) {
+        return std::thread([&, id] {
+            dlock::mutex w = c.make_mutex("queue");
+            w.lock();
+            {
+                std::lock_guard lk(order_mu);
+                order.push_back(id);
+            }
+            w.unlock();
+        });
+    };
+    std::thread first = waiter(1); // no subscription yet: attempt, subscribe, last attempt
+    ASSERT_TRUE(eventually([&] { return sleeping_waiters(c, channel) == 1; }, 2s));
+    std::thread second = waiter(2); // subscribed here and held here: no attempt, just sleep
+    ASSERT_TRUE(eventually([&] { return sleeping_waiters(c, channel) == 2; }, 2s));
+    EXPECT_EQ(command_calls(s, "evalsha"), 2);
+    m.unlock(); // hands over to `first`, which hands over to `second` (FIFO)
+    first.join();
+    second.join();
+    EXPECT_EQ(order, (std::vector<int>{1, 2}));
+    EXPECT_EQ(command_calls(s, "evalsha"), 5); // + 2 hand-overs + the last release
+    EXPECT_EQ(command_calls(s, "publish"), 1);
+}
+
+TEST(lock, a_release_publishes_instead_when_another_client_waits_too) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    for (auto kind : {dlock::lock_kind::reentrant, dlock::lock_kind::simple}) {
+        dlock::client c(fast_options(s.url()));
+        dlock::client other(fast_options(s.url()));
+        const std::string name =
+            std::string("ho-shared-") + (kind == dlock::lock_kind::reentrant ? "r" : "s");
+        const auto channel = channel_of(kind, name);
+        either_mutex holder(c, name, kind);
+        holder->lock();
+        std::atomic<int> acquired{0};
+        auto wait_on = [&](dlock::client& cl) {
+            return std::thread([&] {
+                either_mutex m(cl, name, kind);
+                m->lock();
+                ++acquired;
+                m->unlock();
+            });
+        };
+        std::thread local = wait_on(c);
+        std::thread remote = wait_on(other);
+        ASSERT_TRUE(eventually(
+            [&] {
+                return sleeping_waiters(c, channel) == 1 && sleeping_waiters(other, channel) == 1;
+            },
+            2s));
+        s.cli({"CONFIG", "RESETSTAT"});
+        holder->unlock();
+        local.join();
+        remote.join();
+        // Another process waits: the holder's release deletes and publishes, so both waiters
+        // compete as with Redisson (a hand-over would give the local one the lock every
+        // time); then each waiter's release publishes (2 publishes in all after a hand-over).
+        EXPECT_EQ(command_calls(s, "publish"), 3);
+        EXPECT_EQ(acquired.load(), 2);
+        EXPECT_FALSE(holder->is_locked());
+    }
+}
+
+TEST(lock, a_lease_handle_takes_a_handed_over_lock_and_hands_it_on_asynchronously) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    const std::string channel = channel_of(dlock::lock_kind::reentrant, "ho-lease");
+    dlock::mutex m = c.make_mutex("ho-lease");
+    m.lock();
+    auto waiting = std::async(std::launch::async, [&] { return c.acquire("ho-lease"); });
+    ASSERT_TRUE(eventually([&] { return sleeping_waiters(c, channel) == 1; }, 2s));
+    const auto first = m.fencing_token();
+    m.unlock();
+    dlock::lease l = waiting.get();
+    ASSERT_TRUE(l);
+    ASSERT_TRUE(first && l.token());
+    EXPECT_EQ(*l.token(), *first + 1);
+    // Now the lease hands it back to a thread-bound waiter, through the async release.
+    std::optional<std::uint64_t> next;
+    std::thread t([&] {
+        dlock::mutex m2 = c.make_mutex("ho-lease");
+        m2.lock();
+        next = m2.fencing_token();
+        m2.unlock();
+    });
+    ASSERT_TRUE(eventually([&] { return sleeping_waiters(c, channel) == 1; }, 2s));
+    s.cli({"CONFIG", "RESETSTAT"});
+    const auto second = *l.token();
+    l.async_release(asio::use_future).get();
+    t.join();
+    ASSERT_TRUE(next);
+    EXPECT_EQ(*next, second + 1);
+    EXPECT_EQ(command_calls(s, "publish"), 1); // only the last release publishes
+}

@@ -1,0 +1,177 @@
+// Waiting without polling against a real redis-server: the unlock message, shared and
+// lingering subscriptions, waiters that give up, resubscription after a pub/sub kill,
+// shutdown while waiting, and an unreachable server.
+#include "lock_test_util.hpp"
+
+#include <memory>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using dlock::errc;
+using dlock::test::command_calls;
+using dlock::test::commands_processed;
+using dlock::test::eventually;
+using dlock::test::fast_options;
+using dlock::test::one_subscriber;
+using dlock::test::redis_server;
+using dlock::test::sleeping_waiters;
+
+TEST(lock, a_waiter_is_woken_by_the_unlock_message_without_polling) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    dlock::client b(fast_options(s.url()));
+    dlock::mutex ma = a.make_mutex("wake");
+    ma.lock(30s);
+    dlock::test::blocked_waiter waiter(b, "wake");
+    // The waiter subscribes; while the holder keeps a 30 s lease it must not poll.
+    ASSERT_TRUE(eventually([&] { return one_subscriber(s, "redisson_lock__channel:{wake}"); }, 2s));
+    const auto before = commands_processed(s);
+    std::this_thread::sleep_for(500ms); // a window in which a poller would send commands
+    const auto during = commands_processed(s) - before;
+    EXPECT_LE(during, 3); // INFO itself and at most a health check
+    const auto released = std::chrono::steady_clock::now();
+    ma.unlock();
+    waiter.join();
+    EXPECT_TRUE(waiter.acquired.load());
+    EXPECT_LT(waiter.acquired_at - released, 200ms);
+    EXPECT_TRUE(eventually([&] { return s.cli({"PUBSUB", "CHANNELS", "*"}).empty(); }, 2s));
+}
+
+TEST(lock, a_second_local_waiter_reuses_the_active_subscription_with_one_attempt) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client holder(fast_options(s.url()));
+    dlock::client c(fast_options(s.url()));
+    { // load the scripts into the server's cache, then count from zero
+        dlock::mutex warm = holder.make_mutex("warm");
+        warm.lock(30s);
+        warm.unlock();
+    }
+    s.cli({"CONFIG", "RESETSTAT"});
+    const auto evalsha_calls = [&] { return command_calls(s, "evalsha"); };
+    dlock::mutex m = holder.make_mutex("shared-sub");
+    m.lock(30s);                                        // 1 script
+    dlock::test::blocked_waiter first(c, "shared-sub"); // attempt, subscribe, last attempt: 2
+    ASSERT_TRUE(
+        eventually([&] { return one_subscriber(s, "redisson_lock__channel:{shared-sub}"); }, 2s));
+    ASSERT_TRUE(eventually([&] { return evalsha_calls() == 3; }, 2s));
+    // The subscription of `first` was confirmed before this waiter's attempt was sent: that
+    // attempt is its last one before sleeping.
+    dlock::test::blocked_waiter second(c, "shared-sub");
+    ASSERT_TRUE(eventually([&] { return evalsha_calls() == 4; }, 2s));
+    m.unlock();    // 1: wakes `first`
+    first.join();  // 1 attempt + 1 hand-over to `second` (a waiter of the same client)
+    second.join(); // 1 release
+    EXPECT_TRUE(first.acquired.load());
+    EXPECT_TRUE(second.acquired.load());
+    EXPECT_EQ(evalsha_calls(), 8); // 9 if the second waiter had tried twice before sleeping
+}
+
+TEST(lock, a_subscription_outlives_its_last_waiter_briefly_and_then_goes) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client holder(fast_options(s.url()));
+    dlock::client c(fast_options(s.url()));
+    const std::string channel = "redisson_lock__channel:{linger}";
+    dlock::mutex m = holder.make_mutex("linger");
+    m.lock();
+    dlock::test::blocked_waiter first(c, "linger");
+    ASSERT_TRUE(eventually([&] { return sleeping_waiters(c, channel) == 1; }, 2s));
+    m.unlock();
+    first.join();
+    // No waiter is left, but the subscription stays for subscriber::linger (100 ms)...
+    EXPECT_TRUE(one_subscriber(s, channel));
+    // ... so a waiter that comes back at once reuses it: no second SUBSCRIBE, one attempt.
+    m.lock();
+    s.cli({"CONFIG", "RESETSTAT"});
+    dlock::test::blocked_waiter second(c, "linger");
+    ASSERT_TRUE(eventually([&] { return sleeping_waiters(c, channel) == 1; }, 2s));
+    EXPECT_EQ(command_calls(s, "subscribe"), 0);
+    EXPECT_EQ(command_calls(s, "evalsha"), 1);
+    m.unlock();
+    second.join();
+    EXPECT_TRUE(eventually([&] { return s.cli({"PUBSUB", "CHANNELS", "*"}).empty(); }, 2s));
+}
+
+TEST(lock, waiters_that_give_up_leave_no_subscription_behind) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    dlock::client b(fast_options(s.url()));
+    dlock::mutex ma = a.make_mutex("giveup");
+    ma.lock();
+    std::vector<std::thread> ws;
+    for (int i = 0; i < 4; ++i)
+        ws.emplace_back([&] {
+            dlock::mutex m = b.make_mutex("giveup");
+            EXPECT_FALSE(m.try_lock_for(100ms));
+        });
+    for (auto& w : ws)
+        w.join();
+    EXPECT_TRUE(eventually([&] { return s.cli({"PUBSUB", "CHANNELS", "*"}).empty(); }, 2s));
+    ma.unlock();
+}
+
+TEST(lock, an_unreachable_server_fails_lock_within_bounds) {
+    const auto port = dlock::test::free_port();
+    auto o = fast_options("redis://127.0.0.1:" + std::to_string(port));
+    o.command_timeout = 300ms;
+    dlock::client c(o);
+    dlock::mutex m = c.make_mutex("nowhere");
+    std::error_code ec;
+    const auto t0 = std::chrono::steady_clock::now();
+    m.lock(ec);
+    EXPECT_TRUE(ec == errc::timeout || ec == errc::unavailable) << ec.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+}
+
+TEST(lock, a_waiter_resubscribes_after_its_pubsub_connection_is_killed) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    dlock::client b(fast_options(s.url()));
+    dlock::mutex ma = a.make_mutex("resub");
+    ma.lock(30s);
+    dlock::test::blocked_waiter waiter(b, "resub");
+    const auto subscribed = [&] { return one_subscriber(s, "redisson_lock__channel:{resub}"); };
+    ASSERT_TRUE(eventually(subscribed, 2s));
+    const auto before = s.cli({"CLIENT", "LIST", "TYPE", "pubsub"});
+    ASSERT_FALSE(before.empty());
+    s.cli({"CLIENT", "KILL", "TYPE", "pubsub"});
+    // The subscriber reconnects (a new client id) and subscribes again by itself.
+    ASSERT_TRUE(eventually(
+        [&] {
+            const auto now = s.cli({"CLIENT", "LIST", "TYPE", "pubsub"});
+            return !now.empty() &&
+                   now.substr(0, now.find(' ')) != before.substr(0, before.find(' ')) &&
+                   subscribed();
+        },
+        3s));
+    const auto released = std::chrono::steady_clock::now();
+    ma.unlock();
+    waiter.join();
+    EXPECT_TRUE(waiter.acquired.load());
+    EXPECT_LT(waiter.acquired_at - released, 500ms); // woken by the message, not the 30 s TTL
+}
+
+TEST(lock, a_waiter_ends_with_cancelled_when_its_client_shuts_down) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    dlock::mutex ma = a.make_mutex("shutdown");
+    ma.lock(30s);
+    auto b = std::make_unique<dlock::client>(fast_options(s.url()));
+    dlock::mutex mb = b->make_mutex("shutdown"); // keeps b's internals alive past b
+    std::error_code ec;
+    std::thread waiter([&] { mb.lock(ec); });
+    ASSERT_TRUE(
+        eventually([&] { return one_subscriber(s, "redisson_lock__channel:{shutdown}"); }, 2s));
+    b.reset(); // the waiter must not sleep for the holder's 30 s lease
+    waiter.join();
+    EXPECT_EQ(ec, errc::cancelled);
+    ma.unlock();
+}
