@@ -46,7 +46,7 @@ int hold_many(const std::string& url, std::size_t n, std::chrono::milliseconds w
         }
     }
     const long after = rss_kib();
-    auto& renewal = c.impl()->renewal();
+    auto& renewal = dlock::detail::access::impl(c)->renewal();
     const auto b0 = renewal.batches_sent();
     const auto t0 = renewal.ticks();
     // Three renewal periods.

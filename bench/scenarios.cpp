@@ -153,7 +153,7 @@ result run(const options& o) {
         auto m = make(main_client, o.kind, base + "a");
         while (clock::now() < end) {
             const auto a = clock::now();
-            m->lock(o.lease);
+            m->lock(dlock::fixed_lease{o.lease});
             const auto b = clock::now();
             m->unlock();
             acquire_us.push_back(us_between(a, b));
@@ -178,7 +178,7 @@ result run(const options& o) {
                 std::vector<double> acq, pairs;
                 while (clock::now() < end) {
                     const auto a = clock::now();
-                    m->lock(o.lease);
+                    m->lock(dlock::fixed_lease{o.lease});
                     const auto b = clock::now();
                     m->unlock();
                     acq.push_back(us_between(a, b));
@@ -218,7 +218,7 @@ result run(const options& o) {
                 const std::string key = base + "counter";
                 while (clock::now() < end && tickets.fetch_add(1) < total) {
                     const auto a = clock::now();
-                    m->lock(o.lease);
+                    m->lock(dlock::fixed_lease{o.lease});
                     const auto got = clock::now();
                     waits.push_back(us_between(a, got));
                     const int prev = last_holder.load();
@@ -260,12 +260,12 @@ result run(const options& o) {
         std::mt19937 rng{std::random_device{}()};
         std::uniform_int_distribution<int> phase(1000, 5000); // us
         while (r.ops < samples && clock::now() < end) {
-            holder->lock(o.lease);
+            holder->lock(dlock::fixed_lease{o.lease});
             std::atomic<bool> acquired{false};
             clock::time_point got;
             std::thread waiter([&] {
                 auto m = make(waiter_client, o.kind, base + "d");
-                m->lock(o.lease);
+                m->lock(dlock::fixed_lease{o.lease});
                 got = clock::now();
                 acquired = true;
                 m->unlock();

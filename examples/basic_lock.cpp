@@ -16,8 +16,8 @@ int main(int argc, char** argv) {
         const auto token = m.fencing_token().value();
         const auto stock = std::stoll(redis.command({"GET", "example:stock"}).str);
         // The resource rejects writes carrying an older token than one it has seen.
-        if (!redis.fenced_set("example:stock", "example:stock:fence", token,
-                              std::to_string(stock - 1)))
+        if (!dlock::fenced_set(redis, "example:stock", "example:stock:fence", token,
+                               std::to_string(stock - 1)))
             return 1;
         std::cout << "sold one, token " << token << ", stock now " << stock - 1 << '\n';
     }

@@ -1,4 +1,5 @@
 // dlock::client: the public facade over detail::client_impl.
+#include "redis/acquire.hpp"
 #include "redis/client_impl.hpp"
 
 #include <dlock/mutex.hpp>
@@ -48,7 +49,7 @@ resp3::value client::command(std::span<const std::string_view> args, std::error_
         ec = make_error_code(errc::invalid_argument);
         return {};
     }
-    return impl_->run(args, ec);
+    return impl_->run(impl_->router().any(), args, ec);
 }
 
 mutex client::make_mutex(std::string name) {
@@ -66,34 +67,42 @@ lease client::acquire(std::string_view name, const acquire_options& opts) {
 }
 
 lease client::acquire(std::string_view name, const acquire_options& opts, std::error_code& ec) {
-    if (impl_->on_io_thread()) {
+    ec.clear();
+    auto& c = *impl_;
+    if (c.on_io_thread()) {
         ec = make_error_code(errc::invalid_argument);
         return {};
     }
-    detail::completion_flag done;
-    lease result;
-    detail::start_acquire(
-        impl_, std::string(name), opts,
-        [&](std::error_code e, lease l) {
-            ec = e;
-            result = std::move(l);
-            done.set();
-        },
-        detail::caller::may_block);
-    done.wait();
-    return result;
+    const auto& p = detail::protocol_of(opts.kind);
+    const auto keys = p.keys(name, ec);
+    if (ec) return {};
+    detail::acquire_request req;
+    if ((ec = detail::prepare(c, p, keys, opts, detail::new_owner(c, p, false), req))) return {};
+    const auto res = detail::acquire_blocking(c, req, ec);
+    if (ec || !res.acquired) return {};
+    return detail::access::make_lease(detail::make_hold(c, req, res));
 }
 
-bool client::fenced_set(std::string_view key, std::string_view fence_key, std::uint64_t token,
-                        std::string_view value) {
-    const std::string tok = std::to_string(token);
-    const std::string_view args[] = {"2", key, fence_key, tok, value};
+void client::start_async_acquire(std::string name, const acquire_options& opts,
+                                 std::function<void(std::error_code, lease)> done) {
+    auto c = impl_;
+    const auto& p = detail::protocol_of(opts.kind);
+    auto req = std::make_shared<detail::acquire_request>();
     std::error_code ec;
-    auto v = impl_->run_script(detail::script_id::fencing_set, args, ec);
-    throw_if(ec);
-    throw_if(detail::reply_error(v));
-    if (!v.is_integer()) throw error(errc::protocol_error);
-    return v.integer == 1;
+    const auto keys = p.keys(name, ec);
+    if (!ec) ec = detail::prepare(*c, p, keys, opts, detail::new_owner(*c, p, false), *req);
+    if (ec) return asio::post(c->io(), [done = std::move(done), ec] { done(ec, lease{}); });
+    detail::acquire_async(
+        *c, *req, [c, req, done = std::move(done)](std::error_code e, detail::acquire_result r) {
+            if (e || !r.acquired) return done(e, lease{});
+            done({}, detail::access::make_lease(detail::make_hold(*c, *req, r)));
+        });
+}
+
+void client::submit(detail::request& r) {
+    if (r.deadline == std::chrono::steady_clock::time_point{})
+        r.deadline = std::chrono::steady_clock::now() + impl_->options().command_timeout;
+    impl_->router().any().conn().submit(r);
 }
 
 asio::any_io_executor client::get_executor() const {

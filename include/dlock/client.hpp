@@ -1,11 +1,13 @@
-// dlock/client.hpp: the entry point. A client owns one I/O thread, one auto-pipelined command
-// connection, one pub/sub connection shared by every waiter, and one watchdog that renews all
-// locks it holds in batches. It is thread-safe; share one per process (or per Redis topology).
+// dlock/client.hpp: the entry point. A client owns one I/O thread and, per Redis server it
+// talks to, one auto-pipelined command connection, one side connection for blocking callers and
+// one pub/sub connection shared by every waiter; one watchdog renews all the locks it holds in
+// batches. It is thread-safe; share one per process (or per Redis topology).
 //
 //   dlock::client c("redis://127.0.0.1:6379");
 //   dlock::mutex m = c.make_mutex("orders:42");          // Redisson RLock-compatible
 //   { std::scoped_lock g(m); ... }                        // TimedLockable
 //   if (auto l = c.acquire("job:nightly", {.wait = 5s})) { use(l.token()); }   // lease handle
+//   dlock::fenced_set(c, "orders:42:state", "orders:42:fence", token, "paid");   // fencing.hpp
 #pragma once
 
 #include <dlock/config.hpp>
@@ -13,6 +15,7 @@
 #include <dlock/detail/request.hpp>
 #include <dlock/error.hpp>
 #include <dlock/lease.hpp>
+#include <dlock/lock_options.hpp>
 #include <dlock/resp3.hpp>
 
 #include <asio/any_io_executor.hpp>
@@ -36,43 +39,9 @@ namespace dlock {
 class mutex;
 class simple_mutex;
 
-/// Which lock an acquire() takes.
-enum class lock_kind {
-    reentrant, ///< Redisson RLock layout, fencing token, pub/sub wake-up (default)
-    simple,    ///< SET key token NX PX, compare-and-delete release (redis-py Lock layout)
-};
-
-/// The seeds' spin behaviour, for users who want it: poll `attempts` times in total, sleeping
-/// `delay` plus a uniform random jitter in [0, jitter] between tries. Waiting by notification
-/// (the default, when acquire_options::retry is empty) is faster and cheaper.
-struct retry_policy {
-    unsigned attempts = 3;                ///< total tries including the first; >= 1
-    std::chrono::milliseconds delay{50};  ///< pause between tries
-    std::chrono::milliseconds jitter{50}; ///< extra random pause, uniform in [0, jitter]
-};
-
-struct acquire_options {
-    /// How long to wait for the lock. nullopt (default) waits forever; zero tries once.
-    /// Negative durations are treated as zero.
-    std::optional<std::chrono::milliseconds> wait{};
-    /// Fixed lease: the lock expires after it, no renewal. nullopt (default) uses the client's
-    /// watchdog lease and renews it every lease / 3 while the handle lives. Must be >= 1 ms.
-    std::optional<std::chrono::milliseconds> lease{};
-    lock_kind kind = lock_kind::reentrant;
-    /// nullopt (default): wait for the unlock message. Set: poll as the policy says, still
-    /// bounded by `wait`. Errors: attempts == 0 or negative durations are invalid_argument.
-    std::optional<retry_policy> retry{};
-};
-
 namespace detail {
 class client_impl;
-void submit(client_impl& c, request& r);
-asio::any_io_executor executor_of(client_impl& c);
-using acquire_callback = std::function<void(std::error_code, lease)>;
-/// Whether the thread starting an acquisition may block on its first attempt (sync calls).
-enum class caller { async, may_block };
-void start_acquire(const std::shared_ptr<client_impl>& c, std::string name,
-                   const acquire_options& opts, acquire_callback cb, caller mode = caller::async);
+struct access;
 } // namespace detail
 
 class client {
@@ -116,16 +85,16 @@ public:
     template <class CompletionToken>
     auto async_acquire(std::string name, acquire_options opts, CompletionToken&& token);
 
-    /// Writes `value` to `key` only if `token` is at least the newest token that wrote `key`
-    /// before (fenced_set.lua; the newest token is kept in `fence_key`). Returns false when
-    /// rejected as stale. Both keys must share a hash slot on Cluster.
-    bool fenced_set(std::string_view key, std::string_view fence_key, std::uint64_t token,
-                    std::string_view value);
-
+    /// The client's I/O executor (where async completions run by default).
     asio::any_io_executor get_executor() const;
-    const std::shared_ptr<detail::client_impl>& impl() const noexcept { return impl_; }
 
 private:
+    friend struct detail::access;
+    /// The non-template parts of the async templates below.
+    void submit(detail::request& r);
+    void start_async_acquire(std::string name, const acquire_options& opts,
+                             std::function<void(std::error_code, lease)> done);
+
     std::shared_ptr<detail::client_impl> impl_{};
 };
 
@@ -166,12 +135,11 @@ private:
 template <class CompletionToken>
 auto client::async_command(std::vector<std::string> args, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code, resp3::value)>(
-        [impl = impl_](auto handler, std::vector<std::string> a) {
-            auto io = detail::executor_of(*impl);
+        [this](auto handler, std::vector<std::string> a) {
             detail::initiation_scope scope;
-            auto* op = new detail::command_op<std::decay_t<decltype(handler)>>(std::move(handler),
-                                                                               std::move(a), io);
-            detail::submit(*impl, *op);
+            auto* op = new detail::command_op<std::decay_t<decltype(handler)>>(
+                std::move(handler), std::move(a), get_executor());
+            submit(*op);
         },
         token, std::move(args));
 }
@@ -179,14 +147,14 @@ auto client::async_command(std::vector<std::string> args, CompletionToken&& toke
 template <class CompletionToken>
 auto client::async_acquire(std::string name, acquire_options opts, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code, lease)>(
-        [impl = impl_](auto handler, std::string n, acquire_options o) {
+        [this](auto handler, std::string n, acquire_options o) {
             detail::initiation_scope scope;
             using H = std::decay_t<decltype(handler)>;
-            auto io = detail::executor_of(*impl);
-            auto work = asio::make_work_guard(asio::get_associated_executor(handler, io));
+            auto work =
+                asio::make_work_guard(asio::get_associated_executor(handler, get_executor()));
             auto shared =
                 std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
-            detail::start_acquire(impl, std::move(n), o, [shared](std::error_code ec, lease l) {
+            start_async_acquire(std::move(n), o, [shared](std::error_code ec, lease l) {
                 auto ex = shared->second.get_executor();
                 detail::deliver(ex, [shared, ec, l = std::move(l)]() mutable {
                     std::move(shared->first)(ec, std::move(l));

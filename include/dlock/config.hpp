@@ -21,8 +21,6 @@
 
 namespace dlock {
 
-using namespace std::chrono_literals;
-
 enum class topology { standalone, sentinel, cluster };
 
 struct endpoint {
@@ -62,21 +60,21 @@ struct client_options {
     tls_options tls{};
     std::string client_name = "dlock"; ///< CLIENT SETNAME; empty = none
     /// Budget for TCP/TLS connect plus handshake (AUTH, HELLO, SELECT). Default 5 s.
-    std::chrono::milliseconds connect_timeout = 5s;
+    std::chrono::milliseconds connect_timeout = std::chrono::seconds(5);
     /// Budget for one command from the call to its reply. Default 5 s. A command that was
     /// written and got no reply in time completes with errc::ambiguous and the connection is
     /// recycled (its replies would otherwise be attributed to the wrong callers).
-    std::chrono::milliseconds command_timeout = 5s;
+    std::chrono::milliseconds command_timeout = std::chrono::seconds(5);
     /// Health check: a connection that received nothing for this long sends a PING, so a
     /// silently dead peer is detected within idle_timeout + command_timeout. Default 15 s;
     /// zero disables it.
-    std::chrono::milliseconds idle_timeout = 15s;
+    std::chrono::milliseconds idle_timeout = std::chrono::seconds(15);
     /// Reconnect backoff: doubles from min to max, with full jitter. Defaults 10 ms / 1 s.
-    std::chrono::milliseconds reconnect_min = 10ms;
-    std::chrono::milliseconds reconnect_max = 1s;
+    std::chrono::milliseconds reconnect_min = std::chrono::milliseconds(10);
+    std::chrono::milliseconds reconnect_max = std::chrono::seconds(1);
     /// Lease used when a lock is taken without an explicit lease; the watchdog renews it every
     /// watchdog_lease / 3. Default 30 s (Redisson's lockWatchdogTimeout).
-    std::chrono::milliseconds watchdog_lease = 30s;
+    std::chrono::milliseconds watchdog_lease = std::chrono::seconds(30);
     /// See blocking_io. Default caller_thread.
     blocking_io sync_io = blocking_io::caller_thread;
     /// Local hand-over. When the final release of a lock finds a waiter of this same client

@@ -4,6 +4,8 @@
 #include <dlock/client.hpp>
 #include <dlock/config.hpp>
 #include <dlock/error.hpp>
+#include <dlock/fencing.hpp>
 #include <dlock/lease.hpp>
+#include <dlock/lock_options.hpp>
 #include <dlock/mutex.hpp>
 #include <dlock/resp3.hpp>

@@ -32,12 +32,7 @@ class lease;
 
 namespace detail {
 class hold_state;
-class client_impl;
-/// Releases `h` without blocking; `done` runs on the client's I/O thread, or inline when
-/// there is nothing to send (already released, lost, or the client is gone).
-void start_release(std::shared_ptr<hold_state> h, std::function<void(std::error_code)> done);
-/// The I/O executor of the client that owns `h`; empty when that client is gone.
-asio::any_io_executor hold_executor(const std::shared_ptr<hold_state>& h);
+struct access;
 } // namespace detail
 
 class lease {
@@ -63,9 +58,12 @@ public:
     bool lost() const noexcept;
     /// Requested when the lease is lost (not on a normal release).
     std::stop_token stop_token() const;
-    /// Runs `cb` once when the lease is lost; immediately (on the calling thread) if it already
-    /// is. Thread safety: callbacks run on the client's I/O thread; they must not block or call
-    /// synchronous dlock functions (those fail with errc::invalid_argument there).
+    /// Runs `cb` once when the lease is lost.
+    /// Thread safety: `cb` runs on the thread that detects the loss: the client's I/O thread
+    /// when the watchdog, a renewal or the lease deadline finds it (then it must not block or
+    /// call synchronous dlock functions, which fail there with errc::invalid_argument); the
+    /// calling thread when release() or extend() learns it from the server; and at once, on
+    /// the thread calling on_lost(), when the lease is lost already.
     void on_lost(std::function<void()> cb);
 
     /// Releases the lock. Errors: errc::not_owner when the lock was lost meanwhile (the lease is
@@ -83,12 +81,17 @@ public:
     void extend(std::chrono::milliseconds lease_ms);
     void extend(std::chrono::milliseconds lease_ms, std::error_code& ec);
 
-    /// Internal: built by the client.
+private:
+    friend struct detail::access;
     explicit lease(std::shared_ptr<detail::hold_state> s) noexcept
         : state_(std::move(s)) {}
-    const std::shared_ptr<detail::hold_state>& state() const noexcept { return state_; }
+    /// Releases `h` without blocking; `done` runs on the client's I/O thread, or inline when
+    /// there is nothing to send (already released, lost, or the client is gone).
+    static void start_release(std::shared_ptr<detail::hold_state> h,
+                              std::function<void(std::error_code)> done);
+    /// The I/O executor of the client that owns `h`; empty when that client is gone.
+    static asio::any_io_executor executor_of(const std::shared_ptr<detail::hold_state>& h);
 
-private:
     std::shared_ptr<detail::hold_state> state_;
 };
 
@@ -98,12 +101,12 @@ auto lease::async_release(CompletionToken&& token) {
         [](auto handler, std::shared_ptr<detail::hold_state> h) {
             detail::initiation_scope scope;
             using H = std::decay_t<decltype(handler)>;
-            asio::any_io_executor io = detail::hold_executor(h);
+            asio::any_io_executor io = executor_of(h);
             if (!io) io = asio::system_executor();
             auto work = asio::make_work_guard(asio::get_associated_executor(handler, io));
             auto shared =
                 std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
-            detail::start_release(std::move(h), [shared](std::error_code ec) {
+            start_release(std::move(h), [shared](std::error_code ec) {
                 auto ex = shared->second.get_executor();
                 detail::deliver(ex, [shared, ec]() mutable { std::move(shared->first)(ec); });
             });

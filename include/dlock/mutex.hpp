@@ -17,11 +17,12 @@
 // TTL the acquire script returned, so a lost message costs at most one TTL.
 //
 // Leases: without an explicit lease the client's watchdog renews the lock every lease/3 (default
-// lease 30 s). With one, the lock simply expires. Loss of a held lock is signalled through
-// stop_token(), on_lost() callbacks and valid_until(), per holding thread.
+// lease 30 s). With a dlock::fixed_lease, the lock simply expires. Loss of a held lock is signalled
+// through stop_token(), on_lost() callbacks and valid_until(), per holding thread.
 #pragma once
 
-#include <dlock/client.hpp>
+#include <dlock/error.hpp>
+#include <dlock/lock_options.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -33,6 +34,8 @@
 
 namespace dlock {
 
+class client;
+
 namespace detail {
 class lock_object;
 }
@@ -41,34 +44,35 @@ class basic_mutex {
 public:
     using milliseconds = std::chrono::milliseconds;
 
-    /// Blocks until acquired. Lease: the watchdog's (renewed) or `lease` (fixed, >= 1 ms).
-    /// Errors: throws dlock::error (unavailable, auth_failed, ...); lock(ec) does not throw.
+    /// Blocks until acquired, with the watchdog's lease (renewed) or a fixed one (>= 1 ms).
+    /// Errors: throws dlock::error (unavailable, auth_failed, ...); the ec forms do not throw.
     /// Thread safety: any thread except the client's I/O thread.
     void lock();
-    void lock(milliseconds lease);
+    void lock(fixed_lease lease);
     void lock(std::error_code& ec);
+    void lock(fixed_lease lease, std::error_code& ec);
 
     /// One attempt, no waiting. False when another owner holds the lock.
     [[nodiscard]] bool try_lock();
     [[nodiscard]] bool try_lock(std::error_code& ec);
 
-    /// Waits up to `wait` (negative = zero) with the watchdog or a fixed `lease`.
+    /// Waits up to `wait` (negative = zero) with the watchdog or a fixed lease.
     template <class Rep, class Period>
     [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
         return try_lock_impl(ceil_ms(wait), std::nullopt);
     }
     template <class Rep, class Period>
     [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait,
-                                    milliseconds lease) {
-        return try_lock_impl(ceil_ms(wait), lease);
+                                    fixed_lease lease) {
+        return try_lock_impl(ceil_ms(wait), lease.duration);
     }
     /// Waits until `deadline` of any clock; the remaining time is measured on steady_clock once.
     template <class Clock, class Duration>
     [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
         return try_lock_for(deadline - Clock::now());
     }
-    [[nodiscard]] bool try_lock_for(milliseconds wait, std::optional<milliseconds> lease,
-                                    std::error_code& ec);
+    [[nodiscard]] bool try_lock_for(milliseconds wait, std::error_code& ec);
+    [[nodiscard]] bool try_lock_for(milliseconds wait, fixed_lease lease, std::error_code& ec);
 
     /// Releases one hold of the calling thread. Errors: errc::not_owner if this thread does not
     /// hold the lock (also when it was lost); unlock(ec) does not throw.
@@ -77,13 +81,20 @@ public:
 
     /// Deletes the lock whoever holds it and wakes waiters. Returns true if a lock existed.
     bool force_unlock();
+    bool force_unlock(std::error_code& ec);
 
+    /// Queries of the server (one round trip each). Errors: as lock(); a reply that is not
+    /// what the kind stores is errc::protocol_error. The ec forms return false / 0 / nullopt.
     bool is_locked();
+    bool is_locked(std::error_code& ec);
     bool is_held_by_this_thread();
-    /// Hold count of the calling thread as stored in Redis (0 when not held).
+    bool is_held_by_this_thread(std::error_code& ec);
+    /// Hold count of the calling thread as stored on the server (0 when not held).
     int hold_count();
-    /// PTTL of the lock; nullopt when it does not exist.
+    int hold_count(std::error_code& ec);
+    /// Remaining lease of the lock (whoever holds it); nullopt when it does not exist.
     std::optional<milliseconds> remaining_lease();
+    std::optional<milliseconds> remaining_lease(std::error_code& ec);
 
     /// Fencing token of the calling thread's current hold (nullopt: not held, or simple lock).
     std::optional<std::uint64_t> fencing_token() const;
@@ -91,6 +102,9 @@ public:
     /// in the past and a no-op when the thread holds nothing).
     std::stop_token stop_token() const;
     std::chrono::steady_clock::time_point valid_until() const;
+    /// Runs `cb` once when the calling thread's hold is lost: on the client's I/O thread when
+    /// the watchdog or the lease deadline finds it, on the thread calling unlock() when the
+    /// server says so, at once when it is lost already (see lease::on_lost).
     void on_lost(std::function<void()> cb);
 
     const std::string& name() const noexcept;

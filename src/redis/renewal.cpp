@@ -1,6 +1,7 @@
 #include "redis/renewal.hpp"
 
 #include "redis/client_impl.hpp"
+#include "redis/hold.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -14,8 +15,9 @@ class renew_op final : public request {
 public:
     using done_fn = std::function<void(renew_op&, std::error_code, resp3::value&&)>;
     std::vector<std::shared_ptr<hold_state>> holds;
-    std::vector<std::string> storage;
-    std::vector<std::string_view> views;
+    std::vector<const hold_state*> raw;
+    std::vector<char> ok;
+    command cmd;
     std::chrono::steady_clock::time_point sent_at;
     done_fn done;
 
@@ -88,53 +90,57 @@ void renewal_service::tick() {
     // A previous round still unanswered (server stalled): do not pile up more; the deadlines
     // decide loss.
     if (inflight_ != 0) return;
-    std::vector<std::shared_ptr<hold_state>> due[2];
+    // One batch per (node, slot where the topology needs it, kind): a script's keys must be
+    // on one node (and, on a Cluster, in one slot), and one script renews one kind.
+    struct group_key {
+        node* where;
+        std::uint16_t slot;
+        const lock_protocol* protocol;
+        bool operator==(const group_key&) const = default;
+    };
+    struct group_hash {
+        std::size_t operator()(const group_key& k) const noexcept {
+            return std::hash<const void*>{}(k.where) ^ (std::size_t{k.slot} << 1) ^
+                   (std::hash<const void*>{}(k.protocol) << 3);
+        }
+    };
+    std::unordered_map<group_key, std::vector<std::shared_ptr<hold_state>>, group_hash> due;
+    const bool by_slot = c_.router().batches_by_slot();
     {
         std::lock_guard lk(mu_);
         if (stopped_) return;
         for (auto& [p, h] : holds_)
             if (h->watchdog && active(*h))
-                due[h->kind == lock_kind::reentrant ? 0 : 1].push_back(h);
+                due[{h->where, by_slot ? h->keys.slot : std::uint16_t{0}, h->protocol}].push_back(
+                    h);
     }
     const auto lease = c_.options().watchdog_lease;
-    const std::string lease_ms = std::to_string(lease.count());
-    for (int k = 0; k < 2; ++k) {
-        const auto& s = get_script(k == 0 ? script_id::reentrant_renew : script_id::simple_renew);
-        for (std::size_t first = 0; first < due[k].size(); first += batch_size) {
-            const auto last = std::min(due[k].size(), first + batch_size);
+    for (auto& [group, holds] : due) {
+        for (std::size_t first = 0; first < holds.size(); first += batch_size) {
+            const auto last = std::min(holds.size(), first + batch_size);
             auto* op = new renew_op();
-            op->holds.assign(due[k].begin() + static_cast<std::ptrdiff_t>(first),
-                             due[k].begin() + static_cast<std::ptrdiff_t>(last));
-            const auto n = op->holds.size();
-            op->storage.reserve(2 * n + 2);
-            op->storage.push_back(std::to_string(n));
+            op->holds.assign(holds.begin() + static_cast<std::ptrdiff_t>(first),
+                             holds.begin() + static_cast<std::ptrdiff_t>(last));
+            op->raw.reserve(op->holds.size());
             for (auto& h : op->holds)
-                op->storage.push_back(h->keys.key);
-            op->storage.push_back(lease_ms);
-            for (auto& h : op->holds)
-                op->storage.push_back(h->owner);
-            op->views.reserve(op->storage.size() + 2);
-            op->views.push_back("EVALSHA");
-            op->views.push_back(s.sha);
-            op->views.insert(op->views.end(), op->storage.begin(), op->storage.end());
-            op->args = op->views;
-            op->eval_fallback = s.text;
+                op->raw.push_back(h.get());
+            group.protocol->renew(op->cmd, op->raw, lease);
+            op->args = op->cmd.args();
+            op->eval_fallback = op->cmd.eval_fallback();
             op->sent_at = std::chrono::steady_clock::now();
             op->deadline = op->sent_at + c_.options().command_timeout;
             op->done = [this, lease](renew_op& o, std::error_code ec, resp3::value&& v) {
                 --inflight_;
-                const bool ok =
-                    !ec && v.kind == resp3::type::array && v.elements.size() == o.holds.size();
-                if (ok) {
+                if (lock_protocol::read_renew(ec, v, o.holds.size(), o.ok)) {
                     const auto until = o.sent_at + lease - drift_for(lease);
                     for (std::size_t i = 0; i < o.holds.size(); ++i) {
                         auto& h = o.holds[i];
                         if (!active(*h)) continue;
-                        if (v.elements[i].integer == 1) {
+                        if (o.ok[i]) {
                             h->set_valid_until(until);
                         } else {
                             remove(h);
-                            h->mark_lost();
+                            h->end_lost();
                         }
                     }
                 }
@@ -143,7 +149,7 @@ void renewal_service::tick() {
             };
             ++inflight_;
             batches_.fetch_add(1, std::memory_order_relaxed);
-            c_.conn().submit(*op);
+            group.where->conn().submit(*op);
         }
     }
 }
@@ -173,7 +179,7 @@ void renewal_service::check_deadlines() {
         loss_armed_ = next;
     }
     for (auto& h : lost)
-        h->mark_lost();
+        h->end_lost();
     if (next != time_point::max()) arm_loss(next);
 }
 

@@ -105,10 +105,10 @@ TEST(connection, scripts_fall_back_to_eval_after_script_flush) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
     dlock::client c(fast_options(s.url()));
-    EXPECT_TRUE(c.fenced_set("res", "res:fence", 5, "a")); // cold cache: NOSCRIPT -> EVAL
-    EXPECT_TRUE(c.fenced_set("res", "res:fence", 6, "b")); // warm cache: EVALSHA
+    EXPECT_TRUE(dlock::fenced_set(c, "res", "res:fence", 5, "a")); // cold cache: NOSCRIPT -> EVAL
+    EXPECT_TRUE(dlock::fenced_set(c, "res", "res:fence", 6, "b")); // warm cache: EVALSHA
     s.cli({"SCRIPT", "FLUSH"});
-    EXPECT_FALSE(c.fenced_set("res", "res:fence", 4, "stale"));
+    EXPECT_FALSE(dlock::fenced_set(c, "res", "res:fence", 4, "stale"));
     EXPECT_EQ(s.cli({"GET", "res"}), "b");
 }
 
@@ -155,7 +155,7 @@ TEST(connection, a_handler_never_runs_inside_its_initiating_call) {
         auto returned = std::make_shared<std::atomic<bool>>(false);
         std::promise<std::pair<bool, std::error_code>> seen;
         auto f = seen.get_future();
-        asio::post(c.impl()->io(), [&c, returned, &seen] {
+        asio::post(dlock::detail::access::impl(c)->io(), [&c, returned, &seen] {
             c.async_command({"PING"}, [returned, &seen](std::error_code e, dlock::resp3::value) {
                 seen.set_value({returned->load(), e});
             });

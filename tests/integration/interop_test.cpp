@@ -131,7 +131,7 @@ TEST(interop, a_dlock_holder_excludes_redisson_and_writes_redissons_layout) {
     dlock::client plain(fast_options(s.url()));
     dlock::client c(fast_options(s.url()));
     dlock::mutex m = c.make_mutex("shared2");
-    m.lock(30s);
+    m.lock(dlock::fixed_lease{30s});
     const auto pttl = java_lock(plain, "shared2");
     ASSERT_TRUE(pttl.is_integer()); // Redisson sees the remaining lease, i.e. "not acquired"
     EXPECT_GT(pttl.integer, 25000);

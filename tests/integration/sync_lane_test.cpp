@@ -29,7 +29,8 @@ int connections_named(const redis_server& s, const std::string& name) {
 /// Two PINGs: the first connects the shared connection, the second opens the side connection.
 /// True when the second went through it.
 bool lane_opened(dlock::client& c) {
-    return ping_ok(c) && ping_ok(c) && c.impl()->lane() && c.impl()->lane()->calls() > 0;
+    return ping_ok(c) && ping_ok(c) && dlock::detail::access::impl(c)->router().any().lane() &&
+           dlock::detail::access::impl(c)->router().any().lane()->calls() > 0;
 }
 
 dlock::client_options named(const redis_server& s, std::string name, dlock::blocking_io io) {
@@ -105,14 +106,15 @@ TEST(sync_lane, shutdown_cancels_a_call_blocked_in_the_server) {
     redis_server s;
     dlock::client c(fast_options(s.url()));
     ASSERT_TRUE(ping_ok(c));
-    auto& impl = *c.impl();
+    auto& impl = *dlock::detail::access::impl(c);
     dlock::net::sync_lane lane(impl.options());
     std::error_code ec;
     dlock::net::sync_lane::result r{};
     std::thread t([&] {
         const std::string_view blpop[] = {"BLPOP", "never", "10"};
         dlock::resp3::value out;
-        r = lane.call(impl.conn(), blpop, {}, std::chrono::steady_clock::now() + 20s, out, ec);
+        r = lane.call(impl.router().any().conn(), blpop, {}, std::chrono::steady_clock::now() + 20s,
+                      out, ec);
     });
     const bool blocked = eventually(
         [&] {
@@ -129,7 +131,8 @@ TEST(sync_lane, shutdown_cancels_a_call_blocked_in_the_server) {
     // Not taken any more after shutdown: the caller would use the shared connection.
     dlock::resp3::value out;
     const std::string_view ping[] = {"PING"};
-    EXPECT_EQ(lane.call(impl.conn(), ping, {}, std::chrono::steady_clock::now() + 1s, out, ec),
+    EXPECT_EQ(lane.call(impl.router().any().conn(), ping, {}, std::chrono::steady_clock::now() + 1s,
+                        out, ec),
               dlock::net::sync_lane::result::not_taken);
 }
 
@@ -172,7 +175,7 @@ TEST(sync_lane, blocking_calls_stay_on_the_shared_connection_while_a_waiter_wait
     dlock::client holder_client(fast_options(s.url()));
     dlock::client c(fast_options(s.url()));
     ASSERT_TRUE(lane_opened(c));
-    const auto* lane = c.impl()->lane();
+    const auto* lane = dlock::detail::access::impl(c)->router().any().lane();
 
     dlock::mutex held = holder_client.make_mutex("busy");
     held.lock();
@@ -195,7 +198,7 @@ TEST(sync_lane, a_killed_side_connection_is_noticed_before_use_and_replaced) {
     redis_server s;
     dlock::client c(fast_options(s.url()));
     ASSERT_TRUE(lane_opened(c));
-    const auto* lane = c.impl()->lane();
+    const auto* lane = dlock::detail::access::impl(c)->router().any().lane();
     const auto calls = lane->calls();
     const auto lane_id = c.command({"CLIENT", "ID"}).integer; // asked on the side connection
     ASSERT_EQ(lane->calls(), calls + 1);
@@ -237,7 +240,7 @@ TEST(sync_lane, the_side_connection_authenticates_selects_the_database_and_works
                                    "unix://" + s.unix_socket() + "?db=4"}) {
         dlock::client c(fast_options(url));
         ASSERT_TRUE(ping_ok(c)) << url;
-        const auto* lane = c.impl()->lane();
+        const auto* lane = dlock::detail::access::impl(c)->router().any().lane();
         const auto calls = lane->calls();
         EXPECT_TRUE(c.command({"SET", "lane-db", url}).is_ok());
         EXPECT_EQ(lane->calls(), calls + 1) << url; // it went through the side connection

@@ -48,7 +48,7 @@ public:
     blocked_waiter(client& c, std::string name)
         : thread_([&c, name = std::move(name), this] {
             mutex m = c.make_mutex(name);
-            m.lock(30s);
+            m.lock(dlock::fixed_lease{30s});
             acquired_at = std::chrono::steady_clock::now();
             acquired = true;
             m.unlock();

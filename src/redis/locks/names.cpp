@@ -52,24 +52,4 @@ std::uint16_t key_slot(std::string_view key) noexcept {
     return static_cast<std::uint16_t>(crc16(key) & 16383);
 }
 
-lock_keys make_keys(std::string_view name, lock_kind kind, std::error_code& ec) {
-    ec.clear();
-    lock_keys k;
-    if (name.empty() || name.size() > 4096) {
-        ec = make_error_code(errc::invalid_argument);
-        return k;
-    }
-    k.key.assign(name);
-    if (kind == lock_kind::reentrant) {
-        k.channel = prefix_name("redisson_lock__channel", name);
-        k.token_key = prefix_name("redisson_lock_token", name);
-    } else {
-        k.channel = prefix_name("dlock_simple__channel", name);
-    }
-    const auto slot = key_slot(k.key);
-    if (key_slot(k.channel) != slot || (!k.token_key.empty() && key_slot(k.token_key) != slot))
-        ec = make_error_code(errc::invalid_argument);
-    return k;
-}
-
 } // namespace dlock::detail

@@ -1,8 +1,8 @@
 // Leases and the watchdog against a real redis-server: a fixed lease, try_lock_for/until
 // deadlines, watchdog renewal (also in batches), renewal stopping, a killed holder.
+#include "lock_test_util.hpp"
 #include "redis/client_impl.hpp"
 #include "redis/renewal.hpp"
-#include "lock_test_util.hpp"
 
 #include <cstdint>
 #include <future>
@@ -28,7 +28,7 @@ TEST(lock, a_fixed_lease_expires_and_frees_the_lock) {
     dlock::client a(fast_options(s.url()));
     dlock::client b(fast_options(s.url()));
     dlock::mutex ma = a.make_mutex("lease");
-    ma.lock(200ms);
+    ma.lock(dlock::fixed_lease{200ms});
     dlock::mutex mb = b.make_mutex("lease");
     EXPECT_FALSE(mb.try_lock());
     EXPECT_TRUE(mb.try_lock_for(2s)); // woken by the holder's expiry (TTL-bounded sleep)
@@ -127,12 +127,14 @@ TEST(lock, the_watchdog_renews_many_locks_in_batches_of_one_hundred) {
     std::vector<dlock::lease> held;
     for (int i = 0; i < 250; ++i)
         held.push_back(c.acquire("batch:" + std::to_string(i)));
-    auto& renewal = c.impl()->renewal();
+    auto& renewal = dlock::detail::access::impl(c)->renewal();
     // (ticks, batches) read on the I/O thread, between two ticks: a tick counts itself first
     // and then sends its batches, so two plain reads from here could split one tick.
     const auto snapshot = [&] {
         std::promise<std::pair<std::uint64_t, std::uint64_t>> p;
-        asio::post(c.impl()->io(), [&] { p.set_value({renewal.ticks(), renewal.batches_sent()}); });
+        asio::post(dlock::detail::access::impl(c)->io(), [&] {
+            p.set_value({renewal.ticks(), renewal.batches_sent()});
+        });
         return p.get_future().get();
     };
     const auto [ticks0, batches0] = snapshot();

@@ -27,9 +27,10 @@ inline std::int64_t commands_processed(const redis_server& s) {
 
 /// How many waiters of `c` sleep on `channel` (asked on c's I/O thread).
 inline std::size_t sleeping_waiters(dlock::client& c, const std::string& channel) {
-    auto impl = c.impl();
+    auto impl = dlock::detail::access::impl(c);
     std::promise<std::size_t> p;
-    asio::post(impl->io(), [&] { p.set_value(impl->subscriber().sleeping_count(channel)); });
+    asio::post(impl->io(),
+               [&] { p.set_value(impl->router().any().subscriber().sleeping_count(channel)); });
     return p.get_future().get();
 }
 

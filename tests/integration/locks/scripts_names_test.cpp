@@ -50,7 +50,7 @@ TEST(lock, invalid_names_and_leases_are_rejected) {
     }
     dlock::mutex m = c.make_mutex("ok");
     std::error_code ec;
-    EXPECT_FALSE(m.try_lock_for(10ms, 0ms, ec));
+    EXPECT_FALSE(m.try_lock_for(10ms, dlock::fixed_lease{0ms}, ec));
     EXPECT_EQ(ec, errc::invalid_argument);
     c.acquire("ok", {.lease = -5ms}, ec);
     EXPECT_EQ(ec, errc::invalid_argument);
@@ -62,7 +62,8 @@ TEST(lock, the_release_script_with_an_unlock_latch_answers_a_repeated_request_th
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
     dlock::client c(fast_options(s.url()));
-    const std::string text(dlock::detail::get_script(dlock::detail::script_id::reentrant_release).text);
+    const std::string text(
+        dlock::detail::get_script(dlock::detail::script_id::reentrant_release).text);
     c.command({"HSET", "latched", "owner:1", "2"});
     const auto release = [&](const std::string& latch) {
         return c.command({"EVAL", text, "3", "latched", "redisson_lock__channel:{latched}", latch,

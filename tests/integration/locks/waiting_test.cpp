@@ -25,7 +25,7 @@ TEST(lock, a_waiter_is_woken_by_the_unlock_message_without_polling) {
     dlock::client a(fast_options(s.url()));
     dlock::client b(fast_options(s.url()));
     dlock::mutex ma = a.make_mutex("wake");
-    ma.lock(30s);
+    ma.lock(dlock::fixed_lease{30s});
     dlock::test::blocked_waiter waiter(b, "wake");
     // The waiter subscribes; while the holder keeps a 30 s lease it must not poll.
     ASSERT_TRUE(eventually([&] { return one_subscriber(s, "redisson_lock__channel:{wake}"); }, 2s));
@@ -48,13 +48,13 @@ TEST(lock, a_second_local_waiter_reuses_the_active_subscription_with_one_attempt
     dlock::client c(fast_options(s.url()));
     { // load the scripts into the server's cache, then count from zero
         dlock::mutex warm = holder.make_mutex("warm");
-        warm.lock(30s);
+        warm.lock(dlock::fixed_lease{30s});
         warm.unlock();
     }
     s.cli({"CONFIG", "RESETSTAT"});
     const auto evalsha_calls = [&] { return command_calls(s, "evalsha"); };
     dlock::mutex m = holder.make_mutex("shared-sub");
-    m.lock(30s);                                        // 1 script
+    m.lock(dlock::fixed_lease{30s});                    // 1 script
     dlock::test::blocked_waiter first(c, "shared-sub"); // attempt, subscribe, last attempt: 2
     ASSERT_TRUE(
         eventually([&] { return one_subscriber(s, "redisson_lock__channel:{shared-sub}"); }, 2s));
@@ -135,7 +135,7 @@ TEST(lock, a_waiter_resubscribes_after_its_pubsub_connection_is_killed) {
     dlock::client a(fast_options(s.url()));
     dlock::client b(fast_options(s.url()));
     dlock::mutex ma = a.make_mutex("resub");
-    ma.lock(30s);
+    ma.lock(dlock::fixed_lease{30s});
     dlock::test::blocked_waiter waiter(b, "resub");
     const auto subscribed = [&] { return one_subscriber(s, "redisson_lock__channel:{resub}"); };
     ASSERT_TRUE(eventually(subscribed, 2s));
@@ -163,7 +163,7 @@ TEST(lock, a_waiter_ends_with_cancelled_when_its_client_shuts_down) {
     redis_server s;
     dlock::client a(fast_options(s.url()));
     dlock::mutex ma = a.make_mutex("shutdown");
-    ma.lock(30s);
+    ma.lock(dlock::fixed_lease{30s});
     auto b = std::make_unique<dlock::client>(fast_options(s.url()));
     dlock::mutex mb = b->make_mutex("shutdown"); // keeps b's internals alive past b
     std::error_code ec;

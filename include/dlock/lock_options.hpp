@@ -1,0 +1,47 @@
+// dlock/lock_options.hpp: what an acquisition asks for, independent of the backend.
+#pragma once
+
+#include <chrono>
+#include <optional>
+
+namespace dlock {
+
+/// Which lock an acquisition takes.
+enum class lock_kind {
+    reentrant, ///< Redisson RLock layout, fencing token, pub/sub wake-up (default)
+    simple,    ///< SET key token NX PX, compare-and-delete release (redis-py Lock layout)
+};
+
+/// A fixed lease: the lock expires after it and is not renewed (the watchdog is not used).
+/// A type of its own so that `m.lock(fixed_lease{10s})` and `try_lock_for(2s,
+/// fixed_lease{10s})` cannot be read as, or swapped with, a wait.
+struct fixed_lease {
+    explicit constexpr fixed_lease(std::chrono::milliseconds d) noexcept
+        : duration(d) {}
+    std::chrono::milliseconds duration; ///< >= 1 ms
+};
+
+/// Polling instead of waiting for the unlock message, for users who want it: `attempts` tries
+/// in total, sleeping `delay` plus a uniform random jitter in [0, jitter] between them.
+/// Waiting by notification (the default, when acquire_options::retry is empty) is faster and
+/// cheaper.
+struct retry_policy {
+    unsigned attempts = 3;                ///< total tries including the first; >= 1
+    std::chrono::milliseconds delay{50};  ///< pause between tries
+    std::chrono::milliseconds jitter{50}; ///< extra random pause, uniform in [0, jitter]
+};
+
+struct acquire_options {
+    /// How long to wait for the lock. nullopt (default) waits forever; zero tries once.
+    /// Negative durations are treated as zero.
+    std::optional<std::chrono::milliseconds> wait{};
+    /// Fixed lease: the lock expires after it, no renewal. nullopt (default) uses the client's
+    /// watchdog lease and renews it every lease / 3 while the handle lives. Must be >= 1 ms.
+    std::optional<std::chrono::milliseconds> lease{};
+    lock_kind kind = lock_kind::reentrant;
+    /// nullopt (default): wait for the unlock message. Set: poll as the policy says, still
+    /// bounded by `wait`. Errors: attempts == 0 or negative durations are invalid_argument.
+    std::optional<retry_policy> retry{};
+};
+
+} // namespace dlock

@@ -1,0 +1,36 @@
+#include "core/loss_signal.hpp"
+
+namespace dlock::detail {
+
+bool loss_signal::mark_released() noexcept {
+    const bool first = !released_.exchange(true, std::memory_order_acq_rel);
+    set_valid_until(clock::time_point{});
+    return first;
+}
+
+bool loss_signal::mark_lost() {
+    if (lost_.exchange(true, std::memory_order_acq_rel)) return false;
+    set_valid_until(clock::time_point{});
+    stop_.request_stop();
+    std::vector<std::function<void()>> cbs;
+    {
+        std::lock_guard lk(cb_mu_);
+        cbs.swap(callbacks_);
+    }
+    for (auto& cb : cbs)
+        cb();
+    return true;
+}
+
+void loss_signal::on_lost(std::function<void()> cb) {
+    {
+        std::lock_guard lk(cb_mu_);
+        if (!lost()) {
+            callbacks_.push_back(std::move(cb));
+            return;
+        }
+    }
+    cb();
+}
+
+} // namespace dlock::detail

@@ -1,0 +1,56 @@
+// detail::hold_state: one acquisition (one owner's hold of one lock) on Redis, shared by the
+// object that holds it (mutex or lease) and the renewal service.
+#pragma once
+
+#include "core/loss_signal.hpp"
+#include "redis/locks/protocol.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace dlock::detail {
+
+class client_impl;
+class node;
+
+class hold_state final : public loss_signal {
+public:
+    std::weak_ptr<client_impl> client;
+    /// Where the hold lives. Valid while `client` is (check client.lock() first).
+    node* where = nullptr;
+    const lock_protocol* protocol = nullptr;
+    lock_keys keys;
+    std::string owner; ///< reentrant: "<client-id>:<owner-id>"; simple: the 32-hex token
+    std::optional<std::uint64_t> token;
+    std::chrono::milliseconds lease{};
+    bool watchdog = false;
+    int count = 0; ///< hold count as last seen (guarded by the holder)
+    /// Set while the final release is in flight: the watchdog skips the hold and ignores its
+    /// renewal results (a renewal ordered after our own DEL would otherwise report a loss).
+    std::atomic<bool> releasing{false};
+
+    /// Ends the hold normally / by loss; also gives back the client's local count once.
+    void end_released() noexcept;
+    void end_lost();
+    /// This hold was counted by hold_registry::local_begin (a fresh acquisition); the count is
+    /// given back once, when the hold is released, lost or destroyed.
+    void counted_locally() noexcept { local_counted_.store(true, std::memory_order_release); }
+    void end_local() noexcept;
+
+    hold_state() = default;
+    hold_state(const hold_state&) = delete;
+    hold_state& operator=(const hold_state&) = delete;
+    ~hold_state() { end_local(); }
+
+private:
+    std::atomic<bool> local_counted_{false};
+};
+
+/// Safety margin subtracted from every lease when computing how long we may believe we hold
+/// it: lease * 1% + 2 ms (the Redlock drift term, applied to single masters too).
+std::chrono::nanoseconds drift_for(std::chrono::milliseconds lease) noexcept;
+
+} // namespace dlock::detail

@@ -1,0 +1,106 @@
+#include "redis/locks/protocol.hpp"
+
+#include "redis/hold.hpp"
+#include "redis/locks/names.hpp"
+
+#include <dlock/error.hpp>
+
+namespace dlock::detail {
+
+command& command::script(script_id id) {
+    clear();
+    const auto& s = get_script(id);
+    args_.push_back("EVALSHA");
+    args_.push_back(s.sha);
+    fallback_ = s.text;
+    return *this;
+}
+
+command& command::plain(std::string_view name) {
+    clear();
+    args_.push_back(name);
+    return *this;
+}
+
+command& command::own(std::string s) {
+    // Four are enough for every command of every kind (numbers: numkeys, leases, counts).
+    auto& slot = owned_.at(owned_count_++);
+    slot = std::move(s);
+    args_.push_back(slot);
+    return *this;
+}
+
+lock_keys lock_protocol::keys(std::string_view name, std::error_code& ec) const {
+    ec.clear();
+    lock_keys k;
+    if (name.empty() || name.size() > 4096) {
+        ec = make_error_code(errc::invalid_argument);
+        return k;
+    }
+    k.key.assign(name);
+    k.channel = prefix_name(channel_prefix(), name);
+    if (!token_prefix().empty()) k.token_key = prefix_name(token_prefix(), name);
+    k.slot = key_slot(k.key);
+    if (key_slot(k.channel) != k.slot || (!k.token_key.empty() && key_slot(k.token_key) != k.slot))
+        ec = make_error_code(errc::invalid_argument);
+    return k;
+}
+
+void lock_protocol::ttl_query(command& c, const lock_keys& k) const {
+    c.plain("PTTL").arg(k.key);
+}
+
+std::int64_t lock_protocol::read_ttl(std::error_code ec, const resp3::value& r) noexcept {
+    return !ec && r.is_integer() ? r.integer : -1;
+}
+
+bool lock_protocol::read_renew(std::error_code ec, const resp3::value& r, std::size_t n,
+                               std::vector<char>& ok) {
+    ok.assign(n, 0);
+    if (ec || r.kind != resp3::type::array || r.elements.size() != n) return false;
+    for (std::size_t i = 0; i < n; ++i)
+        ok[i] = r.elements[i].is_integer() && r.elements[i].integer == 1;
+    return true;
+}
+
+void lock_protocol::renew_batch(command& c, script_id id, std::span<const hold_state* const> holds,
+                                std::chrono::milliseconds lease) {
+    c.script(id).number(static_cast<std::int64_t>(holds.size()));
+    for (const auto* h : holds)
+        c.arg(h->keys.key);
+    c.number(lease.count());
+    for (const auto* h : holds)
+        c.arg(h->owner);
+}
+
+bool lock_protocol::handover_failed(std::error_code ec, const resp3::value& r,
+                                    handover_reading& h) {
+    if (!ec) ec = reply_error(r);
+    if (!ec) return false;
+    h.releaser = {release_outcome::kind::error, ec};
+    h.waiter = ec == errc::ambiguous ? handover_result::ambiguous : handover_result::unknown;
+    return true;
+}
+
+void lock_protocol::force_unlock_script(command& c, const lock_keys& k, pubsub::mode m) {
+    c.script(script_id::common_force_unlock).arg("2").arg(k.key).arg(k.channel).arg("0");
+    c.arg(pubsub::publish_command(m));
+}
+
+void lock_protocol::handover(command&, const hold_state&, std::string_view,
+                             std::chrono::milliseconds, bool, pubsub::mode) const {}
+
+handover_reading lock_protocol::read_handover(std::error_code, const resp3::value&) const {
+    return {};
+}
+
+std::error_code reply_error(const resp3::value& v) noexcept {
+    if (!v.is_error()) return {};
+    return make_error_code(classify_server_error(v.str));
+}
+
+pubsub::wake redisson_wake_rule(std::string_view payload) noexcept {
+    return payload == "1" ? pubsub::wake::all : pubsub::wake::one;
+}
+
+} // namespace dlock::detail

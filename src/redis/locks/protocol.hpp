@@ -1,0 +1,194 @@
+// locks::protocol: everything dlock knows about one lock kind on Redis, in one place.
+//
+// A protocol owns its key layout (and checks that every key of a lock shares one hash slot),
+// the commands of an attempt, a release, a batched renewal, a hand-over and a forced unlock,
+// the reading of each reply, the wake rule of its unlock messages, whether it has a fencing
+// token, and what `dlock status` shows. Nothing outside src/redis/locks/<kind>/ tests a kind:
+// the acquire, release and renewal code asks the protocol of the hold or request at hand.
+//
+// Adding a kind: a folder src/redis/locks/<kind>/ with protocol.cpp (a class derived from
+// lock_protocol) and its .lua scripts (embedded and named by the build, e.g.
+// <kind>/acquire.lua -> script_id::<kind>_acquire), plus one line in registry.cpp. A kind that
+// users name needs a lock_kind enumerator and, if it has a facade of its own, a public type.
+#pragma once
+
+#include "core/wait_fsm.hpp"
+#include "redis/pubsub/channel_table.hpp"
+#include "redis/scripts.hpp"
+
+#include <dlock/error.hpp>
+#include <dlock/lock_options.hpp>
+#include <dlock/resp3.hpp>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace dlock::detail {
+
+class hold_state;
+
+/// The keys of one lock; all in `slot` (checked when they are made).
+struct lock_keys {
+    std::string key;       ///< N
+    std::string channel;   ///< unlock channel
+    std::string token_key; ///< fencing counter (empty: the kind has none)
+    std::uint16_t slot = 0;
+};
+
+/// One command being built: views into strings that outlive it, plus a few strings of its own
+/// (numbers). Not movable: its views may point into its own strings. Reused across attempts.
+class command {
+public:
+    command() = default;
+    command(const command&) = delete;
+    command& operator=(const command&) = delete;
+
+    /// Starts `EVALSHA <sha> ...`, with the script's text as the NOSCRIPT fallback.
+    command& script(script_id id);
+    /// Starts a plain command.
+    command& plain(std::string_view name);
+    command& arg(std::string_view a) {
+        args_.push_back(a);
+        return *this;
+    }
+    /// Appends a string this command keeps (at most four per command).
+    command& own(std::string s);
+    command& number(std::int64_t n) { return own(std::to_string(n)); }
+
+    std::span<const std::string_view> args() const noexcept { return args_; }
+    std::string_view eval_fallback() const noexcept { return fallback_; }
+    bool empty() const noexcept { return args_.empty(); }
+
+private:
+    void clear() noexcept {
+        args_.clear();
+        fallback_ = {};
+        owned_count_ = 0;
+    }
+    std::vector<std::string_view> args_;
+    std::string_view fallback_;
+    std::array<std::string, 4> owned_;
+    std::size_t owned_count_ = 0;
+};
+
+/// What a release's reply meant. A malformed reply is errc::protocol_error, never not_owner:
+/// only the server saying so makes a hold lost.
+struct release_outcome {
+    enum class kind { released, still_held, not_owner, error } what = kind::error;
+    std::error_code ec; ///< error
+};
+
+/// What a hand-over script's reply meant, for the releasing caller and for the waiter.
+struct handover_reading {
+    release_outcome releaser;
+    handover_result waiter = handover_result::unknown;
+    std::uint64_t token = 0; ///< handed over: the waiter's fencing token (0: none)
+};
+
+/// Who waits on a lock's unlock messages, for `dlock status`.
+struct layout_info {
+    std::string_view data_type; ///< Redis TYPE of N when held: "hash" or "string"
+};
+
+class lock_protocol {
+public:
+    virtual ~lock_protocol() = default;
+
+    /// Stable name ("reentrant", "simple"): thread-hold registry keys, `dlock status`.
+    virtual std::string_view name() const noexcept = 0;
+    /// Small index in the registry (local bookkeeping per kind).
+    std::size_t index() const noexcept { return index_; }
+
+    /// The keys of the lock `name`. Errors: errc::invalid_argument for an empty name, one over
+    /// 4096 bytes, or one whose keys would fall into different cluster slots ("a{}b").
+    lock_keys keys(std::string_view name, std::error_code& ec) const;
+    /// Re-entry by the same owner is counted on the server (owner = client id + thread or
+    /// handle); otherwise every acquisition has a fresh random token as its owner.
+    virtual bool reentrant() const noexcept = 0;
+    virtual bool has_fencing_token() const noexcept = 0;
+    virtual layout_info layout() const noexcept = 0;
+
+    /// The attempt of `owner` with `lease_ms`.
+    virtual void attempt(command& c, const lock_keys& k, std::string_view owner,
+                         std::chrono::milliseconds lease) const = 0;
+    virtual attempt_outcome read_attempt(std::error_code ec, const resp3::value& r) const = 0;
+    /// A refusal does not carry the holder's PTTL: the waiter asks with ttl_query before
+    /// sleeping on it.
+    virtual bool ttl_after_refusal() const noexcept { return false; }
+    void ttl_query(command& c, const lock_keys& k) const;
+    static std::int64_t read_ttl(std::error_code ec, const resp3::value& r) noexcept;
+
+    /// Releases one hold of `owner` and, when it was the last, publishes the unlock message.
+    virtual void release(command& c, const lock_keys& k, std::string_view owner,
+                         std::chrono::milliseconds lease, pubsub::mode m) const = 0;
+    virtual release_outcome read_release(std::error_code ec, const resp3::value& r) const = 0;
+
+    /// Renews `holds` (all of this kind, on one node and, where it matters, one slot) to
+    /// `lease`; read_renew sets ok[i] for each hold the server still gave to its owner and
+    /// returns false for a reply that is not one answer per hold (nothing renewed).
+    virtual void renew(command& c, std::span<const hold_state* const> holds,
+                       std::chrono::milliseconds lease) const = 0;
+    static bool read_renew(std::error_code ec, const resp3::value& r, std::size_t n,
+                           std::vector<char>& ok);
+
+    /// The kind can pass a finally released lock to a waiter of the same client in one script
+    /// (local hand-over). A kind whose order must come from the server (a fair queue) says no.
+    virtual bool has_handover() const noexcept { return false; }
+    /// The final release of `from` that gives the lock to `to_owner` (with `to_lease`) in one
+    /// script unless another client waits (`check_others`). Only when has_handover().
+    virtual void handover(command& c, const hold_state& from, std::string_view to_owner,
+                          std::chrono::milliseconds to_lease, bool check_others,
+                          pubsub::mode m) const;
+    virtual handover_reading read_handover(std::error_code ec, const resp3::value& r) const;
+
+    /// How many holds `owner` has on the lock (0: none): the query and the reading of its reply
+    /// (errc::protocol_error for a reply this kind never stores).
+    virtual void hold_count(command& c, const lock_keys& k, std::string_view owner) const = 0;
+    virtual std::int64_t read_hold_count(const resp3::value& r, std::string_view owner,
+                                         std::error_code& ec) const = 0;
+
+    /// Deletes the lock whoever holds it and wakes a waiter; read: true if there was one.
+    virtual void force_unlock(command& c, const lock_keys& k, pubsub::mode m) const = 0;
+
+    /// Whom an unlock message of this kind wakes.
+    virtual pubsub::wake_rule wake_rule() const noexcept = 0;
+
+protected:
+    /// The companion key prefixes of this kind: the unlock channel and the fencing counter
+    /// ("" for none), as Redisson's prefixName(p, N).
+    virtual std::string_view channel_prefix() const noexcept = 0;
+    virtual std::string_view token_prefix() const noexcept { return {}; }
+
+    /// Building blocks shared by kinds.
+    /// `EVALSHA <id> n key1..keyn lease owner1..ownern` (the renew scripts' layout).
+    static void renew_batch(command& c, script_id id, std::span<const hold_state* const> holds,
+                            std::chrono::milliseconds lease);
+    /// A transport failure or an error reply of a hand-over: fills `h` and returns true.
+    static bool handover_failed(std::error_code ec, const resp3::value& r, handover_reading& h);
+    /// common/force_unlock.lua on N and the kind's channel.
+    static void force_unlock_script(command& c, const lock_keys& k, pubsub::mode m);
+
+private:
+    friend struct protocol_registry;
+    std::size_t index_ = 0;
+};
+
+/// The protocol of a public lock kind.
+const lock_protocol& protocol_of(lock_kind kind) noexcept;
+/// Every registered protocol, built-in first (for `dlock status` and `dlock list`).
+std::span<const lock_protocol* const> all_protocols() noexcept;
+/// Adds a protocol (tests register a throwaway kind this way); returns its index. Not
+/// thread-safe against running clients: call before using it.
+std::size_t register_protocol(lock_protocol& p);
+
+/// Shared readers.
+std::error_code reply_error(const resp3::value& v) noexcept;
+/// Redisson's LockPubSub rule: "1" (a read unlock) wakes every waiter, anything else one.
+pubsub::wake redisson_wake_rule(std::string_view payload) noexcept;
+
+} // namespace dlock::detail

@@ -1,0 +1,129 @@
+// Release paths: blocking, detached (no waiting caller) and the local hand-over. Every reply is
+// read by the hold's protocol (read_release / read_handover), so all paths agree.
+#include "redis/release.hpp"
+
+#include <dlock/error.hpp>
+
+namespace dlock::detail {
+namespace {
+
+/// How long a hand-over trusts its last PUBSUB NUMSUB check that no other client waits. A
+/// waiter of another process that subscribes in between waits at most this long (plus the
+/// critical sections in it) before releases publish again.
+constexpr auto handover_recheck = std::chrono::milliseconds(1);
+
+/// One command in flight without a waiting caller.
+struct detached final : request {
+    command cmd;
+    std::shared_ptr<const void> keep;
+    std::function<void(std::error_code, resp3::value&&)> done;
+    void complete(std::error_code ec, resp3::value&& v) override {
+        if (done) done(ec, std::move(v));
+        delete this;
+    }
+};
+
+/// Final as far as this client knows, and an acquisition of this client waits: the release
+/// may hand the lock over (decided on the I/O thread, where waiters live).
+bool handover_possible(client_impl& c, const hold_state& h) noexcept {
+    return c.options().handover && h.protocol->has_handover() && h.count <= 1 &&
+           c.registry().has_waiters() && !c.shut_down();
+}
+
+void plain_release(client_impl& c, std::shared_ptr<const hold_state> h, release_done done) {
+    const hold_state& r = *h;
+    submit_detached(
+        c, *r.where, h,
+        [&](command& cmd) {
+            r.protocol->release(cmd, r.keys, r.owner, r.lease, r.where->pubsub_mode());
+        },
+        [h, done = std::move(done)](std::error_code ec, resp3::value&& v) {
+            if (done) done(h->protocol->read_release(ec, v));
+        });
+}
+
+/// I/O thread only. If a waiter of this client sleeps on the lock `h` finally releases, one
+/// hand-over script passes the lock to it; otherwise the normal release runs.
+void release_or_handover(client_impl& c, std::shared_ptr<const hold_state> h, release_done done) {
+    auto& sub = h->where->subscriber();
+    auto* w =
+        c.shut_down() ? nullptr : sub.take_sleeping(h->keys.channel, [&](const pubsub::waiter& x) {
+            return x.takes_handover_of(*h);
+        });
+    if (!w) return plain_release(c, std::move(h), std::move(done));
+    const auto now = std::chrono::steady_clock::now();
+    auto& checked = c.registry().handover_checked;
+    auto last = checked.find(h->keys.channel);
+    const bool check = last == checked.end() || now - last->second >= handover_recheck;
+    auto waiter = w->share();
+    waiter->handover_begin(now);
+    auto keep = std::make_shared<
+        std::pair<std::shared_ptr<const hold_state>, std::shared_ptr<pubsub::waiter>>>(h, waiter);
+    submit_detached(
+        c, *h->where, keep,
+        [&](command& cmd) {
+            h->protocol->handover(cmd, *h, waiter->owner(), waiter->lease(), check,
+                                  h->where->pubsub_mode());
+        },
+        [&c, self = c.shared_from_this(), keep, check, now,
+         done = std::move(done)](std::error_code ec, resp3::value&& v) {
+            const auto& hold = *keep->first;
+            const auto r = hold.protocol->read_handover(ec, v);
+            auto& times = c.registry().handover_checked;
+            if (r.waiter == handover_result::handed_over && check)
+                times[hold.keys.channel] = now;
+            else if (r.waiter == handover_result::published)
+                times.erase(hold.keys.channel);
+            if (times.size() > 1024)
+                std::erase_if(times,
+                              [&](const auto& e) { return now - e.second >= handover_recheck; });
+            keep->second->handover_done(r.waiter, r.token);
+            if (done) done(r.releaser);
+        });
+}
+
+} // namespace
+
+void submit_detached(client_impl& c, node& n, std::shared_ptr<const void> keep,
+                     const std::function<void(command&)>& fill,
+                     std::function<void(std::error_code, resp3::value&&)> done) {
+    auto* op = new detached();
+    op->keep = std::move(keep);
+    op->done = std::move(done);
+    fill(op->cmd);
+    op->args = op->cmd.args();
+    op->eval_fallback = op->cmd.eval_fallback();
+    op->deadline = std::chrono::steady_clock::now() + c.options().command_timeout;
+    n.conn().submit(*op);
+}
+
+release_outcome release_blocking(client_impl& c, const std::shared_ptr<hold_state>& hp) {
+    const hold_state& h = *hp;
+    if (handover_possible(c, h) && !c.on_io_thread()) {
+        completion_flag flag;
+        release_outcome out;
+        asio::post(c.io(), [&] {
+            release_or_handover(c, hp, [&](release_outcome o) {
+                out = o;
+                flag.set();
+            });
+        });
+        flag.wait();
+        return out;
+    }
+    command cmd;
+    h.protocol->release(cmd, h.keys, h.owner, h.lease, h.where->pubsub_mode());
+    std::error_code ec;
+    const auto v = c.run(*h.where, cmd, ec);
+    return h.protocol->read_release(ec, v);
+}
+
+void release_async(client_impl& c, const std::shared_ptr<hold_state>& h, release_done done) {
+    if (!handover_possible(c, *h)) return plain_release(c, h, std::move(done));
+    if (c.on_io_thread()) return release_or_handover(c, h, std::move(done));
+    asio::post(c.io(), [&c, self = c.shared_from_this(), h, done = std::move(done)]() mutable {
+        release_or_handover(c, std::move(h), std::move(done));
+    });
+}
+
+} // namespace dlock::detail

@@ -1,0 +1,42 @@
+// detail::node: what a client has on one Redis server: the auto-pipelined command connection,
+// the optional sync lane (blocking callers' own round trips) and the pub/sub subscriber.
+// Every lock command goes to a node chosen by the router; holds remember their node.
+//
+// Thread safety: conn(), lane() and the run() of client_impl from any thread; subscriber() on
+// the I/O thread only.
+#pragma once
+
+#include "redis/net/connection.hpp"
+#include "redis/net/sync_lane.hpp"
+#include "redis/pubsub/subscriber.hpp"
+
+#include <memory>
+
+namespace dlock::detail {
+
+class node {
+public:
+    node(asio::io_context& io, const client_options& opts, net::target where, pubsub::mode m);
+    ~node();
+    node(const node&) = delete;
+    node& operator=(const node&) = delete;
+
+    void start();
+    /// Stops the lane and the command connection (any thread); stop_subscriber() runs on the
+    /// I/O thread.
+    void stop();
+    void stop_subscriber();
+
+    net::connection& conn() noexcept { return *conn_; }
+    /// The sync lane, or null (blocking_io::io_thread, TLS).
+    net::sync_lane* lane() noexcept { return lane_.get(); }
+    pubsub::subscriber& subscriber() noexcept { return sub_; }
+    pubsub::mode pubsub_mode() const noexcept { return sub_.pubsub_mode(); }
+
+private:
+    std::shared_ptr<net::connection> conn_;
+    std::unique_ptr<net::sync_lane> lane_; // null: blocking_io::io_thread or TLS
+    pubsub::subscriber sub_;
+};
+
+} // namespace dlock::detail

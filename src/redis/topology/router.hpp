@@ -1,0 +1,45 @@
+// detail::router: which node a lock's commands go to. A standalone server is one node; the
+// other topologies plug in here (ARCHITECTURE.md, "Topologies"):
+// - Sentinel: the router resolves the master through the sentinels before each connect and
+//   after READONLY / a refused connection, and re-points its one node;
+// - Cluster: a slot map (CLUSTER SHARDS / SLOTS) picks the node by the lock's slot; MOVED and
+//   ASK are re-dispatched above the connections; pub/sub is sharded (SSUBSCRIBE per node);
+//   renewal batches never mix slots (batches_by_slot);
+// - Redlock: a quorum over N independent nodes, all on the client's one I/O thread.
+//
+// Thread safety: for_slot() from any thread (the node set is fixed for the client's life).
+#pragma once
+
+#include "redis/topology/node.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace dlock::detail {
+
+class router {
+public:
+    /// One standalone server.
+    router(asio::io_context& io, const client_options& opts);
+
+    /// The node for commands that name no lock (raw client::command() calls).
+    node& any() noexcept { return *nodes_.front(); }
+    /// The node that serves `slot`.
+    node& for_slot(std::uint16_t slot) noexcept;
+    std::span<const std::unique_ptr<node>> nodes() const noexcept { return nodes_; }
+    /// A script may touch keys of one slot only (Cluster: CROSSSLOT otherwise), so renewal
+    /// batches are grouped by slot too. False on a standalone server, where one batch per
+    /// node and kind carries up to 100 locks.
+    bool batches_by_slot() const noexcept { return false; }
+
+    void start();
+    void stop();
+    void stop_subscribers();
+
+private:
+    std::vector<std::unique_ptr<node>> nodes_;
+};
+
+} // namespace dlock::detail
