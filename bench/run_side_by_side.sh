@@ -45,6 +45,11 @@ run() { # run NAME CMD...: records the command and its output
 }
 
 echo "== redis-benchmark (same server, same pinning) =="
+# Key layouts from the library (`dlock keys`), scripts from their kind's folder.
+DL=build/bench/tools/dlock/dlock
+field() { "$DL" keys --kind "$1" "$2" | awk -v f="$3" '$1 == f { print $2 }'; }
+L_TOKEN=$(field lock 'L:__rand_int__' fencing) L_CHANNEL=$(field lock 'L:__rand_int__' channel)
+S_CHANNEL=$(field simple 'S:__rand_int__' channel)
 ACQ=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/reentrant/acquire.lua)")
 REL=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/reentrant/release.lua)")
 CAD=$(redis-cli -p $port SCRIPT LOAD "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end")
@@ -61,14 +66,14 @@ rb cad_c1_p1 30000 -c 1 -P 1 EVALSHA "$CAD" 1 'k:__rand_int__' tok
 # Scenario A's floor: dlock's own commands one at a time on one connection (the server cost of
 # a SET NX PX or a script is above a PING's; the sum of two p50s is what no client can beat).
 rb setnx_c1_p1 30000 -c 1 -P 1 SET 'S:__rand_int__' tok NX PX 30000
-rb srelease_c1_p1 30000 -c 1 -P 1 EVALSHA "$SREL" 2 'S:__rand_int__' 'dlock_simple__channel:{S:__rand_int__}' tok PUBLISH
-rb acquire_c1_p1 30000 -c 1 -P 1 EVALSHA "$ACQ" 2 'L:__rand_int__' 'redisson_lock_token:{L:__rand_int__}' 30000 'owner:1'
-rb release_c1_p1 30000 -c 1 -P 1 EVALSHA "$REL" 2 'L:__rand_int__' 'redisson_lock__channel:{L:__rand_int__}' 0 30000 'owner:1' PUBLISH 0
+rb srelease_c1_p1 30000 -c 1 -P 1 EVALSHA "$SREL" 2 'S:__rand_int__' "$S_CHANNEL" tok PUBLISH
+rb acquire_c1_p1 30000 -c 1 -P 1 EVALSHA "$ACQ" 2 'L:__rand_int__' "$L_TOKEN" 30000 'owner:1'
+rb release_c1_p1 30000 -c 1 -P 1 EVALSHA "$REL" 2 'L:__rand_int__' "$L_CHANNEL" 0 30000 'owner:1' PUBLISH 0
 rb cad_c50_p16 1000000 -c 50 -P 16 EVALSHA "$CAD" 1 'k:__rand_int__' tok
-rb acquire_c50 400000 -c 50 -P 1 EVALSHA "$ACQ" 2 'L:__rand_int__' 'redisson_lock_token:{L:__rand_int__}' 30000 'owner:1'
-rb release_c50 400000 -c 50 -P 1 EVALSHA "$REL" 2 'L:__rand_int__' 'redisson_lock__channel:{L:__rand_int__}' 0 30000 'owner:1' PUBLISH 0
+rb acquire_c50 400000 -c 50 -P 1 EVALSHA "$ACQ" 2 'L:__rand_int__' "$L_TOKEN" 30000 'owner:1'
+rb release_c50 400000 -c 50 -P 1 EVALSHA "$REL" 2 'L:__rand_int__' "$L_CHANNEL" 0 30000 'owner:1' PUBLISH 0
 rb setnx_c50 400000 -c 50 -P 1 SET 'S:__rand_int__' tok NX PX 30000
-rb srelease_c50 400000 -c 50 -P 1 EVALSHA "$SREL" 2 'S:__rand_int__' 'dlock_simple__channel:{S:__rand_int__}' tok PUBLISH
+rb srelease_c50 400000 -c 50 -P 1 EVALSHA "$SREL" 2 'S:__rand_int__' "$S_CHANNEL" tok PUBLISH
 redis-cli -p $port FLUSHALL >/dev/null
 
 echo "== dlock pipeline_bench (one connection) =="

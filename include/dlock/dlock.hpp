@@ -5,6 +5,7 @@
 #include <dlock/config.hpp>
 #include <dlock/error.hpp>
 #include <dlock/fencing.hpp>
+#include <dlock/layout.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lock_options.hpp>
 #include <dlock/mutex.hpp>

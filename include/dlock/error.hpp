@@ -19,22 +19,25 @@ namespace dlock {
 enum class errc {
     // Lock outcomes.
     not_owner = 1, ///< unlock/extend by someone who does not hold the lock
-    lock_lost,     ///< the lease ended (expired, taken, deleted) while we believed we held it
+    lock_lost,     ///< reserved: not produced today (a loss is signalled on the hold, and a call
+                   ///< that finds its hold gone reports not_owner); kept so codes stay stable
     // Connectivity.
     unavailable, ///< cannot reach the server (refused, reset before write, DNS, timeout connecting)
     ambiguous,   ///< the command was written but the connection died or timed out before its reply
-    timeout,     ///< the operation's own deadline passed before the command was written
+    timeout,     ///< reserved: not produced today (a command whose deadline passes before it is
+                 ///< written is `unavailable`); kept so codes stay stable
     cancelled,   ///< the operation was cancelled (client shut down, cancellation slot)
     // Security.
     auth_failed,       ///< AUTH/HELLO rejected (WRONGPASS, NOAUTH) or TLS verification failed
     permission_denied, ///< ACL NOPERM
-    // Server conditions.
+    // Server conditions (Redis; other backends map their own conditions onto the nearest
+    // code: out_of_memory, server_busy, readonly and server_error are meant to be shared).
     out_of_memory, ///< -OOM (maxmemory with noeviction)
     server_busy,   ///< -BUSY (a script is running), -LOADING, -MASTERDOWN, -TRYAGAIN, -CLUSTERDOWN
     readonly,      ///< -READONLY (wrote to a replica: failover in progress or wrong node)
-    moved,         ///< -MOVED / -ASK reached a caller (cluster redirection not followed)
-    cross_slot,    ///< -CROSSSLOT
-    no_script,     ///< -NOSCRIPT that the EVAL fallback could not resolve
+    moved,         ///< Redis-only: -MOVED / -ASK reached a caller (redirection not followed)
+    cross_slot,    ///< Redis-only: -CROSSSLOT
+    no_script,     ///< Redis-only: -NOSCRIPT that the EVAL fallback could not resolve
     server_error,  ///< any other error reply (-ERR, -WRONGTYPE, Lua errors)
     // Local.
     protocol_error,      ///< malformed, oversized or unexpected reply; the connection is dropped

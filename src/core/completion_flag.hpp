@@ -1,7 +1,7 @@
 // completion_flag: one thread blocks until another signals, with exactly one futex wait and at
 // most one futex wake per use. libstdc++'s std::atomic::wait spins with sched_yield before it
 // sleeps, which on a client pinned to one CPU delays the very I/O thread that will signal it
-// (measured: ~2 sched_yield calls per command and a 35% slower sequential round trip).
+// (BENCHMARKS.md: sched_yield calls per command and a slower sequential round trip).
 #pragma once
 
 #include <atomic>

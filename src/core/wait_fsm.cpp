@@ -107,8 +107,8 @@ wait_fsm::action wait_fsm::resume(const event& ev) {
     case event_type::handover_done: {
         if (state_ == state::finished) {
             action a;
-            a.undo = ev.handover == handover_result::handed_over ||
-                     ev.handover == handover_result::ambiguous;
+            a.undo = p_.fresh_owner && (ev.handover == handover_result::handed_over ||
+                                        ev.handover == handover_result::ambiguous);
             return a;
         }
         if (state_ != state::handover) return {};
@@ -124,7 +124,7 @@ wait_fsm::action wait_fsm::resume(const event& ev) {
             return not_acquired(-1, now); // the unlock message is on its way to us
         case handover_result::ambiguous: {
             auto a = attempt(now); // it may be ours now: the undo goes out before the attempt
-            a.undo = true;
+            a.undo = p_.fresh_owner;
             return a;
         }
         case handover_result::unknown:

@@ -1,6 +1,6 @@
 // Wire compatibility with Redisson: its own RLock scripts (text from Redisson 4.7,
-// RedissonLock.java tryLockInnerAsync / unlockInnerAsync, see ../shared/research/redisson.md
-// §1.1-1.2) run through a plain connection play the Java client.
+// RedissonLock.java tryLockInnerAsync / unlockInnerAsync) run through a plain connection play
+// the Java client.
 #include "redis/resp3/parser.hpp"
 #include "test_util.hpp"
 

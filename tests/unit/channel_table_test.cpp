@@ -442,15 +442,19 @@ TEST(channel_table, take_sleeping_returns_the_longest_sleeper_the_predicate_acce
 
 TEST(channel_table, take_sleeping_on_an_inactive_channel_takes_nobody) {
     table t;
-    fake_waiter a{1};
-    t.add(ch, &a, wake_one);
-    EXPECT_FALSE(t.sleep(ch, &a)); // before the confirmation
-    EXPECT_EQ(t.take_sleeping(ch, accept_all), nullptr);
+    fake_waiter a{1}, b{2};
+    t.add("pending", &b, wake_one);
+    EXPECT_FALSE(t.sleep("pending", &b)); // not confirmed yet
+    EXPECT_EQ(t.take_sleeping("pending", accept_all), nullptr);
     EXPECT_EQ(t.take_sleeping("unknown", accept_all), nullptr);
+    t.add(ch, &a, wake_one);
     confirm(t, ch, t0);
-    t.disconnected();
+    EXPECT_FALSE(t.sleep(ch, &a));
+    t.disconnected(); // waiting for the resubscription
     EXPECT_EQ(t.take_sleeping(ch, accept_all), nullptr);
     EXPECT_EQ(t.sleeping_count(ch), 1u);
+    confirm(t, ch, t0 + 1s); // wakes a (see after_a_reconnect_...)
+    EXPECT_EQ(t.take_sleeping(ch, accept_all), nullptr);
 }
 
 // --- reconnects ----------------------------------------------------------------------------

@@ -7,7 +7,7 @@
 //
 // Outcome rules (the point of this class):
 // - a request not yet written when the connection dies stays queued for the next connection,
-//   or completes with errc::timeout when its deadline passes first;
+//   or completes with errc::unavailable when its deadline passes first;
 // - a request written whose reply never came completes with errc::ambiguous, never retried;
 // - an AUTH/HELLO failure is fatal for that connection: queued requests fail with
 //   errc::auth_failed and are never sent as another user;

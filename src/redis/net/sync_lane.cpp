@@ -19,7 +19,7 @@ namespace {
 constexpr std::size_t read_chunk = 16 * 1024;
 
 /// How long after a reply the lane is used without first checking that the server has not
-/// closed it (a poll() per call otherwise: about 1.5 us each on this VM).
+/// closed it (a poll() per call otherwise; BENCHMARKS.md has its cost).
 constexpr auto recheck_after = std::chrono::milliseconds(1);
 
 /// Milliseconds left until `deadline` for poll(), at least 0, rounded up.

@@ -1,10 +1,10 @@
 // net::sync_lane: blocking calls that do their own I/O on the calling thread.
 //
 // A blocking call through the pipelined connection costs two thread hand-offs: the I/O thread
-// wakes on the reply, then wakes the caller. On a 2-core VM each is several microseconds, a
-// tenth of a loopback round trip. A caller that is going to block anyway can instead write its
-// command, poll() the socket and parse the reply itself; this class is the side connection it
-// does that on (one per client, opened on first use, reused).
+// wakes on the reply, then wakes the caller (BENCHMARKS.md measures the difference). A caller
+// that is going to block anyway can instead write its command and read the reply itself
+// (blocking recv() with SO_RCVTIMEO slices, so the deadline holds); this class is the side
+// connection it does that on (one per client and node, opened on first use, reused).
 //
 // When the lane is used (call() returns result::done), and when not (result::not_taken, and
 // nothing was sent: the caller uses the pipelined connection):

@@ -138,7 +138,8 @@ public:
     }
 
     /// The server confirmed `channel`: `notify` gets the waiters to tell (on_active), `wake`
-    /// the sleepers to wake (only after a reconnect).
+    /// the sleepers that went to sleep while it was inactive (after a reconnect: messages may
+    /// have been lost meanwhile).
     void confirmed(const std::string& channel, clock::time_point now, std::vector<W*>& notify,
                    std::vector<W*>& wake_now) {
         notify.clear();

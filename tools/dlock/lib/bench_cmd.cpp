@@ -22,7 +22,7 @@ int run_bench(const global_options& g, const bench_options& o, std::ostream& out
     b.url = effective_urls(g).front();
     if (const char* pw = std::getenv("DLOCK_PASSWORD"); pw && *pw)
         b.url = url_with_password(b.url, pw);
-    b.kind = o.kind == "simple" ? lock_kind::simple : lock_kind::reentrant;
+    b.kind = kind_from_name(o.kind).value_or(lock_kind::reentrant);
     b.duration = std::chrono::milliseconds(static_cast<long long>(o.seconds * 1000));
     if (o.scenario == "A") {
         b.which = bench::scenario::uncontended;

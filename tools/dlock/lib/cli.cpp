@@ -75,6 +75,12 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     list->add_flag("--json", list_json, "Print one JSON array");
     list->add_option("pattern", pattern, "SCAN MATCH pattern (default *)");
 
+    std::string keys_name, keys_kind = "lock";
+    auto* keys = app.add_subcommand("keys", "The Redis keys a lock uses (no server needed)");
+    keys->add_option("--kind", keys_kind, "lock (default) | simple")
+        ->check(CLI::IsMember({"lock", "simple"}));
+    keys->add_option("name", keys_name, "Lock name")->required();
+
     std::string unlock_name;
     bool force = false;
     auto* unlock = app.add_subcommand("unlock", "Break a stuck lock (any kind), wake its waiters");
@@ -140,6 +146,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
         if (status->parsed()) return run_status(g, status_name, status_json, out);
         if (list->parsed()) return run_list(g, pattern, list_json, out);
         if (unlock->parsed()) return run_unlock(g, unlock_name, out);
+        if (keys->parsed()) return run_keys(keys_name, keys_kind, out);
         if (demo->parsed()) return run_demo(g, demo_opts, out, err);
         if (bench->parsed()) return run_bench(g, bo, out, err);
     } catch (const usage_error& e) {

@@ -1,4 +1,4 @@
-// cli.hpp: dlock::cli::run, the whole `dlock` command (product page §6) as a function, so
+// cli.hpp: dlock::cli::run, the whole `dlock` command as a function, so
 // tests drive it with injected streams and tools/dlock/main.cpp is one line.
 //
 //   dlock [--url URL]... <command> [options]

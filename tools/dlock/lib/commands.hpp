@@ -24,7 +24,7 @@ struct exec_options {
     std::vector<std::string> command{}; ///< argv of the child; non-empty
 };
 
-/// Holds lock `o.name` while `o.command` runs (product page §6).
+/// Holds lock `o.name` while `o.command` runs (`dlock exec`, see the man text in cli.cpp).
 /// Blocking: until the child has exited and the lock is released (or not acquired / lost).
 /// Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to the child while it runs (not
 /// when the kernel sent them to the whole foreground process group, which includes the child);
@@ -43,6 +43,11 @@ int run_status(const global_options& g, const std::string& name, bool json, std:
 /// `dlock list [--json] [PATTERN]`: the locks that exist now among the keys matching PATTERN
 /// (SCAN MATCH syntax), with the fields of status. Exit: 0.
 int run_list(const global_options& g, const std::string& pattern, bool json, std::ostream& out);
+
+/// `dlock keys [--kind lock|simple] NAME`: the Redis keys a lock of that kind uses (N and its
+/// type, the unlock channel, the fencing counter), as the library writes them. Needs no server.
+/// Exit: 0; 64 for a name no lock may have or an unknown kind.
+int run_keys(const std::string& name, const std::string& kind, std::ostream& out);
 
 /// `dlock unlock --force NAME`: deletes the lock whoever holds it and publishes the unlock
 /// message on its channel so waiters wake. Exit: 0 whether or not a lock existed (the output

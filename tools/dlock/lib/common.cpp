@@ -10,6 +10,26 @@
 
 namespace dlock::cli {
 
+namespace {
+struct named_kind {
+    std::string_view name;
+    lock_kind kind;
+};
+constexpr named_kind kind_names[] = {{"lock", lock_kind::reentrant}, {"simple", lock_kind::simple}};
+} // namespace
+
+std::optional<lock_kind> kind_from_name(std::string_view name) {
+    for (const auto& k : kind_names)
+        if (k.name == name) return k.kind;
+    return std::nullopt;
+}
+
+std::string_view kind_name(lock_kind kind) {
+    for (const auto& k : kind_names)
+        if (k.kind == kind) return k.name;
+    return "?";
+}
+
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
     if (text == "0") return std::chrono::milliseconds(0);
     std::size_t digits = 0;

@@ -31,6 +31,11 @@ struct usage_error : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+/// The CLI's name of each lock kind ("lock" is the reentrant lock), in one table.
+/// kind_from_name: nullopt for a name that is no implemented kind.
+std::optional<lock_kind> kind_from_name(std::string_view name);
+std::string_view kind_name(lock_kind kind);
+
 /// Parses a duration: digits followed by `ms`, `s`, `m` or `h`, or a bare `0`.
 /// Edge values: "0s" is zero; a sign, a fraction, spaces, a bare non-zero number, an unknown
 /// unit, or more than 1000 hours give nullopt.

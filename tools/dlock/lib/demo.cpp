@@ -1,4 +1,4 @@
-// demo.cpp: `dlock demo`, the stock-deduction scene of the seeds. K processes x T threads sell
+// demo.cpp: `dlock demo`, the classic stock-deduction race. K processes x T threads sell
 // items from a stock counter in Redis by read-modify-write (GET stock, then SET stock-1).
 // Run 1 has no lock: workers read the same value and sell the same item twice (lost updates).
 // Run 2 wraps the read-modify-write in dlock::mutex: the stock is exact. Each worker process

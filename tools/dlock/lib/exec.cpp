@@ -224,7 +224,8 @@ void poll_fds(pollfd* fds, nfds_t n, int timeout_ms) {
 } // namespace
 
 int run_exec(const global_options& g, const exec_options& o, std::ostream& err) {
-    if (o.kind == "fair" || o.kind == "read" || o.kind == "write")
+    const auto kind = kind_from_name(o.kind);
+    if (!kind)
         throw usage_error("kind '" + o.kind + "' is not implemented yet (use lock or simple)");
     if (o.command.empty()) throw usage_error("exec needs a command after --");
     auto copts = connect_options(g);
@@ -235,7 +236,7 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     acquire_options ao;
     ao.wait = o.wait;
     ao.lease = o.lease;
-    ao.kind = o.kind == "simple" ? lock_kind::simple : lock_kind::reentrant;
+    ao.kind = *kind;
 
     const auto inherited_fds = open_fds();
     signal_block signals; // before the client: its I/O thread inherits the blocked mask

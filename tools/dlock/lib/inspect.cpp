@@ -1,11 +1,8 @@
-// inspect.cpp: `dlock status`, `dlock list` and `dlock unlock --force`. They read and break
-// locks in their Redis layout directly (product page §2), so they also see locks taken by
-// Redisson (Java) and redis-py:
-//   lock   (reentrant) hash N {"<client-uuid>:<thread-id>" -> hold count}, PEXPIRE'd;
-//          unlock channel redisson_lock__channel:{N}; fencing counter redisson_lock_token:{N}
-//   simple string N = 32 hex chars of random token; unlock channel dlock_simple__channel:{N}
-// `prefix:{N}` becomes `prefix:N` when N already contains '{' (Redisson's prefixName rule),
-// so companion keys share N's cluster slot.
+// inspect.cpp: `dlock status`, `dlock list`, `dlock keys` and `dlock unlock --force`. They read
+// and break locks in their Redis layout directly, so they also see locks taken by Redisson
+// (Java) and redis-py. Which keys a kind uses (N's type, its unlock channel, its fencing
+// counter) comes from the library (dlock/layout.hpp); what this file adds is recognising whose
+// data N holds: a Redisson owner field ("<uuid>:<thread>") or a 32-hex token.
 #include "commands.hpp"
 
 #include <algorithm>
@@ -34,9 +31,15 @@ struct lock_info {
     std::optional<long long> fencing_token; ///< value of the fencing counter, if it exists
 };
 
-std::string prefixed(std::string_view prefix, const std::string& name) {
-    return name.find('{') != std::string::npos ? std::string(prefix) + ":" + name
-                                               : std::string(prefix) + ":{" + name + "}";
+/// The layouts of every kind for `name` (a name no lock may have has none).
+std::vector<lock_layout> layouts_of(const std::string& name) {
+    std::vector<lock_layout> out;
+    for (const auto kind : lock_kinds()) {
+        std::error_code ec;
+        auto l = layout_of(name, kind, ec);
+        if (!ec) out.push_back(std::move(l));
+    }
+    return out;
 }
 
 /// Runs a command; a Redis error reply becomes a dlock::error.
@@ -78,8 +81,12 @@ bool looks_like_token(std::string_view v) {
 lock_info inspect(client& c, const std::string& name) {
     lock_info info;
     info.name = name;
+    const auto layouts = layouts_of(name);
     const auto type = checked(c, {"TYPE", name}).str;
-    if (type == "hash") {
+    const lock_layout* kind = nullptr;
+    for (const auto& l : layouts)
+        if (l.data_type == type) kind = &l;
+    if (kind && type == "hash") {
         const auto all = checked(c, {"HGETALL", name});
         bool is_lock = true;
         for (std::size_t i = 0; i + 1 < all.elements.size(); i += 2) {
@@ -92,14 +99,14 @@ lock_info inspect(client& c, const std::string& name) {
             info.foreign_type = "hash that is not a lock";
             info.holders.clear();
         } else if (!info.holders.empty() || !all.elements.empty()) {
-            info.kind = "lock";
+            info.kind = kind_name(kind->kind);
         }
-    } else if (type == "string") {
+    } else if (kind && type == "string") {
         const auto v = checked(c, {"GET", name});
         if (v.is_null()) {
             // released between TYPE and GET
         } else if (looks_like_token(v.str)) {
-            info.kind = "simple";
+            info.kind = kind_name(kind->kind);
             info.holders.push_back({v.str, 1});
         } else {
             info.foreign_type = "string that is not a lock token";
@@ -117,17 +124,21 @@ lock_info inspect(client& c, const std::string& name) {
             info.ttl_ms = pttl;
         }
     }
-    const auto lock_channel = prefixed("redisson_lock__channel", name);
-    const auto simple_channel = prefixed("dlock_simple__channel", name);
-    const auto numsub = checked(c, {"PUBSUB", "NUMSUB", lock_channel, simple_channel});
-    for (std::size_t i = 1; i < numsub.elements.size(); i += 2)
-        info.waiters += as_number(numsub.elements[i]).value_or(0);
-    std::error_code ec;
-    const auto token_key = prefixed("redisson_lock_token", name);
-    const std::string_view get_token[] = {"GET", token_key};
-    const auto token = c.command(get_token, ec);
-    if (ec) throw dlock::error(ec);
-    if (!token.is_error() && !token.is_null()) info.fencing_token = as_number(token);
+    std::vector<std::string_view> numsub{"PUBSUB", "NUMSUB"};
+    for (const auto& l : layouts)
+        numsub.push_back(l.channel);
+    const auto subs = c.command(numsub);
+    if (subs.is_error()) throw dlock::error(classify_server_error(subs.str), one_line(subs.str));
+    for (std::size_t i = 1; i < subs.elements.size(); i += 2)
+        info.waiters += as_number(subs.elements[i]).value_or(0);
+    for (const auto& l : layouts) {
+        if (l.fencing_key.empty()) continue;
+        std::error_code ec;
+        const std::string_view get_token[] = {"GET", l.fencing_key};
+        const auto token = c.command(get_token, ec);
+        if (ec) throw dlock::error(ec);
+        if (!token.is_error() && !token.is_null()) info.fencing_token = as_number(token);
+    }
     return info;
 }
 
@@ -251,14 +262,28 @@ int run_list(const global_options& g, const std::string& pattern, bool json, std
     return exit_code::ok;
 }
 
+int run_keys(const std::string& name, const std::string& kind, std::ostream& out) {
+    check_name(name);
+    const auto k = kind_from_name(kind);
+    if (!k) throw usage_error("unknown kind '" + kind + "' (use lock or simple)");
+    std::error_code ec;
+    const auto l = layout_of(name, *k, ec);
+    if (ec) throw usage_error("'" + one_line(name) + "' cannot be a lock name");
+    out << "key      " << l.key << " (" << l.data_type << ")\n";
+    out << "channel  " << l.channel << '\n';
+    out << "fencing  " << (l.fencing_key.empty() ? "-" : l.fencing_key) << '\n';
+    return exit_code::ok;
+}
+
 int run_unlock(const global_options& g, const std::string& name, std::ostream& out) {
     check_name(name);
     client c(connect_options(g));
     const auto before = inspect(c, name);
     if (!before.foreign_type.empty()) not_a_lock(before);
     // force_unlock deletes N whatever it holds and publishes "0" on the kind's channel.
-    const bool deleted = before.kind == "simple" ? c.make_simple_mutex(name).force_unlock()
-                                                 : c.make_mutex(name).force_unlock();
+    const bool deleted = kind_from_name(before.kind) == lock_kind::simple
+                             ? c.make_simple_mutex(name).force_unlock()
+                             : c.make_mutex(name).force_unlock();
     if (!deleted) {
         out << "no lock named '" << name << "': nothing deleted\n";
         return exit_code::ok;

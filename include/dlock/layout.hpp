@@ -1,0 +1,32 @@
+// dlock/layout.hpp: which Redis keys a lock uses, as the library itself writes them. For tools
+// that read or break locks from outside (`dlock status`, `dlock list`, `dlock keys`,
+// benchmarks): they ask here instead of spelling key names.
+#pragma once
+
+#include <dlock/lock_options.hpp>
+
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace dlock {
+
+struct lock_layout {
+    lock_kind kind{};
+    std::string kind_name;   ///< the library's name of the kind ("reentrant", "simple")
+    std::string key;         ///< N itself
+    std::string data_type;   ///< Redis TYPE of N while held ("hash", "string")
+    std::string channel;     ///< where releases publish the unlock message
+    std::string fencing_key; ///< the fencing counter; empty when the kind has none
+};
+
+/// The layout of the lock `name` of `kind`. Errors: errc::invalid_argument for a name no lock
+/// may have (empty, over 4096 bytes, or keys that would fall into different cluster slots).
+lock_layout layout_of(std::string_view name, lock_kind kind);
+lock_layout layout_of(std::string_view name, lock_kind kind, std::error_code& ec);
+
+/// Every lock kind, in the order of lock_kind.
+std::vector<lock_kind> lock_kinds();
+
+} // namespace dlock

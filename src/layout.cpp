@@ -1,0 +1,33 @@
+// dlock::layout_of: the kinds' key layouts, from their protocols.
+#include "redis/locks/protocol.hpp"
+
+#include <dlock/layout.hpp>
+
+namespace dlock {
+
+lock_layout layout_of(std::string_view name, lock_kind kind, std::error_code& ec) {
+    const auto& p = detail::protocol_of(kind);
+    auto k = p.keys(name, ec);
+    if (ec) return {};
+    lock_layout l;
+    l.kind = kind;
+    l.kind_name = std::string(p.name());
+    l.key = std::move(k.key);
+    l.data_type = std::string(p.layout().data_type);
+    l.channel = std::move(k.channel);
+    l.fencing_key = std::move(k.token_key);
+    return l;
+}
+
+lock_layout layout_of(std::string_view name, lock_kind kind) {
+    std::error_code ec;
+    auto l = layout_of(name, kind, ec);
+    throw_if(ec);
+    return l;
+}
+
+std::vector<lock_kind> lock_kinds() {
+    return {lock_kind::reentrant, lock_kind::simple};
+}
+
+} // namespace dlock
