@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ccache pkg-config
   libasio-dev libssl-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   redis-server redis-tools redis-sentinel openssl
-  clang libclang-rt-14-dev clang-format
+  clang libclang-rt-14-dev clang-format clang-tidy
 )
 [ "${DLOCK_DEPS_EXTRA:-}" ] && read -r -a extra <<<"$DLOCK_DEPS_EXTRA" && packages+=("${extra[@]}")
 

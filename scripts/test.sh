@@ -2,10 +2,11 @@
 # The README's second command and what CI runs (.ci/run): installs what is missing, then
 #   1. a warnings-as-errors build of everything, the whole test suite (unit + integration
 #      against real redis-server processes the tests start), and the examples;
-#   2. the find_package(dlock) consumer test against an installed copy;
-#   3. an ASan+UBSan build running the whole suite;
-#   4. a TSan build running the lock, lease and connection suites (async and renewal code);
-#   5. the libFuzzer parser target for a bounded time (DLOCK_FUZZ_SECONDS, default 60).
+#   2. lint: the clang-format check and clang-tidy (scripts/lint.sh, checks in .clang-tidy);
+#   3. the find_package(dlock) consumer test against an installed copy;
+#   4. an ASan+UBSan build running the whole suite;
+#   5. a TSan build running the lock, lease and connection suites (async and renewal code);
+#   6. the libFuzzer parser target for a bounded time (DLOCK_FUZZ_SECONDS, default 60).
 # Set DLOCK_TEST_QUICK=1 to run only step 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,13 +18,16 @@ ctest_args=(--output-on-failure --timeout 300 --no-tests=error)
 
 step() { printf '\n==== %s ====\n' "$*"; }
 
-step "1/5 build (warnings are errors) and test"
+step "1/6 build (warnings are errors) and test"
 cmake -S . -B build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLOCK_WARNINGS_AS_ERRORS=ON >/dev/null
 cmake --build build/ci -j"$jobs"
 ctest --test-dir build/ci "${ctest_args[@]}"
 [ "${DLOCK_TEST_QUICK:-0}" = 1 ] && exit 0
 
-step "2/5 find_package(dlock) consumer"
+step "2/6 lint: clang-format check and clang-tidy"
+bash scripts/lint.sh build/ci
+
+step "3/6 find_package(dlock) consumer"
 rm -rf build/install build/consumer
 cmake --install build/ci --prefix build/install >/dev/null
 cmake -S tests/cmake_consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
@@ -31,21 +35,21 @@ cmake --build build/consumer -j"$jobs" >/dev/null
 build/consumer/consumer --version
 bash scripts/with-redis.sh build/consumer/consumer
 
-step "3/5 ASan+UBSan build and test"
+step "4/6 ASan+UBSan build and test"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_WARNINGS_AS_ERRORS=ON \
   -DDLOCK_SANITIZE=address,undefined -DDLOCK_BUILD_BENCH=OFF >/dev/null
 cmake --build build/asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/asan "${ctest_args[@]}"
 
-step "4/5 TSan build: lock, lease and connection suites"
+step "5/6 TSan build: lock, lease and connection suites"
 cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_WARNINGS_AS_ERRORS=ON \
   -DDLOCK_SANITIZE=thread -DDLOCK_BUILD_BENCH=OFF -DDLOCK_BUILD_TOOLS=OFF -DDLOCK_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/tsan -j"$jobs"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build/tsan "${ctest_args[@]}" -R '^(lock|lease|interop|connection|connection_faults|sync_lane)\.'
 
-step "5/5 parser fuzzing (${DLOCK_FUZZ_SECONDS:-60} s)"
+step "6/6 parser fuzzing (${DLOCK_FUZZ_SECONDS:-60} s)"
 bash tests/fuzz/run.sh "${DLOCK_FUZZ_SECONDS:-60}"
 
 step "all green"

@@ -31,7 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char** environ;
+extern char** environ; // NOLINT(readability-redundant-declaration): POSIX: the program declares it
 
 namespace dlock::cli {
 namespace {
@@ -298,8 +298,9 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     const auto child = spawn_child(o, token, signals.old_mask());
     if (child.exec_errno != 0) {
         held.release(ec);
+        // The client's thread is running but never formats errno text, so strerror is safe here.
         err << "dlock: cannot run '" << one_line(o.command[0])
-            << "': " << std::strerror(child.exec_errno) << "\n";
+            << "': " << std::strerror(child.exec_errno) << "\n"; // NOLINT(concurrency-mt-unsafe)
         return child.exec_errno == ENOENT ? 127 : 126;
     }
 
