@@ -59,7 +59,7 @@ bool lock_protocol::read_renew(std::error_code ec, const resp3::value& r, std::s
     ok.assign(n, 0);
     if (ec || r.kind != resp3::type::array || r.elements.size() != n) return false;
     for (std::size_t i = 0; i < n; ++i)
-        ok[i] = r.elements[i].is_integer() && r.elements[i].integer == 1;
+        ok[i] = r.elements[i].is_integer() && r.elements[i].integer == 1 ? 1 : 0;
     return true;
 }
 

@@ -170,6 +170,10 @@ protected:
                             std::chrono::milliseconds lease);
     /// A transport failure or an error reply of a hand-over: fills `h` and returns true.
     static bool handover_failed(std::error_code ec, const resp3::value& r, handover_reading& h);
+    /// The lock left the releaser (handed over or published): what the waiter got.
+    static handover_reading released_with(handover_result waiter, std::uint64_t token = 0) {
+        return {{release_outcome::kind::released, {}}, waiter, token};
+    }
     /// common/force_unlock.lua on N and the kind's channel.
     static void force_unlock_script(command& c, const lock_keys& k, pubsub::mode m);
 

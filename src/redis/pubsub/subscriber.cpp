@@ -13,7 +13,10 @@ subscriber::subscriber(asio::io_context& io, const client_options& opts, net::ta
 }
 
 subscriber::~subscriber() {
-    stop();
+    try {
+        stop();
+    } catch (...) { // cancel() and stop() throw only on resource exhaustion: nothing to undo
+    }
 }
 
 void subscriber::stop() {

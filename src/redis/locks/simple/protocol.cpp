@@ -72,16 +72,9 @@ public:
     handover_reading read_handover(std::error_code ec, const resp3::value& r) const override {
         handover_reading h;
         if (handover_failed(ec, r, h)) return h;
-        if (r.is_integer() && r.integer == 2) { // handed over
-            h.releaser = {release_outcome::kind::released, {}};
-            h.waiter = handover_result::handed_over;
-            return h;
-        }
-        if (r.is_integer() && r.integer == 1) { // another client waits: released, published
-            h.releaser = {release_outcome::kind::released, {}};
-            h.waiter = handover_result::published;
-            return h;
-        }
+        if (r.is_integer() && r.integer == 2) return released_with(handover_result::handed_over);
+        if (r.is_integer() && r.integer == 1) // another client waits: released, published
+            return released_with(handover_result::published);
         h.releaser = read_release({}, r); // 0: not the owner; anything else: malformed
         if (h.releaser.what == release_outcome::kind::released)
             h.releaser = {release_outcome::kind::error, make_error_code(errc::protocol_error)};
