@@ -1,5 +1,7 @@
 #include "redis/net/connection.hpp"
 
+#include "redis/net/wire.hpp"
+
 #include <dlock/error.hpp>
 
 #include <algorithm>
@@ -264,12 +266,7 @@ void connection::handshake() {
 void connection::dispatch_reply(resp3::value&& v) {
     if (handshaking_) {
         if (v.kind == resp3::type::push) return;
-        if (v.is_error() && !handshake_error_) {
-            auto code = classify_server_error(v.str);
-            // HELLO errors other than auth (e.g. ERR unknown command) are configuration problems.
-            if (code == errc::server_error) code = errc::configuration_error;
-            handshake_error_ = make_error_code(code);
-        }
+        if (!handshake_error_) handshake_error_ = handshake_error(v);
         if (--handshake_replies_ != 0) return;
         handshaking_ = false;
         if (handshake_error_) {
@@ -307,15 +304,12 @@ void connection::dispatch_reply(resp3::value&& v) {
         if (!inflight_.empty()) {
             r = inflight_.front();
             inflight_.pop_front();
-            if (v.is_error() && !r->eval_fallback.empty() && v.str.starts_with("NOSCRIPT")) {
+            if (needs_eval(v, r->eval_fallback)) {
                 // Re-send as EVAL, queued behind whatever is pending. Only this request's own
                 // outcome depends on it, so ordering among callers is unaffected.
-                std::vector<std::string_view> eval(r->args.begin(), r->args.end());
-                eval[0] = "EVAL";
-                eval[1] = r->eval_fallback;
-                r->eval_fallback = {};
                 const auto begin = pending_buf_.size();
-                resp3::encode_command(pending_buf_, eval);
+                encode_as_eval(pending_buf_, r->args, r->eval_fallback);
+                r->eval_fallback = {};
                 pending_.push_back({r, begin, pending_buf_.size()});
                 schedule_flush_locked();
                 return;
@@ -332,13 +326,7 @@ void connection::dispatch_reply(resp3::value&& v) {
 // ---- reading -----------------------------------------------------------------------------
 
 void connection::start_read() {
-    if (read_pos_ > 0 && read_pos_ == read_buf_.size()) {
-        read_buf_.clear();
-        read_pos_ = 0;
-    } else if (read_pos_ > read_chunk) {
-        read_buf_.erase(0, read_pos_);
-        read_pos_ = 0;
-    }
+    drop_parsed(read_buf_, read_pos_, read_chunk + 1);
     const auto old = read_buf_.size();
     read_buf_.resize(old + read_chunk);
     const auto gen = generation_;

@@ -1,5 +1,7 @@
 #include "redis/net/sync_lane.hpp"
 
+#include "redis/net/wire.hpp"
+
 #include <dlock/error.hpp>
 
 #include <algorithm>
@@ -88,12 +90,9 @@ sync_lane::result sync_lane::call(connection& main, std::span<const std::string_
         return result::not_taken;
     }
     if (!read_reply(out, deadline, ec)) return result::done;
-    if (out.is_error() && !eval_fallback.empty() && out.str.starts_with("NOSCRIPT")) {
-        std::vector<std::string_view> eval(args.begin(), args.end());
-        eval[0] = "EVAL";
-        eval[1] = eval_fallback;
+    if (needs_eval(out, eval_fallback)) {
         out_buf_.clear();
-        resp3::encode_command(out_buf_, eval);
+        encode_as_eval(out_buf_, args, eval_fallback);
         if (!write_all(out_buf_, deadline)) {
             // NOSCRIPT ran nothing and a partial EVAL cannot run: the outcome is still known.
             ec = make_error_code(stopped_ ? errc::cancelled : errc::unavailable);
@@ -173,7 +172,7 @@ bool sync_lane::connect_locked(connection& main, clock::time_point deadline) {
         resp3::value v;
         std::error_code ec;
         if (!read_reply(v, connect_deadline, ec)) return false;
-        if (v.is_error()) ok = false;
+        if (handshake_error(v)) ok = false; // the pipelined connection reports which
     }
     return ok;
 }
@@ -209,19 +208,13 @@ bool sync_lane::read_reply(resp3::value& out, clock::time_point deadline, std::e
             return false;
         }
         if (v) {
-            if (in_pos_ == in_buf_.size()) {
-                in_buf_.clear();
-                in_pos_ = 0;
-            }
-            if (v->kind == resp3::type::push) continue; // not ours to answer
+            drop_parsed(in_buf_, in_pos_, in_buf_.size() + 1); // only when all was parsed
+            if (v->kind == resp3::type::push) continue;        // not ours to answer
             last_reply_ = clock::now();
             out = std::move(*v);
             return true;
         }
-        if (in_pos_ > 0) {
-            in_buf_.erase(0, in_pos_);
-            in_pos_ = 0;
-        }
+        drop_parsed(in_buf_, in_pos_, 1);
         // A blocking read (SO_RCVTIMEO slices): EAGAIN means a slice passed without data.
         const auto old = in_buf_.size();
         in_buf_.resize(old + read_chunk);
