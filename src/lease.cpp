@@ -8,13 +8,37 @@
 namespace dlock {
 namespace {
 
-void end(detail::hold_state& h, const detail::release_outcome& out) {
+/// Ends the handle's hold by the release's outcome; returns the caller's error.
+std::error_code end(detail::hold_state& h, const detail::release_outcome& out) {
     // Only the server saying "not yours" makes the hold lost; a failed release (ambiguous,
     // unavailable) still ends the handle: the lock expires after its lease.
-    if (out.what == detail::release_outcome::kind::not_owner)
+    if (out.what == detail::release_outcome::kind::not_owner) {
         h.end_lost();
-    else
-        h.end_released();
+        return make_error_code(errc::not_owner);
+    }
+    h.end_released();
+    return out.what == detail::release_outcome::kind::error ? out.ec : std::error_code{};
+}
+
+/// The checks before a release of `h`, shared by release() and async_release(). Returns the
+/// client when a release must be sent (the hold is then marked releasing and off the
+/// watchdog); otherwise null, with `ec` saying why (clear: nothing to release).
+std::shared_ptr<detail::client_impl> begin_release(const std::shared_ptr<detail::hold_state>& h,
+                                                   std::error_code& ec) {
+    if (!h || h->released()) return nullptr;
+    auto c = h->client.lock();
+    if (!c || c->shut_down()) {
+        h->end_released();
+        ec = make_error_code(errc::cancelled);
+        return nullptr;
+    }
+    c->renewal().remove(h);
+    if (h->lost()) {
+        ec = make_error_code(errc::not_owner);
+        return nullptr;
+    }
+    h->releasing = true;
+    return c;
 }
 
 } // namespace
@@ -68,30 +92,16 @@ void lease::release() {
 
 void lease::release(std::error_code& ec) {
     ec.clear();
-    if (!state_ || state_->released()) return;
     auto h = std::move(state_);
-    auto c = h->client.lock();
-    if (!c || c->shut_down()) {
-        h->end_released();
-        ec = make_error_code(errc::cancelled);
-        return;
-    }
-    if (h->lost()) {
-        c->renewal().remove(h);
-        ec = make_error_code(errc::not_owner);
-        return;
-    }
-    h->releasing = true;
-    c->renewal().remove(h);
+    auto c = begin_release(h, ec);
+    if (!c) return;
     if (c->on_io_thread()) {
         // Called from a completion handler: never block the I/O thread.
         detail::release_async(*c, h, [h](detail::release_outcome out) { end(*h, out); });
         return;
     }
     const auto out = detail::release_blocking(*c, h);
-    if (out.what == detail::release_outcome::kind::error) ec = out.ec;
-    if (out.what == detail::release_outcome::kind::not_owner) ec = make_error_code(errc::not_owner);
-    end(*h, out);
+    ec = end(*h, out);
 }
 
 void lease::extend(std::chrono::milliseconds lease_ms) {
@@ -148,24 +158,12 @@ asio::any_io_executor lease::executor_of(const std::shared_ptr<detail::hold_stat
 
 void lease::start_release(std::shared_ptr<detail::hold_state> h,
                           std::function<void(std::error_code)> done) {
-    auto c = h ? h->client.lock() : nullptr;
-    if (!h || h->released()) return done({});
-    if (!c || c->shut_down()) {
-        h->end_released();
-        return done(make_error_code(errc::cancelled));
-    }
-    if (h->lost()) {
-        c->renewal().remove(h);
-        return done(make_error_code(errc::not_owner));
-    }
-    h->releasing = true;
-    c->renewal().remove(h);
+    std::error_code ec;
+    auto c = begin_release(h, ec);
+    if (!c) return done(ec);
     detail::release_async(*c, h, [h, done = std::move(done)](detail::release_outcome out) {
-        end(*h, out);
-        std::error_code ec = out.ec;
-        if (out.what == detail::release_outcome::kind::not_owner)
-            ec = make_error_code(errc::not_owner);
-        if (done) done(ec);
+        const auto e = end(*h, out);
+        if (done) done(e);
     });
 }
 
