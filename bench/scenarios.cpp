@@ -130,6 +130,183 @@ result run_async_many_keys(client& c, const options& o, unsigned workers, unsign
     return r;
 }
 
+/// What every scenario shares: its options, clients and deadline, and the samples it records.
+struct context {
+    const options& o;
+    const client_options& copts;
+    client& main_client;
+    clock::time_point end;
+    std::string base; ///< key prefix + ':'
+    std::vector<double> acquire_us, pair_us, handoff_us, idle_rtt_us;
+    std::mutex samples_mu; ///< guards the sample vectors while worker threads append
+};
+
+/// A: one thread, one key, lock then unlock.
+result run_uncontended(context& x) {
+    result r;
+    auto m = make(x.main_client, x.o.kind, x.base + "a");
+    while (clock::now() < x.end) {
+        const auto a = clock::now();
+        m->lock(dlock::fixed_lease{x.o.lease});
+        const auto b = clock::now();
+        m->unlock();
+        x.acquire_us.push_back(us_between(a, b));
+        x.pair_us.push_back(us_between(a, clock::now()));
+        ++r.ops;
+    }
+    return r;
+}
+
+/// B: many workers over many keys (threads, or async chains with --async).
+result run_many_keys(context& x) {
+    const auto& o = x.o;
+    const unsigned workers = std::max(1u, o.workers);
+    const unsigned keys = std::max(1u, o.keys);
+    if (o.async)
+        return run_async_many_keys(x.main_client, o, workers, keys, x.end, x.acquire_us, x.pair_us);
+    result r;
+    std::atomic<std::uint64_t> ops{0};
+    std::vector<std::thread> ts;
+    std::vector<std::uint64_t> per(workers);
+    for (unsigned w = 0; w < workers; ++w)
+        ts.emplace_back([&, w] {
+            auto m = make(x.main_client, o.kind, x.base + "b" + std::to_string(w % keys));
+            std::vector<double> acq, pairs;
+            while (clock::now() < x.end) {
+                const auto a = clock::now();
+                m->lock(dlock::fixed_lease{o.lease});
+                const auto b = clock::now();
+                m->unlock();
+                acq.push_back(us_between(a, b));
+                pairs.push_back(us_between(a, clock::now()));
+                ++per[w];
+            }
+            ops += per[w];
+            std::lock_guard lk(x.samples_mu);
+            x.acquire_us.insert(x.acquire_us.end(), acq.begin(), acq.end());
+            x.pair_us.insert(x.pair_us.end(), pairs.begin(), pairs.end());
+        });
+    for (auto& t : ts)
+        t.join();
+    r.ops = ops;
+    r.per_worker_min = *std::min_element(per.begin(), per.end());
+    r.per_worker_max = *std::max_element(per.begin(), per.end());
+    return r;
+}
+
+/// C: workers take turns on one lock and increment a counter by GET then SET inside it.
+result run_contended_counter(context& x) {
+    const auto& o = x.o;
+    result r;
+    const unsigned workers = std::max(1u, o.workers);
+    const std::uint64_t total = o.max_ops ? o.max_ops : UINT64_MAX;
+    x.main_client.command({"SET", x.base + "counter", "0"});
+    std::vector<std::unique_ptr<client>> own;
+    if (o.client_per_worker)
+        for (unsigned w = 0; w < workers; ++w)
+            own.push_back(std::make_unique<client>(x.copts));
+    std::atomic<std::uint64_t> tickets{0}, self_reacq{0}, done_ops{0};
+    std::atomic<int> last_holder{-1};
+    std::atomic<std::int64_t> last_release_ns{0};
+    std::vector<std::uint64_t> per(workers);
+    std::vector<std::thread> ts;
+    for (unsigned w = 0; w < workers; ++w)
+        ts.emplace_back([&, w] {
+            client& c = o.client_per_worker ? *own[w] : x.main_client;
+            auto m = make(c, o.kind, x.base + "c");
+            std::vector<double> waits, handoffs;
+            const std::string key = x.base + "counter";
+            while (clock::now() < x.end && tickets.fetch_add(1) < total) {
+                const auto a = clock::now();
+                m->lock(dlock::fixed_lease{o.lease});
+                const auto got = clock::now();
+                waits.push_back(us_between(a, got));
+                const int prev = last_holder.load();
+                if (prev == static_cast<int>(w))
+                    ++self_reacq;
+                else if (prev >= 0)
+                    handoffs.push_back(static_cast<double>(got.time_since_epoch().count() -
+                                                           last_release_ns.load()) /
+                                       1000.0);
+                const auto v = std::stoll(c.command({"GET", key}).str);
+                c.command({"SET", key, std::to_string(v + 1)});
+                ++per[w];
+                last_holder = static_cast<int>(w);
+                last_release_ns = clock::now().time_since_epoch().count();
+                m->unlock();
+            }
+            done_ops += per[w];
+            std::lock_guard lk(x.samples_mu);
+            x.acquire_us.insert(x.acquire_us.end(), waits.begin(), waits.end());
+            x.handoff_us.insert(x.handoff_us.end(), handoffs.begin(), handoffs.end());
+        });
+    for (auto& t : ts)
+        t.join();
+    r.ops = done_ops;
+    r.per_worker_min = *std::min_element(per.begin(), per.end());
+    r.per_worker_max = *std::max_element(per.begin(), per.end());
+    r.self_reacquire_share =
+        r.ops > 1 ? static_cast<double>(self_reacq) / static_cast<double>(r.ops - 1) : 0;
+    r.counter_exact = std::stoll(x.main_client.command({"GET", x.base + "counter"}).str) ==
+                      static_cast<long long>(r.ops);
+    return r;
+}
+
+/// D: a holder releases while one waiter (same client, or its own) is blocked on the lock.
+result run_handoff(context& x) {
+    const auto& o = x.o;
+    result r;
+    std::optional<client> own_client;
+    if (o.client_per_worker) own_client.emplace(x.copts);
+    client& waiter_client = own_client ? *own_client : x.main_client;
+    auto holder = make(x.main_client, o.kind, x.base + "d");
+    const std::uint64_t samples = o.max_ops ? o.max_ops : 300;
+    std::mt19937 rng{std::random_device{}()};
+    std::uniform_int_distribution<int> phase(1000, 5000); // us
+    while (r.ops < samples && clock::now() < x.end) {
+        holder->lock(dlock::fixed_lease{o.lease});
+        std::atomic<bool> acquired{false};
+        clock::time_point got;
+        std::thread waiter([&] {
+            auto m = make(waiter_client, o.kind, x.base + "d");
+            m->lock(dlock::fixed_lease{o.lease});
+            got = clock::now();
+            acquired = true;
+            m->unlock();
+        });
+        // Let the waiter block (subscribe, last attempt, sleep), then release at a random
+        // phase: pacing of the scenario, not synchronisation of the measurement.
+        std::this_thread::sleep_for(std::chrono::microseconds(phase(rng)));
+        const auto released = clock::now();
+        holder->unlock();
+        waiter.join();
+        x.handoff_us.push_back(us_between(released, got));
+        // The round-trip unit for this scenario: one PING after the same idle pause. On a
+        // VM an idle vCPU is descheduled, and the first round trip after a pause costs
+        // several times one in a busy loop (redis-benchmark's figure).
+        std::this_thread::sleep_for(std::chrono::microseconds(phase(rng)));
+        const auto p0 = clock::now();
+        x.main_client.command({"PING"});
+        x.idle_rtt_us.push_back(us_between(p0, clock::now()));
+        ++r.ops;
+    }
+    r.idle_rtt_p50_us = percentile(x.idle_rtt_us, 0.50);
+    r.idle_rtt_p99_us = percentile(x.idle_rtt_us, 0.99);
+    return r;
+}
+
+/// Deletes what a run created (only keys under the scenario's prefix).
+void clean_up(client& c, const std::string& prefix) {
+    for (std::string cursor = "0";;) {
+        auto page = c.command({"SCAN", cursor, "MATCH", "*" + prefix + "*", "COUNT", "1000"});
+        if (page.elements.size() != 2) break;
+        for (auto& k : page.elements[1].elements)
+            c.command({"DEL", k.str});
+        cursor = page.elements[0].str;
+        if (cursor == "0") break;
+    }
+}
+
 } // namespace
 
 result run(const options& o) {
@@ -141,169 +318,28 @@ result run(const options& o) {
     client stats_client(copts);
     const auto s0 = read_server_stats(stats_client);
     const double c0 = client_cpu_s();
-    result r;
-    std::vector<double> acquire_us, pair_us, handoff_us, idle_rtt_us;
-    std::mutex samples_mu;
     const auto t0 = clock::now();
-    const auto end = t0 + o.duration;
-    const std::string base = o.key_prefix + ":";
+    context x{o, copts, main_client, t0 + o.duration, o.key_prefix + ":", {}, {}, {}, {}, {}};
 
+    result r;
     switch (o.which) {
-    case scenario::uncontended: {
-        auto m = make(main_client, o.kind, base + "a");
-        while (clock::now() < end) {
-            const auto a = clock::now();
-            m->lock(dlock::fixed_lease{o.lease});
-            const auto b = clock::now();
-            m->unlock();
-            acquire_us.push_back(us_between(a, b));
-            pair_us.push_back(us_between(a, clock::now()));
-            ++r.ops;
-        }
+    case scenario::uncontended:
+        r = run_uncontended(x);
         break;
-    }
-    case scenario::many_keys: {
-        const unsigned workers = std::max(1u, o.workers);
-        const unsigned keys = std::max(1u, o.keys);
-        if (o.async) {
-            r = run_async_many_keys(main_client, o, workers, keys, end, acquire_us, pair_us);
-            break;
-        }
-        std::atomic<std::uint64_t> ops{0};
-        std::vector<std::thread> ts;
-        std::vector<std::uint64_t> per(workers);
-        for (unsigned w = 0; w < workers; ++w)
-            ts.emplace_back([&, w] {
-                auto m = make(main_client, o.kind, base + "b" + std::to_string(w % keys));
-                std::vector<double> acq, pairs;
-                while (clock::now() < end) {
-                    const auto a = clock::now();
-                    m->lock(dlock::fixed_lease{o.lease});
-                    const auto b = clock::now();
-                    m->unlock();
-                    acq.push_back(us_between(a, b));
-                    pairs.push_back(us_between(a, clock::now()));
-                    ++per[w];
-                }
-                ops += per[w];
-                std::lock_guard lk(samples_mu);
-                acquire_us.insert(acquire_us.end(), acq.begin(), acq.end());
-                pair_us.insert(pair_us.end(), pairs.begin(), pairs.end());
-            });
-        for (auto& t : ts)
-            t.join();
-        r.ops = ops;
-        r.per_worker_min = *std::min_element(per.begin(), per.end());
-        r.per_worker_max = *std::max_element(per.begin(), per.end());
+    case scenario::many_keys:
+        r = run_many_keys(x);
         break;
-    }
-    case scenario::contended_counter: {
-        const unsigned workers = std::max(1u, o.workers);
-        const std::uint64_t total = o.max_ops ? o.max_ops : UINT64_MAX;
-        main_client.command({"SET", base + "counter", "0"});
-        std::vector<std::unique_ptr<client>> own;
-        if (o.client_per_worker)
-            for (unsigned w = 0; w < workers; ++w)
-                own.push_back(std::make_unique<client>(copts));
-        std::atomic<std::uint64_t> tickets{0}, self_reacq{0}, done_ops{0};
-        std::atomic<int> last_holder{-1};
-        std::atomic<std::int64_t> last_release_ns{0};
-        std::vector<std::uint64_t> per(workers);
-        std::vector<std::thread> ts;
-        for (unsigned w = 0; w < workers; ++w)
-            ts.emplace_back([&, w] {
-                client& c = o.client_per_worker ? *own[w] : main_client;
-                auto m = make(c, o.kind, base + "c");
-                std::vector<double> waits, handoffs;
-                const std::string key = base + "counter";
-                while (clock::now() < end && tickets.fetch_add(1) < total) {
-                    const auto a = clock::now();
-                    m->lock(dlock::fixed_lease{o.lease});
-                    const auto got = clock::now();
-                    waits.push_back(us_between(a, got));
-                    const int prev = last_holder.load();
-                    if (prev == static_cast<int>(w))
-                        ++self_reacq;
-                    else if (prev >= 0)
-                        handoffs.push_back(static_cast<double>(got.time_since_epoch().count() -
-                                                               last_release_ns.load()) /
-                                           1000.0);
-                    const auto v = std::stoll(c.command({"GET", key}).str);
-                    c.command({"SET", key, std::to_string(v + 1)});
-                    ++per[w];
-                    last_holder = static_cast<int>(w);
-                    last_release_ns = clock::now().time_since_epoch().count();
-                    m->unlock();
-                }
-                done_ops += per[w];
-                std::lock_guard lk(samples_mu);
-                acquire_us.insert(acquire_us.end(), waits.begin(), waits.end());
-                handoff_us.insert(handoff_us.end(), handoffs.begin(), handoffs.end());
-            });
-        for (auto& t : ts)
-            t.join();
-        r.ops = done_ops;
-        r.per_worker_min = *std::min_element(per.begin(), per.end());
-        r.per_worker_max = *std::max_element(per.begin(), per.end());
-        r.self_reacquire_share =
-            r.ops > 1 ? static_cast<double>(self_reacq) / static_cast<double>(r.ops - 1) : 0;
-        r.counter_exact = std::stoll(main_client.command({"GET", base + "counter"}).str) ==
-                          static_cast<long long>(r.ops);
+    case scenario::contended_counter:
+        r = run_contended_counter(x);
         break;
-    }
-    case scenario::handoff: {
-        std::optional<client> own_client;
-        if (o.client_per_worker) own_client.emplace(copts);
-        client& waiter_client = own_client ? *own_client : main_client;
-        auto holder = make(main_client, o.kind, base + "d");
-        const std::uint64_t samples = o.max_ops ? o.max_ops : 300;
-        std::mt19937 rng{std::random_device{}()};
-        std::uniform_int_distribution<int> phase(1000, 5000); // us
-        while (r.ops < samples && clock::now() < end) {
-            holder->lock(dlock::fixed_lease{o.lease});
-            std::atomic<bool> acquired{false};
-            clock::time_point got;
-            std::thread waiter([&] {
-                auto m = make(waiter_client, o.kind, base + "d");
-                m->lock(dlock::fixed_lease{o.lease});
-                got = clock::now();
-                acquired = true;
-                m->unlock();
-            });
-            // Let the waiter block (subscribe, last attempt, sleep), then release at a random
-            // phase: pacing of the scenario, not synchronisation of the measurement.
-            std::this_thread::sleep_for(std::chrono::microseconds(phase(rng)));
-            const auto released = clock::now();
-            holder->unlock();
-            waiter.join();
-            handoff_us.push_back(us_between(released, got));
-            // The round-trip unit for this scenario: one PING after the same idle pause. On a
-            // VM an idle vCPU is descheduled, and the first round trip after a pause costs
-            // several times one in a busy loop (redis-benchmark's figure).
-            std::this_thread::sleep_for(std::chrono::microseconds(phase(rng)));
-            const auto p0 = clock::now();
-            main_client.command({"PING"});
-            idle_rtt_us.push_back(us_between(p0, clock::now()));
-            ++r.ops;
-        }
-        r.idle_rtt_p50_us = percentile(idle_rtt_us, 0.50);
-        r.idle_rtt_p99_us = percentile(idle_rtt_us, 0.99);
+    case scenario::handoff:
+        r = run_handoff(x);
         break;
-    }
     }
 
     r.seconds = std::chrono::duration<double>(clock::now() - t0).count();
     const auto s1 = read_server_stats(stats_client);
-    // Remove what the run created (only keys under the scenario's prefix).
-    for (std::string cursor = "0";;) {
-        auto page = stats_client.command(
-            {"SCAN", cursor, "MATCH", "*" + o.key_prefix + "*", "COUNT", "1000"});
-        if (page.elements.size() != 2) break;
-        for (auto& k : page.elements[1].elements)
-            stats_client.command({"DEL", k.str});
-        cursor = page.elements[0].str;
-        if (cursor == "0") break;
-    }
+    clean_up(stats_client, o.key_prefix);
     const double c1 = client_cpu_s();
     r.ops_per_s = r.seconds > 0 ? static_cast<double>(r.ops) / r.seconds : 0;
     if (r.ops > 0) {
@@ -316,14 +352,14 @@ result run(const options& o) {
         r.server_cpu_us_per_op = (s1.cpu_s - s0.cpu_s) * 1e6 / static_cast<double>(r.ops);
         r.client_cpu_us_per_op = (c1 - c0) * 1e6 / static_cast<double>(r.ops);
     }
-    r.pair_p50_us = percentile(pair_us, 0.50);
-    r.pair_p99_us = percentile(pair_us, 0.99);
-    r.acquire_p50_us = percentile(acquire_us, 0.50);
-    r.acquire_p99_us = percentile(acquire_us, 0.99);
-    r.acquire_max_us = acquire_us.empty() ? 0 : acquire_us.back();
-    r.handoff_samples = handoff_us.size();
-    r.handoff_p50_us = percentile(handoff_us, 0.50);
-    r.handoff_p99_us = percentile(handoff_us, 0.99);
+    r.pair_p50_us = percentile(x.pair_us, 0.50);
+    r.pair_p99_us = percentile(x.pair_us, 0.99);
+    r.acquire_p50_us = percentile(x.acquire_us, 0.50);
+    r.acquire_p99_us = percentile(x.acquire_us, 0.99);
+    r.acquire_max_us = x.acquire_us.empty() ? 0 : x.acquire_us.back();
+    r.handoff_samples = x.handoff_us.size();
+    r.handoff_p50_us = percentile(x.handoff_us, 0.50);
+    r.handoff_p99_us = percentile(x.handoff_us, 0.99);
     return r;
 }
 

@@ -315,7 +315,8 @@ int run_demo(const global_options& g, const demo_options& o, std::ostream& out, 
         const auto locked = run_once(copts, o, true);
         if (!server) { // leave a shared server as we found it
             client c(copts);
-            c.command({"DEL", stock_key, lock_name, "redisson_lock_token:{dlock-demo:lock}"});
+            const auto fence = layout_of(lock_name, lock_kind::reentrant).fencing_key;
+            c.command({"DEL", stock_key, lock_name, fence});
         }
         print_results(out, o, unlocked, locked);
         const bool exact = locked.sold == o.stock && locked.final_stock == 0;
