@@ -275,7 +275,7 @@ void acquire_async(client_impl& c, acquire_request req, acquire_done done) {
     c.registry().track(op);
 }
 
-acquire_result acquire_blocking(client_impl& c, acquire_request req, std::error_code& ec) {
+acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error_code& ec) {
     ec.clear();
     acquire_result res;
     auto* lane = c.lane_for(*req.where);
@@ -320,7 +320,7 @@ acquire_result acquire_blocking(client_impl& c, acquire_request req, std::error_
         }
     }
     completion_flag done;
-    acquire_async(c, std::move(req), [&](std::error_code e, acquire_result r) {
+    acquire_async(c, req, [&](std::error_code e, acquire_result r) {
         ec = e;
         res = r;
         done.set();

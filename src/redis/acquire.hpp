@@ -51,8 +51,9 @@ std::error_code prepare(client_impl& c, const lock_protocol& p, const lock_keys&
 std::string new_owner(const client_impl& c, const lock_protocol& p, bool thread_bound);
 
 /// Blocking acquisition (not on the I/O thread). Not acquired within the wait: res.acquired
-/// is false and `ec` clear.
-acquire_result acquire_blocking(client_impl& c, acquire_request req, std::error_code& ec);
+/// is false and `ec` clear. May shorten `req.wait` and set `req.refused_*` (what make_hold
+/// reads stays as it was).
+acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error_code& ec);
 /// Starts the acquire operation; `done` runs on the I/O thread.
 void acquire_async(client_impl& c, acquire_request req, acquire_done done);
 
