@@ -29,6 +29,7 @@ wait_fsm::action wait_fsm::resume(const event& ev) {
         // release hands the lock over or publishes to us. Bounded by that holder's lease.
         subscribed_ = true;
         state_ = state::sleeping;
+        sent_at_ = now; // messages before this belong to earlier releases (see channel_table)
         action a{.type = action_type::sleep};
         a.until = sleep_until(now, deadline_or_max(), ev.ttl_ms);
         a.on_channel = true;

@@ -155,7 +155,8 @@ private:
         }
         case at::sleep:
             if (a.join_channel) join();
-            if (a.on_channel && sub().sleep(req_.keys.channel, this)) { // a stored permit
+            if (a.on_channel && sub().sleep(req_.keys.channel, this, fsm_.sent_at())) {
+                // a stored permit, or a message that came after our last attempt was sent
                 next = {.type = wait_fsm::event_type::wake, .now = clock::now()};
                 return true;
             }

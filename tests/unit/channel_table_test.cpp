@@ -483,3 +483,25 @@ TEST(channel_table, a_disconnect_drops_lingering_channels_and_deactivates_the_ot
     EXPECT_FALSE(gone.linger);
     EXPECT_EQ(channels(t), std::vector<std::string>{"used"});
 }
+
+TEST(channel_table, a_message_on_a_lingering_channel_wakes_a_waiter_whose_attempt_it_followed) {
+    // A waiter's attempt was covered by the lingering subscription (confirmed before it was
+    // sent), and the holder's release overtook the attempt's reply: the message finds no
+    // waiter at all. The waiter joins afterwards; its sleep must not miss that message. A
+    // waiter whose attempt was sent after the message already saw that release: it sleeps.
+    for (const auto rule : {wake_one, wake_all}) {
+        table t;
+        fake_waiter a{1}, b{2};
+        t.add(ch, &a, rule);
+        confirm(t, ch, t0);
+        t.remove(ch, &a, t0 + 1ms); // lingers
+        waiters wake_now;
+        t.message(ch, "0", wake_now, t0 + 5ms);
+        EXPECT_TRUE(wake_now.empty());
+        t.add(ch, &a, rule);
+        EXPECT_TRUE(t.sleep(ch, &a, t0 + 4ms)); // attempt sent before the message: try again
+        t.add(ch, &b, rule);
+        EXPECT_FALSE(t.sleep(ch, &b, t0 + 6ms)); // sent after it: sleep
+        EXPECT_EQ(t.sleeping_count(ch), 1u);
+    }
+}

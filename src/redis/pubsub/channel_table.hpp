@@ -11,7 +11,11 @@
 //   locks/protocol.hpp) says whether a message wakes one sleeping waiter (no herd), all, or
 //   none. A message that finds no sleeper is kept as a permit, capped at the number of
 //   waiters, and consumed by the next waiter that goes to sleep (the message can overtake the
-//   reply of that waiter's attempt, which travels on another connection).
+//   reply of that waiter's attempt, which travels on another connection). A message on a
+//   lingering channel (no waiter at all) is remembered by its arrival time: a waiter that
+//   joins afterwards, because the lingering subscription covered its attempt, and whose attempt
+//   was sent before that message, must try again instead of sleeping (the release it waits for
+//   may be that message); a later attempt already saw that release.
 // - After a reconnect every remaining channel is resubscribed, and its sleepers are woken when
 //   the confirmation comes (messages may have been lost while down).
 //
@@ -99,16 +103,21 @@ public:
         return {false, true};
     }
 
-    /// `w` is about to sleep. True: a stored permit was consumed (try again now). False: `w`
-    /// is a sleeper now and will be returned by a later message or confirmation.
-    bool sleep(const std::string& channel, W* w) {
+    /// `w`, whose last attempt was sent at `attempt_sent_at`, is about to sleep. True: a
+    /// stored permit was consumed, or a message came while the channel lingered after that
+    /// attempt was sent (try again now). False: `w` is a sleeper now and will be returned by a
+    /// later message or confirmation.
+    bool sleep(const std::string& channel, W* w,
+               clock::time_point attempt_sent_at = clock::time_point::max()) {
         auto it = channels_.find(channel);
         if (it == channels_.end()) return false;
-        if (it->second.permits > 0) {
-            --it->second.permits;
+        entry& e = it->second;
+        if (e.permits > 0) {
+            --e.permits;
             return true;
         }
-        it->second.sleeping.push_back(w);
+        if (e.lingering_message && e.lingering_message_at >= attempt_sent_at) return true;
+        e.sleeping.push_back(w);
         return false;
     }
     /// `w` woke for another reason (timer): it is no longer a sleeper.
@@ -157,13 +166,22 @@ public:
         }
     }
 
-    /// An unlock message on `channel`: the sleepers to wake, by the channel's wake rule.
-    void message(const std::string& channel, std::string_view payload, std::vector<W*>& wake_now) {
+    /// An unlock message on `channel`, received at `now`: the sleepers to wake, by the
+    /// channel's wake rule.
+    void message(const std::string& channel, std::string_view payload, std::vector<W*>& wake_now,
+                 clock::time_point now = clock::now()) {
         wake_now.clear();
         auto it = channels_.find(channel);
         if (it == channels_.end()) return;
         entry& e = it->second;
-        switch (e.rule ? e.rule(payload) : wake::one) {
+        const wake whom = e.rule ? e.rule(payload) : wake::one;
+        if (whom == wake::none) return;
+        if (e.waiters.empty()) { // lingering: see sleep()
+            e.lingering_message = true;
+            e.lingering_message_at = now;
+            return;
+        }
+        switch (whom) {
         case wake::none:
             return;
         case wake::all:
@@ -231,6 +249,8 @@ private:
         bool active = false;
         clock::time_point confirmed_at{}; // when `active` last became true
         clock::time_point idle_since{};   // no waiters since (if none)
+        bool lingering_message = false;   // a message came while there was no waiter
+        clock::time_point lingering_message_at{};
     };
     std::unordered_map<std::string, entry> channels_;
 };

@@ -29,7 +29,10 @@ public:
     /// Unregisters `w`; the channel lingers, then goes. Safe for unknown waiters.
     void remove(const std::string& channel, waiter* w);
     /// See channel_table::sleep / awake / take_sleeping / active_since.
-    bool sleep(const std::string& channel, waiter* w) { return table_.sleep(channel, w); }
+    bool sleep(const std::string& channel, waiter* w,
+               std::chrono::steady_clock::time_point attempt_sent_at) {
+        return table_.sleep(channel, w, attempt_sent_at);
+    }
     void awake(const std::string& channel, waiter* w) { table_.awake(channel, w); }
     waiter* take_sleeping(const std::string& channel,
                           const std::function<bool(const waiter&)>& accept) {
