@@ -74,10 +74,11 @@ lease client::acquire(std::string_view name, const acquire_options& opts, std::e
         return {};
     }
     const auto& p = detail::protocol_of(opts.kind);
-    const auto keys = p.keys(name, ec);
+    auto keys = p.keys(name, ec);
     if (ec) return {};
     detail::acquire_request req;
-    if ((ec = detail::prepare(c, p, keys, opts, detail::new_owner(c, p, false), req))) return {};
+    if ((ec = detail::prepare(c, p, std::move(keys), opts, detail::new_owner(c, p, false), req)))
+        return {};
     const auto res = detail::acquire_blocking(c, req, ec);
     if (ec || !res.acquired) return {};
     return detail::access::make_lease(detail::make_hold(c, req, res));
@@ -87,16 +88,18 @@ void client::start_async_acquire(std::string name, const acquire_options& opts,
                                  std::function<void(std::error_code, lease)> done) {
     auto c = impl_;
     const auto& p = detail::protocol_of(opts.kind);
-    auto req = std::make_shared<detail::acquire_request>();
+    detail::acquire_request req;
     std::error_code ec;
-    const auto keys = p.keys(name, ec);
-    if (!ec) ec = detail::prepare(*c, p, keys, opts, detail::new_owner(*c, p, false), *req);
+    auto keys = p.keys(name, ec);
+    if (!ec)
+        ec = detail::prepare(*c, p, std::move(keys), opts, detail::new_owner(*c, p, false), req);
     if (ec) return asio::post(c->io(), [done = std::move(done), ec] { done(ec, lease{}); });
-    detail::acquire_async(
-        *c, *req, [c, req, done = std::move(done)](std::error_code e, detail::acquire_result r) {
-            if (e || !r.acquired) return done(e, lease{});
-            done({}, detail::access::make_lease(detail::make_hold(*c, *req, r)));
-        });
+    detail::acquire_async(*c, std::move(req),
+                          [c, done = std::move(done)](std::error_code e, detail::acquire_result r,
+                                                      const detail::acquire_request& q) {
+                              if (e || !r.acquired) return done(e, lease{});
+                              done({}, detail::access::make_lease(detail::make_hold(*c, q, r)));
+                          });
 }
 
 void client::submit(detail::request& r) {

@@ -39,11 +39,10 @@ public:
         return c_->id() + ':' + std::to_string(this_thread_owner_id());
     }
     std::string registry_key() const {
-        std::string k(p_.name());
-        k += '\n';
-        k += owner_of_this_thread();
-        k += '\n';
-        k += name_;
+        const auto owner = owner_of_this_thread();
+        std::string k;
+        k.reserve(p_.name().size() + owner.size() + name_.size() + 2);
+        k.append(p_.name()).append(1, '\n').append(owner).append(1, '\n').append(name_);
         return k;
     }
     std::shared_ptr<hold_state> thread_hold() const {

@@ -230,7 +230,7 @@ private:
         }
         auto keep = std::move(self_);
         auto done = std::move(done_);
-        done(a.ec, res);
+        done(a.ec, res, req_);
     }
 
     std::shared_ptr<client_impl> c_;
@@ -246,15 +246,15 @@ private:
 
 } // namespace
 
-std::error_code prepare(client_impl& c, const lock_protocol& p, const lock_keys& keys,
+std::error_code prepare(client_impl& c, const lock_protocol& p, lock_keys keys,
                         const acquire_options& opts, std::string owner, acquire_request& req) {
     if (opts.lease && opts.lease->count() < 1) return make_error_code(errc::invalid_argument);
     if (opts.retry && (opts.retry->attempts == 0 || opts.retry->delay.count() < 0 ||
                        opts.retry->jitter.count() < 0))
         return make_error_code(errc::invalid_argument);
     req.protocol = &p;
-    req.keys = keys;
     req.where = &c.router().for_slot(keys.slot);
+    req.keys = std::move(keys);
     req.owner = std::move(owner);
     req.wait = opts.wait;
     if (req.wait && req.wait->count() < 0) req.wait = std::chrono::milliseconds(0);
@@ -270,7 +270,7 @@ std::string new_owner(const client_impl& c, const lock_protocol& p, bool thread_
 }
 
 void acquire_async(client_impl& c, acquire_request req, acquire_done done) {
-    if (c.shut_down()) return done(make_error_code(errc::cancelled), acquire_result{});
+    if (c.shut_down()) return done(make_error_code(errc::cancelled), acquire_result{}, req);
     auto op = std::make_shared<acquire_op>(c.shared_from_this(), std::move(req), std::move(done));
     op->start();
     c.registry().track(op);
@@ -321,7 +321,7 @@ acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error
         }
     }
     completion_flag done;
-    acquire_async(c, req, [&](std::error_code e, acquire_result r) {
+    acquire_async(c, req, [&](std::error_code e, acquire_result r, const acquire_request&) {
         ec = e;
         res = r;
         done.set();

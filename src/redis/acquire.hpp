@@ -40,11 +40,12 @@ struct acquire_result {
     std::uint64_t token = 0; ///< fresh acquisition of a kind with a fencing token
     std::chrono::steady_clock::time_point sent_at; ///< steady time before the winning attempt
 };
-using acquire_done = std::function<void(std::error_code, acquire_result)>;
+/// The outcome, with the request it answers (make_hold reads it; no copy is kept elsewhere).
+using acquire_done = std::function<void(std::error_code, acquire_result, const acquire_request&)>;
 
 /// Fills `req` for the lock `keys` of kind `p` with `opts` (kind ignored) and `owner`.
 /// Errors: errc::invalid_argument for a lease under 1 ms or a bad retry policy.
-std::error_code prepare(client_impl& c, const lock_protocol& p, const lock_keys& keys,
+std::error_code prepare(client_impl& c, const lock_protocol& p, lock_keys keys,
                         const acquire_options& opts, std::string owner, acquire_request& req);
 /// The owner of a new acquisition: for a reentrant kind "<client-id>:<owner-id>" of the
 /// calling thread (thread_bound) or of a new handle; otherwise a fresh 128-bit random token.
