@@ -1,4 +1,4 @@
-// lock_bench: scenarios A-D of ../shared/bench/peers/README.md, plus `hold`: N locks held by one
+// lock_bench: scenarios A-D (BENCHMARKS.md), plus `hold`: N locks held by one
 // client with the watchdog, counting renewal batches and client memory per held lock.
 //
 //   lock_bench URL A|B|C|D|hold [--kind lock|simple] [--workers N] [--keys N] [--seconds S]

@@ -1,6 +1,6 @@
-// bench/scenarios.hpp: the lock benchmark scenarios A-D of ../shared/bench/peers/README.md,
-// implemented once and used by bench/lock_bench (the side-by-side harness) and by
-// `dlock bench` (the CLI). Contract written by the lead; implementation in bench/scenarios.cpp.
+// bench/scenarios.hpp: the lock benchmark scenarios A-D (BENCHMARKS.md says what each
+// measures), implemented once and used by bench/lock_bench (the side-by-side harness) and by
+// `dlock bench` (the CLI); implementation in bench/scenarios.cpp.
 #pragma once
 
 #include <dlock/client.hpp>
