@@ -109,6 +109,15 @@ inspect)
   rcli SET notalock 1 >/dev/null
   "$dlock" list | grep -q notalock && fail "list shows a non-lock key"
   expect_rc 0 "$dlock" unlock --force absent
+  # keys: the layout the library writes, for both kinds, without a server.
+  keys=$(DLOCK_URL=redis://127.0.0.1:1 "$dlock" keys orders) || fail "keys exit $?"
+  [[ $keys == *"key      orders (hash)"* && $keys == *"channel  redisson_lock__channel:{orders}"* &&
+     $keys == *"fencing  redisson_lock_token:{orders}"* ]] || fail "keys: $keys"
+  keys=$("$dlock" keys --kind simple 'a{b}') || fail "keys --kind simple exit $?"
+  [[ $keys == *"key      a{b} (string)"* && $keys == *"channel  dlock_simple__channel:a{b}"* &&
+     $keys == *"fencing  -"* ]] || fail "keys --kind simple: $keys"
+  expect_rc 64 "$dlock" keys 'a{}b'
+  expect_rc 64 "$dlock" keys --kind fair orders
   ;;
 demo)
   out=$("$dlock" demo --processes 2 --threads 2 --stock 50) || fail "demo exit $?"
