@@ -121,9 +121,10 @@ release_outcome release_blocking(client_impl& c, const std::shared_ptr<hold_stat
 void release_async(client_impl& c, const std::shared_ptr<hold_state>& h, release_done done) {
     if (!handover_possible(c, *h)) return plain_release(c, h, std::move(done));
     if (c.on_io_thread()) return release_or_handover(c, h, std::move(done));
-    asio::post(c.io(), [&c, self = c.shared_from_this(), h, done = std::move(done)]() mutable {
-        release_or_handover(c, std::move(h), std::move(done));
-    });
+    asio::post(c.io(),
+               [&c, self = c.shared_from_this(), hold = h, done = std::move(done)]() mutable {
+                   release_or_handover(c, std::move(hold), std::move(done));
+               });
 }
 
 } // namespace dlock::detail
