@@ -23,6 +23,14 @@ bool may_queue(client_impl& c, const acquire_request& req) {
            c.registry().held_here(*req.protocol, req.keys.key);
 }
 
+/// The result of a successful acquisition (either path), counted as this client's local hold
+/// when fresh (see hold_registry::local_begin) before its caller wakes.
+acquire_result acquired(client_impl& c, const acquire_request& req, bool reentered,
+                        std::int64_t count, std::uint64_t token, clock::time_point sent_at) {
+    if (!reentered) c.registry().local_begin(*req.protocol, req.keys.key, req.lease);
+    return {true, reentered, count, token, sent_at};
+}
+
 wait_fsm::params fsm_params(const acquire_request& req) {
     wait_fsm::params p;
     if (req.wait) p.deadline = clock::now() + *req.wait;
@@ -175,7 +183,6 @@ private:
     pubsub::subscriber& sub() noexcept { return req_.where->subscriber(); }
 
     void join() {
-        joined_ = true;
         c_->registry().waiter_added();
         sub().add(req_.keys.channel, this, req_.protocol->wake_rule());
     }
@@ -214,20 +221,12 @@ private:
 
     void finish(const wait_fsm::action& a) {
         cancel_timer();
-        if (a.leave_channel && joined_) {
-            joined_ = false;
+        if (a.leave_channel) { // the machine knows whether it joined
             sub().remove(req_.keys.channel, this);
             c_->registry().waiter_removed();
         }
-        acquire_result res;
-        if (a.acquired) {
-            res.acquired = true;
-            res.reentered = a.reentered;
-            res.count = a.count;
-            res.token = a.token;
-            res.sent_at = a.sent_at;
-            if (!a.reentered) c_->registry().local_begin(*req_.protocol, req_.keys.key, req_.lease);
-        }
+        const auto res = a.acquired ? acquired(*c_, req_, a.reentered, a.count, a.token, a.sent_at)
+                                    : acquire_result{};
         auto keep = std::move(self_);
         auto done = std::move(done_);
         done(a.ec, res, req_);
@@ -239,7 +238,6 @@ private:
     wait_fsm fsm_;
     asio::steady_timer timer_;
     bool timer_armed_ = false;
-    bool joined_ = false;
     std::shared_ptr<acquire_op> self_;
     slot slot_;
 };
@@ -299,14 +297,8 @@ acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error
                 return res;
             case attempt_outcome::kind::acquired:
             case attempt_outcome::kind::reentered:
-                res.acquired = true;
-                res.reentered = out.what == attempt_outcome::kind::reentered;
-                res.count = out.count;
-                res.token = out.token;
-                res.sent_at = sent_at;
-                if (!res.reentered)
-                    c.registry().local_begin(*req.protocol, req.keys.key, req.lease);
-                return res;
+                return acquired(c, req, out.what == attempt_outcome::kind::reentered, out.count,
+                                out.token, sent_at);
             case attempt_outcome::kind::held:
                 break;
             }
