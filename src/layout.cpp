@@ -27,7 +27,10 @@ lock_layout layout_of(std::string_view name, lock_kind kind) {
 }
 
 std::vector<lock_kind> lock_kinds() {
-    return {lock_kind::reentrant, lock_kind::simple};
+    std::vector<lock_kind> kinds;
+    for (std::size_t i = 0; i < detail::builtin_kinds(); ++i)
+        kinds.push_back(static_cast<lock_kind>(i));
+    return kinds;
 }
 
 } // namespace dlock

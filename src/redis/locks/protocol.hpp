@@ -184,8 +184,8 @@ private:
 
 /// The protocol of a public lock kind.
 const lock_protocol& protocol_of(lock_kind kind) noexcept;
-/// Every registered protocol, built-in first (for `dlock status` and `dlock list`).
-std::span<const lock_protocol* const> all_protocols() noexcept;
+/// How many kinds are built in: the lock_kind values 0 .. builtin_kinds() - 1.
+std::size_t builtin_kinds() noexcept;
 /// Adds a protocol (tests register a throwaway kind this way); returns its index. Not
 /// thread-safe against running clients: call before using it.
 std::size_t register_protocol(lock_protocol& p);

@@ -10,9 +10,11 @@ lock_protocol& simple_protocol() noexcept;
 
 struct protocol_registry {
     std::vector<const lock_protocol*> all;
+    std::size_t builtin = 0;
     protocol_registry() {
         add(reentrant_protocol()); // lock_kind::reentrant (= index 0, in lock_kind order)
         add(simple_protocol());    // lock_kind::simple
+        builtin = all.size();
     }
     std::size_t add(lock_protocol& p) {
         p.index_ = all.size();
@@ -33,10 +35,9 @@ const lock_protocol& protocol_of(lock_kind kind) noexcept {
     return *the_registry().all[static_cast<std::size_t>(kind)];
 }
 
-std::span<const lock_protocol* const> all_protocols() noexcept {
-    return the_registry().all;
+std::size_t builtin_kinds() noexcept {
+    return the_registry().builtin;
 }
-
 std::size_t register_protocol(lock_protocol& p) {
     return the_registry().add(p);
 }

@@ -41,7 +41,6 @@ public:
     bool active_since(const std::string& channel, std::chrono::steady_clock::time_point t) const {
         return table_.active_since(channel, t);
     }
-    std::size_t channel_count() const noexcept { return table_.channel_count(); }
     std::size_t sleeping_count(const std::string& channel) const {
         return table_.sleeping_count(channel);
     }

@@ -28,7 +28,6 @@ public:
     node& any() noexcept { return *nodes_.front(); }
     /// The node that serves `slot`.
     node& for_slot(std::uint16_t slot) noexcept;
-    std::span<const std::unique_ptr<node>> nodes() const noexcept { return nodes_; }
     /// A script may touch keys of one slot only (Cluster: CROSSSLOT otherwise), so renewal
     /// batches are grouped by slot too. False on a standalone server, where one batch per
     /// node and kind carries up to 100 locks.
