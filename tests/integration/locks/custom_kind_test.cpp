@@ -139,7 +139,9 @@ TEST(lock, a_kind_registered_by_a_test_waits_renews_and_releases_like_the_built_
     ASSERT_TRUE(first.hold);
     EXPECT_EQ(s.cli({"TYPE", "custom"}), "string");
     EXPECT_FALSE(first.hold->token); // the kind has no fencing token
-    std::this_thread::sleep_for(1s);
+    // Four renewal batches of the watchdog (every 100 ms): past the 300 ms lease.
+    const auto batches = impl.renewal().batches_sent();
+    ASSERT_TRUE(eventually([&] { return impl.renewal().batches_sent() >= batches + 4; }, 5s));
     EXPECT_FALSE(first.hold->lost());
     EXPECT_EQ(s.cli({"GET", "custom"}), first.hold->owner);
 
