@@ -11,7 +11,7 @@ bool fenced_set(client& c, std::string_view key, std::string_view fence_key, std
     auto& impl = *detail::access::impl(c);
     detail::command cmd;
     cmd.script(detail::script_id::fencing_set).arg("2").arg(key).arg(fence_key);
-    cmd.number(static_cast<std::int64_t>(token)).arg(value);
+    cmd.own(std::to_string(token)).arg(value); // all 64 bits, never a negative number
     const auto v = impl.run(impl.router().for_slot(detail::key_slot(key)), cmd, ec);
     if (ec) return false;
     if ((ec = detail::reply_error(v))) return false;
