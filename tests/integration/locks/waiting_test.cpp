@@ -215,10 +215,15 @@ TEST(lock, a_client_that_releases_and_locks_again_lets_another_clients_waiter_in
         waiter.join();
         EXPECT_TRUE(b_got) << static_cast<int>(kind);
         EXPECT_LT(rounds, 200) << static_cast<int>(kind);
-        // With nobody else listening, a release gives no head start (the uncontended path
-        // stays one round trip).
+        // With nobody listening (the lingering subscriptions of both clients gone), a release
+        // gives no head start (the uncontended path stays one round trip).
+        const auto channel = dlock::test::channel_of(kind, name);
         ASSERT_TRUE(eventually(
-            [&] { return !one_subscriber(s, dlock::test::channel_of(kind, name)); }, 5s));
+            [&] {
+                const auto numsub = s.cli({"PUBSUB", "NUMSUB", channel});
+                return numsub.size() >= 2 && numsub.compare(numsub.size() - 2, 2, "\n0") == 0;
+            },
+            5s));
         ma->lock(dlock::fixed_lease{30s});
         const auto alone = std::chrono::steady_clock::now();
         ma->unlock();
