@@ -3,6 +3,7 @@
 #include "redis/client_impl.hpp"
 
 #include <dlock/mutex.hpp>
+#include <dlock/rw_mutex.hpp>
 
 namespace dlock {
 
@@ -57,6 +58,9 @@ mutex client::make_mutex(std::string name) {
 }
 simple_mutex client::make_simple_mutex(std::string name) {
     return simple_mutex(*this, std::move(name));
+}
+rw_mutex client::make_rw_mutex(std::string name) {
+    return rw_mutex(*this, std::move(name));
 }
 
 lease client::acquire(std::string_view name, const acquire_options& opts) {

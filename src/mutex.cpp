@@ -151,7 +151,7 @@ public:
 
     bool is_locked(std::error_code& ec) {
         command cmd;
-        cmd.plain("EXISTS").arg(keys_.key);
+        p_.locked_query(cmd, keys_);
         const auto v = query(cmd, ec);
         return !ec && v.is_integer() && v.integer == 1;
     }

@@ -20,7 +20,15 @@ using clock = std::chrono::steady_clock;
 /// the spin policy.
 bool may_queue(client_impl& c, const acquire_request& req) {
     return req.fresh_owner && !req.retry && !(req.wait && req.wait->count() == 0) &&
-           c.registry().held_here(*req.protocol, req.keys.key);
+           !req.protocol->shared_holds() && c.registry().held_here(*req.protocol, req.keys.key);
+}
+
+/// The attempt command of `req`: the kind's waiting form unless it tries once.
+void build_attempt(command& cmd, const acquire_request& req) {
+    if (req.wait && req.wait->count() == 0)
+        req.protocol->attempt(cmd, req.keys, req.owner, req.lease);
+    else
+        req.protocol->waiting_attempt(cmd, req.keys, req.owner, req.lease);
 }
 
 /// The result of a successful acquisition (either path), counted as this client's local hold
@@ -193,7 +201,7 @@ private:
         if (ttl)
             req_.protocol->ttl_query(slot_.cmd, req_.keys);
         else
-            req_.protocol->attempt(slot_.cmd, req_.keys, req_.owner, req_.lease);
+            build_attempt(slot_.cmd, req_);
         slot_.args = slot_.cmd.args();
         slot_.eval_fallback = slot_.cmd.eval_fallback();
         slot_.deadline = clock::now() + c_->options().command_timeout;
@@ -282,7 +290,7 @@ acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error
         // The first attempt on the calling thread: the uncontended case is one round trip
         // with no I/O-thread involvement.
         command cmd;
-        req.protocol->attempt(cmd, req.keys, req.owner, req.lease);
+        build_attempt(cmd, req);
         const auto sent_at = clock::now();
         resp3::value reply;
         if (lane->call(req.where->conn(), cmd.args(), cmd.eval_fallback(),

@@ -50,6 +50,10 @@ void lock_protocol::ttl_query(command& c, const lock_keys& k) const {
     c.plain("PTTL").arg(k.key);
 }
 
+void lock_protocol::locked_query(command& c, const lock_keys& k) const {
+    c.plain("EXISTS").arg(k.key);
+}
+
 std::int64_t lock_protocol::read_ttl(std::error_code ec, const resp3::value& r) noexcept {
     return !ec && r.is_integer() ? r.integer : -1;
 }

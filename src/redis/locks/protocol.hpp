@@ -117,6 +117,15 @@ public:
     virtual void attempt(command& c, const lock_keys& k, std::string_view owner,
                          std::chrono::milliseconds lease) const = 0;
     virtual attempt_outcome read_attempt(std::error_code ec, const resp3::value& r) const = 0;
+    /// The attempt of an acquisition that waits when refused (wait != 0), read by the same
+    /// read_attempt. The default is attempt(); the read-write lock's writer announces itself.
+    virtual void waiting_attempt(command& c, const lock_keys& k, std::string_view owner,
+                                 std::chrono::milliseconds lease) const {
+        attempt(c, k, owner, lease);
+    }
+    /// Holds of different owners coexist (readers): a new acquisition does not sleep behind
+    /// this client's own holds of the kind without asking the server (hold_registry::held_here).
+    virtual bool shared_holds() const noexcept { return false; }
     /// A refusal does not carry the holder's PTTL: the waiter asks with ttl_query before
     /// sleeping on it.
     virtual bool ttl_after_refusal() const noexcept { return false; }
@@ -151,6 +160,10 @@ public:
     virtual void hold_count(command& c, const lock_keys& k, std::string_view owner) const = 0;
     virtual std::int64_t read_hold_count(const resp3::value& r, std::string_view owner,
                                          std::error_code& ec) const = 0;
+
+    /// Whether the lock is held (basic_mutex::is_locked): the query, whose reply is integer 1
+    /// when it is. The default is EXISTS N; a kind with modes asks about its own.
+    virtual void locked_query(command& c, const lock_keys& k) const;
 
     /// Deletes the lock whoever holds it and wakes a waiter; read: true if there was one.
     virtual void force_unlock(command& c, const lock_keys& k, pubsub::mode m) const = 0;
