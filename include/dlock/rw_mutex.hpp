@@ -90,6 +90,12 @@ public:
     [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
         return w_.try_lock_until(deadline);
     }
+    [[nodiscard]] bool try_lock_for(milliseconds wait, std::error_code& ec) {
+        return w_.try_lock_for(wait, ec);
+    }
+    [[nodiscard]] bool try_lock_for(milliseconds wait, fixed_lease lease, std::error_code& ec) {
+        return w_.try_lock_for(wait, lease, ec);
+    }
     void unlock() { w_.unlock(); }
     void unlock(std::error_code& ec) { w_.unlock(ec); }
 
@@ -113,6 +119,13 @@ public:
     [[nodiscard]] bool
     try_lock_shared_until(const std::chrono::time_point<Clock, Duration>& deadline) {
         return r_.try_lock_until(deadline);
+    }
+    [[nodiscard]] bool try_lock_shared_for(milliseconds wait, std::error_code& ec) {
+        return r_.try_lock_for(wait, ec);
+    }
+    [[nodiscard]] bool try_lock_shared_for(milliseconds wait, fixed_lease lease,
+                                           std::error_code& ec) {
+        return r_.try_lock_for(wait, lease, ec);
     }
     void unlock_shared() { r_.unlock(); }
     void unlock_shared(std::error_code& ec) { r_.unlock(ec); }
