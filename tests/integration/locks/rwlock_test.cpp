@@ -278,7 +278,11 @@ TEST(rwlock, a_writer_is_not_starved_by_continuous_overlapping_readers) {
                 }
                 {
                     auto in = check.enter_read();
-                    std::this_thread::sleep_for(20ms); // the work of a reader: holds overlap
+                    std::this_thread::sleep_for(20ms); // the work of a reader
+                    // Leave only while another reader is inside (bounded), so that the read
+                    // mode never ends by itself: without the writer's priority it would wait
+                    // for ever.
+                    eventually([&] { return check.readers_inside() >= 2; }, 200ms);
                 }
                 m.unlock_shared();
             }
