@@ -85,7 +85,7 @@ lock_info inspect(client& c, const std::string& name) {
     const auto type = checked(c, {"TYPE", name}).str;
     const lock_layout* kind = nullptr;
     for (const auto& l : layouts)
-        if (l.data_type == type) kind = &l;
+        if (!kind && l.data_type == type) kind = &l; // the first kind of that type
     if (kind && type == "hash") {
         const auto all = checked(c, {"HGETALL", name});
         bool is_lock = true;
