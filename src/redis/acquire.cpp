@@ -235,6 +235,7 @@ private:
         }
         const auto res = a.acquired ? acquired(*c_, req_, a.reentered, a.count, a.token, a.sent_at)
                                     : acquire_result{};
+        if (!a.acquired && !a.ec) abandon(*c_, req_); // the wait ended
         auto keep = std::move(self_);
         auto done = std::move(done_);
         done(a.ec, res, req_);
@@ -355,6 +356,18 @@ void undo(client_impl& c, const acquire_request& req) {
                     [&](command& cmd) {
                         req.protocol->release(cmd, keep->keys, keep->owner, keep->lease,
                                               keep->where->pubsub_mode());
+                    },
+                    {});
+}
+
+void abandon(client_impl& c, const acquire_request& req) {
+    command probe; // most kinds announce nothing: no copy of the request for them
+    if (!req.protocol->abandon(probe, req.keys, req.owner, req.where->pubsub_mode())) return;
+    auto keep = std::make_shared<const acquire_request>(req);
+    submit_detached(c, *req.where, keep,
+                    [&](command& cmd) {
+                        keep->protocol->abandon(cmd, keep->keys, keep->owner,
+                                                keep->where->pubsub_mode());
                     },
                     {});
 }

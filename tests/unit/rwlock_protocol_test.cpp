@@ -213,3 +213,18 @@ TEST(rwlock_replies, a_write_unlock_wakes_every_waiter_and_a_read_unlock_one) {
     EXPECT_EQ(read_kind().wake_rule()("1"), dlock::pubsub::wake::all);
     EXPECT_EQ(write_kind().wake_rule()("0"), dlock::pubsub::wake::one);
 }
+
+TEST(rwlock_commands, a_writer_that_gives_up_withdraws_its_own_marker_and_other_kinds_do_nothing) {
+    const auto k = keys_of(write_kind(), "catalog");
+    dlock::detail::command c;
+    ASSERT_TRUE(write_kind().abandon(c, k, "uuid:7", dlock::pubsub::mode::classic));
+    const auto a = args_of(c);
+    EXPECT_EQ(std::vector<std::string>(a.begin() + 2, a.end()),
+              (std::vector<std::string>{"2", "dlock_rwlock_writer:{catalog}",
+                                        "redisson_rwlock:{catalog}", "uuid:7", "PUBLISH"}));
+    dlock::detail::command none;
+    EXPECT_FALSE(read_kind().abandon(none, k, "uuid:7", dlock::pubsub::mode::classic));
+    EXPECT_FALSE(
+        protocol_of(lock_kind::reentrant).abandon(none, k, "uuid:7", dlock::pubsub::mode::classic));
+    EXPECT_TRUE(none.empty());
+}

@@ -123,9 +123,21 @@ public:
                                  std::chrono::milliseconds lease) const {
         attempt(c, k, owner, lease);
     }
+    /// A waiting acquisition of `owner` gave up (its wait ended, not acquired): undoes what
+    /// its waiting attempts announced. Returns false (no command) for kinds that announce
+    /// nothing, the default; the read-write lock's writer withdraws its intent marker.
+    virtual bool abandon(command& c, const lock_keys& k, std::string_view owner,
+                         pubsub::mode m) const {
+        (void)c, (void)k, (void)owner, (void)m;
+        return false;
+    }
     /// Holds of different owners coexist (readers): a new acquisition does not sleep behind
     /// this client's own holds of the kind without asking the server (hold_registry::held_here).
     virtual bool shared_holds() const noexcept { return false; }
+    /// A re-entry's lease never shortens the lock (its TTL stays the longest of the holds'):
+    /// a re-entered hold stays valid until the later of its old and new bounds. Otherwise a
+    /// re-entry's lease replaces the lock's TTL (Redisson RLock).
+    virtual bool reentry_keeps_longest_lease() const noexcept { return false; }
     /// A refusal does not carry the holder's PTTL: the waiter asks with ttl_query before
     /// sleeping on it.
     virtual bool ttl_after_refusal() const noexcept { return false; }

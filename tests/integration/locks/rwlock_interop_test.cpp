@@ -397,3 +397,33 @@ TEST(rwlock_interop,
     writer.join();
     EXPECT_TRUE(writer_in.load());
 }
+
+TEST(rwlock_interop, our_last_read_unlock_wakes_every_waiter_while_a_dlock_writer_waits) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    raw_subscriber sub(s.port(), "redisson_rwlock:{marked}");
+    ASSERT_TRUE(sub.subscribed());
+    dlock::client c(fast_options(s.url())), wc(fast_options(s.url()));
+    dlock::rw_mutex reader = c.make_rw_mutex("marked");
+    reader.lock_shared();
+    std::atomic<bool> writer_in{false};
+    std::thread writer([&] {
+        dlock::rw_mutex w = wc.make_rw_mutex("marked");
+        if (!w.try_lock_for(10000ms)) return;
+        writer_in = true;
+        w.unlock();
+    });
+    ASSERT_TRUE(eventually(
+        [&] {
+            return s.cli({"EXISTS", "dlock_rwlock_writer:{marked}"}) == "1";
+        },
+        10s));
+    reader.unlock_shared();
+    // "1", not Redisson's "0": a reader of the writer's client held back by the marker must
+    // not take the only wake-up of that client.
+    EXPECT_EQ(sub.next_payload(), "1");
+    writer.join();
+    EXPECT_TRUE(writer_in.load());
+    EXPECT_EQ(sub.next_payload(), "1");                                // the write unlock
+    EXPECT_EQ(s.cli({"EXISTS", "dlock_rwlock_writer:{marked}"}), "0"); // deleted by its owner
+}

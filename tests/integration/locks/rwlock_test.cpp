@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <shared_mutex>
 #include <string>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -136,6 +137,55 @@ TEST(rwlock, writers_exclude_readers_and_each_other_across_threads_and_clients) 
     EXPECT_EQ(check.max_writers_seen(), 1);
     EXPECT_EQ(s.cli({"GET", "counter"}), std::to_string(writes.load()));
     EXPECT_EQ(s.cli({"EXISTS", "mixed"}), "0");
+}
+
+TEST(rwlock, writers_exclude_readers_across_processes) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    // The checker in memory shared by the processes (it uses lock-free atomics only).
+    void* mem = ::mmap(nullptr, sizeof(critical_section_checker), PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(mem, MAP_FAILED);
+    auto* check = new (mem) critical_section_checker();
+    s.cli({"SET", "counter", "0"});
+    std::vector<pid_t> children;
+    for (int p = 0; p < 3; ++p) {
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            int rc = 0;
+            try {
+                dlock::client c(fast_options(s.url()));
+                dlock::rw_mutex m = c.make_rw_mutex("proc-rw");
+                for (int i = 0; i < 20; ++i) {
+                    if ((i + p) % 4 == 0) {
+                        std::unique_lock g(m);
+                        auto in = check->enter_write();
+                        const auto v = std::stoll(c.command({"GET", "counter"}).str);
+                        c.command({"SET", "counter", std::to_string(v + 1)});
+                    } else {
+                        std::shared_lock g(m);
+                        auto in = check->enter_read();
+                        (void)c.command({"GET", "counter"});
+                    }
+                }
+            } catch (...) {
+                rc = 1;
+            }
+            ::_exit(rc);
+        }
+        children.push_back(pid);
+    }
+    for (pid_t pid : children) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    EXPECT_EQ(check->violations(), 0);
+    EXPECT_EQ(check->writes(), 15);
+    EXPECT_EQ(check->reads(), 45);
+    EXPECT_EQ(s.cli({"GET", "counter"}), "15");
+    check->~critical_section_checker();
+    ::munmap(mem, sizeof(critical_section_checker));
 }
 
 TEST(rwlock, a_writer_reenters_and_reads_under_its_write_and_its_last_write_unlock_leaves_read) {
@@ -309,6 +359,43 @@ TEST(rwlock, a_writer_is_not_starved_by_continuous_overlapping_readers) {
     EXPECT_GT(check.reads(), 20); // readers went on after the writer
 }
 
+TEST(rwlock, a_writer_that_gives_up_withdraws_its_priority_and_wakes_the_readers_it_held_back) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url())), b(fast_options(s.url())), wc(fast_options(s.url()));
+    dlock::rw_mutex holder = a.make_rw_mutex("give-up");
+    holder.lock_shared();
+    std::atomic<bool> writer_done{false};
+    clock_type::time_point gave_up{};
+    std::thread writer([&] {
+        dlock::rw_mutex w = wc.make_rw_mutex("give-up");
+        EXPECT_FALSE(w.try_lock_for(600ms)); // the reader never leaves
+        gave_up = clock_type::now();
+        writer_done = true;
+    });
+    ASSERT_TRUE(eventually(
+        [&] {
+            return s.cli({"EXISTS", "dlock_rwlock_writer:{give-up}"}) == "1";
+        },
+        10s));
+    // A new reader waits behind the writer while it waits...
+    clock_type::time_point read_at{};
+    std::thread reader([&] {
+        dlock::rw_mutex r = b.make_rw_mutex("give-up");
+        EXPECT_TRUE(r.try_lock_shared_for(10000ms));
+        read_at = clock_type::now();
+        r.unlock_shared();
+    });
+    writer.join();
+    reader.join();
+    ASSERT_TRUE(writer_done.load());
+    // ...and gets in when it gives up: woken by the withdrawal, not after the marker's 2 s.
+    EXPECT_GE(read_at, gave_up - 50ms);
+    EXPECT_LT(read_at - gave_up, 800ms);
+    EXPECT_EQ(s.cli({"EXISTS", "dlock_rwlock_writer:{give-up}"}), "0");
+    holder.unlock_shared();
+}
+
 TEST(rwlock, the_watchdog_renews_read_holds_and_a_write_hold_past_their_lease) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
@@ -394,6 +481,32 @@ TEST(rwlock_redisson, a_write_alone_is_not_a_read_lock_but_a_read_under_it_is) {
     m.unlock_shared();
     m.unlock();
     EXPECT_FALSE(m.is_locked());
+}
+
+TEST(rwlock_redisson, a_write_reentry_with_a_shorter_lease_does_not_shorten_the_lock) {
+    // testWriteLockExpiration (Redisson adds the re-entry's lease; we keep the longest).
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    dlock::rw_mutex m = c.make_rw_mutex("reenter-lease");
+    ASSERT_TRUE(m.try_lock_for(1000ms, dlock::fixed_lease{3s}));
+    ASSERT_TRUE(m.try_lock_for(1000ms, dlock::fixed_lease{100ms}));
+    EXPECT_GT(std::stoll(s.cli({"PTTL", "reenter-lease"})), 2000);
+    std::thread([&] {
+        dlock::rw_mutex o = c.make_rw_mutex("reenter-lease");
+        EXPECT_FALSE(o.try_lock_for(500ms));
+    }).join();
+    // Past the re-entry's 100 ms our hold is still valid (not a false loss).
+    EXPECT_FALSE(m.writer().stop_token().stop_requested());
+    EXPECT_GT(m.writer().valid_until(), clock_type::now() + 1s);
+    m.unlock();
+    m.unlock();
+    // The same for read holds.
+    ASSERT_TRUE(m.try_lock_shared_for(1000ms, dlock::fixed_lease{3s}));
+    ASSERT_TRUE(m.try_lock_shared_for(1000ms, dlock::fixed_lease{100ms}));
+    EXPECT_GT(m.reader().valid_until(), clock_type::now() + 2s);
+    m.unlock_shared();
+    m.unlock_shared();
 }
 
 TEST(rwlock_redisson, a_write_unlock_wakes_every_waiting_reader) {

@@ -9,8 +9,9 @@
 //                            RReadWriteLock has none, and redisson_lock_token:{N} belongs to an
 //                            RFencedLock of the same name, a different lock)
 //   dlock_rwlock_writer:{N}  the intent marker of a waiting dlock writer (PX 2 s, renewed by the
-//                            waiter every second at most): dlock readers that do not hold yet
-//                            wait behind it, so a stream of readers cannot starve a writer.
+//                            waiter every second at most, withdrawn when it gives up): dlock
+//                            readers that do not hold yet wait behind it, so a stream of
+//                            readers cannot starve a writer.
 // A hold's owner is "<client-id>:<owner-id>" on both sides; the write side derives its field
 // "<owner>:write" in its scripts and queries, so hold_state and the shared paths are the same as
 // for every other kind.
@@ -54,6 +55,9 @@ std::string writer_marker(const lock_keys& k) {
 class rw_side : public lock_protocol {
 public:
     bool reentrant() const noexcept override { return true; }
+    /// The scripts keep N's TTL at the longest lease of its holds (Redisson's read side; its
+    /// write side adds a re-entry's lease to the PTTL, ours keeps the longer).
+    bool reentry_keeps_longest_lease() const noexcept override { return true; }
     layout_info layout() const noexcept override { return {"hash"}; }
     pubsub::wake_rule wake_rule() const noexcept override { return &redisson_wake_rule; }
 
@@ -225,6 +229,13 @@ public:
     void renew(command& c, std::span<const hold_state* const> holds,
                std::chrono::milliseconds lease) const override {
         renew_batch(c, script_id::rwlock_write_renew, holds, lease);
+    }
+
+    bool abandon(command& c, const lock_keys& k, std::string_view owner,
+                 pubsub::mode m) const override {
+        c.script(script_id::rwlock_abandon).arg("2").own(writer_marker(k)).arg(k.channel);
+        c.arg(owner).arg(pubsub::publish_command(m));
+        return true;
     }
 
     void hold_count(command& c, const lock_keys& k, std::string_view owner) const override {
