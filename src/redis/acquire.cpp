@@ -361,6 +361,7 @@ void undo(client_impl& c, const acquire_request& req) {
 }
 
 void abandon(client_impl& c, const acquire_request& req) {
+    if (req.wait && req.wait->count() == 0) return; // one try: it announced nothing
     command probe; // most kinds announce nothing: no copy of the request for them
     if (!req.protocol->abandon(probe, req.keys, req.owner, req.where->pubsub_mode())) return;
     auto keep = std::make_shared<const acquire_request>(req);
