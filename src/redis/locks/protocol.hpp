@@ -99,7 +99,7 @@ class lock_protocol {
 public:
     virtual ~lock_protocol() = default;
 
-    /// Stable name ("reentrant", "simple"): thread-hold registry keys, `dlock status`.
+    /// Stable name ("reentrant", "simple", "read", ...): thread-hold registry keys, status.
     virtual std::string_view name() const noexcept = 0;
     /// Small index in the registry (local bookkeeping per kind).
     std::size_t index() const noexcept { return index_; }
