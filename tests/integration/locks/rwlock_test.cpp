@@ -49,6 +49,12 @@ std::size_t keys_matching(const redis_server& s, const std::string& pattern) {
     return static_cast<std::size_t>(std::count(out.begin(), out.end(), '\n')) + 1;
 }
 
+/// The first key matching `pattern`.
+std::string keys_of_first(const redis_server& s, const std::string& pattern) {
+    const auto out = s.cli({"KEYS", pattern});
+    return out.substr(0, out.find('\n'));
+}
+
 } // namespace
 
 TEST(critical_section_checker, counts_a_second_writer_a_reader_under_a_writer_and_extra_readers) {
@@ -432,6 +438,29 @@ TEST(rwlock, the_watchdog_renews_read_holds_and_a_write_hold_past_their_lease) {
     EXPECT_EQ(mode_of(s, "renewed"), "read");
     EXPECT_FALSE(m.reader().stop_token().stop_requested());
     m.unlock_shared();
+}
+
+TEST(rwlock, a_read_hold_is_lost_only_when_every_timeout_key_of_its_owner_is_gone) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(watchdog_options(s.url()));
+    auto& impl = *dlock::detail::access::impl(c);
+    dlock::rw_mutex m = c.make_rw_mutex("timeouts");
+    m.lock_shared();
+    m.lock_shared(); // timeout keys 1 and 2
+    // One of them gone (as a fixed-lease re-entry's key expires): the hold lives on key 1.
+    s.cli({"DEL", keys_of_first(s, "{timeouts}:*:rwlock_timeout:2")});
+    ASSERT_EQ(keys_matching(s, "{timeouts}:*:rwlock_timeout:*"), 1u);
+    auto batches = impl.renewal().batches_sent();
+    ASSERT_TRUE(eventually([&] { return impl.renewal().batches_sent() >= batches + 3; }, 5s));
+    EXPECT_FALSE(m.reader().stop_token().stop_requested()); // key 1 lives: still held
+    m.unlock_shared();
+    // Every timeout key gone (as after a renewal too late): the next renewal reports the loss.
+    s.cli({"DEL", keys_of_first(s, "{timeouts}:*:rwlock_timeout:1")});
+    EXPECT_TRUE(eventually([&] { return m.reader().stop_token().stop_requested(); }, 5s));
+    std::error_code ec;
+    m.unlock_shared(ec);
+    EXPECT_EQ(ec, errc::not_owner);
 }
 
 TEST(rwlock, lease_handles_and_async_acquisitions_work_for_both_sides) {

@@ -4,20 +4,21 @@
 -- KEYS[2i]   its key prefix "{N}" (or N when N has a hash tag)
 -- ARGV[1]    lease in milliseconds
 -- ARGV[i+1]  owner field of the i-th hold
--- Returns    array of integers, one per hold: 1 renewed (every timeout key of the owner and N,
---            whose TTL is never shortened), 0 lost (no read field, or a timeout key already
---            expired: another reader's release may then have judged the lock free)
+-- Returns    array of integers, one per hold: 1 renewed (the owner's live timeout keys and N,
+--            whose TTL is never shortened), 0 lost (no read field, or every timeout key of the
+--            owner expired: another reader's release may then have judged the lock free; while
+--            one lives, N outlives it and the owner's field keeps writers out)
 local result = {}
 local lease = tonumber(ARGV[1])
 for i = 1, #KEYS / 2 do
     local key = KEYS[2 * i - 1]
     local owner = ARGV[i + 1]
     local count = tonumber(redis.call('hget', key, owner))
-    local alive = count ~= nil and count > 0
-    if alive then
+    local alive = false
+    if count ~= nil then
         for c = count, 1, -1 do
-            if redis.call('pexpire', KEYS[2 * i] .. ':' .. owner .. ':rwlock_timeout:' .. c, lease) == 0 then
-                alive = false
+            if redis.call('pexpire', KEYS[2 * i] .. ':' .. owner .. ':rwlock_timeout:' .. c, lease) == 1 then
+                alive = true
             end
         end
     end
