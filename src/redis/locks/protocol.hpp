@@ -126,9 +126,8 @@ public:
     /// A waiting acquisition of `owner` gave up (its wait ended, not acquired): undoes what
     /// its waiting attempts announced. Returns false (no command) for kinds that announce
     /// nothing, the default; the read-write lock's writer withdraws its intent marker.
-    virtual bool abandon(command& c, const lock_keys& k, std::string_view owner,
-                         pubsub::mode m) const {
-        (void)c, (void)k, (void)owner, (void)m;
+    virtual bool abandon(command& /*c*/, const lock_keys& /*k*/, std::string_view /*owner*/,
+                         pubsub::mode /*m*/) const {
         return false;
     }
     /// Holds of different owners coexist (readers): a new acquisition does not sleep behind
