@@ -3,6 +3,7 @@
 #include "redis/client_impl.hpp"
 
 #include <dlock/mutex.hpp>
+#include <dlock/rw_mutex.hpp>
 
 namespace dlock {
 
@@ -60,6 +61,9 @@ simple_mutex client::make_simple_mutex(std::string name) {
 }
 fair_mutex client::make_fair_mutex(std::string name) {
     return fair_mutex(*this, std::move(name));
+}
+rw_mutex client::make_rw_mutex(std::string name) {
+    return rw_mutex(*this, std::move(name));
 }
 
 lease client::acquire(std::string_view name, const acquire_options& opts) {

@@ -7,6 +7,8 @@
 #include <dlock/client.hpp>
 #include <dlock/mutex.hpp>
 
+#include <algorithm>
+
 namespace dlock {
 namespace detail {
 
@@ -81,7 +83,12 @@ public:
 
         if (existing && res.reentered) {
             existing->count = static_cast<int>(res.count);
-            if (lease) existing->set_valid_until(res.sent_at + *lease - drift_for(*lease));
+            if (lease) {
+                auto until = res.sent_at + *lease - drift_for(*lease);
+                if (p_.reentry_keeps_longest_lease())
+                    until = std::max(until, existing->valid_until());
+                existing->set_valid_until(until);
+            }
             return true;
         }
         auto h = make_hold(*c_, req, res);
@@ -151,7 +158,7 @@ public:
 
     bool is_locked(std::error_code& ec) {
         command cmd;
-        cmd.plain("EXISTS").arg(keys_.key);
+        p_.locked_query(cmd, keys_);
         const auto v = query(cmd, ec);
         return !ec && v.is_integer() && v.integer == 1;
     }

@@ -10,3 +10,4 @@
 #include <dlock/lock_options.hpp>
 #include <dlock/mutex.hpp>
 #include <dlock/resp3.hpp>
+#include <dlock/rw_mutex.hpp>

@@ -14,7 +14,7 @@ namespace dlock {
 
 struct lock_layout {
     lock_kind kind{};
-    std::string kind_name;   ///< the library's name of the kind ("reentrant", "simple")
+    std::string kind_name;   ///< the library's name ("reentrant", "simple", "read", ...)
     std::string key;         ///< N itself
     std::string data_type;   ///< Redis TYPE of N while held ("hash", "string")
     std::string channel;     ///< where releases publish the unlock message

@@ -11,6 +11,8 @@ enum class lock_kind {
     reentrant, ///< Redisson RLock layout, fencing token, pub/sub wake-up (default)
     simple,    ///< SET key token NX PX, compare-and-delete release (redis-py Lock layout)
     fair,      ///< Redisson RFairLock layout: reentrant, waiters served in arrival order
+    read,      ///< shared side of a Redisson RReadWriteLock-compatible lock (no fencing token)
+    write,     ///< exclusive side of the same lock, fencing token; see dlock/rw_mutex.hpp
 };
 
 /// A fixed lease: the lock expires after it and is not renewed (the watchdog is not used).

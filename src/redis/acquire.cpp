@@ -24,7 +24,7 @@ bool single_try(const acquire_request& req) noexcept {
 /// the spin policy.
 bool may_queue(client_impl& c, const acquire_request& req) {
     return req.fresh_owner && !req.retry && !single_try(req) && !req.protocol->queues_on_server() &&
-           c.registry().held_here(*req.protocol, req.keys.key);
+           !req.protocol->shared_holds() && c.registry().held_here(*req.protocol, req.keys.key);
 }
 
 /// A polite release of this client just gave waiters of other clients a head start on the
@@ -43,18 +43,6 @@ void build_attempt(const client_impl& c, const acquire_request& req, command& cm
     else
         req.protocol->waiting_attempt(cmd, req.keys, req.owner, req.lease,
                                       c.options().fair_waiter_timeout);
-}
-
-/// A waiter that gives up leaves the server's queue (kinds that have one), without waiting.
-void leave_queue(client_impl& c, const acquire_request& req) {
-    if (!req.protocol->queues_on_server() || single_try(req)) return;
-    auto keep = std::make_shared<const acquire_request>(req);
-    submit_detached(c, *req.where, keep,
-                    [&](command& cmd) {
-                        keep->protocol->leave_queue(cmd, keep->keys, keep->owner,
-                                                    keep->where->pubsub_mode());
-                    },
-                    {});
 }
 
 /// The result of a successful acquisition (either path), counted as this client's local hold
@@ -289,7 +277,7 @@ private:
         if (a.leave_channel) leave(); // the machine knows whether it joined
         const auto res = a.acquired ? acquired(*c_, req_, a.reentered, a.count, a.token, a.sent_at)
                                     : acquire_result{};
-        if (!a.acquired && !a.undo) leave_queue(*c_, req_); // (undo leaves it too)
+        if (!a.acquired && !a.undo) abandon(*c_, req_); // (undo abandons too)
         auto keep = std::move(self_);
         auto done = std::move(done_);
         done(a.ec, res, req_);
@@ -407,13 +395,26 @@ std::shared_ptr<hold_state> make_hold(client_impl& c, const acquire_request& req
 }
 
 void undo(client_impl& c, const acquire_request& req) {
-    leave_queue(c, req);
+    abandon(c, req);
     if (!req.fresh_owner) return;
     auto keep = std::make_shared<const acquire_request>(req);
     submit_detached(c, *req.where, keep,
                     [&](command& cmd) {
                         req.protocol->release(cmd, keep->keys, keep->owner, keep->lease,
                                               keep->where->pubsub_mode());
+                    },
+                    {});
+}
+
+void abandon(client_impl& c, const acquire_request& req) {
+    if (req.wait && req.wait->count() == 0) return; // one try: it announced nothing
+    command probe; // most kinds announce nothing: no copy of the request for them
+    if (!req.protocol->abandon(probe, req.keys, req.owner, req.where->pubsub_mode())) return;
+    auto keep = std::make_shared<const acquire_request>(req);
+    submit_detached(c, *req.where, keep,
+                    [&](command& cmd) {
+                        keep->protocol->abandon(cmd, keep->keys, keep->owner,
+                                                keep->where->pubsub_mode());
                     },
                     {});
 }

@@ -65,5 +65,8 @@ std::shared_ptr<hold_state> make_hold(client_impl& c, const acquire_request& req
 /// Releases, best-effort and without waiting, what an ambiguous attempt may have given `req`
 /// (fail closed: its caller is told it does not hold the lock). Only for a fresh owner.
 void undo(client_impl& c, const acquire_request& req);
+/// Withdraws, best-effort and without waiting, what the waiting attempts of `req` announced
+/// (lock_protocol::abandon), when it gave up without the lock.
+void abandon(client_impl& c, const acquire_request& req);
 
 } // namespace dlock::detail

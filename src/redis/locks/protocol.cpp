@@ -41,7 +41,7 @@ lock_keys lock_protocol::keys(std::string_view name, std::error_code& ec) const 
     k.channel = prefix_name(channel_prefix(), name);
     if (!token_prefix().empty()) k.token_key = prefix_name(token_prefix(), name);
     if (!queue_prefix().empty()) k.queue_key = prefix_name(queue_prefix(), name);
-    if (!timeout_prefix().empty()) k.timeout_key = prefix_name(timeout_prefix(), name);
+    if (!deadline_prefix().empty()) k.timeout_key = prefix_name(deadline_prefix(), name);
     k.slot = key_slot(k.key);
     for (const auto* other : {&k.channel, &k.token_key, &k.queue_key, &k.timeout_key})
         if (!other->empty() && key_slot(*other) != k.slot)
@@ -51,6 +51,10 @@ lock_keys lock_protocol::keys(std::string_view name, std::error_code& ec) const 
 
 void lock_protocol::ttl_query(command& c, const lock_keys& k) const {
     c.plain("PTTL").arg(k.key);
+}
+
+void lock_protocol::locked_query(command& c, const lock_keys& k) const {
+    c.plain("EXISTS").arg(k.key);
 }
 
 std::int64_t lock_protocol::read_ttl(std::error_code ec, const resp3::value& r) noexcept {

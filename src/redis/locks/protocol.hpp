@@ -104,7 +104,7 @@ class lock_protocol {
 public:
     virtual ~lock_protocol() = default;
 
-    /// Stable name ("reentrant", "simple"): thread-hold registry keys, `dlock status`.
+    /// Stable name ("reentrant", "simple", "read", ...): thread-hold registry keys, status.
     virtual std::string_view name() const noexcept = 0;
     /// Small index in the registry (local bookkeeping per kind).
     std::size_t index() const noexcept { return index_; }
@@ -132,16 +132,29 @@ public:
     }
     virtual attempt_outcome read_attempt(std::error_code ec, const resp3::value& r) const = 0;
     /// Waiters queue on the server (a fair lock): the order comes from there, so a waiter
-    /// never queues locally behind this client's holder nor takes a local hand-over, and one
-    /// that gives up leaves the queue (leave_queue).
+    /// never queues locally behind this client's holder, a local hand-over goes only to the
+    /// head of that queue, and one that gives up leaves the queue (abandon).
     virtual bool queues_on_server() const noexcept { return false; }
-    virtual void leave_queue(command& /*c*/, const lock_keys& /*k*/, std::string_view /*owner*/,
-                             pubsub::mode /*m*/) const {}
     /// The channel `owner` waits on: the lock's channel, or one of its own (a fair lock wakes
     /// exactly the head of its queue).
     virtual std::string waiter_channel(const lock_keys& k, std::string_view /*owner*/) const {
         return k.channel;
     }
+    /// A waiting acquisition of `owner` gave up (its wait ended, not acquired, or an
+    /// ambiguous attempt is undone): undoes what its waiting attempts announced. Returns false
+    /// (no command) for kinds that announce nothing, the default; the fair lock leaves its
+    /// queue, the read-write lock's writer withdraws its intent marker.
+    virtual bool abandon(command& /*c*/, const lock_keys& /*k*/, std::string_view /*owner*/,
+                         pubsub::mode /*m*/) const {
+        return false;
+    }
+    /// Holds of different owners coexist (readers): a new acquisition does not sleep behind
+    /// this client's own holds of the kind without asking the server (hold_registry::held_here).
+    virtual bool shared_holds() const noexcept { return false; }
+    /// A re-entry's lease never shortens the lock (its TTL stays the longest of the holds'):
+    /// a re-entered hold stays valid until the later of its old and new bounds. Otherwise a
+    /// re-entry's lease replaces the lock's TTL (Redisson RLock).
+    virtual bool reentry_keeps_longest_lease() const noexcept { return false; }
     /// A refusal does not carry the holder's PTTL: the waiter asks with ttl_query before
     /// sleeping on it.
     virtual bool ttl_after_refusal() const noexcept { return false; }
@@ -177,6 +190,10 @@ public:
     virtual std::int64_t read_hold_count(const resp3::value& r, std::string_view owner,
                                          std::error_code& ec) const = 0;
 
+    /// Whether the lock is held (basic_mutex::is_locked): the query, whose reply is integer 1
+    /// when it is. The default is EXISTS N; a kind with modes asks about its own.
+    virtual void locked_query(command& c, const lock_keys& k) const;
+
     /// Deletes the lock whoever holds it and wakes a waiter; read: true if there was one.
     virtual void force_unlock(command& c, const lock_keys& k, pubsub::mode m) const = 0;
 
@@ -190,7 +207,7 @@ protected:
     virtual std::string_view token_prefix() const noexcept { return {}; }
     /// The queue and deadline key prefixes of a kind that queues on the server ("" for none).
     virtual std::string_view queue_prefix() const noexcept { return {}; }
-    virtual std::string_view timeout_prefix() const noexcept { return {}; }
+    virtual std::string_view deadline_prefix() const noexcept { return {}; }
 
     /// Building blocks shared by kinds.
     /// `EVALSHA <id> n key1..keyn lease owner1..ownern` (the renew scripts' layout).

@@ -8,6 +8,8 @@ namespace dlock::detail {
 lock_protocol& reentrant_protocol() noexcept;
 lock_protocol& simple_protocol() noexcept;
 lock_protocol& fair_protocol() noexcept;
+lock_protocol& read_protocol() noexcept;
+lock_protocol& write_protocol() noexcept;
 
 struct protocol_registry {
     std::vector<const lock_protocol*> all;
@@ -16,6 +18,8 @@ struct protocol_registry {
         add(reentrant_protocol()); // lock_kind::reentrant (= index 0, in lock_kind order)
         add(simple_protocol());    // lock_kind::simple
         add(fair_protocol());      // lock_kind::fair
+        add(read_protocol());      // lock_kind::read
+        add(write_protocol());     // lock_kind::write
         builtin = all.size();
     }
     std::size_t add(lock_protocol& p) {

@@ -53,10 +53,11 @@ public:
         return h;
     }
 
-    void leave_queue(command& c, const lock_keys& k, std::string_view owner,
-                     pubsub::mode m) const override {
+    bool abandon(command& c, const lock_keys& k, std::string_view owner,
+                 pubsub::mode m) const override {
         c.script(script_id::fair_leave).arg("4").arg(k.key).arg(k.queue_key).arg(k.timeout_key);
         c.arg(k.channel).arg(owner).arg(pubsub::publish_command(m));
+        return true;
     }
 
     std::string waiter_channel(const lock_keys& k, std::string_view owner) const override {
@@ -79,7 +80,7 @@ public:
 
 protected:
     std::string_view queue_prefix() const noexcept override { return "redisson_lock_queue"; }
-    std::string_view timeout_prefix() const noexcept override { return "redisson_lock_timeout"; }
+    std::string_view deadline_prefix() const noexcept override { return "redisson_lock_timeout"; }
 
 private:
     static void acquire(command& c, const lock_keys& k, std::string_view owner,

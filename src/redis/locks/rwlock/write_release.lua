@@ -1,0 +1,37 @@
+-- rwlock/write_release.lua: release one write hold of a Redisson RReadWriteLock-compatible lock
+-- (Redisson's write unlock, without the unlock latch).
+-- KEYS[1]  lock key N
+-- KEYS[2]  channel redisson_rwlock:{N}
+-- ARGV[1]  unlock message "1" (Redisson's READ_UNLOCK_MESSAGE: wakes every waiter)
+-- ARGV[2]  lease in ms: a re-entrant decrement keeps N's TTL at least this long
+-- ARGV[3]  owner "<client-id>:<owner-id>" (the write field is "<owner>:write")
+-- ARGV[4]  "PUBLISH" or "SPUBLISH"
+-- Returns  nil  this owner does not hold write (-> errc::not_owner)
+--          0    still held (write count decremented)
+--          1    the last write hold is released: N is deleted, or, when the owner still holds
+--               read under it, mode becomes read; either way the message is published (Redisson
+--               publishes only on delete; waiting readers may join a read mode too)
+local writer = ARGV[3] .. ':write'
+if redis.call('hget', KEYS[1], 'mode') ~= 'write' then
+    return nil
+end
+local held = redis.call('hget', KEYS[1], writer)
+if not held then
+    return nil
+end
+local count = tonumber(held) - 1
+if count > 0 then
+    redis.call('hset', KEYS[1], writer, count)
+    if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then
+        redis.call('pexpire', KEYS[1], ARGV[2])
+    end
+    return 0
+end
+redis.call('hdel', KEYS[1], writer)
+if redis.call('hlen', KEYS[1]) == 1 then
+    redis.call('del', KEYS[1])
+else
+    redis.call('hset', KEYS[1], 'mode', 'read')
+end
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+return 1
