@@ -16,7 +16,7 @@ multi_sequence::multi_sequence(std::size_t members, std::optional<ms> wait, std:
 std::optional<multi_sequence::ms> multi_sequence::remaining(clock::time_point now) const {
     if (!deadline_) return std::nullopt;
     if (*deadline_ <= now) return ms{0};
-    return std::chrono::duration_cast<ms>(*deadline_ - now);
+    return std::chrono::ceil<ms>(*deadline_ - now); // the set waits at least its wait
 }
 
 bool multi_sequence::expired(clock::time_point now) const {
