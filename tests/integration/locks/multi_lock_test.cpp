@@ -227,8 +227,25 @@ TEST_P(multi_lock_kinds, a_fixed_lease_keeps_early_members_while_a_later_one_is_
     // would have expired by then without the refreshes.
     auto other = b.acquire(set[2].name, {.lease = 800ms, .kind = set[2].kind});
     ASSERT_TRUE(other);
-    auto m = a.acquire_all(set, {.wait = 3s, .lease = 400ms});
+    dlock::multi_lease m;
+    std::atomic<bool> returned{false};
+    std::thread t([&] {
+        m = a.acquire_all(set, {.wait = 3s, .lease = 400ms});
+        returned = true;
+    });
+    // Watch the first member on the server until acquire_all returns: once taken it must stay
+    // (without the refreshes it would expire after 400 ms and be taken again later).
+    bool seen = false, gap = false;
+    while (!returned) {
+        if (exists(s, set[0].name))
+            seen = true;
+        else if (seen && !returned)
+            gap = true;
+    }
+    t.join();
     ASSERT_TRUE(m);
+    EXPECT_TRUE(seen);
+    EXPECT_FALSE(gap);
     for (const auto& r : set)
         EXPECT_TRUE(exists(s, r.name)) << r.name;
     // Completed: every member was extended to the lease from about now.
@@ -241,6 +258,53 @@ TEST_P(multi_lock_kinds, a_fixed_lease_keeps_early_members_while_a_later_one_is_
     EXPECT_GT(m.valid_until(), clock_type::now() + 150ms);
     // The fixed lease ends unreleased: the multi-lock is lost.
     EXPECT_TRUE(eventually([&] { return m.stop_token().stop_requested(); }, 2s));
+}
+
+TEST_P(multi_lock_kinds, the_async_form_refreshes_and_extends_a_fixed_lease_as_well) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client a(fast_options(s.url()));
+    dlock::client b(fast_options(s.url()));
+    auto set = mixed_set("afixed-", GetParam());
+    auto other = b.acquire(set[2].name, {.lease = 800ms, .kind = set[2].kind});
+    ASSERT_TRUE(other);
+    auto fut = a.async_acquire_all(set, {.wait = 3s, .lease = 400ms}, asio::use_future);
+    bool seen = false, gap = false;
+    while (fut.wait_for(0s) != std::future_status::ready) {
+        if (exists(s, set[0].name))
+            seen = true;
+        else if (seen && fut.wait_for(0s) != std::future_status::ready)
+            gap = true;
+    }
+    auto m = fut.get();
+    ASSERT_TRUE(m);
+    EXPECT_TRUE(seen);
+    EXPECT_FALSE(gap);
+    for (const auto& r : set) {
+        const auto pttl = std::stoll(s.cli({"PTTL", r.name}));
+        EXPECT_GT(pttl, 200) << r.name;
+        EXPECT_LE(pttl, 400) << r.name;
+    }
+}
+
+TEST_P(multi_lock_kinds, a_lease_extends_asynchronously_and_reports_a_lost_lock) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    const std::string name = "aext-" + kind_name(GetParam());
+    auto l = c.acquire(name, {.lease = 1s, .kind = GetParam()});
+    ASSERT_TRUE(l);
+    auto f = l.async_extend(20s, asio::use_future);
+    ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+    f.get();
+    EXPECT_GT(std::stoll(s.cli({"PTTL", name})), 10000);
+    EXPECT_GT(l.valid_until(), clock_type::now() + 10s);
+    s.cli({"DEL", name});
+    std::promise<std::error_code> p;
+    l.async_extend(20s, [&](std::error_code ec) { p.set_value(ec); });
+    EXPECT_EQ(p.get_future().get(), errc::not_owner);
+    EXPECT_TRUE(l.lost());
+    EXPECT_FALSE(exists(s, name));
 }
 
 TEST_P(multi_lock_kinds, extend_moves_every_member_to_the_new_lease) {
