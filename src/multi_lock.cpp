@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,15 @@ public:
         if (!released()) mark_lost();
     }
     void end_released() noexcept { mark_released(); }
+};
+
+/// A multi_mutex: its set, its client and the current hold (guarded: any thread may lock).
+struct multi_mutex_state {
+    client* c = nullptr;
+    std::vector<lock_ref> locks; // sorted
+    mutable std::mutex mu;
+    multi_lease held;        // guarded by mu
+    std::thread::id owner{}; // guarded by mu
 };
 
 namespace {
@@ -285,6 +295,132 @@ void client::start_async_acquire_all(std::vector<lock_ref> locks, const acquire_
     auto op = std::make_shared<detail::multi_acquire_op>(std::move(c), std::move(members), opts,
                                                          std::move(done));
     op->start();
+}
+
+// ---- multi_mutex -------------------------------------------------------------------------
+
+multi_mutex::multi_mutex(client& c, std::vector<lock_ref> locks)
+    : s_(std::make_unique<detail::multi_mutex_state>()) {
+    s_->c = &c;
+    throw_if(detail::sorted_members(locks, s_->locks));
+}
+
+multi_mutex::multi_mutex(multi_mutex&&) noexcept = default;
+multi_mutex& multi_mutex::operator=(multi_mutex&&) noexcept = default;
+multi_mutex::~multi_mutex() = default; // the held multi_lease releases itself
+
+void multi_mutex::lock() {
+    std::error_code ec;
+    lock_impl(std::nullopt, std::nullopt, ec);
+    throw_if(ec);
+}
+
+void multi_mutex::lock(fixed_lease lease) {
+    std::error_code ec;
+    lock_impl(std::nullopt, lease.duration, ec);
+    throw_if(ec);
+}
+
+void multi_mutex::lock(std::error_code& ec) {
+    lock_impl(std::nullopt, std::nullopt, ec);
+}
+
+bool multi_mutex::try_lock() {
+    return try_lock_impl(milliseconds{0}, std::nullopt);
+}
+
+bool multi_mutex::try_lock_for(milliseconds wait, std::error_code& ec) {
+    return lock_impl(wait, std::nullopt, ec);
+}
+
+bool multi_mutex::try_lock_impl(std::optional<milliseconds> wait,
+                                std::optional<milliseconds> lease) {
+    std::error_code ec;
+    const bool ok = lock_impl(wait, lease, ec);
+    throw_if(ec);
+    return ok;
+}
+
+bool multi_mutex::lock_impl(std::optional<milliseconds> wait, std::optional<milliseconds> lease,
+                            std::error_code& ec) {
+    ec.clear();
+    if (!s_) {
+        ec = make_error_code(errc::invalid_argument);
+        return false;
+    }
+    {
+        std::lock_guard lk(s_->mu);
+        if (s_->owner == std::this_thread::get_id()) {
+            ec = make_error_code(errc::invalid_argument); // not reentrant
+            return false;
+        }
+    }
+    auto m = s_->c->acquire_all(s_->locks, {.wait = wait, .lease = lease}, ec);
+    if (ec || !m) return false;
+    std::lock_guard lk(s_->mu);
+    s_->held = std::move(m); // the previous holder moved its hold out in unlock()
+    s_->owner = std::this_thread::get_id();
+    return true;
+}
+
+void multi_mutex::unlock() {
+    std::error_code ec;
+    unlock(ec);
+    throw_if(ec);
+}
+
+void multi_mutex::unlock(std::error_code& ec) {
+    ec.clear();
+    multi_lease m;
+    if (!s_) {
+        ec = make_error_code(errc::not_owner);
+        return;
+    }
+    {
+        std::lock_guard lk(s_->mu);
+        if (s_->owner != std::this_thread::get_id()) {
+            ec = make_error_code(errc::not_owner);
+            return;
+        }
+        m = std::move(s_->held);
+        s_->owner = {};
+    }
+    const bool was_lost = m.lost();
+    m.release(ec);
+    if (!ec && was_lost) ec = make_error_code(errc::not_owner);
+}
+
+bool multi_mutex::is_held_by_this_thread() const {
+    if (!s_) return false;
+    std::lock_guard lk(s_->mu);
+    return s_->owner == std::this_thread::get_id() && s_->held && !s_->held.lost();
+}
+
+std::stop_token multi_mutex::stop_token() const {
+    if (!s_) return {};
+    std::lock_guard lk(s_->mu);
+    return s_->held.stop_token();
+}
+
+std::chrono::steady_clock::time_point multi_mutex::valid_until() const {
+    if (!s_) return {};
+    std::lock_guard lk(s_->mu);
+    return s_->held.valid_until();
+}
+
+void multi_mutex::on_lost(std::function<void()> cb) {
+    if (!s_) return;
+    std::shared_ptr<detail::multi_state> st;
+    {
+        std::lock_guard lk(s_->mu);
+        st = detail::access::state(s_->held);
+    }
+    if (st) st->on_lost(std::move(cb)); // may run `cb` at once: not under our mutex
+}
+
+const std::vector<lock_ref>& multi_mutex::locks() const noexcept {
+    static const std::vector<lock_ref> none;
+    return s_ ? s_->locks : none;
 }
 
 // ---- multi_lease -------------------------------------------------------------------------

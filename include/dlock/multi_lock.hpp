@@ -36,9 +36,12 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stop_token>
 #include <string>
+#include <system_error>
+#include <vector>
 
 namespace dlock {
 
@@ -48,8 +51,11 @@ struct lock_ref {
     lock_kind kind = lock_kind::reentrant;
 };
 
+class client;
+
 namespace detail {
 class multi_state;
+struct multi_mutex_state;
 struct access;
 } // namespace detail
 
@@ -107,6 +113,75 @@ private:
     static asio::any_io_executor executor_of(const std::shared_ptr<detail::multi_state>& s);
 
     std::shared_ptr<detail::multi_state> state_;
+};
+
+/// A thread-bound multi-lock that meets the standard TimedLockable requirements
+/// (std::unique_lock, std::scoped_lock, std::lock), over client::acquire_all():
+///
+///   dlock::multi_mutex both(c, {{"account:1"}, {"account:2"}});
+///   { std::scoped_lock g(both); ... }
+///
+/// The thread that locked must unlock (errc::not_owner otherwise). Not reentrant: locking it
+/// again from the holding thread is errc::invalid_argument rather than a self-deadlock.
+/// Thread safety: any threads at once, except the client's I/O thread.
+class multi_mutex {
+public:
+    using milliseconds = std::chrono::milliseconds;
+
+    /// Errors: errc::invalid_argument for an empty set, a name given twice or a bad name.
+    multi_mutex(client& c, std::vector<lock_ref> locks);
+    multi_mutex(multi_mutex&&) noexcept;
+    multi_mutex& operator=(multi_mutex&&) noexcept;
+    /// Releases the set if still held (errors are swallowed).
+    ~multi_mutex();
+
+    /// Blocks until every member is held, with the watchdog's lease or a fixed one.
+    void lock();
+    void lock(fixed_lease lease);
+    void lock(std::error_code& ec);
+    /// One attempt per member, no waiting.
+    [[nodiscard]] bool try_lock();
+    template <class Rep, class Period>
+    [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
+        return try_lock_impl(ceil_ms(wait), std::nullopt);
+    }
+    template <class Rep, class Period>
+    [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait,
+                                    fixed_lease lease) {
+        return try_lock_impl(ceil_ms(wait), lease.duration);
+    }
+    /// Waits until `deadline` of any clock; the remaining time is measured on steady_clock once.
+    template <class Clock, class Duration>
+    [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
+        return try_lock_for(deadline - Clock::now());
+    }
+    [[nodiscard]] bool try_lock_for(milliseconds wait, std::error_code& ec);
+
+    /// Releases every member. Errors: errc::not_owner when the calling thread does not hold the
+    /// set, or a member was lost; otherwise as multi_lease::release().
+    void unlock();
+    void unlock(std::error_code& ec);
+
+    bool is_held_by_this_thread() const;
+    /// Loss signals of the current hold (of whichever thread holds the set): a never-requested
+    /// token, a past time point and a no-op when nobody holds it through this object.
+    std::stop_token stop_token() const;
+    std::chrono::steady_clock::time_point valid_until() const;
+    void on_lost(std::function<void()> cb);
+    /// The members, sorted by name (the order they are taken in).
+    const std::vector<lock_ref>& locks() const noexcept;
+
+private:
+    template <class D>
+    static milliseconds ceil_ms(const D& d) {
+        auto ms = std::chrono::ceil<milliseconds>(d);
+        return ms.count() < 0 ? milliseconds(0) : ms;
+    }
+    bool try_lock_impl(std::optional<milliseconds> wait, std::optional<milliseconds> lease);
+    bool lock_impl(std::optional<milliseconds> wait, std::optional<milliseconds> lease,
+                   std::error_code& ec);
+
+    std::unique_ptr<detail::multi_mutex_state> s_;
 };
 
 template <class CompletionToken>

@@ -90,6 +90,9 @@ struct access {
     static multi_lease make_multi(std::shared_ptr<multi_state> s) noexcept {
         return multi_lease(std::move(s));
     }
+    static const std::shared_ptr<multi_state>& state(const multi_lease& m) noexcept {
+        return m.state_;
+    }
 };
 
 } // namespace dlock::detail

@@ -481,3 +481,81 @@ TEST(multi_lock, a_held_set_refuses_a_second_try_from_another_client) {
     EXPECT_LT(clock_type::now() - t0, 5s);
     EXPECT_FALSE(m.lost());
 }
+
+// ---- multi_mutex ---------------------------------------------------------------------------
+
+TEST(multi_mutex, works_with_scoped_lock_and_unique_lock_next_to_a_plain_mutex) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    dlock::multi_mutex both(c, {{"mm-b"}, {"mm-a", lock_kind::simple}});
+    EXPECT_EQ(both.locks()[0].name, "mm-a");
+    dlock::mutex other = c.make_mutex("mm-other");
+    {
+        std::scoped_lock g(both, other);
+        EXPECT_TRUE(both.is_held_by_this_thread());
+        EXPECT_TRUE(exists(s, "mm-a") && exists(s, "mm-b") && exists(s, "mm-other"));
+        EXPECT_GT(both.valid_until(), clock_type::now());
+    }
+    EXPECT_FALSE(both.is_held_by_this_thread());
+    EXPECT_FALSE(exists(s, "mm-a") || exists(s, "mm-b") || exists(s, "mm-other"));
+    {
+        std::unique_lock u(both, std::defer_lock);
+        EXPECT_TRUE(u.try_lock_for(100ms));
+        EXPECT_TRUE(exists(s, "mm-a"));
+    }
+    EXPECT_FALSE(exists(s, "mm-a"));
+    EXPECT_THROW(dlock::multi_mutex(c, {{"x"}, {"x"}}), dlock::error);
+}
+
+TEST(multi_mutex, excludes_other_threads_and_only_the_holder_may_unlock) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    dlock::multi_mutex mm(c, {{"mx-1"}, {"mx-2"}});
+    mm.lock(dlock::fixed_lease{10s});
+    std::error_code ec;
+    EXPECT_FALSE(mm.try_lock_for(0ms, ec)); // not reentrant
+    EXPECT_EQ(ec, errc::invalid_argument);
+    std::thread([&] {
+        EXPECT_FALSE(mm.try_lock());
+        EXPECT_FALSE(mm.is_held_by_this_thread());
+        std::error_code e;
+        mm.unlock(e);
+        EXPECT_EQ(e, errc::not_owner);
+    }).join();
+    EXPECT_TRUE(mm.is_held_by_this_thread());
+    std::atomic<bool> got{false};
+    std::thread waiter([&] {
+        if (mm.try_lock_for(10s)) {
+            got = true;
+            mm.unlock();
+        }
+    });
+    EXPECT_TRUE(eventually(
+        [&] { return dlock::test::sleeping_waiters(c, "redisson_lock__channel:{mx-1}") == 1; },
+        5s));
+    mm.unlock();
+    waiter.join();
+    EXPECT_TRUE(got.load());
+    EXPECT_FALSE(exists(s, "mx-1") || exists(s, "mx-2"));
+}
+
+TEST(multi_mutex, a_lost_member_is_signalled_and_unlock_says_not_owner) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(watchdog_options(s.url()));
+    dlock::multi_mutex mm(c, {{"ml-1"}, {"ml-2", lock_kind::simple}});
+    mm.lock();
+    std::atomic<int> calls{0};
+    mm.on_lost([&] { ++calls; });
+    const auto token = mm.stop_token();
+    s.cli({"DEL", "ml-2"});
+    EXPECT_TRUE(eventually([&] { return token.stop_requested(); }, 2s));
+    EXPECT_EQ(calls.load(), 1);
+    EXPECT_FALSE(mm.is_held_by_this_thread());
+    std::error_code ec;
+    mm.unlock(ec);
+    EXPECT_EQ(ec, errc::not_owner);
+    EXPECT_FALSE(exists(s, "ml-1"));
+}
