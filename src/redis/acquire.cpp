@@ -15,12 +15,38 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+bool single_try(const acquire_request& req) noexcept {
+    return req.wait && req.wait->count() == 0;
+}
+
 /// May wait for the lock without asking the server first: another owner of this client holds
 /// it, so its release will hand the lock over or publish. Not for a re-entry, a single try or
 /// the spin policy.
 bool may_queue(client_impl& c, const acquire_request& req) {
-    return req.fresh_owner && !req.retry && !(req.wait && req.wait->count() == 0) &&
+    return req.fresh_owner && !req.retry && !single_try(req) && !req.protocol->queues_on_server() &&
            c.registry().held_here(*req.protocol, req.keys.key);
+}
+
+/// The attempt command of `req`: a single try, or one that may wait (and then joins the
+/// server's queue for a kind that has one).
+void build_attempt(const client_impl& c, const acquire_request& req, command& cmd) {
+    if (single_try(req))
+        req.protocol->attempt(cmd, req.keys, req.owner, req.lease);
+    else
+        req.protocol->waiting_attempt(cmd, req.keys, req.owner, req.lease,
+                                      c.options().fair_waiter_timeout);
+}
+
+/// A waiter that gives up leaves the server's queue (kinds that have one), without waiting.
+void leave_queue(client_impl& c, const acquire_request& req) {
+    if (!req.protocol->queues_on_server() || single_try(req)) return;
+    auto keep = std::make_shared<const acquire_request>(req);
+    submit_detached(c, *req.where, keep,
+                    [&](command& cmd) {
+                        keep->protocol->leave_queue(cmd, keep->keys, keep->owner,
+                                                    keep->where->pubsub_mode());
+                    },
+                    {});
 }
 
 /// The result of a successful acquisition (either path), counted as this client's local hold
@@ -56,6 +82,7 @@ public:
         , req_(std::move(req))
         , done_(std::move(done))
         , fsm_(fsm_params(req_))
+        , channel_(req_.protocol->waiter_channel(req_.keys, req_.owner))
         , timer_(c_->io()) {}
 
     /// Any thread. The first attempt is submitted from the calling thread (the connection may
@@ -125,7 +152,7 @@ private:
     void queue() {
         const auto now = clock::now();
         const auto lease = c_->registry().held_here(*req_.protocol, req_.keys.key);
-        if (!lease || !sub().active_since(req_.keys.channel, now))
+        if (!lease || !sub().active_since(channel_, now))
             return resume({.type = wait_fsm::event_type::start, .now = now});
         resume({.type = wait_fsm::event_type::start_queued, .now = now, .ttl_ms = lease->count()});
     }
@@ -142,7 +169,7 @@ private:
     bool execute(const wait_fsm::action& a, wait_fsm::event& next) {
         using at = wait_fsm::action_type;
         if (a.undo) undo(*c_, req_);
-        if (a.stop_sleeping) sub().awake(req_.keys.channel, this);
+        if (a.stop_sleeping) sub().awake(channel_, this);
         switch (a.type) {
         case at::none:
             return false;
@@ -155,7 +182,7 @@ private:
             return false;
         case at::subscribe: {
             // Confirmed before our attempt was sent: that attempt already was the last one.
-            const bool covered = sub().active_since(req_.keys.channel, fsm_.sent_at());
+            const bool covered = sub().active_since(channel_, fsm_.sent_at());
             join();
             next = {.type = wait_fsm::event_type::subscribed, .now = clock::now()};
             next.covered = covered;
@@ -163,7 +190,7 @@ private:
         }
         case at::sleep:
             if (a.join_channel) join();
-            if (a.on_channel && sub().sleep(req_.keys.channel, this, fsm_.sent_at())) {
+            if (a.on_channel && sub().sleep(channel_, this, fsm_.sent_at())) {
                 // a stored permit, or a message that came after our last attempt was sent
                 next = {.type = wait_fsm::event_type::wake, .now = clock::now()};
                 return true;
@@ -184,7 +211,7 @@ private:
 
     void join() {
         c_->registry().waiter_added();
-        sub().add(req_.keys.channel, this, req_.protocol->wake_rule());
+        sub().add(channel_, this, req_.protocol->wake_rule());
     }
 
     void send(bool ttl) {
@@ -193,7 +220,7 @@ private:
         if (ttl)
             req_.protocol->ttl_query(slot_.cmd, req_.keys);
         else
-            req_.protocol->attempt(slot_.cmd, req_.keys, req_.owner, req_.lease);
+            build_attempt(*c_, req_, slot_.cmd);
         slot_.args = slot_.cmd.args();
         slot_.eval_fallback = slot_.cmd.eval_fallback();
         slot_.deadline = clock::now() + c_->options().command_timeout;
@@ -222,11 +249,12 @@ private:
     void finish(const wait_fsm::action& a) {
         cancel_timer();
         if (a.leave_channel) { // the machine knows whether it joined
-            sub().remove(req_.keys.channel, this);
+            sub().remove(channel_, this);
             c_->registry().waiter_removed();
         }
         const auto res = a.acquired ? acquired(*c_, req_, a.reentered, a.count, a.token, a.sent_at)
                                     : acquire_result{};
+        if (!a.acquired && !a.undo) leave_queue(*c_, req_); // (undo leaves it too)
         auto keep = std::move(self_);
         auto done = std::move(done_);
         done(a.ec, res, req_);
@@ -236,6 +264,7 @@ private:
     acquire_request req_;
     acquire_done done_;
     wait_fsm fsm_;
+    std::string channel_; ///< the channel this waiter sleeps on (the kind's waiter_channel)
     asio::steady_timer timer_;
     bool timer_armed_ = false;
     std::shared_ptr<acquire_op> self_;
@@ -247,6 +276,8 @@ private:
 std::error_code prepare(client_impl& c, const lock_protocol& p, lock_keys keys,
                         const acquire_options& opts, std::string owner, acquire_request& req) {
     if (opts.lease && opts.lease->count() < 1) return make_error_code(errc::invalid_argument);
+    if (p.queues_on_server() && c.options().fair_waiter_timeout.count() < 3)
+        return make_error_code(errc::invalid_argument);
     if (opts.retry && (opts.retry->attempts == 0 || opts.retry->delay.count() < 0 ||
                        opts.retry->jitter.count() < 0))
         return make_error_code(errc::invalid_argument);
@@ -282,7 +313,7 @@ acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error
         // The first attempt on the calling thread: the uncontended case is one round trip
         // with no I/O-thread involvement.
         command cmd;
-        req.protocol->attempt(cmd, req.keys, req.owner, req.lease);
+        build_attempt(c, req, cmd);
         const auto sent_at = clock::now();
         resp3::value reply;
         if (lane->call(req.where->conn(), cmd.args(), cmd.eval_fallback(),
@@ -341,6 +372,7 @@ std::shared_ptr<hold_state> make_hold(client_impl& c, const acquire_request& req
 }
 
 void undo(client_impl& c, const acquire_request& req) {
+    leave_queue(c, req);
     if (!req.fresh_owner) return;
     auto keep = std::make_shared<const acquire_request>(req);
     submit_detached(c, *req.where, keep,

@@ -27,7 +27,8 @@ exec_exit_codes)
   expect_rc 0 "$dlock" exec n1 -- true
   expect_rc 137 "$dlock" exec n1 -- sh -c 'kill -9 $$'
   expect_rc 64 "$dlock" exec --wait 3x n1 -- true
-  expect_rc 64 "$dlock" exec --kind fair n1 -- true
+  expect_rc 64 "$dlock" exec --kind read n1 -- true
+  expect_rc 0 "$dlock" exec --kind fair n1f -- true
   out=$("$dlock" exec envcheck -- sh -c 'echo "$DLOCK_NAME $DLOCK_FENCING_TOKEN"') || fail "env run"
   [[ $out =~ ^envcheck\ [0-9]+$ ]] || fail "env: '$out'"
   out2=$("$dlock" exec --kind simple envsimple -- sh -c 'echo "[$DLOCK_FENCING_TOKEN]"')
@@ -117,7 +118,11 @@ inspect)
   [[ $keys == *"key      a{b} (string)"* && $keys == *"channel  dlock_simple__channel:a{b}"* &&
      $keys == *"fencing  -"* ]] || fail "keys --kind simple: $keys"
   expect_rc 64 "$dlock" keys 'a{}b'
-  expect_rc 64 "$dlock" keys --kind fair orders
+  keys=$("$dlock" keys --kind fair orders) || fail "keys --kind fair exit $?"
+  [[ $keys == *"key      orders (hash)"* && $keys == *"queue    redisson_lock_queue:{orders}"* &&
+     $keys == *"timeouts redisson_lock_timeout:{orders}"* &&
+     $keys == *"waiters  redisson_lock__channel:{orders}:<owner>"* ]] || fail "keys --kind fair: $keys"
+  expect_rc 64 "$dlock" keys --kind read orders
   ;;
 demo)
   out=$("$dlock" demo --processes 2 --threads 2 --stock 50) || fail "demo exit $?"

@@ -40,9 +40,12 @@ lock_keys lock_protocol::keys(std::string_view name, std::error_code& ec) const 
     k.key.assign(name);
     k.channel = prefix_name(channel_prefix(), name);
     if (!token_prefix().empty()) k.token_key = prefix_name(token_prefix(), name);
+    if (!queue_prefix().empty()) k.queue_key = prefix_name(queue_prefix(), name);
+    if (!timeout_prefix().empty()) k.timeout_key = prefix_name(timeout_prefix(), name);
     k.slot = key_slot(k.key);
-    if (key_slot(k.channel) != k.slot || (!k.token_key.empty() && key_slot(k.token_key) != k.slot))
-        ec = make_error_code(errc::invalid_argument);
+    for (const auto* other : {&k.channel, &k.token_key, &k.queue_key, &k.timeout_key})
+        if (!other->empty() && key_slot(*other) != k.slot)
+            ec = make_error_code(errc::invalid_argument);
     return k;
 }
 
