@@ -35,6 +35,7 @@ namespace {
 const lock_kind member_kinds[] = {
     lock_kind::reentrant,
     lock_kind::simple,
+    lock_kind::fair,
 };
 
 std::string kind_name(lock_kind k) {
@@ -43,6 +44,8 @@ std::string kind_name(lock_kind k) {
         return "reentrant";
     case lock_kind::simple:
         return "simple";
+    case lock_kind::fair:
+        return "fair";
     }
     return "kind" + std::to_string(static_cast<int>(k));
 }
