@@ -126,7 +126,7 @@ auto lease::async_release(CompletionToken&& token) {
 template <class CompletionToken>
 auto lease::async_extend(std::chrono::milliseconds lease_ms, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code)>(
-        [](auto handler, std::shared_ptr<detail::hold_state> h, std::chrono::milliseconds ms) {
+        [](auto handler, std::shared_ptr<detail::hold_state> h, std::chrono::milliseconds d) {
             detail::initiation_scope scope;
             using H = std::decay_t<decltype(handler)>;
             asio::any_io_executor io = executor_of(h);
@@ -134,7 +134,7 @@ auto lease::async_extend(std::chrono::milliseconds lease_ms, CompletionToken&& t
             auto work = asio::make_work_guard(asio::get_associated_executor(handler, io));
             auto shared =
                 std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
-            start_extend(std::move(h), ms, [shared](std::error_code ec) {
+            start_extend(std::move(h), d, [shared](std::error_code ec) {
                 auto ex = shared->second.get_executor();
                 detail::deliver(ex, [shared, ec]() mutable { std::move(shared->first)(ec); });
             });

@@ -13,9 +13,12 @@
 //   empty result or the error is reported. A member lost while later ones are awaited makes
 //   the acquisition release everything and start over from the first member, within the wait.
 // - Lease: acquire_options::lease nullopt: every member is renewed by the client's watchdog.
-//   A fixed lease L: members are taken with lease L and, while a later member is awaited, the
-//   held ones are extended to L again whenever a third of a lease is left; once the set is
-//   complete every member is extended to L, so valid_until() is about completion + L.
+//   A fixed lease L: the members taken before the last get L plus what is left of the wait, so
+//   none expires while the later ones are awaited (after a crash mid-acquisition they expire
+//   within wait + L); once the set is complete every member is extended to L, so valid_until()
+//   is about completion + L. With no bound on the wait, members get L and are extended to L
+//   again whenever a third of it is left while a later one is awaited (that member's wait is
+//   then taken in rounds: a fair-lock member re-queues at each round).
 // - acquire_options::kind is ignored: each member has its own kind.
 // - Loss: losing any member loses the multi-lock: lost() is true, stop_token() is requested and
 //   every on_lost() callback runs once (on the thread that detected the member's loss, as for
@@ -174,8 +177,8 @@ public:
 private:
     template <class D>
     static milliseconds ceil_ms(const D& d) {
-        auto ms = std::chrono::ceil<milliseconds>(d);
-        return ms.count() < 0 ? milliseconds(0) : ms;
+        auto r = std::chrono::ceil<milliseconds>(d);
+        return r.count() < 0 ? milliseconds(0) : r;
     }
     bool try_lock_impl(std::optional<milliseconds> wait, std::optional<milliseconds> lease);
     bool lock_impl(std::optional<milliseconds> wait, std::optional<milliseconds> lease,

@@ -33,10 +33,14 @@ multi_sequence::action multi_sequence::next_acquire(clock::time_point now) {
     a.member = held_;
     a.wait = remaining(now);
     a.lease = lease_;
+    // A member taken before the last outlives the wait (fixed lease: L + what is left of it),
+    // so it cannot expire while the later ones are awaited; it is cut to L at completion.
+    if (lease_ && a.wait && a.member + 1 < n_) a.lease = *lease_ + *a.wait;
     capped_ = false;
     if (lease_ && held_ > 0) {
-        // The held members must not expire while this one waits: wake up for a refresh when a
-        // third of the earliest one's lease is left (as the watchdog would).
+        // The held members must not expire while this one waits (only a wait without bound
+        // can reach that far): wake up for a refresh when a third of the earliest one's lease
+        // is left, as the watchdog would.
         const auto refresh_at = earliest_valid_ - *lease_ / 3;
         if (refresh_at <= now) {
             action r;

@@ -13,10 +13,12 @@
 // - Not acquired within the wait, an error, or a held member lost (a later release or refresh
 //   says so): the members held are released first, then the outcome is reported; a loss
 //   restarts from the first member when time is left (the "retry").
-// - Fixed lease L: members are taken with lease L. While a later member waits, its wait is cut
-//   so that the held members can be refreshed (extended to L again) when a third of the
-//   earliest one's lease is left; then the member waits again. Once the set is complete every
-//   member but the last is extended to L, so the set's validity is measured from completion.
+// - Fixed lease L: every member but the last is taken with lease L + what is left of the wait,
+//   so it outlives the wait; the last with L. With no bound on the wait, members are taken with
+//   L and, while a later member waits, its wait is cut so that the held members are refreshed
+//   (extended to L again) when a third of the earliest one's lease is left; then the member
+//   waits again. Once the set is complete every member but the last is extended to L, so the
+//   set's validity is measured from completion.
 // - Watchdog lease: members are taken with the watchdog; nothing is refreshed.
 #pragma once
 

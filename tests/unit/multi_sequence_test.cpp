@@ -116,12 +116,12 @@ TEST(multi_sequence, a_loss_after_the_deadline_reports_not_acquired) {
 
 TEST(multi_sequence, a_fixed_lease_is_extended_on_every_member_but_the_last_at_completion) {
     seq s(3, 5000ms, 9000ms, t0);
-    expect_acquire(s.start(t0), 0, 5000ms, 9000ms);
-    // Held member valid until t0+9 s: the next may wait until a third of a lease is left
-    // (t0+6 s), which is beyond the deadline, so the deadline bounds it.
-    expect_acquire(s.acquired(t0, false, t0 + 9000ms), 1, 5000ms, 9000ms);
-    expect_acquire(s.acquired(t0 + 1000ms, false, t0 + 9000ms), 2, 4000ms, 9000ms);
-    expect_refresh(s.acquired(t0 + 2000ms, false, t0 + 9000ms), 2, 9000ms);
+    // Members before the last outlive the wait: lease L + what is left of it.
+    expect_acquire(s.start(t0), 0, 5000ms, 14000ms);
+    expect_acquire(s.acquired(t0, false, t0 + 14000ms), 1, 5000ms, 14000ms);
+    // The last one: lease L (the set is complete once it is taken).
+    expect_acquire(s.acquired(t0 + 1000ms, false, t0 + 14000ms), 2, 4000ms, 9000ms);
+    expect_refresh(s.acquired(t0 + 2000ms, false, t0 + 11000ms), 2, 9000ms);
     expect_done(s.refreshed(t0 + 2001ms, {}, t0 + 11000ms), true);
 }
 
@@ -143,12 +143,10 @@ TEST(multi_sequence, a_long_wait_is_cut_so_held_members_are_refreshed_before_the
     expect_done(s.refreshed(t0 + 701ms, {}, t0 + 1600ms), true);
 }
 
-TEST(multi_sequence, a_cut_wait_resumes_with_what_is_left_of_the_deadline) {
+TEST(multi_sequence, a_bounded_wait_is_never_cut_because_early_members_outlive_it) {
     seq s(2, 650ms, 900ms, t0);
-    s.start(t0);
-    expect_acquire(s.acquired(t0, false, t0 + 900ms), 1, 600ms, 900ms);
-    expect_refresh(s.not_acquired(t0 + 600ms), 1, 900ms);
-    expect_acquire(s.refreshed(t0 + 601ms, {}, t0 + 1501ms), 1, 49ms, 900ms);
+    expect_acquire(s.start(t0), 0, 650ms, 1550ms);
+    expect_acquire(s.acquired(t0, false, t0 + 1550ms), 1, 650ms, 900ms);
     EXPECT_EQ(s.not_acquired(t0 + 650ms).what, at::release);
     expect_done(s.released(t0 + 651ms), false);
 }

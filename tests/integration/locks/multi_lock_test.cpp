@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <future>
+#include <optional>
 #include <string>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -28,6 +29,7 @@ using dlock::test::fast_options;
 using dlock::test::redis_server;
 using dlock::test::watchdog_options;
 using clock_type = std::chrono::steady_clock;
+using ms = std::chrono::milliseconds;
 
 namespace {
 
@@ -220,38 +222,50 @@ TEST_P(multi_lock_kinds, async_acquire_all_completes_a_callback_and_a_future) {
     EXPECT_FALSE(exists(s, set[1].name));
 }
 
-TEST_P(multi_lock_kinds, a_fixed_lease_keeps_early_members_while_a_later_one_is_awaited) {
-    DLOCK_SKIP_WITHOUT_REDIS();
-    redis_server s;
+namespace {
+
+/// A fixed lease of 400 ms on a set whose last member is free only after 800 ms: the first
+/// member, once taken, stays on the server until the set is complete (without a lease that
+/// outlives the wait, or without the refreshes when the wait has no bound, it would expire after
+/// 400 ms and be taken again later), and at completion every member's lease is 400 ms again.
+/// The sync form runs on a thread, the async form completes a future; the server is watched
+/// until the call returns.
+void check_fixed_lease_set(const redis_server& s, lock_kind k, std::optional<ms> wait, bool async,
+                           const std::string& prefix) {
     dlock::client a(fast_options(s.url()));
     dlock::client b(fast_options(s.url()));
-    auto set = mixed_set("fixed-", GetParam());
-    // The last member is free after 800 ms; the first two, taken at once with a 400 ms lease,
-    // would have expired by then without the refreshes.
+    auto set = mixed_set(prefix, k);
     auto other = b.acquire(set[2].name, {.lease = 800ms, .kind = set[2].kind});
     ASSERT_TRUE(other);
+    const dlock::acquire_options opts{.wait = wait, .lease = 400ms};
     dlock::multi_lease m;
     std::atomic<bool> returned{false};
-    std::thread t([&] {
-        m = a.acquire_all(set, {.wait = 3s, .lease = 400ms});
-        returned = true;
-    });
-    // Watch the first member on the server until acquire_all returns: once taken it must stay
-    // (without the refreshes it would expire after 400 ms and be taken again later).
+    std::future<dlock::multi_lease> fut;
+    std::thread t;
+    if (async)
+        fut = a.async_acquire_all(set, opts, asio::use_future);
+    else
+        t = std::thread([&] {
+            m = a.acquire_all(set, opts);
+            returned = true;
+        });
+    auto done = [&] {
+        return async ? fut.wait_for(0s) == std::future_status::ready : returned.load();
+    };
     bool seen = false, gap = false;
-    while (!returned) {
+    while (!done()) {
         if (exists(s, set[0].name))
             seen = true;
-        else if (seen && !returned)
+        else if (seen && !done())
             gap = true;
     }
-    t.join();
+    if (async)
+        m = fut.get();
+    else
+        t.join();
     ASSERT_TRUE(m);
     EXPECT_TRUE(seen);
     EXPECT_FALSE(gap);
-    for (const auto& r : set)
-        EXPECT_TRUE(exists(s, r.name)) << r.name;
-    // Completed: every member was extended to the lease from about now.
     for (const auto& r : set) {
         const auto pttl = std::stoll(s.cli({"PTTL", r.name}));
         EXPECT_GT(pttl, 200) << r.name;
@@ -263,31 +277,20 @@ TEST_P(multi_lock_kinds, a_fixed_lease_keeps_early_members_while_a_later_one_is_
     EXPECT_TRUE(eventually([&] { return m.stop_token().stop_requested(); }, 2s));
 }
 
-TEST_P(multi_lock_kinds, the_async_form_refreshes_and_extends_a_fixed_lease_as_well) {
+} // namespace
+
+TEST_P(multi_lock_kinds, a_fixed_lease_keeps_early_members_while_a_later_one_is_awaited) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
-    dlock::client a(fast_options(s.url()));
-    dlock::client b(fast_options(s.url()));
-    auto set = mixed_set("afixed-", GetParam());
-    auto other = b.acquire(set[2].name, {.lease = 800ms, .kind = set[2].kind});
-    ASSERT_TRUE(other);
-    auto fut = a.async_acquire_all(set, {.wait = 3s, .lease = 400ms}, asio::use_future);
-    bool seen = false, gap = false;
-    while (fut.wait_for(0s) != std::future_status::ready) {
-        if (exists(s, set[0].name))
-            seen = true;
-        else if (seen && fut.wait_for(0s) != std::future_status::ready)
-            gap = true;
-    }
-    auto m = fut.get();
-    ASSERT_TRUE(m);
-    EXPECT_TRUE(seen);
-    EXPECT_FALSE(gap);
-    for (const auto& r : set) {
-        const auto pttl = std::stoll(s.cli({"PTTL", r.name}));
-        EXPECT_GT(pttl, 200) << r.name;
-        EXPECT_LE(pttl, 400) << r.name;
-    }
+    check_fixed_lease_set(s, GetParam(), 3s, false, "fixed-");
+    check_fixed_lease_set(s, GetParam(), std::nullopt, false, "fixed-forever-");
+}
+
+TEST_P(multi_lock_kinds, the_async_form_keeps_early_members_of_a_fixed_lease_as_well) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    check_fixed_lease_set(s, GetParam(), 3s, true, "afixed-");
+    check_fixed_lease_set(s, GetParam(), std::nullopt, true, "afixed-forever-");
 }
 
 TEST_P(multi_lock_kinds, a_lease_extends_asynchronously_and_reports_a_lost_lock) {
