@@ -1,8 +1,8 @@
 // dlock/multi_lock.hpp: all of several locks or none (Redisson's RedissonMultiLock, fixed).
 //
-//   const dlock::lock_ref locks[] = {{"account:1"}, {"account:2"}, {"job",
-//   dlock::lock_kind::simple}}; if (auto all = c.acquire_all(locks, {.wait = 5s})) { ...
-//   all.stop_token() ... }
+//   const dlock::lock_ref locks[] = {{"account:2"}, {"account:1"},
+//                                    {"job", dlock::lock_kind::simple}};
+//   if (auto all = c.acquire_all(locks, {.wait = 5s})) { use(all.stop_token()); }
 //
 // - Order: the members are taken in one global order, sorted by name (byte-wise), whatever
 //   order the caller gives; two multi-locks over overlapping sets therefore cannot deadlock.
@@ -15,10 +15,11 @@
 // - Lease: acquire_options::lease nullopt: every member is renewed by the client's watchdog.
 //   A fixed lease L: the members taken before the last get L plus what is left of the wait, so
 //   none expires while the later ones are awaited (after a crash mid-acquisition they expire
-//   within wait + L); once the set is complete every member is extended to L, so valid_until()
-//   is about completion + L. With no bound on the wait, members get L and are extended to L
-//   again whenever a third of it is left while a later one is awaited (that member's wait is
-//   then taken in rounds: a fair-lock member re-queues at each round).
+//   within wait + L); once the set is complete every member's lease is cut to L (the last
+//   was taken with L), so valid_until() is about completion + L. With no bound on the wait,
+//   members get L and are extended to L again whenever a third of it is left while a later
+//   one is awaited (that member's wait is then taken in rounds: a fair-lock member re-queues
+//   at each round).
 // - acquire_options::kind is ignored: each member has its own kind.
 // - Loss: losing any member loses the multi-lock: lost() is true, stop_token() is requested and
 //   every on_lost() callback runs once (on the thread that detected the member's loss, as for
