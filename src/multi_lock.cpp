@@ -22,6 +22,7 @@ namespace dlock::detail {
 /// What a multi_lease shares with its members' loss callbacks.
 class multi_state final : public loss_signal {
 public:
+    std::weak_ptr<client_impl> client; ///< for the executor of async_release
     std::vector<lease> members;
     /// A member was lost: the multi-lock is lost unless it was released already.
     void member_lost() {
@@ -87,8 +88,9 @@ void keep(std::error_code& first, std::error_code e) {
     if (!first || e == errc::not_owner) first = e;
 }
 
-multi_lease make_multi(std::vector<lease> held) {
+multi_lease make_multi(const std::shared_ptr<client_impl>& c, std::vector<lease> held) {
     auto s = std::make_shared<multi_state>();
+    s->client = c;
     s->members = std::move(held);
     std::weak_ptr<multi_state> w = s;
     for (auto& m : s->members)
@@ -173,7 +175,7 @@ private:
                 held_.clear();
                 return done(a.ec, multi_lease{});
             }
-            return done({}, make_multi(std::move(held_)));
+            return done({}, make_multi(c_, std::move(held_)));
         }
         }
     }
@@ -281,7 +283,7 @@ multi_lease client::acquire_all(std::span<const lock_ref> locks, const acquire_o
         case seq_action::done:
             ec = a.ec;
             if (!a.acquired) return {};
-            return make_multi(std::move(held));
+            return make_multi(impl_, std::move(held));
         }
     }
 }
@@ -504,13 +506,9 @@ void multi_lease::extend(std::chrono::milliseconds lease_ms, std::error_code& ec
 }
 
 asio::any_io_executor multi_lease::executor_of(const std::shared_ptr<detail::multi_state>& s) {
-    if (!s) return {};
-    for (const auto& m : s->members) {
-        const auto& h = detail::access::state(m);
-        auto c = h ? h->client.lock() : nullptr;
-        if (c && !c->shut_down()) return c->io().get_executor();
-    }
-    return {};
+    auto c = s ? s->client.lock() : nullptr;
+    return c && !c->shut_down() ? asio::any_io_executor(c->io().get_executor())
+                                : asio::any_io_executor{};
 }
 
 void multi_lease::start_release(std::shared_ptr<detail::multi_state> s,
