@@ -27,6 +27,14 @@ bool may_queue(client_impl& c, const acquire_request& req) {
            c.registry().held_here(*req.protocol, req.keys.key);
 }
 
+/// A polite release of this client just gave waiters of other clients a head start on the
+/// lock (see release.cpp): until when this acquisition waits on the channel before trying.
+std::optional<clock::time_point> polite_wait(client_impl& c, const acquire_request& req) {
+    if (!req.fresh_owner || req.retry || single_try(req) || req.protocol->queues_on_server())
+        return std::nullopt;
+    return c.registry().polite_until(*req.protocol, req.keys.key, clock::now());
+}
+
 /// The attempt command of `req`: a single try, or one that may wait (and then joins the
 /// server's queue for a kind that has one).
 void build_attempt(const client_impl& c, const acquire_request& req, command& cmd) {
@@ -101,6 +109,10 @@ public:
         }
         if (may_queue(*c_, req_))
             return asio::post(c_->io(), [self = shared_from_this()] { self->queue(); });
+        if (const auto until = polite_wait(*c_, req_))
+            return asio::post(c_->io(), [self = shared_from_this(), until = *until] {
+                self->wait_politely(until);
+            });
         resume({.type = wait_fsm::event_type::start});
     }
 
@@ -155,6 +167,19 @@ private:
         if (!lease || !sub().active_since(channel_, now))
             return resume({.type = wait_fsm::event_type::start, .now = now});
         resume({.type = wait_fsm::event_type::start_queued, .now = now, .ttl_ms = lease->count()});
+    }
+
+    /// I/O thread: wait, before the first attempt, until the head start this client's release
+    /// gave the other clients' waiters ends. Not on the channel: that release's own message
+    /// may still be on its way to this client's subscriber and would wake us at once. If one
+    /// of those waiters took the lock, the attempt is refused and the wait continues as usual.
+    void wait_politely(clock::time_point until) {
+        timer_armed_ = true;
+        timer_.expires_at(until);
+        timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+            self->timer_armed_ = false;
+            if (!ec) self->resume({.type = wait_fsm::event_type::start}); // ignored once finished
+        });
     }
 
     /// Feeds `ev` to the machine and carries out its actions until one waits for the outside.
@@ -212,6 +237,19 @@ private:
     void join() {
         c_->registry().waiter_added();
         sub().add(channel_, this, req_.protocol->wake_rule());
+        if (req_.protocol->queues_on_server())
+            c_->registry().queued_waiters[req_.keys.key].push_back(this);
+    }
+
+    void leave() {
+        sub().remove(channel_, this);
+        c_->registry().waiter_removed();
+        if (!req_.protocol->queues_on_server()) return;
+        auto& all = c_->registry().queued_waiters;
+        auto it = all.find(req_.keys.key);
+        if (it == all.end()) return;
+        std::erase(it->second, static_cast<pubsub::waiter*>(this));
+        if (it->second.empty()) all.erase(it);
     }
 
     void send(bool ttl) {
@@ -248,10 +286,7 @@ private:
 
     void finish(const wait_fsm::action& a) {
         cancel_timer();
-        if (a.leave_channel) { // the machine knows whether it joined
-            sub().remove(channel_, this);
-            c_->registry().waiter_removed();
-        }
+        if (a.leave_channel) leave(); // the machine knows whether it joined
         const auto res = a.acquired ? acquired(*c_, req_, a.reentered, a.count, a.token, a.sent_at)
                                     : acquire_result{};
         if (!a.acquired && !a.undo) leave_queue(*c_, req_); // (undo leaves it too)
@@ -309,7 +344,7 @@ acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error
     ec.clear();
     acquire_result res;
     auto* lane = c.lane_for(*req.where);
-    if (lane && !c.shut_down() && !c.on_io_thread() && !may_queue(c, req)) {
+    if (lane && !c.shut_down() && !c.on_io_thread() && !may_queue(c, req) && !polite_wait(c, req)) {
         // The first attempt on the calling thread: the uncontended case is one round trip
         // with no I/O-thread involvement.
         command cmd;

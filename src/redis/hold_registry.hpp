@@ -19,6 +19,10 @@
 #include <unordered_map>
 #include <vector>
 
+namespace dlock::pubsub {
+class waiter;
+}
+
 namespace dlock::detail {
 
 class hold_state;
@@ -51,6 +55,16 @@ public:
     std::optional<std::chrono::milliseconds> held_here(const lock_protocol& p,
                                                        const std::string& key);
 
+    /// Polite release: the final release of `key` (kind `p`) just reached waiters of other
+    /// clients, so this client's next acquisition of it waits on the channel until `until`
+    /// (or a wake) before trying, and a woken waiter elsewhere gets the lock first.
+    void polite_begin(const lock_protocol& p, const std::string& key,
+                      std::chrono::steady_clock::time_point until);
+    /// The end of that head start, when one runs now; nullopt otherwise.
+    std::optional<std::chrono::steady_clock::time_point>
+    polite_until(const lock_protocol& p, const std::string& key,
+                 std::chrono::steady_clock::time_point now);
+
     /// Acquisitions of this client that are subscribed and waiting (any lock). While there are
     /// any, blocking calls stay off the sync lane (a releasing thread would get its reply
     /// first and re-acquire ahead of the waiter the I/O thread is about to wake).
@@ -61,6 +75,11 @@ public:
     /// Registers an operation to cancel at shutdown. Expired entries are pruned.
     void track(std::weak_ptr<cancellable> op);
     std::vector<std::weak_ptr<cancellable>> take_tracked();
+
+    /// I/O thread only: the waiters of this client on each lock whose waiters queue on the
+    /// server (the fair lock), in the order they joined; a release hands over only to the
+    /// first, and only if it is the head of the server's queue.
+    std::unordered_map<std::string, std::vector<pubsub::waiter*>> queued_waiters;
 
     /// I/O thread only: per unlock channel, when a hand-over last found (PUBSUB NUMSUB) that
     /// no other client waits; within handover_recheck of that, the check is skipped.
@@ -79,6 +98,8 @@ private:
     std::mutex local_mu_;
     /// Keyed by the hash of (kind, lock key): no copy of the key per held lock.
     std::unordered_map<std::size_t, local_hold> local_holds_; // guarded by local_mu_
+    /// Head starts given by polite releases, by the same hash (guarded by local_mu_).
+    std::unordered_map<std::size_t, std::chrono::steady_clock::time_point> polite_;
     std::mutex thread_holds_mu_;
     std::unordered_map<std::string, std::shared_ptr<hold_state>> thread_holds_; // guarded
 };

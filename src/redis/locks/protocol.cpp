@@ -102,6 +102,14 @@ std::error_code reply_error(const resp3::value& v) noexcept {
     return make_error_code(classify_server_error(v.str));
 }
 
+bool read_published_release(const resp3::value& r, release_outcome& out) noexcept {
+    if (r.kind != resp3::type::array || r.elements.size() != 2 || !r.elements[0].is_integer() ||
+        r.elements[0].integer != 1 || !r.elements[1].is_integer() || r.elements[1].integer < 0)
+        return false;
+    out = {release_outcome::kind::released, {}, r.elements[1].integer};
+    return true;
+}
+
 pubsub::wake redisson_wake_rule(std::string_view payload) noexcept {
     return payload == "1" ? pubsub::wake::all : pubsub::wake::one;
 }

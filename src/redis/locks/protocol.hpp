@@ -84,6 +84,8 @@ private:
 struct release_outcome {
     enum class kind { released, still_held, not_owner, error } what = kind::error;
     std::error_code ec; ///< error
+    /// released: how many connections received the unlock message (0: unknown or none)
+    std::int64_t receivers = 0;
 };
 
 /// What a hand-over script's reply meant, for the releasing caller and for the waiter.
@@ -218,6 +220,8 @@ std::size_t register_protocol(lock_protocol& p);
 
 /// Shared readers.
 std::error_code reply_error(const resp3::value& v) noexcept;
+/// A final release's `{1, receivers}`: released, and how many connections got the message.
+bool read_published_release(const resp3::value& r, release_outcome& out) noexcept;
 /// Redisson's LockPubSub rule: "1" (a read unlock) wakes every waiter, anything else one.
 pubsub::wake redisson_wake_rule(std::string_view payload) noexcept;
 

@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <future>
+#include <sstream>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <thread>
@@ -368,4 +369,155 @@ TEST(lock, redisson_fair_waiters_and_ours_share_one_queue_in_both_directions) {
     EXPECT_EQ(second.wait_for(300ms), std::future_status::timeout);
     EXPECT_EQ(redisson_unlock(s, name, java), "1");
     EXPECT_TRUE(second.get());
+}
+
+// Ports of RedissonFairLockTest behaviours (redisson.md §8.2), as our own tests.
+
+TEST(lock, a_fair_queue_advances_in_order_when_fixed_leases_expire_without_unlocks) {
+    // testLeaseTimeout: eight waiters, each taking the lock with a short fixed lease and never
+    // unlocking, acquire in the order they queued.
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    const std::string name = "fair-expiring";
+    dlock::client c(fast_options(s.url()));
+    dlock::fair_mutex holder = c.make_fair_mutex(name);
+    holder.lock(dlock::fixed_lease{300ms});
+    std::mutex order_mu;
+    std::vector<int> order;
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i) {
+        threads.emplace_back([&, i] {
+            dlock::fair_mutex m = c.make_fair_mutex(name);
+            if (!m.try_lock_for(20s, dlock::fixed_lease{200ms})) return;
+            std::scoped_lock g(order_mu);
+            order.push_back(i); // never unlocked: the lease runs out
+        });
+        ASSERT_TRUE(eventually([&] { return queue_length(s, name) == i + 1; }, 10s)) << i;
+    }
+    for (auto& t : threads)
+        t.join();
+    EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(lock, after_a_timed_out_fair_waiter_left_a_try_lock_succeeds_at_once) {
+    // testTryLockNonDelayed.
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    const std::string name = "fair-nondelayed";
+    dlock::client c(fast_options(s.url()));
+    dlock::fair_mutex holder = c.make_fair_mutex(name);
+    ASSERT_TRUE(holder.try_lock());
+    std::thread t([&] { EXPECT_FALSE(c.make_fair_mutex(name).try_lock_for(200ms)); });
+    t.join();
+    holder.unlock();
+    std::thread u([&] {
+        dlock::fair_mutex m = c.make_fair_mutex(name);
+        EXPECT_TRUE(m.try_lock());
+        m.unlock();
+    });
+    u.join();
+}
+
+TEST(lock, an_expired_fair_lock_passes_to_the_waiter_and_its_old_owner_hears_not_owner) {
+    // testExpire, with dlock's answer: Redisson's fair unlock of an expired lock returns
+    // quietly; ours says the hold was lost (as the reentrant lock does).
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    const std::string name = "fair-expire";
+    dlock::client c(fast_options(s.url()));
+    dlock::fair_mutex m = c.make_fair_mutex(name);
+    m.lock(dlock::fixed_lease{300ms});
+    auto other = std::async(std::launch::async, [&] {
+        dlock::fair_mutex o = c.make_fair_mutex(name);
+        const bool got = o.try_lock_for(10s, dlock::fixed_lease{30s});
+        return std::make_pair(got, std::chrono::steady_clock::now());
+    });
+    const auto [got, at] = other.get();
+    EXPECT_TRUE(got);
+    std::error_code ec;
+    m.unlock(ec);
+    EXPECT_EQ(ec, dlock::errc::not_owner);
+    EXPECT_TRUE(m.is_locked()); // the other owner's hold is untouched
+}
+
+TEST(lock, a_fair_waiter_that_times_out_while_the_server_is_paused_leaves_the_queue_later) {
+    // testAcquireFailedNotCalledOnRedisTimeout (#5019): the give-up reaches the server once it
+    // answers again, and the waiter reports "not acquired" or an error, never a hang.
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    const std::string name = "fair-paused";
+    // Commands outlive the pause: a command that timed out could still be executed after a
+    // give-up sent on a new connection (then the stale place is dropped after its timeout,
+    // as a killed waiter's is).
+    auto o = fast_options(s.url());
+    o.command_timeout = 5s;
+    dlock::client c(o);
+    dlock::fair_mutex holder = c.make_fair_mutex(name);
+    holder.lock();
+    auto waiter = std::async(std::launch::async, [&] {
+        std::error_code ec;
+        const bool got = c.make_fair_mutex(name).try_lock_for(1500ms, ec);
+        return got;
+    });
+    ASSERT_TRUE(eventually([&] { return queue_length(s, name) == 1; }, 5s));
+    s.cli({"CLIENT", "PAUSE", "2500", "WRITE"});
+    EXPECT_FALSE(waiter.get());
+    EXPECT_TRUE(eventually([&] { return queue_length(s, name) == 0; }, 10s));
+    holder.unlock();
+}
+
+TEST(lock, fair_queue_deadlines_stay_within_one_place_timeout_of_the_servers_clock) {
+    // testWaitTimeoutDrift: Redisson's deadlines could drift upward by the wait of every
+    // waiter before; ours are the server's clock plus one place timeout.
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    const std::string name = "fair-drift";
+    auto o = fast_options(s.url());
+    o.fair_waiter_timeout = 2s;
+    dlock::client c(o);
+    dlock::fair_mutex holder = c.make_fair_mutex(name);
+    holder.lock();
+    std::vector<std::future<bool>> waiters;
+    for (int i = 0; i < 5; ++i)
+        waiters.push_back(std::async(std::launch::async,
+                                     [&] { return c.make_fair_mutex(name).try_lock_for(300ms); }));
+    ASSERT_TRUE(eventually([&] { return queue_length(s, name) == 5; }, 5s));
+    const auto now = std::stoll(s.cli({"TIME"}).substr(0, 10)) * 1000;
+    const auto scores = s.cli({"ZRANGE", timeouts_of(name), "0", "-1", "WITHSCORES"});
+    std::istringstream in(scores);
+    int seen = 0;
+    for (std::string owner, score; std::getline(in, owner) && std::getline(in, score); ++seen) {
+        EXPECT_LE(std::stoll(score), now + 2000 + 1000) << owner;
+        EXPECT_GT(std::stoll(score), now) << owner;
+    }
+    EXPECT_EQ(seen, 5);
+    for (auto& w : waiters)
+        EXPECT_FALSE(w.get());
+    EXPECT_TRUE(eventually([&] { return queue_length(s, name) == 0; }, 5s));
+    holder.unlock();
+}
+
+TEST(lock, a_fair_release_hands_the_lock_to_this_clients_waiter_only_when_it_heads_the_queue) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    const std::string name = "fair-handover";
+    dlock::client c(fast_options(s.url()));
+    dlock::fair_mutex holder = c.make_fair_mutex(name);
+    holder.lock();
+    auto first = fair_waiter(c, name);
+    ASSERT_TRUE(eventually([&] { return queue_length(s, name) == 1; }, 5s));
+    s.cli({"CONFIG", "RESETSTAT"});
+    holder.unlock(); // our waiter is the head: one script passes the lock, no PUBLISH
+    EXPECT_TRUE(first.get());
+    EXPECT_EQ(command_calls(s, "publish"), 0); // (a release to a waiting head publishes)
+    // Another client's waiter at the head: our release wakes it, our waiter keeps its place.
+    holder.lock();
+    dlock::client other(fast_options(s.url()));
+    auto theirs = fair_waiter(other, name);
+    ASSERT_TRUE(eventually([&] { return queue_length(s, name) == 1; }, 5s));
+    auto ours = fair_waiter(c, name);
+    ASSERT_TRUE(eventually([&] { return queue_length(s, name) == 2; }, 5s));
+    holder.unlock();
+    EXPECT_TRUE(theirs.get());
+    EXPECT_TRUE(ours.get());
 }

@@ -11,7 +11,8 @@
 -- Returns  {1, token}  acquired fresh (the queue's head, or the queue was empty)
 --          {2, count}  re-entered by the same owner
 --          {0, retry}  refused; retry = ms after which to try again without a message: the
---                      holder's PTTL, or when the head's place expires, capped at a third of
+--                      holder's PTTL (a lease that runs out publishes nothing), or, while the
+--                      lock is free for another head, 1/64 of ARGV[3]; at most a third of
 --                      ARGV[3] so a live waiter refreshes its place in time
 -- Deadlines come from the server's clock (TIME), never the client's: Redisson's scripts take
 -- them from the calling client's wall clock, so a clock jump on one client could drop or keep
@@ -47,9 +48,13 @@ local place = tonumber(ARGV[3])
 local refresh = math.max(1, math.floor(place / 3))
 local retry = redis.call('pttl', KEYS[1])
 if retry <= 0 then
+    -- Free, and another waiter is the head: a live head takes it within moments (it was woken,
+    -- or its timer ran out with the holder's lease), a dead one is dropped when its place
+    -- expires. Look again soon, but not in a loop: every 1/64 of the place timeout.
     local head = redis.call('lindex', KEYS[2], 0)
     local deadline = head and redis.call('zscore', KEYS[3], head)
-    retry = deadline and (tonumber(deadline) - now + 1) or refresh
+    retry = math.max(2, math.floor(place / 64))
+    if deadline then retry = math.min(retry, tonumber(deadline) - now + 1) end
 end
 if ARGV[4] == '1' then
     if redis.call('zadd', KEYS[3], now + place, ARGV[2]) == 1 then
