@@ -41,6 +41,73 @@ std::shared_ptr<detail::client_impl> begin_release(const std::shared_ptr<detail:
     return c;
 }
 
+/// The checks before an extension of `h`, shared by extend() and async_extend(). Returns the
+/// client when the command must be sent; otherwise null with `ec` set.
+std::shared_ptr<detail::client_impl> begin_extend(const std::shared_ptr<detail::hold_state>& h,
+                                                  std::chrono::milliseconds lease_ms,
+                                                  std::error_code& ec) {
+    ec.clear();
+    if (!h || h->released()) {
+        ec = make_error_code(errc::not_owner);
+        return nullptr;
+    }
+    if (lease_ms.count() < 1) {
+        ec = make_error_code(errc::invalid_argument);
+        return nullptr;
+    }
+    auto c = h->client.lock();
+    if (!c) {
+        ec = make_error_code(errc::cancelled);
+        return nullptr;
+    }
+    if (h->lost()) {
+        ec = make_error_code(errc::not_owner);
+        return nullptr;
+    }
+    return c;
+}
+
+/// Reads the extension's reply (`ec`: its transport error) and updates `h`; returns the
+/// caller's error.
+std::error_code end_extend(detail::client_impl& c, const std::shared_ptr<detail::hold_state>& h,
+                           std::chrono::milliseconds lease_ms,
+                           std::chrono::steady_clock::time_point sent, std::error_code ec,
+                           const resp3::value& v) {
+    if (ec) return ec;
+    if ((ec = detail::reply_error(v))) return ec;
+    std::vector<char> ok;
+    if (!detail::lock_protocol::read_renew({}, v, 1, ok))
+        return make_error_code(errc::protocol_error);
+    if (!ok[0]) {
+        c.renewal().remove(h);
+        h->end_lost();
+        return make_error_code(errc::not_owner);
+    }
+    h->set_valid_until(sent + lease_ms - detail::drift_for(lease_ms));
+    return {};
+}
+
+/// One extension in flight (lease::async_extend).
+class extend_op final : public detail::request {
+public:
+    std::shared_ptr<detail::hold_state> hold;
+    std::chrono::milliseconds lease_ms{};
+    std::chrono::steady_clock::time_point sent_at;
+    detail::command cmd;
+    std::function<void(std::error_code)> done;
+
+    void complete(std::error_code ec, resp3::value&& reply) override {
+        auto c = hold->client.lock();
+        if (!c)
+            ec = make_error_code(errc::cancelled);
+        else
+            ec = end_extend(*c, hold, lease_ms, sent_at, ec, reply);
+        auto d = std::move(done);
+        delete this;
+        if (d) d(ec);
+    }
+};
+
 } // namespace
 
 lease::lease(lease&&) noexcept = default;
@@ -111,43 +178,32 @@ void lease::extend(std::chrono::milliseconds lease_ms) {
 }
 
 void lease::extend(std::chrono::milliseconds lease_ms, std::error_code& ec) {
-    ec.clear();
-    if (!state_ || state_->released()) {
-        ec = make_error_code(errc::not_owner);
-        return;
-    }
-    if (lease_ms.count() < 1) {
-        ec = make_error_code(errc::invalid_argument);
-        return;
-    }
-    auto c = state_->client.lock();
-    if (!c) {
-        ec = make_error_code(errc::cancelled);
-        return;
-    }
-    if (state_->lost()) {
-        ec = make_error_code(errc::not_owner);
-        return;
-    }
+    auto c = begin_extend(state_, lease_ms, ec);
+    if (!c) return;
     detail::command cmd;
     const detail::hold_state* one[] = {state_.get()};
     state_->protocol->renew(cmd, one, lease_ms);
     const auto sent = std::chrono::steady_clock::now();
     const auto v = c->run(*state_->where, cmd, ec);
-    if (ec) return;
-    if ((ec = detail::reply_error(v))) return;
-    std::vector<char> ok;
-    if (!detail::lock_protocol::read_renew({}, v, 1, ok)) {
-        ec = make_error_code(errc::protocol_error);
-        return;
-    }
-    if (!ok[0]) {
-        c->renewal().remove(state_);
-        state_->end_lost();
-        ec = make_error_code(errc::not_owner);
-        return;
-    }
-    state_->set_valid_until(sent + lease_ms - detail::drift_for(lease_ms));
+    ec = end_extend(*c, state_, lease_ms, sent, ec, v);
+}
+
+void lease::start_extend(std::shared_ptr<detail::hold_state> h, std::chrono::milliseconds lease_ms,
+                         std::function<void(std::error_code)> done) {
+    std::error_code ec;
+    auto c = begin_extend(h, lease_ms, ec);
+    if (!c) return done(ec);
+    auto* op = new extend_op();
+    op->hold = std::move(h);
+    op->lease_ms = lease_ms;
+    op->done = std::move(done);
+    const detail::hold_state* one[] = {op->hold.get()};
+    op->hold->protocol->renew(op->cmd, one, lease_ms);
+    op->args = op->cmd.args();
+    op->eval_fallback = op->cmd.eval_fallback();
+    op->sent_at = std::chrono::steady_clock::now();
+    op->deadline = op->sent_at + c->options().command_timeout;
+    op->hold->where->conn().submit(*op); // op may be gone from here on
 }
 
 asio::any_io_executor lease::executor_of(const std::shared_ptr<detail::hold_state>& h) {

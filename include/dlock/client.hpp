@@ -16,6 +16,7 @@
 #include <dlock/error.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lock_options.hpp>
+#include <dlock/multi_lock.hpp>
 #include <dlock/resp3.hpp>
 
 #include <asio/any_io_executor.hpp>
@@ -91,6 +92,20 @@ public:
     template <class CompletionToken>
     auto async_acquire(std::string name, acquire_options opts, CompletionToken&& token);
 
+    /// Takes all of `locks` or none (dlock/multi_lock.hpp: order, one wait, leases, loss).
+    /// Returns an empty multi_lease when not acquired within opts.wait (opts.kind is ignored).
+    /// Errors: errc::invalid_argument for an empty set, a name given twice or a bad option;
+    /// otherwise as acquire(). Blocking: up to opts.wait plus the releases of a partial set.
+    multi_lease acquire_all(std::span<const lock_ref> locks, const acquire_options& opts = {});
+    multi_lease acquire_all(std::span<const lock_ref> locks, const acquire_options& opts,
+                            std::error_code& ec);
+    multi_lease acquire_all(std::initializer_list<lock_ref> locks,
+                            const acquire_options& opts = {});
+    /// Completes with void(std::error_code, multi_lease).
+    template <class CompletionToken>
+    auto async_acquire_all(std::vector<lock_ref> locks, acquire_options opts,
+                           CompletionToken&& token);
+
     /// The client's I/O executor (where async completions run by default).
     asio::any_io_executor get_executor() const;
 
@@ -100,6 +115,8 @@ private:
     void submit(detail::request& r);
     void start_async_acquire(std::string name, const acquire_options& opts,
                              std::function<void(std::error_code, lease)> done);
+    void start_async_acquire_all(std::vector<lock_ref> locks, const acquire_options& opts,
+                                 std::function<void(std::error_code, multi_lease)> done);
 
     std::shared_ptr<detail::client_impl> impl_{};
 };
@@ -168,6 +185,27 @@ auto client::async_acquire(std::string name, acquire_options opts, CompletionTok
             });
         },
         token, std::move(name), std::move(opts));
+}
+
+template <class CompletionToken>
+auto client::async_acquire_all(std::vector<lock_ref> locks, acquire_options opts,
+                               CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code, multi_lease)>(
+        [this](auto handler, std::vector<lock_ref> l, acquire_options o) {
+            detail::initiation_scope scope;
+            using H = std::decay_t<decltype(handler)>;
+            auto work =
+                asio::make_work_guard(asio::get_associated_executor(handler, get_executor()));
+            auto shared =
+                std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
+            start_async_acquire_all(std::move(l), o, [shared](std::error_code ec, multi_lease m) {
+                auto ex = shared->second.get_executor();
+                detail::deliver(ex, [shared, ec, m = std::move(m)]() mutable {
+                    std::move(shared->first)(ec, std::move(m));
+                });
+            });
+        },
+        token, std::move(locks), std::move(opts));
 }
 
 } // namespace dlock

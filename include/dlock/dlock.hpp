@@ -8,6 +8,7 @@
 #include <dlock/layout.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lock_options.hpp>
+#include <dlock/multi_lock.hpp>
 #include <dlock/mutex.hpp>
 #include <dlock/resp3.hpp>
 #include <dlock/rw_mutex.hpp>

@@ -80,6 +80,10 @@ public:
     /// Extends the lease to now + `lease_ms` if still owned. Errors: errc::not_owner if lost.
     void extend(std::chrono::milliseconds lease_ms);
     void extend(std::chrono::milliseconds lease_ms, std::error_code& ec);
+    /// Async twin of extend(): completes with void(std::error_code) on the token's associated
+    /// executor (the client's I/O thread by default). The handle stays as it is.
+    template <class CompletionToken>
+    auto async_extend(std::chrono::milliseconds lease_ms, CompletionToken&& token);
 
 private:
     friend struct detail::access;
@@ -89,6 +93,11 @@ private:
     /// there is nothing to send (already released, lost, or the client is gone).
     static void start_release(std::shared_ptr<detail::hold_state> h,
                               std::function<void(std::error_code)> done);
+    /// Sends the extension of `h` without blocking; `done` runs on the client's I/O thread, or
+    /// inline when nothing is sent (not held, lost, bad lease, the client is gone).
+    static void start_extend(std::shared_ptr<detail::hold_state> h,
+                             std::chrono::milliseconds lease_ms,
+                             std::function<void(std::error_code)> done);
     /// The I/O executor of the client that owns `h`; empty when that client is gone.
     static asio::any_io_executor executor_of(const std::shared_ptr<detail::hold_state>& h);
 
@@ -112,6 +121,25 @@ auto lease::async_release(CompletionToken&& token) {
             });
         },
         token, std::move(state_));
+}
+
+template <class CompletionToken>
+auto lease::async_extend(std::chrono::milliseconds lease_ms, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code)>(
+        [](auto handler, std::shared_ptr<detail::hold_state> h, std::chrono::milliseconds d) {
+            detail::initiation_scope scope;
+            using H = std::decay_t<decltype(handler)>;
+            asio::any_io_executor io = executor_of(h);
+            if (!io) io = asio::system_executor();
+            auto work = asio::make_work_guard(asio::get_associated_executor(handler, io));
+            auto shared =
+                std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
+            start_extend(std::move(h), d, [shared](std::error_code ec) {
+                auto ex = shared->second.get_executor();
+                detail::deliver(ex, [shared, ec]() mutable { std::move(shared->first)(ec); });
+            });
+        },
+        token, state_, lease_ms);
 }
 
 } // namespace dlock

@@ -87,6 +87,12 @@ struct access {
     static const std::shared_ptr<client_impl>& impl(const client& c) noexcept { return c.impl_; }
     static lease make_lease(std::shared_ptr<hold_state> h) noexcept { return lease(std::move(h)); }
     static const std::shared_ptr<hold_state>& state(const lease& l) noexcept { return l.state_; }
+    static multi_lease make_multi(std::shared_ptr<multi_state> s) noexcept {
+        return multi_lease(std::move(s));
+    }
+    static const std::shared_ptr<multi_state>& state(const multi_lease& m) noexcept {
+        return m.state_;
+    }
 };
 
 } // namespace dlock::detail

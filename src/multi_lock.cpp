@@ -1,0 +1,547 @@
+// dlock::multi_lease and client::acquire_all: the blocking and async shells around
+// core::multi_sequence. The members are lease handles taken through the normal acquisition
+// path, one at a time in name order; the sequence decides what comes next.
+#include "core/loss_signal.hpp"
+#include "core/multi_sequence.hpp"
+#include "redis/acquire.hpp"
+#include "redis/client_impl.hpp"
+
+#include <dlock/client.hpp>
+#include <dlock/multi_lock.hpp>
+
+#include <asio/post.hpp>
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace dlock::detail {
+
+/// What a multi_lease shares with its members' loss callbacks.
+class multi_state final : public loss_signal {
+public:
+    std::weak_ptr<client_impl> client; ///< for the executor of async_release
+    std::vector<lease> members;
+    /// A member was lost: the multi-lock is lost unless it was released already.
+    void member_lost() {
+        if (!released()) mark_lost();
+    }
+    void end_released() noexcept { mark_released(); }
+};
+
+/// A multi_mutex: its set, its client and the current hold (guarded: any thread may lock).
+struct multi_mutex_state {
+    client* c = nullptr;
+    std::vector<lock_ref> locks; // sorted
+    mutable std::mutex mu;
+    multi_lease held;        // guarded by mu
+    std::thread::id owner{}; // guarded by mu
+};
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using seq_action = multi_sequence::action_type;
+
+/// The members sorted by (name, kind), each name's keys checked. Errors: invalid_argument for
+/// an empty set or a name given twice; the kind's own errors for a bad name.
+std::error_code sorted_members(std::span<const lock_ref> in, std::vector<lock_ref>& out) {
+    if (in.empty()) return make_error_code(errc::invalid_argument);
+    out.assign(in.begin(), in.end());
+    std::sort(out.begin(), out.end(), [](const lock_ref& a, const lock_ref& b) {
+        return a.name != b.name ? a.name < b.name : a.kind < b.kind;
+    });
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        if (i > 0 && out[i].name == out[i - 1].name) return make_error_code(errc::invalid_argument);
+        std::error_code ec;
+        (void)protocol_of(out[i].kind).keys(out[i].name, ec);
+        if (ec) return ec;
+    }
+    return {};
+}
+
+acquire_options member_options(const acquire_options& opts, lock_kind kind,
+                               const multi_sequence::action& a) {
+    acquire_options o = opts;
+    o.kind = kind;
+    o.wait = a.wait;
+    o.lease = a.lease;
+    return o;
+}
+
+bool any_lost(const std::vector<lease>& held) {
+    return std::any_of(held.begin(), held.end(), [](const lease& l) { return l.lost(); });
+}
+
+clock::time_point earliest(const std::vector<lease>& held) {
+    auto t = clock::time_point::max();
+    for (const auto& l : held)
+        t = std::min(t, l.valid_until());
+    return t;
+}
+
+/// Keeps the error a refresh reports: a lost member (not_owner) wins, else the first error.
+void keep(std::error_code& first, std::error_code e) {
+    if (!e || first == errc::not_owner) return;
+    if (!first || e == errc::not_owner) first = e;
+}
+
+multi_lease make_multi(const std::shared_ptr<client_impl>& c, std::vector<lease> held) {
+    auto s = std::make_shared<multi_state>();
+    s->client = c;
+    s->members = std::move(held);
+    std::weak_ptr<multi_state> w = s;
+    for (auto& m : s->members)
+        m.on_lost([w] {
+            if (auto p = w.lock()) p->member_lost();
+        });
+    return access::make_multi(std::move(s));
+}
+
+/// One member's acquisition for the async shell: a lease handle with an owner of its own
+/// (what client::async_acquire does, without the client object, which may move meanwhile).
+void acquire_member_async(const std::shared_ptr<client_impl>& c, const std::string& name,
+                          const acquire_options& o,
+                          std::function<void(std::error_code, lease)> done) {
+    const auto& p = protocol_of(o.kind);
+    acquire_request req;
+    std::error_code ec;
+    auto keys = p.keys(name, ec);
+    if (!ec) ec = prepare(*c, p, std::move(keys), o, new_owner(*c, p, false), req);
+    if (ec) return asio::post(c->io(), [done = std::move(done), ec] { done(ec, lease{}); });
+    acquire_async(
+        *c, std::move(req),
+        [c, done = std::move(done)](std::error_code e, acquire_result r, const acquire_request& q) {
+            if (e || !r.acquired) return done(e, lease{});
+            done({}, access::make_lease(make_hold(*c, q, r)));
+        });
+}
+
+/// The async shell: one acquisition of a set, alive until it reports.
+class multi_acquire_op : public std::enable_shared_from_this<multi_acquire_op> {
+public:
+    using done_fn = std::function<void(std::error_code, multi_lease)>;
+    multi_acquire_op(std::shared_ptr<client_impl> c, std::vector<lock_ref> members,
+                     const acquire_options& opts, done_fn done)
+        : c_(std::move(c))
+        , members_(std::move(members))
+        , opts_(opts)
+        , seq_(members_.size(), opts.wait, opts.lease, clock::now())
+        , done_(std::move(done)) {}
+
+    void start() { run(seq_.start(clock::now())); }
+
+private:
+    void run(multi_sequence::action a) {
+        auto self = shared_from_this();
+        switch (a.what) {
+        case seq_action::acquire: {
+            const auto& m = members_[a.member];
+            acquire_member_async(
+                c_, m.name, member_options(opts_, m.kind, a),
+                [self](std::error_code ec, lease l) { self->on_member(ec, std::move(l)); });
+            return;
+        }
+        case seq_action::refresh: {
+            if (a.count == 0) return run(seq_.refreshed(clock::now(), {}, earliest(held_)));
+            begin_countdown(a.count);
+            for (std::size_t j = 0; j < a.count; ++j)
+                held_[j].async_extend(*a.lease, [self](std::error_code ec) {
+                    if (self->count_down(ec))
+                        self->run(self->seq_.refreshed(clock::now(), self->first_,
+                                                       earliest(self->held_)));
+                });
+            return;
+        }
+        case seq_action::release: {
+            if (held_.empty()) return run(seq_.released(clock::now()));
+            begin_countdown(held_.size());
+            // Every release is sent before any completes; their errors do not matter here
+            // (a failed release is given up and the key expires).
+            for (std::size_t j = held_.size(); j-- > 0;)
+                held_[j].async_release([self](std::error_code) {
+                    if (self->count_down({})) {
+                        self->held_.clear();
+                        self->run(self->seq_.released(clock::now()));
+                    }
+                });
+            return;
+        }
+        case seq_action::done: {
+            auto done = std::move(done_);
+            if (!a.acquired) {
+                held_.clear();
+                return done(a.ec, multi_lease{});
+            }
+            return done({}, make_multi(c_, std::move(held_)));
+        }
+        }
+    }
+
+    void on_member(std::error_code ec, lease l) {
+        const auto now = clock::now();
+        if (ec) return run(seq_.failed(ec));
+        if (!l) return run(seq_.not_acquired(now));
+        held_.push_back(std::move(l));
+        run(seq_.acquired(now, any_lost(held_), earliest(held_)));
+    }
+
+    void begin_countdown(std::size_t n) {
+        std::lock_guard lk(mu_);
+        pending_ = n;
+        first_.clear();
+    }
+    /// True for the last of the operations counted.
+    bool count_down(std::error_code ec) {
+        std::lock_guard lk(mu_);
+        keep(first_, ec);
+        return --pending_ == 0;
+    }
+
+    std::shared_ptr<client_impl> c_;
+    std::vector<lock_ref> members_;
+    acquire_options opts_;
+    multi_sequence seq_;
+    done_fn done_;
+    std::vector<lease> held_;
+    // Completions of a refresh or release may run on several threads (a member whose client is
+    // gone completes on the system executor): the countdown is guarded.
+    std::mutex mu_;
+    std::size_t pending_ = 0;
+    std::error_code first_;
+};
+
+} // namespace
+} // namespace dlock::detail
+
+namespace dlock {
+
+// ---- client ------------------------------------------------------------------------------
+
+multi_lease client::acquire_all(std::span<const lock_ref> locks, const acquire_options& opts) {
+    std::error_code ec;
+    auto m = acquire_all(locks, opts, ec);
+    throw_if(ec);
+    return m;
+}
+
+multi_lease client::acquire_all(std::initializer_list<lock_ref> locks,
+                                const acquire_options& opts) {
+    return acquire_all(std::span<const lock_ref>(locks.begin(), locks.size()), opts);
+}
+
+multi_lease client::acquire_all(std::span<const lock_ref> locks, const acquire_options& opts,
+                                std::error_code& ec) {
+    using namespace detail;
+    ec.clear();
+    if (impl_->on_io_thread()) {
+        ec = make_error_code(errc::invalid_argument);
+        return {};
+    }
+    std::vector<lock_ref> members;
+    if ((ec = sorted_members(locks, members))) return {};
+    multi_sequence seq(members.size(), opts.wait, opts.lease, clock::now());
+    std::vector<lease> held;
+    auto a = seq.start(clock::now());
+    for (;;) {
+        switch (a.what) {
+        case seq_action::acquire: {
+            const auto& m = members[a.member];
+            std::error_code e;
+            lease l = acquire(m.name, member_options(opts, m.kind, a), e);
+            const auto now = clock::now();
+            if (e) {
+                a = seq.failed(e);
+            } else if (!l) {
+                a = seq.not_acquired(now);
+            } else {
+                held.push_back(std::move(l));
+                a = seq.acquired(now, any_lost(held), earliest(held));
+            }
+            break;
+        }
+        case seq_action::refresh: {
+            std::error_code first;
+            for (std::size_t j = 0; j < a.count; ++j) {
+                std::error_code e;
+                held[j].extend(*a.lease, e);
+                keep(first, e);
+            }
+            a = seq.refreshed(clock::now(), first, earliest(held));
+            break;
+        }
+        case seq_action::release:
+            for (std::size_t j = held.size(); j-- > 0;) {
+                std::error_code ignore; // given up: the key expires
+                held[j].release(ignore);
+            }
+            held.clear();
+            a = seq.released(clock::now());
+            break;
+        case seq_action::done:
+            ec = a.ec;
+            if (!a.acquired) return {};
+            return make_multi(impl_, std::move(held));
+        }
+    }
+}
+
+void client::start_async_acquire_all(std::vector<lock_ref> locks, const acquire_options& opts,
+                                     std::function<void(std::error_code, multi_lease)> done) {
+    auto c = impl_;
+    std::vector<lock_ref> members;
+    if (auto ec = detail::sorted_members(locks, members))
+        return asio::post(c->io(), [done = std::move(done), ec] { done(ec, multi_lease{}); });
+    auto op = std::make_shared<detail::multi_acquire_op>(std::move(c), std::move(members), opts,
+                                                         std::move(done));
+    op->start();
+}
+
+// ---- multi_mutex -------------------------------------------------------------------------
+
+multi_mutex::multi_mutex(client& c, std::vector<lock_ref> locks)
+    : s_(std::make_unique<detail::multi_mutex_state>()) {
+    s_->c = &c;
+    throw_if(detail::sorted_members(locks, s_->locks));
+}
+
+multi_mutex::multi_mutex(multi_mutex&&) noexcept = default;
+multi_mutex& multi_mutex::operator=(multi_mutex&&) noexcept = default;
+multi_mutex::~multi_mutex() = default; // the held multi_lease releases itself
+
+void multi_mutex::lock() {
+    std::error_code ec;
+    lock_impl(std::nullopt, std::nullopt, ec);
+    throw_if(ec);
+}
+
+void multi_mutex::lock(fixed_lease lease) {
+    std::error_code ec;
+    lock_impl(std::nullopt, lease.duration, ec);
+    throw_if(ec);
+}
+
+void multi_mutex::lock(std::error_code& ec) {
+    lock_impl(std::nullopt, std::nullopt, ec);
+}
+
+bool multi_mutex::try_lock() {
+    return try_lock_impl(milliseconds{0}, std::nullopt);
+}
+
+bool multi_mutex::try_lock_for(milliseconds wait, std::error_code& ec) {
+    return lock_impl(wait, std::nullopt, ec);
+}
+
+bool multi_mutex::try_lock_impl(std::optional<milliseconds> wait,
+                                std::optional<milliseconds> lease) {
+    std::error_code ec;
+    const bool ok = lock_impl(wait, lease, ec);
+    throw_if(ec);
+    return ok;
+}
+
+bool multi_mutex::lock_impl(std::optional<milliseconds> wait, std::optional<milliseconds> lease,
+                            std::error_code& ec) {
+    ec.clear();
+    if (!s_) {
+        ec = make_error_code(errc::invalid_argument);
+        return false;
+    }
+    {
+        std::lock_guard lk(s_->mu);
+        if (s_->owner == std::this_thread::get_id()) {
+            ec = make_error_code(errc::invalid_argument); // not reentrant
+            return false;
+        }
+    }
+    auto m = s_->c->acquire_all(s_->locks, {.wait = wait, .lease = lease}, ec);
+    if (ec || !m) return false;
+    std::lock_guard lk(s_->mu);
+    s_->held = std::move(m); // the previous holder moved its hold out in unlock()
+    s_->owner = std::this_thread::get_id();
+    return true;
+}
+
+void multi_mutex::unlock() {
+    std::error_code ec;
+    unlock(ec);
+    throw_if(ec);
+}
+
+void multi_mutex::unlock(std::error_code& ec) {
+    ec.clear();
+    multi_lease m;
+    if (!s_) {
+        ec = make_error_code(errc::not_owner);
+        return;
+    }
+    {
+        std::lock_guard lk(s_->mu);
+        if (s_->owner != std::this_thread::get_id()) {
+            ec = make_error_code(errc::not_owner);
+            return;
+        }
+        m = std::move(s_->held);
+        s_->owner = {};
+    }
+    const bool was_lost = m.lost();
+    m.release(ec);
+    if (!ec && was_lost) ec = make_error_code(errc::not_owner);
+}
+
+bool multi_mutex::is_held_by_this_thread() const {
+    if (!s_) return false;
+    std::lock_guard lk(s_->mu);
+    return s_->owner == std::this_thread::get_id() && s_->held && !s_->held.lost();
+}
+
+std::stop_token multi_mutex::stop_token() const {
+    if (!s_) return {};
+    std::lock_guard lk(s_->mu);
+    return s_->held.stop_token();
+}
+
+std::chrono::steady_clock::time_point multi_mutex::valid_until() const {
+    if (!s_) return {};
+    std::lock_guard lk(s_->mu);
+    return s_->held.valid_until();
+}
+
+void multi_mutex::on_lost(std::function<void()> cb) {
+    if (!s_) return;
+    std::shared_ptr<detail::multi_state> st;
+    {
+        std::lock_guard lk(s_->mu);
+        st = detail::access::state(s_->held);
+    }
+    if (st) st->on_lost(std::move(cb)); // may run `cb` at once: not under our mutex
+}
+
+const std::vector<lock_ref>& multi_mutex::locks() const noexcept {
+    static const std::vector<lock_ref> none;
+    return s_ ? s_->locks : none;
+}
+
+// ---- multi_lease -------------------------------------------------------------------------
+
+multi_lease::multi_lease(std::shared_ptr<detail::multi_state> s) noexcept
+    : state_(std::move(s)) {}
+
+multi_lease::multi_lease(multi_lease&&) noexcept = default;
+
+multi_lease& multi_lease::operator=(multi_lease&& o) noexcept {
+    if (this != &o) {
+        std::error_code ignore;
+        release(ignore);
+        state_ = std::move(o.state_);
+    }
+    return *this;
+}
+
+multi_lease::~multi_lease() {
+    std::error_code ignore;
+    release(ignore);
+}
+
+std::span<const lease> multi_lease::members() const noexcept {
+    if (!state_) return {};
+    return state_->members;
+}
+
+std::chrono::steady_clock::time_point multi_lease::valid_until() const {
+    if (!state_ || state_->members.empty()) return {};
+    return detail::earliest(state_->members);
+}
+
+bool multi_lease::lost() const noexcept {
+    return state_ && state_->lost();
+}
+
+std::stop_token multi_lease::stop_token() const {
+    return state_ ? state_->stop_token() : std::stop_token{};
+}
+
+void multi_lease::on_lost(std::function<void()> cb) {
+    if (state_) state_->on_lost(std::move(cb));
+}
+
+void multi_lease::release() {
+    std::error_code ec;
+    release(ec);
+    throw_if(ec);
+}
+
+void multi_lease::release(std::error_code& ec) {
+    ec.clear();
+    auto s = std::move(state_);
+    if (!s || s->released()) return;
+    for (std::size_t j = s->members.size(); j-- > 0;) {
+        std::error_code e;
+        s->members[j].release(e);
+        if (!ec) ec = e;
+    }
+    s->end_released();
+}
+
+void multi_lease::extend(std::chrono::milliseconds lease_ms) {
+    std::error_code ec;
+    extend(lease_ms, ec);
+    throw_if(ec);
+}
+
+void multi_lease::extend(std::chrono::milliseconds lease_ms, std::error_code& ec) {
+    ec.clear();
+    if (!state_ || state_->released()) {
+        ec = make_error_code(errc::not_owner);
+        return;
+    }
+    for (auto& m : state_->members) {
+        std::error_code e;
+        m.extend(lease_ms, e);
+        if (!ec) ec = e;
+    }
+}
+
+asio::any_io_executor multi_lease::executor_of(const std::shared_ptr<detail::multi_state>& s) {
+    auto c = s ? s->client.lock() : nullptr;
+    return c && !c->shut_down() ? asio::any_io_executor(c->io().get_executor())
+                                : asio::any_io_executor{};
+}
+
+void multi_lease::start_release(std::shared_ptr<detail::multi_state> s,
+                                std::function<void(std::error_code)> done) {
+    if (!s || s->released()) return done({});
+    const std::size_t n = s->members.size();
+    if (n == 0) {
+        s->end_released();
+        return done({});
+    }
+    struct countdown {
+        std::mutex mu;
+        std::size_t left;
+        std::vector<std::error_code> errors; // by member
+        std::function<void(std::error_code)> done;
+    };
+    auto cd = std::make_shared<countdown>();
+    cd->left = n;
+    cd->errors.resize(n);
+    cd->done = std::move(done);
+    for (std::size_t j = n; j-- > 0;)
+        s->members[j].async_release([s, cd, j](std::error_code ec) {
+            {
+                std::lock_guard lk(cd->mu);
+                cd->errors[j] = ec;
+                if (--cd->left != 0) return;
+            }
+            s->end_released();
+            std::error_code first; // in release order: the last member first
+            for (std::size_t k = cd->errors.size(); k-- > 0;)
+                if (!first) first = cd->errors[k];
+            cd->done(first);
+        });
+}
+
+} // namespace dlock
