@@ -9,4 +9,5 @@
 #include <dlock/lease.hpp>
 #include <dlock/lock_options.hpp>
 #include <dlock/mutex.hpp>
+#include <dlock/redlock.hpp>
 #include <dlock/resp3.hpp>
