@@ -26,6 +26,20 @@
 // without being so. Use a single master (dlock::client, reentrant lock) when the protected
 // resource needs fencing.
 //
+// The lease's own calls on a Redlock hold:
+// - release(): one round of compare-and-delete on every master. Clear when a quorum deleted
+//   the token; errc::not_owner (the lease is marked lost) when so many masters no longer had
+//   it that no quorum could; otherwise the first master's error (errc::unavailable when none
+//   answered): the handle ends anyway and the keys expire after their lease.
+// - extend(d): one round of compare-and-pexpire to `d` on every master, with the acquisition's
+//   quorum and validity rule (valid_until() = before the send + d - drift). errc::not_owner
+//   when a quorum refused (lost); errc::unavailable when no quorum extended it (the lease is
+//   left as it was); errc::invalid_argument for d <= node_timeout or on the I/O thread.
+// - token(): always nullopt (above). name(): the name given to acquire().
+//
+// Waiting is by polling rounds (the Redlock algorithm): a Redlock does not subscribe to unlock
+// messages, so a waiter learns of a release at its next round (retry_delay + jitter later).
+//
 // Which masters voted yes, and why the others did not (refused, failed with an error code, or
 // timed out), is available: acquire_with_votes() for the round that decided an acquisition,
 // votes(lease) for a held lease (updated by late answers and by every extension round).
