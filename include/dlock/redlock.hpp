@@ -159,8 +159,10 @@ public:
     auto async_acquire_with_votes(std::string name, acquire_options opts, CompletionToken&& token);
 
     /// The current votes of a lease acquired through this redlock: the winning round's,
-    /// updated by answers that came after the decision and by each extension round. Empty
-    /// for an empty lease or one from elsewhere. Thread safety: any thread.
+    /// updated by answers that came after the decision and replaced by each extension round
+    /// (a master that had not answered when that round was decided shows `pending` until its
+    /// answer or its command_timeout). Empty for an empty lease or one from elsewhere.
+    /// Thread safety: any thread.
     std::vector<redlock_vote> votes(const lease& l) const;
 
     asio::any_io_executor get_executor() const;

@@ -241,7 +241,8 @@ TEST(redlock, votes_say_which_masters_said_yes_and_why_the_others_did_not) {
     m[1].cli({"SET", "job", "someone-else", "PX", "30000"});
     redlock r(options_for(m));
     std::error_code ec;
-    auto a = r.acquire_with_votes("job", {.wait = 0ms}, ec);
+    // A fixed lease: no extension round replaces the acquisition's votes meanwhile.
+    auto a = r.acquire_with_votes("job", {.wait = 0ms, .lease = 10s}, ec);
     ASSERT_FALSE(ec);
     ASSERT_TRUE(a.held);
     ASSERT_EQ(a.votes.size(), 5u);
@@ -409,4 +410,54 @@ TEST(redlock, ten_threads_with_a_fixed_lease_count_exactly_under_one_redlock) {
     for (auto& t : threads)
         t.join();
     EXPECT_EQ(counter, 50);
+}
+
+TEST(redlock, extend_without_a_quorum_is_unavailable_and_leaves_the_lease_as_it_was) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_masters m(3);
+    redlock r(options_for(m));
+    auto l = r.acquire("job", {.wait = 0ms, .lease = 10s});
+    ASSERT_TRUE(l);
+    const auto until = l.valid_until();
+    m[0].stop();
+    m[1].stop();
+    std::error_code ec;
+    l.extend(20s, ec);
+    EXPECT_EQ(ec, errc::unavailable);
+    EXPECT_FALSE(l.lost());
+    EXPECT_EQ(l.valid_until(), until);
+    l.extend(std::chrono::milliseconds(100), ec); // not above node_timeout
+    EXPECT_EQ(ec, errc::invalid_argument);
+}
+
+TEST(redlock, destroying_the_redlock_cancels_a_waiting_acquisition) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_masters m(3);
+    for (std::size_t i = 0; i < 3; ++i)
+        m[i].cli({"SET", "job", "other", "PX", "30000"});
+    std::promise<std::error_code> p;
+    {
+        redlock r(options_for(m));
+        r.async_acquire("job", {.wait = 20s}, [&](std::error_code ec, dlock::lease l) {
+            p.set_value(l ? std::error_code{} : ec);
+        });
+    }
+    auto f = p.get_future();
+    ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(f.get(), errc::cancelled);
+}
+
+TEST(redlock, a_lease_outliving_its_redlock_ends_as_released_without_blocking) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_masters m(3);
+    dlock::lease l;
+    {
+        redlock r(options_for(m));
+        l = r.acquire("job", {.wait = 0ms, .lease = 5s});
+        ASSERT_TRUE(l);
+    }
+    std::error_code ec;
+    l.release(ec);
+    EXPECT_EQ(ec, errc::cancelled);
+    EXPECT_FALSE(l);
 }
