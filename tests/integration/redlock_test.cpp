@@ -463,3 +463,41 @@ TEST(redlock, a_lease_outliving_its_redlock_ends_as_released_without_blocking) {
     EXPECT_EQ(ec, errc::cancelled);
     EXPECT_FALSE(l);
 }
+
+TEST(redlock, the_watchdog_extends_many_holds_with_one_script_per_master_and_batch) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_masters m(3);
+    auto o = options_for(m);
+    o.watchdog_lease = 900ms; // extended every 300 ms
+    redlock r(o);
+    const auto evalsha_calls = [&](std::size_t i) {
+        const auto stats = m[i].cli({"INFO", "commandstats"});
+        const auto at = stats.find("cmdstat_evalsha:calls=");
+        return at == std::string::npos ? 0LL : std::stoll(stats.substr(at + 22));
+    };
+    std::vector<dlock::lease> held;
+    for (int i = 0; i < 150; ++i) {
+        held.push_back(r.acquire("job" + std::to_string(i), {.wait = 0ms}));
+        ASSERT_TRUE(held.back());
+    }
+    const auto before = evalsha_calls(0);
+    std::vector<std::chrono::steady_clock::time_point> first;
+    for (auto& l : held)
+        first.push_back(l.valid_until());
+    // Every hold extended at least once...
+    ASSERT_TRUE(eventually(
+        [&] {
+            for (std::size_t i = 0; i < held.size(); ++i)
+                if (held[i].valid_until() <= first[i]) return false;
+            return true;
+        },
+        3s));
+    // ...with two scripts (100 + 50 keys) per master and tick, not one per hold.
+    const auto spent = evalsha_calls(0) - before;
+    EXPECT_GE(spent, 2);
+    EXPECT_LE(spent, 2 * 5);
+    for (auto& l : held)
+        EXPECT_FALSE(l.lost());
+    const auto pttl = std::stoll(m[2].cli({"PTTL", "job149"}));
+    EXPECT_GT(pttl, 0);
+}

@@ -65,6 +65,9 @@ class acquire_op;
 
 class redlock_impl : public std::enable_shared_from_this<redlock_impl> {
 public:
+    /// Holds per watchdog renewal script (as renewal_service::batch_size).
+    static constexpr std::size_t batch_size = 100;
+
     explicit redlock_impl(redlock_options opts);
     ~redlock_impl();
     void start();
@@ -128,22 +131,30 @@ struct node_call final : request {
     }
 };
 
-/// One round on the I/O thread. start() sends one command per master; each answer becomes a
-/// vote; the round's deadline (node_timeout) times out the rest; `decided` runs once, with
-/// the verdict. Answers after the verdict go to `late` (and change nothing).
+/// One master's answer read as votes: one (vote, reason) per round of the fan-out.
+using answer = std::pair<vote, std::error_code>;
+
+/// Rounds on the I/O thread: start() sends one command per master, which carries all the
+/// fan-out's rounds (one lock, or up to batch_size locks for the watchdog); each answer becomes
+/// one vote per round; the deadline (node_timeout) times out the rest. `decided` runs once per
+/// round, with its verdict. Answers after a round's verdict go to `late` (and change nothing).
 class fanout final : public std::enable_shared_from_this<fanout> {
 public:
     using fill_fn = std::function<void(command&)>;
-    using read_fn =
-        std::function<std::pair<vote, std::error_code>(std::error_code, const resp3::value&)>;
-    using decided_fn = std::function<void(fanout&)>;
-    using late_fn = std::function<void(fanout&, std::size_t)>;
+    using read_fn = std::function<void(std::error_code, const resp3::value&, std::span<answer>)>;
+    using decided_fn = std::function<void(fanout&, std::size_t round)>;
+    using late_fn = std::function<void(fanout&, std::size_t round, std::size_t master)>;
 
-    fanout(redlock_impl& r, std::optional<std::chrono::milliseconds> lease)
+    fanout(redlock_impl& r, std::size_t rounds, std::optional<std::chrono::milliseconds> lease)
         : r_(r)
-        , round_(r.size(), clock::now(), r.options().node_timeout, lease)
-        , ecs_(r.size())
-        , timer_(r.io()) {}
+        , ecs_(rounds, std::vector<std::error_code>(r.size()))
+        , reported_(rounds, 0)
+        , timer_(r.io()) {
+        const auto now = clock::now();
+        rounds_.reserve(rounds);
+        for (std::size_t k = 0; k < rounds; ++k)
+            rounds_.emplace_back(r.size(), now, r.options().node_timeout, lease);
+    }
 
     /// I/O thread. `keep` holds what the commands' views point into.
     void start(std::shared_ptr<const void> keep, const fill_fn& fill, read_fn read,
@@ -163,103 +174,123 @@ public:
             r_.at(i).conn().submit(*call);
         }
         sending_ = false;
-        if (round_.state() != quorum_round::verdict::open) return report();
+        for (std::size_t k = 0; k < rounds_.size(); ++k)
+            if (rounds_[k].state() != quorum_round::verdict::open) report(k);
+        if (open_rounds() == 0) return;
         // Weak: the commands in flight keep an open round alive; a handler left in the queue
         // at shutdown must not keep the redlock alive through the round's callbacks.
-        timer_.expires_at(round_.deadline());
+        timer_.expires_at(rounds_.front().deadline());
         timer_.async_wait([w = weak_from_this()](std::error_code ec) {
             if (auto self = w.lock(); self && !ec) self->on_deadline();
         });
     }
 
-    const quorum_round& round() const noexcept { return round_; }
-    /// Master `i`'s part as the public type.
-    redlock_vote vote_of(std::size_t i) const {
-        return {i, r_.address(i), public_kind(round_.votes()[i]), ecs_[i]};
+    const quorum_round& round(std::size_t k = 0) const noexcept { return rounds_[k]; }
+    /// Master `i`'s part in round `k`, as the public type.
+    redlock_vote vote_of(std::size_t k, std::size_t i) const {
+        return {i, r_.address(i), public_kind(rounds_[k].votes()[i]), ecs_[k][i]};
     }
-    std::vector<redlock_vote> votes() const {
+    std::vector<redlock_vote> votes(std::size_t k = 0) const {
         std::vector<redlock_vote> out;
         out.reserve(r_.size());
         for (std::size_t i = 0; i < r_.size(); ++i)
-            out.push_back(vote_of(i));
+            out.push_back(vote_of(k, i));
         return out;
     }
 
 private:
+    std::size_t open_rounds() const noexcept {
+        return static_cast<std::size_t>(std::count(reported_.begin(), reported_.end(), 0));
+    }
+
     void on_answer(std::size_t i, std::error_code ec, const resp3::value& v) {
-        const bool open = round_.state() == quorum_round::verdict::open;
-        auto [what, e] = read_(ec, v);
-        if (round_.votes()[i] != vote::pending) return; // timed out already
-        ecs_[i] = e;
-        round_.on_vote(i, what, clock::now());
-        if (!open) {
-            if (late_) late_(*this, i);
-            return;
+        answers_.assign(rounds_.size(), answer{vote::failed, {}});
+        read_(ec, v, answers_);
+        const auto now = clock::now();
+        for (std::size_t k = 0; k < rounds_.size(); ++k) {
+            auto& q = rounds_[k];
+            if (q.votes()[i] != vote::pending) continue; // timed out already
+            const bool open = q.state() == quorum_round::verdict::open;
+            ecs_[k][i] = answers_[k].second;
+            q.on_vote(i, answers_[k].first, now);
+            if (!open) {
+                if (late_) late_(*this, k, i);
+            } else if (!sending_ && q.state() != quorum_round::verdict::open) {
+                report(k);
+            }
         }
-        if (!sending_ && round_.state() != quorum_round::verdict::open) report();
     }
 
     void on_deadline() {
-        if (round_.state() != quorum_round::verdict::open) return;
-        for (std::size_t i = 0; i < r_.size(); ++i)
-            if (round_.votes()[i] == vote::pending && !r_.at(i).conn().connected())
-                ecs_[i] = make_error_code(errc::unavailable);
-        round_.on_deadline(clock::now());
-        report();
+        const auto now = clock::now();
+        for (std::size_t k = 0; k < rounds_.size(); ++k) {
+            auto& q = rounds_[k];
+            if (q.state() != quorum_round::verdict::open) continue;
+            for (std::size_t i = 0; i < r_.size(); ++i)
+                if (q.votes()[i] == vote::pending && !r_.at(i).conn().connected())
+                    ecs_[k][i] = make_error_code(errc::unavailable);
+            q.on_deadline(now);
+            report(k);
+        }
     }
 
-    void report() {
-        if (reported_) return;
-        reported_ = true;
-        timer_.cancel();
-        auto d = std::move(decided_);
-        d(*this);
+    void report(std::size_t k) {
+        if (reported_[k]) return;
+        reported_[k] = 1;
+        if (open_rounds() == 0) timer_.cancel();
+        decided_(*this, k);
     }
 
     redlock_impl& r_; // outlives every round: its I/O thread runs them
-    quorum_round round_;
-    std::vector<std::error_code> ecs_;
+    std::vector<quorum_round> rounds_;
+    std::vector<std::vector<std::error_code>> ecs_; // [round][master]
+    std::vector<char> reported_;
+    std::vector<answer> answers_; // scratch
     asio::steady_timer timer_;
     read_fn read_;
     decided_fn decided_;
     late_fn late_;
     bool sending_ = false;
-    bool reported_ = false;
 };
 
 // The three kinds of round, on the simple-lock layout.
 
-std::pair<vote, std::error_code> read_set(std::error_code ec, const resp3::value& v) {
-    const auto out = layout().read_attempt(ec, v);
-    switch (out.what) {
+void read_set(std::error_code ec, const resp3::value& v, std::span<answer> out) {
+    const auto a = layout().read_attempt(ec, v);
+    switch (a.what) {
     case attempt_outcome::kind::acquired:
-        return {vote::yes, {}};
+        out[0] = {vote::yes, {}};
+        break;
     case attempt_outcome::kind::held:
-        return {vote::refused, {}};
+        out[0] = {vote::refused, {}};
+        break;
     default:
-        return {vote::failed, out.ec ? out.ec : make_error_code(errc::protocol_error)};
+        out[0] = {vote::failed, a.ec ? a.ec : make_error_code(errc::protocol_error)};
     }
 }
 
-std::pair<vote, std::error_code> read_delete(std::error_code ec, const resp3::value& v) {
-    const auto out = layout().read_release(ec, v);
-    switch (out.what) {
+void read_delete(std::error_code ec, const resp3::value& v, std::span<answer> out) {
+    const auto a = layout().read_release(ec, v);
+    switch (a.what) {
     case release_outcome::kind::released:
-        return {vote::yes, {}};
+        out[0] = {vote::yes, {}};
+        break;
     case release_outcome::kind::not_owner:
-        return {vote::refused, {}};
+        out[0] = {vote::refused, {}};
+        break;
     default:
-        return {vote::failed, out.ec ? out.ec : make_error_code(errc::protocol_error)};
+        out[0] = {vote::failed, a.ec ? a.ec : make_error_code(errc::protocol_error)};
     }
 }
 
-std::pair<vote, std::error_code> read_pexpire(std::error_code ec, const resp3::value& v) {
+/// simple/renew.lua over out.size() locks: 1 extended, 0 not ours (any more).
+void read_pexpire(std::error_code ec, const resp3::value& v, std::span<answer> out) {
     if (!ec) ec = reply_error(v);
-    if (ec) return {vote::failed, ec};
     std::vector<char> ok;
-    if (!lock_protocol::read_renew({}, v, 1, ok))
-        return {vote::failed, make_error_code(errc::protocol_error)};
-    return {ok[0] ? vote::yes : vote::refused, {}};
+    if (!ec && !lock_protocol::read_renew({}, v, out.size(), ok))
+        ec = make_error_code(errc::protocol_error);
+    for (std::size_t k = 0; k < out.size(); ++k)
+        out[k] = ec ? answer{vote::failed, ec} : answer{ok[k] ? vote::yes : vote::refused, {}};
 }
 
 /// What the commands of a round on one lock point into.
@@ -272,13 +303,23 @@ struct lock_ref {
 /// Deletes `ref`'s token on every master, best effort, nobody waiting (a lost round; a
 /// cancelled acquisition). I/O thread.
 void delete_everywhere(redlock_impl& r, std::shared_ptr<const lock_ref> ref) {
-    auto fo = std::make_shared<fanout>(r, std::nullopt);
+    auto fo = std::make_shared<fanout>(r, 1, std::nullopt);
     const auto& k = *ref;
     fo->start(
         ref,
         [&](command& c) { layout().release(c, k.keys, k.token, k.lease, pubsub::mode::classic); },
-        &read_delete, [](fanout&) {});
+        &read_delete, [](fanout&, std::size_t) {});
 }
+
+class redlock_hold;
+/// One extension fan-out for `holds` (at most batch_size; I/O thread): every master gets one
+/// simple/renew.lua call over all their keys, and each hold has its own round. A won round
+/// sets the hold's valid_until; a refusal by a quorum makes it lost (not_owner); anything else
+/// leaves it as it was (errc::unavailable). `each(k, ec)` runs when hold k's round is decided,
+/// `all()` once every round is (both may be empty).
+void extend_all(redlock_impl& r, std::vector<std::shared_ptr<redlock_hold>> holds,
+                std::chrono::milliseconds lease,
+                std::function<void(std::size_t, std::error_code)> each, std::function<void()> all);
 
 // ---- the hold behind a lease -----------------------------------------------------------------
 
@@ -372,40 +413,17 @@ public:
             if (done) done(make_error_code(errc::not_owner));
             return;
         }
-        extending_ = true;
-        auto self = std::static_pointer_cast<redlock_hold>(shared_from_this());
-        auto fo = std::make_shared<fanout>(r, lease);
-        auto keep = std::make_shared<std::pair<std::shared_ptr<const lock_ref>, std::string>>(
-            ref_, std::to_string(lease.count()));
-        fo->start(
-            keep,
-            [&](command& c) {
-                c.script(script_id::simple_renew).arg("1").arg(keep->first->keys.key);
-                c.arg(keep->second).arg(keep->first->token);
-            },
-            &read_pexpire,
-            [self, &r, done = std::move(done)](fanout& f) {
-                self->extending_ = false;
-                self->set_votes(f.votes());
-                const auto& q = f.round();
-                std::error_code ec;
-                if (self->released() || self->lost() || self->releasing()) {
-                    ec = make_error_code(errc::not_owner);
-                } else if (q.state() == quorum_round::verdict::won) {
-                    self->set_valid_until(q.valid_until());
-                } else if (q.refused_by_quorum()) {
-                    r.unwatch(self.get());
-                    self->mark_lost();
-                    ec = make_error_code(errc::not_owner);
-                } else {
-                    ec = make_error_code(errc::unavailable);
-                }
-                if (done) done(ec);
-            },
-            [self](fanout& f, std::size_t i) { self->set_vote(f.vote_of(i)); });
+        std::vector<std::shared_ptr<redlock_hold>> one{
+            std::static_pointer_cast<redlock_hold>(shared_from_this())};
+        extend_all(r, std::move(one), lease,
+                   [done = std::move(done)](std::size_t, std::error_code ec) {
+                       if (done) done(ec);
+                   },
+                   {});
     }
 
     bool extending() const noexcept { return extending_; }
+    void set_extending(bool b) noexcept { extending_ = b; }
     void end_lost() { mark_lost(); }
     void end_released() { mark_released(); }
 
@@ -447,7 +465,7 @@ private:
     /// as released with the first failure (the keys expire after their lease).
     void run_release(redlock_impl& r, std::function<void(std::error_code)> done) {
         auto self = std::static_pointer_cast<redlock_hold>(shared_from_this());
-        auto fo = std::make_shared<fanout>(r, std::nullopt);
+        auto fo = std::make_shared<fanout>(r, 1, std::nullopt);
         const auto& k = *ref_;
         fo->start(
             ref_,
@@ -455,7 +473,7 @@ private:
                 layout().release(c, k.keys, k.token, k.lease, pubsub::mode::classic);
             },
             &read_delete,
-            [self, done = std::move(done)](fanout& f) {
+            [self, done = std::move(done)](fanout& f, std::size_t) {
                 self->set_votes(f.votes());
                 const auto& q = f.round();
                 std::error_code ec;
@@ -467,12 +485,12 @@ private:
                 } else {
                     self->mark_released();
                     for (std::size_t i = 0; i < q.nodes() && !ec; ++i)
-                        ec = f.vote_of(i).ec;
+                        ec = f.vote_of(0, i).ec;
                     if (!ec) ec = make_error_code(errc::unavailable);
                 }
                 if (done) done(ec);
             },
-            [self](fanout& f, std::size_t i) { self->set_vote(f.vote_of(i)); });
+            [self](fanout& f, std::size_t, std::size_t i) { self->set_vote(f.vote_of(0, i)); });
     }
 
     std::weak_ptr<redlock_impl> r_;
@@ -484,6 +502,54 @@ private:
     mutable std::mutex votes_mu_;
     std::vector<redlock_vote> votes_; // guarded by votes_mu_
 };
+
+void extend_all(redlock_impl& r, std::vector<std::shared_ptr<redlock_hold>> holds,
+                std::chrono::milliseconds lease,
+                std::function<void(std::size_t, std::error_code)> each, std::function<void()> all) {
+    struct batch {
+        std::vector<std::shared_ptr<redlock_hold>> holds;
+        std::size_t open = 0;
+    };
+    auto b = std::make_shared<batch>();
+    b->holds = std::move(holds);
+    b->open = b->holds.size();
+    for (auto& h : b->holds)
+        h->set_extending(true);
+    auto fo = std::make_shared<fanout>(r, b->holds.size(), lease);
+    fo->start(
+        b,
+        [&](command& c) {
+            // simple/renew.lua: KEYS = the locks, ARGV = lease, then each lock's token.
+            c.script(script_id::simple_renew).number(static_cast<std::int64_t>(b->holds.size()));
+            for (const auto& h : b->holds)
+                c.arg(h->ref().keys.key);
+            c.number(lease.count());
+            for (const auto& h : b->holds)
+                c.arg(h->ref().token);
+        },
+        &read_pexpire,
+        [&r, b, each = std::move(each), all = std::move(all)](fanout& f, std::size_t k) {
+            auto& h = *b->holds[k];
+            h.set_extending(false);
+            h.set_votes(f.votes(k));
+            const auto& q = f.round(k);
+            std::error_code ec;
+            if (h.released() || h.lost() || h.releasing()) {
+                ec = make_error_code(errc::not_owner);
+            } else if (q.state() == quorum_round::verdict::won) {
+                h.set_valid_until(q.valid_until());
+            } else if (q.refused_by_quorum()) {
+                r.unwatch(&h);
+                h.end_lost();
+                ec = make_error_code(errc::not_owner);
+            } else {
+                ec = make_error_code(errc::unavailable);
+            }
+            if (each) each(k, ec);
+            if (--b->open == 0 && all) all();
+        },
+        [b](fanout& f, std::size_t k, std::size_t i) { b->holds[k]->set_vote(f.vote_of(k, i)); });
+}
 
 // ---- the acquisition: rounds until won, the wait is over, or cancelled -----------------------
 
@@ -534,15 +600,15 @@ private:
         // The hold a won round made, for answers that come after the decision (the op may be
         // gone by then).
         auto won = std::make_shared<std::weak_ptr<redlock_hold>>();
-        auto fo = std::make_shared<fanout>(*r_, lease_);
+        auto fo = std::make_shared<fanout>(*r_, 1, lease_);
         fo->start(
             ref, [&](command& c) { layout().attempt(c, ref->keys, ref->token, ref->lease); },
             &read_set,
-            [w = weak_from_this(), ref, won](fanout& f) {
+            [w = weak_from_this(), ref, won](fanout& f, std::size_t) {
                 if (auto self = w.lock()) *won = self->decided(f, ref);
             },
-            [won](fanout& f, std::size_t i) {
-                if (auto h = won->lock()) h->set_vote(f.vote_of(i));
+            [won](fanout& f, std::size_t, std::size_t i) {
+                if (auto h = won->lock()) h->set_vote(f.vote_of(0, i));
             });
     }
 
@@ -742,11 +808,16 @@ void redlock_impl::tick() {
         for (auto& [p, h] : holds_)
             if (h->watchdog() && !h->extending() && !h->releasing()) due.push_back(h);
     }
-    // One extension round per hold, each fanned out to every master (the commands of a tick
-    // leave in one write per master: the connections pipeline them).
-    for (auto& h : due)
-        h->run_extension(*this, opts_.watchdog_lease,
-                         [this](std::error_code) { check_deadlines(); });
+    // One fan-out per batch of up to batch_size holds: every master gets one renew script
+    // over the batch's keys, and each hold is decided by its own quorum round.
+    for (std::size_t first = 0; first < due.size(); first += batch_size) {
+        const auto last = std::min(due.size(), first + batch_size);
+        std::vector<std::shared_ptr<redlock_hold>> batch(
+            due.begin() + static_cast<std::ptrdiff_t>(first),
+            due.begin() + static_cast<std::ptrdiff_t>(last));
+        extend_all(*this, std::move(batch), opts_.watchdog_lease, {},
+                   [this] { check_deadlines(); });
+    }
 }
 
 void redlock_impl::check_deadlines() {
