@@ -1,7 +1,7 @@
 // lock_bench: scenarios A-D (BENCHMARKS.md), plus `hold`: N locks held by one
 // client with the watchdog, counting renewal batches and client memory per held lock.
 //
-//   lock_bench URL A|B|C|D|hold [--kind lock|simple] [--workers N] [--keys N] [--seconds S]
+//   lock_bench URL A|B|C|D|hold [--kind lock|simple|fair] [--workers N] [--keys N] [--seconds S]
 //              [--ops N] [--client-per-worker] [--async] [--io-thread] [--no-handover]
 //              [--locks N] [--watchdog-ms MS]
 // --io-thread: blocking calls go through the I/O thread (client_options::sync_io).
@@ -80,9 +80,12 @@ int main(int argc, char** argv) {
     for (int i = 3; i < argc; ++i) {
         const std::string a = argv[i];
         const auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
-        if (a == "--kind")
-            o.kind = next() == "simple" ? dlock::lock_kind::simple : dlock::lock_kind::reentrant;
-        else if (a == "--workers")
+        if (a == "--kind") {
+            const auto k = next();
+            o.kind = k == "simple" ? dlock::lock_kind::simple
+                     : k == "fair" ? dlock::lock_kind::fair
+                                   : dlock::lock_kind::reentrant;
+        } else if (a == "--workers")
             o.workers = static_cast<unsigned>(std::stoul(next()));
         else if (a == "--keys")
             o.keys = static_cast<unsigned>(std::stoul(next()));

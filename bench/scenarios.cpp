@@ -62,6 +62,7 @@ double client_cpu_s() {
 
 std::unique_ptr<basic_mutex> make(client& c, lock_kind kind, const std::string& name) {
     if (kind == lock_kind::simple) return std::make_unique<simple_mutex>(c, name);
+    if (kind == lock_kind::fair) return std::make_unique<fair_mutex>(c, name);
     return std::make_unique<mutex>(c, name);
 }
 

@@ -58,6 +58,9 @@ mutex client::make_mutex(std::string name) {
 simple_mutex client::make_simple_mutex(std::string name) {
     return simple_mutex(*this, std::move(name));
 }
+fair_mutex client::make_fair_mutex(std::string name) {
+    return fair_mutex(*this, std::move(name));
+}
 
 lease client::acquire(std::string_view name, const acquire_options& opts) {
     std::error_code ec;

@@ -16,6 +16,9 @@ lock_layout layout_of(std::string_view name, lock_kind kind, std::error_code& ec
     l.data_type = std::string(p.layout().data_type);
     l.channel = std::move(k.channel);
     l.fencing_key = std::move(k.token_key);
+    l.queue_key = std::move(k.queue_key);
+    l.timeout_key = std::move(k.timeout_key);
+    if (p.queues_on_server()) l.waiter_channel_prefix = l.channel;
     return l;
 }
 

@@ -38,6 +38,7 @@ namespace dlock {
 
 class mutex;
 class simple_mutex;
+class fair_mutex;
 
 namespace detail {
 class client_impl;
@@ -76,6 +77,8 @@ public:
     mutex make_mutex(std::string name);
     /// A simple lock object (SET NX PX; not reentrant).
     simple_mutex make_simple_mutex(std::string name);
+    /// A Redisson-compatible fair lock object (FIFO among waiters; otherwise like make_mutex).
+    fair_mutex make_fair_mutex(std::string name);
 
     /// Takes a lock for a lease handle. Returns an empty lease when not acquired within
     /// opts.wait. Blocking: up to opts.wait plus one command timeout.

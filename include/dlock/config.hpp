@@ -75,6 +75,11 @@ struct client_options {
     /// Lease used when a lock is taken without an explicit lease; the watchdog renews it every
     /// watchdog_lease / 3. Default 30 s (Redisson's lockWatchdogTimeout).
     std::chrono::milliseconds watchdog_lease = std::chrono::seconds(30);
+    /// Fair lock: how long a queued waiter keeps its place without trying again. A live
+    /// waiter tries (and so refreshes its place) at least every third of it; one that was
+    /// killed is dropped from the queue after it, so it stalls the queue at most this long
+    /// plus a third. Default 5 s. Must be >= 3 ms.
+    std::chrono::milliseconds fair_waiter_timeout = std::chrono::seconds(5);
     /// See blocking_io. Default caller_thread.
     blocking_io sync_io = blocking_io::caller_thread;
     /// Local hand-over. When the final release of a lock finds a waiter of this same client

@@ -19,6 +19,10 @@ struct lock_layout {
     std::string data_type;   ///< Redis TYPE of N while held ("hash", "string")
     std::string channel;     ///< where releases publish the unlock message
     std::string fencing_key; ///< the fencing counter; empty when the kind has none
+    std::string queue_key;   ///< fair lock: the waiter queue (LIST); empty otherwise
+    std::string timeout_key; ///< fair lock: the waiters' deadlines (ZSET, epoch ms)
+    /// fair lock: each waiter sleeps on channel + ":" + its owner field; empty otherwise
+    std::string waiter_channel_prefix;
 };
 
 /// The layout of the lock `name` of `kind`. Errors: errc::invalid_argument for a name no lock

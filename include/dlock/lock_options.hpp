@@ -10,6 +10,7 @@ namespace dlock {
 enum class lock_kind {
     reentrant, ///< Redisson RLock layout, fencing token, pub/sub wake-up (default)
     simple,    ///< SET key token NX PX, compare-and-delete release (redis-py Lock layout)
+    fair,      ///< Redisson RFairLock layout: reentrant, waiters served in arrival order
 };
 
 /// A fixed lease: the lock expires after it and is not renewed (the watchdog is not used).

@@ -135,6 +135,15 @@ public:
         : basic_mutex(c, std::move(name), lock_kind::reentrant) {}
 };
 
+/// Redisson RFairLock-compatible fair lock: reentrant like dlock::mutex, and waiters (of every
+/// process and thread) are served in the order they arrived, each woken on its own channel.
+/// A waiter that vanishes is dropped after client_options::fair_waiter_timeout.
+class fair_mutex : public basic_mutex {
+public:
+    fair_mutex(client& c, std::string name)
+        : basic_mutex(c, std::move(name), lock_kind::fair) {}
+};
+
 /// Simple (non-reentrant) SET NX PX lock.
 class simple_mutex : public basic_mutex {
 public:

@@ -54,7 +54,8 @@ public:
 
     enum class event_type {
         start,          ///< make the first attempt
-        start_queued,   ///< another owner of this client holds the lock: sleep at once
+        start_queued,   ///< sleep at once (another owner of this client holds the lock, or a
+                        ///< polite release gives other clients a head start); ttl_ms bounds it
         start_refused,  ///< the caller's own first attempt was refused (ttl_ms, sent_at)
         attempt_reply,  ///< attempt
         ttl_reply,      ///< ttl_ms (-1 unknown)

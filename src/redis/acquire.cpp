@@ -15,12 +15,46 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+bool single_try(const acquire_request& req) noexcept {
+    return req.wait && req.wait->count() == 0;
+}
+
 /// May wait for the lock without asking the server first: another owner of this client holds
 /// it, so its release will hand the lock over or publish. Not for a re-entry, a single try or
 /// the spin policy.
 bool may_queue(client_impl& c, const acquire_request& req) {
-    return req.fresh_owner && !req.retry && !(req.wait && req.wait->count() == 0) &&
+    return req.fresh_owner && !req.retry && !single_try(req) && !req.protocol->queues_on_server() &&
            c.registry().held_here(*req.protocol, req.keys.key);
+}
+
+/// A polite release of this client just gave waiters of other clients a head start on the
+/// lock (see release.cpp): until when this acquisition waits on the channel before trying.
+std::optional<clock::time_point> polite_wait(client_impl& c, const acquire_request& req) {
+    if (!req.fresh_owner || req.retry || single_try(req) || req.protocol->queues_on_server())
+        return std::nullopt;
+    return c.registry().polite_until(*req.protocol, req.keys.key, clock::now());
+}
+
+/// The attempt command of `req`: a single try, or one that may wait (and then joins the
+/// server's queue for a kind that has one).
+void build_attempt(const client_impl& c, const acquire_request& req, command& cmd) {
+    if (single_try(req))
+        req.protocol->attempt(cmd, req.keys, req.owner, req.lease);
+    else
+        req.protocol->waiting_attempt(cmd, req.keys, req.owner, req.lease,
+                                      c.options().fair_waiter_timeout);
+}
+
+/// A waiter that gives up leaves the server's queue (kinds that have one), without waiting.
+void leave_queue(client_impl& c, const acquire_request& req) {
+    if (!req.protocol->queues_on_server() || single_try(req)) return;
+    auto keep = std::make_shared<const acquire_request>(req);
+    submit_detached(c, *req.where, keep,
+                    [&](command& cmd) {
+                        keep->protocol->leave_queue(cmd, keep->keys, keep->owner,
+                                                    keep->where->pubsub_mode());
+                    },
+                    {});
 }
 
 /// The result of a successful acquisition (either path), counted as this client's local hold
@@ -56,6 +90,7 @@ public:
         , req_(std::move(req))
         , done_(std::move(done))
         , fsm_(fsm_params(req_))
+        , channel_(req_.protocol->waiter_channel(req_.keys, req_.owner))
         , timer_(c_->io()) {}
 
     /// Any thread. The first attempt is submitted from the calling thread (the connection may
@@ -74,6 +109,10 @@ public:
         }
         if (may_queue(*c_, req_))
             return asio::post(c_->io(), [self = shared_from_this()] { self->queue(); });
+        if (const auto until = polite_wait(*c_, req_))
+            return asio::post(c_->io(), [self = shared_from_this(), until = *until] {
+                self->wait_politely(until);
+            });
         resume({.type = wait_fsm::event_type::start});
     }
 
@@ -125,9 +164,22 @@ private:
     void queue() {
         const auto now = clock::now();
         const auto lease = c_->registry().held_here(*req_.protocol, req_.keys.key);
-        if (!lease || !sub().active_since(req_.keys.channel, now))
+        if (!lease || !sub().active_since(channel_, now))
             return resume({.type = wait_fsm::event_type::start, .now = now});
         resume({.type = wait_fsm::event_type::start_queued, .now = now, .ttl_ms = lease->count()});
+    }
+
+    /// I/O thread: wait, before the first attempt, until the head start this client's release
+    /// gave the other clients' waiters ends. Not on the channel: that release's own message
+    /// may still be on its way to this client's subscriber and would wake us at once. If one
+    /// of those waiters took the lock, the attempt is refused and the wait continues as usual.
+    void wait_politely(clock::time_point until) {
+        timer_armed_ = true;
+        timer_.expires_at(until);
+        timer_.async_wait([self = shared_from_this()](std::error_code ec) {
+            self->timer_armed_ = false;
+            if (!ec) self->resume({.type = wait_fsm::event_type::start}); // ignored once finished
+        });
     }
 
     /// Feeds `ev` to the machine and carries out its actions until one waits for the outside.
@@ -142,7 +194,7 @@ private:
     bool execute(const wait_fsm::action& a, wait_fsm::event& next) {
         using at = wait_fsm::action_type;
         if (a.undo) undo(*c_, req_);
-        if (a.stop_sleeping) sub().awake(req_.keys.channel, this);
+        if (a.stop_sleeping) sub().awake(channel_, this);
         switch (a.type) {
         case at::none:
             return false;
@@ -155,7 +207,7 @@ private:
             return false;
         case at::subscribe: {
             // Confirmed before our attempt was sent: that attempt already was the last one.
-            const bool covered = sub().active_since(req_.keys.channel, fsm_.sent_at());
+            const bool covered = sub().active_since(channel_, fsm_.sent_at());
             join();
             next = {.type = wait_fsm::event_type::subscribed, .now = clock::now()};
             next.covered = covered;
@@ -163,7 +215,7 @@ private:
         }
         case at::sleep:
             if (a.join_channel) join();
-            if (a.on_channel && sub().sleep(req_.keys.channel, this, fsm_.sent_at())) {
+            if (a.on_channel && sub().sleep(channel_, this, fsm_.sent_at())) {
                 // a stored permit, or a message that came after our last attempt was sent
                 next = {.type = wait_fsm::event_type::wake, .now = clock::now()};
                 return true;
@@ -184,7 +236,7 @@ private:
 
     void join() {
         c_->registry().waiter_added();
-        sub().add(req_.keys.channel, this, req_.protocol->wake_rule());
+        sub().add(channel_, this, req_.protocol->wake_rule());
     }
 
     void send(bool ttl) {
@@ -193,7 +245,7 @@ private:
         if (ttl)
             req_.protocol->ttl_query(slot_.cmd, req_.keys);
         else
-            req_.protocol->attempt(slot_.cmd, req_.keys, req_.owner, req_.lease);
+            build_attempt(*c_, req_, slot_.cmd);
         slot_.args = slot_.cmd.args();
         slot_.eval_fallback = slot_.cmd.eval_fallback();
         slot_.deadline = clock::now() + c_->options().command_timeout;
@@ -222,11 +274,12 @@ private:
     void finish(const wait_fsm::action& a) {
         cancel_timer();
         if (a.leave_channel) { // the machine knows whether it joined
-            sub().remove(req_.keys.channel, this);
+            sub().remove(channel_, this);
             c_->registry().waiter_removed();
         }
         const auto res = a.acquired ? acquired(*c_, req_, a.reentered, a.count, a.token, a.sent_at)
                                     : acquire_result{};
+        if (!a.acquired && !a.undo) leave_queue(*c_, req_); // (undo leaves it too)
         auto keep = std::move(self_);
         auto done = std::move(done_);
         done(a.ec, res, req_);
@@ -236,6 +289,7 @@ private:
     acquire_request req_;
     acquire_done done_;
     wait_fsm fsm_;
+    std::string channel_; ///< the channel this waiter sleeps on (the kind's waiter_channel)
     asio::steady_timer timer_;
     bool timer_armed_ = false;
     std::shared_ptr<acquire_op> self_;
@@ -247,6 +301,8 @@ private:
 std::error_code prepare(client_impl& c, const lock_protocol& p, lock_keys keys,
                         const acquire_options& opts, std::string owner, acquire_request& req) {
     if (opts.lease && opts.lease->count() < 1) return make_error_code(errc::invalid_argument);
+    if (p.queues_on_server() && c.options().fair_waiter_timeout.count() < 3)
+        return make_error_code(errc::invalid_argument);
     if (opts.retry && (opts.retry->attempts == 0 || opts.retry->delay.count() < 0 ||
                        opts.retry->jitter.count() < 0))
         return make_error_code(errc::invalid_argument);
@@ -278,11 +334,11 @@ acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error
     ec.clear();
     acquire_result res;
     auto* lane = c.lane_for(*req.where);
-    if (lane && !c.shut_down() && !c.on_io_thread() && !may_queue(c, req)) {
+    if (lane && !c.shut_down() && !c.on_io_thread() && !may_queue(c, req) && !polite_wait(c, req)) {
         // The first attempt on the calling thread: the uncontended case is one round trip
         // with no I/O-thread involvement.
         command cmd;
-        req.protocol->attempt(cmd, req.keys, req.owner, req.lease);
+        build_attempt(c, req, cmd);
         const auto sent_at = clock::now();
         resp3::value reply;
         if (lane->call(req.where->conn(), cmd.args(), cmd.eval_fallback(),
@@ -341,6 +397,7 @@ std::shared_ptr<hold_state> make_hold(client_impl& c, const acquire_request& req
 }
 
 void undo(client_impl& c, const acquire_request& req) {
+    leave_queue(c, req);
     if (!req.fresh_owner) return;
     auto keep = std::make_shared<const acquire_request>(req);
     submit_detached(c, *req.where, keep,

@@ -64,4 +64,26 @@ std::vector<std::weak_ptr<cancellable>> hold_registry::take_tracked() {
     return out;
 }
 
+void hold_registry::polite_begin(const lock_protocol& p, const std::string& key,
+                                 std::chrono::steady_clock::time_point until) {
+    std::lock_guard lk(local_mu_);
+    if (polite_.size() >= 1024)
+        std::erase_if(polite_, [&](const auto& e) { return e.second < until; });
+    polite_[local_key(p, key)] = until;
+}
+
+std::optional<std::chrono::steady_clock::time_point>
+hold_registry::polite_until(const lock_protocol& p, const std::string& key,
+                            std::chrono::steady_clock::time_point now) {
+    std::lock_guard lk(local_mu_);
+    if (polite_.empty()) return std::nullopt;
+    auto it = polite_.find(local_key(p, key));
+    if (it == polite_.end()) return std::nullopt;
+    if (it->second <= now) {
+        polite_.erase(it);
+        return std::nullopt;
+    }
+    return it->second;
+}
+
 } // namespace dlock::detail

@@ -51,6 +51,16 @@ public:
     std::optional<std::chrono::milliseconds> held_here(const lock_protocol& p,
                                                        const std::string& key);
 
+    /// Polite release: the final release of `key` (kind `p`) just reached waiters of other
+    /// clients, so this client's next acquisition of it waits on the channel until `until`
+    /// (or a wake) before trying, and a woken waiter elsewhere gets the lock first.
+    void polite_begin(const lock_protocol& p, const std::string& key,
+                      std::chrono::steady_clock::time_point until);
+    /// The end of that head start, when one runs now; nullopt otherwise.
+    std::optional<std::chrono::steady_clock::time_point>
+    polite_until(const lock_protocol& p, const std::string& key,
+                 std::chrono::steady_clock::time_point now);
+
     /// Acquisitions of this client that are subscribed and waiting (any lock). While there are
     /// any, blocking calls stay off the sync lane (a releasing thread would get its reply
     /// first and re-acquire ahead of the waiter the I/O thread is about to wake).
@@ -79,6 +89,8 @@ private:
     std::mutex local_mu_;
     /// Keyed by the hash of (kind, lock key): no copy of the key per held lock.
     std::unordered_map<std::size_t, local_hold> local_holds_; // guarded by local_mu_
+    /// Head starts given by polite releases, by the same hash (guarded by local_mu_).
+    std::unordered_map<std::size_t, std::chrono::steady_clock::time_point> polite_;
     std::mutex thread_holds_mu_;
     std::unordered_map<std::string, std::shared_ptr<hold_state>> thread_holds_; // guarded
 };

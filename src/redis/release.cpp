@@ -12,6 +12,22 @@ namespace {
 /// critical sections in it) before releases publish again.
 constexpr auto handover_recheck = std::chrono::milliseconds(1);
 
+/// How long a polite release holds this client back from the lock it released: enough for a
+/// woken waiter of another client to receive the message and have its attempt reach the
+/// server (about one round trip plus scheduling), short enough to cost little when none does.
+constexpr auto polite_head_start = std::chrono::milliseconds(2);
+
+/// After a final release: if the unlock message reached connections other than (at most) this
+/// client's own subscriber, the next acquisition of the lock here waits for a head start.
+void note_release(client_impl& c, const hold_state& h, const release_outcome& out) {
+    if (out.what != release_outcome::kind::released || out.receivers < 1) return;
+    // This client's own subscriber may be among the receivers (it lingers after its waiters
+    // leave): one receiver while this client listens is most likely itself.
+    if (out.receivers == 1 && c.registry().has_waiters()) return;
+    c.registry().polite_begin(*h.protocol, h.keys.key,
+                              std::chrono::steady_clock::now() + polite_head_start);
+}
+
 /// One command in flight without a waiting caller.
 struct detached final : request {
     command cmd;
@@ -37,8 +53,11 @@ void plain_release(client_impl& c, std::shared_ptr<const hold_state> h, release_
         [&](command& cmd) {
             r.protocol->release(cmd, r.keys, r.owner, r.lease, r.where->pubsub_mode());
         },
-        [h, done = std::move(done)](std::error_code ec, resp3::value&& v) {
-            if (done) done(h->protocol->read_release(ec, v));
+        [&c, self = c.shared_from_this(), h, done = std::move(done)](std::error_code ec,
+                                                                     resp3::value&& v) {
+            const auto out = h->protocol->read_release(ec, v);
+            note_release(c, *h, out);
+            if (done) done(out);
         });
 }
 
@@ -74,6 +93,8 @@ void release_or_handover(client_impl& c, std::shared_ptr<const hold_state> h, re
                 times[hold.keys.channel] = now;
             else if (r.waiter == handover_result::published)
                 times.erase(hold.keys.channel);
+            if (r.waiter == handover_result::published) // another client waits
+                c.registry().polite_begin(*hold.protocol, hold.keys.key, now + polite_head_start);
             if (times.size() > 1024)
                 std::erase_if(times,
                               [&](const auto& e) { return now - e.second >= handover_recheck; });
@@ -115,7 +136,9 @@ release_outcome release_blocking(client_impl& c, const std::shared_ptr<hold_stat
     h.protocol->release(cmd, h.keys, h.owner, h.lease, h.where->pubsub_mode());
     std::error_code ec;
     const auto v = c.run(*h.where, cmd, ec);
-    return h.protocol->read_release(ec, v);
+    const auto out = h.protocol->read_release(ec, v);
+    note_release(c, h, out);
+    return out;
 }
 
 void release_async(client_impl& c, const std::shared_ptr<hold_state>& h, release_done done) {

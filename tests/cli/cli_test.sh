@@ -27,7 +27,8 @@ exec_exit_codes)
   expect_rc 0 "$dlock" exec n1 -- true
   expect_rc 137 "$dlock" exec n1 -- sh -c 'kill -9 $$'
   expect_rc 64 "$dlock" exec --wait 3x n1 -- true
-  expect_rc 64 "$dlock" exec --kind fair n1 -- true
+  expect_rc 64 "$dlock" exec --kind read n1 -- true
+  expect_rc 0 "$dlock" exec --kind fair n1f -- true
   out=$("$dlock" exec envcheck -- sh -c 'echo "$DLOCK_NAME $DLOCK_FENCING_TOKEN"') || fail "env run"
   [[ $out =~ ^envcheck\ [0-9]+$ ]] || fail "env: '$out'"
   out2=$("$dlock" exec --kind simple envsimple -- sh -c 'echo "[$DLOCK_FENCING_TOKEN]"')
@@ -106,6 +107,23 @@ inspect)
   "$dlock" list 'nomatch*' | grep -q "no locks" || fail "list with no match"
   "$dlock" status --json absent | grep -q '"kind":"none"' || fail "status of a free lock"
   kill -TERM $holder; wait $holder
+  # A fair lock with two queued waiters: status shows the queue in order; unlock --force
+  # wakes the head, which then holds the lock.
+  "$dlock" exec --kind fair fq -- sleep 30 & fholder=$!
+  wait_for 5 held fq || fail "fair holder never acquired"
+  "$dlock" exec --kind fair fq -- sh -c "touch $tmp/first; sleep 30" & first=$!
+  wait_for 5 sh -c "[ \$(redis-cli -p $port LLEN 'redisson_lock_queue:{fq}') = 1 ]" || fail "first waiter not queued"
+  "$dlock" exec --kind fair --wait 20s fq -- true & second=$!
+  wait_for 5 sh -c "[ \$(redis-cli -p $port LLEN 'redisson_lock_queue:{fq}') = 2 ]" || fail "second waiter not queued"
+  json=$("$dlock" status --json fq)
+  [[ $json == *'"kind":"fair"'* && $json == *'"waiters":2'* && $json == *'"queue":[{"owner":"'*'"place_ms":'*'},{"owner":"'* ]] ||
+    fail "fair status: $json"
+  text=$("$dlock" status fq)
+  [[ $text == *"queue    1. "*"queue    2. "* ]] || fail "fair status text: $text"
+  kill -KILL $fholder; wait $fholder 2>/dev/null
+  expect_rc 0 "$dlock" unlock --force fq
+  wait_for 10 test -f "$tmp/first" || fail "the head of the fair queue was not woken"
+  kill -TERM $first $second 2>/dev/null; wait $first $second 2>/dev/null
   rcli SET notalock 1 >/dev/null
   "$dlock" list | grep -q notalock && fail "list shows a non-lock key"
   expect_rc 0 "$dlock" unlock --force absent
@@ -117,7 +135,11 @@ inspect)
   [[ $keys == *"key      a{b} (string)"* && $keys == *"channel  dlock_simple__channel:a{b}"* &&
      $keys == *"fencing  -"* ]] || fail "keys --kind simple: $keys"
   expect_rc 64 "$dlock" keys 'a{}b'
-  expect_rc 64 "$dlock" keys --kind fair orders
+  keys=$("$dlock" keys --kind fair orders) || fail "keys --kind fair exit $?"
+  [[ $keys == *"key      orders (hash)"* && $keys == *"queue    redisson_lock_queue:{orders}"* &&
+     $keys == *"timeouts redisson_lock_timeout:{orders}"* &&
+     $keys == *"waiters  redisson_lock__channel:{orders}:<owner>"* ]] || fail "keys --kind fair: $keys"
+  expect_rc 64 "$dlock" keys --kind read orders
   ;;
 demo)
   out=$("$dlock" demo --processes 2 --threads 2 --stock 50) || fail "demo exit $?"

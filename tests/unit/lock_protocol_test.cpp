@@ -166,7 +166,10 @@ TEST(release_reading, every_kind_reads_a_malformed_release_reply_as_a_protocol_e
             EXPECT_EQ(out.what, rk::error) << p.name();
             EXPECT_EQ(out.ec, errc::protocol_error) << p.name();
         }
-        EXPECT_EQ(p.read_release({}, integer(1)).what, rk::released) << p.name();
+        const auto published = p.read_release({}, array({integer(1), integer(3)}));
+        EXPECT_EQ(published.what, rk::released) << p.name();
+        EXPECT_EQ(published.receivers, 3) << p.name();
+        EXPECT_EQ(p.read_release({}, array({integer(1), integer(-1)})).ec, errc::protocol_error);
         const auto failed = p.read_release(dlock::make_error_code(errc::ambiguous), null_reply);
         EXPECT_EQ(failed.what, rk::error);
         EXPECT_EQ(failed.ec, errc::ambiguous);
@@ -175,6 +178,9 @@ TEST(release_reading, every_kind_reads_a_malformed_release_reply_as_a_protocol_e
     // Only the server's own "not yours" is not_owner: nil for the reentrant script, 0 for the
     // simple lock's compare-and-delete; the reentrant 0 is a decrement.
     EXPECT_EQ(protocol_of(lock_kind::reentrant).read_release({}, null_reply).what, rk::not_owner);
+    // A retried reentrant release answered from its latch: released, receivers unknown.
+    EXPECT_EQ(protocol_of(lock_kind::reentrant).read_release({}, integer(1)).what, rk::released);
+    EXPECT_EQ(protocol_of(lock_kind::simple).read_release({}, integer(1)).ec, errc::protocol_error);
     EXPECT_EQ(protocol_of(lock_kind::reentrant).read_release({}, integer(0)).what, rk::still_held);
     EXPECT_EQ(protocol_of(lock_kind::simple).read_release({}, integer(0)).what, rk::not_owner);
     EXPECT_EQ(protocol_of(lock_kind::simple).read_release({}, null_reply).what, rk::error);

@@ -40,9 +40,12 @@ lock_keys lock_protocol::keys(std::string_view name, std::error_code& ec) const 
     k.key.assign(name);
     k.channel = prefix_name(channel_prefix(), name);
     if (!token_prefix().empty()) k.token_key = prefix_name(token_prefix(), name);
+    if (!queue_prefix().empty()) k.queue_key = prefix_name(queue_prefix(), name);
+    if (!timeout_prefix().empty()) k.timeout_key = prefix_name(timeout_prefix(), name);
     k.slot = key_slot(k.key);
-    if (key_slot(k.channel) != k.slot || (!k.token_key.empty() && key_slot(k.token_key) != k.slot))
-        ec = make_error_code(errc::invalid_argument);
+    for (const auto* other : {&k.channel, &k.token_key, &k.queue_key, &k.timeout_key})
+        if (!other->empty() && key_slot(*other) != k.slot)
+            ec = make_error_code(errc::invalid_argument);
     return k;
 }
 
@@ -97,6 +100,14 @@ handover_reading lock_protocol::read_handover(std::error_code, const resp3::valu
 std::error_code reply_error(const resp3::value& v) noexcept {
     if (!v.is_error()) return {};
     return make_error_code(classify_server_error(v.str));
+}
+
+bool read_published_release(const resp3::value& r, release_outcome& out) noexcept {
+    if (r.kind != resp3::type::array || r.elements.size() != 2 || !r.elements[0].is_integer() ||
+        r.elements[0].integer != 1 || !r.elements[1].is_integer() || r.elements[1].integer < 0)
+        return false;
+    out = {release_outcome::kind::released, {}, r.elements[1].integer};
+    return true;
 }
 
 pubsub::wake redisson_wake_rule(std::string_view payload) noexcept {

@@ -37,6 +37,9 @@ struct lock_keys {
     std::string key;       ///< N
     std::string channel;   ///< unlock channel
     std::string token_key; ///< fencing counter (empty: the kind has none)
+    /// Fair lock: the waiter queue (LIST) and the waiters' deadlines (ZSET); empty otherwise.
+    std::string queue_key;
+    std::string timeout_key;
     std::uint16_t slot = 0;
 };
 
@@ -81,6 +84,8 @@ private:
 struct release_outcome {
     enum class kind { released, still_held, not_owner, error } what = kind::error;
     std::error_code ec; ///< error
+    /// released: how many connections received the unlock message (0: unknown or none)
+    std::int64_t receivers = 0;
 };
 
 /// What a hand-over script's reply meant, for the releasing caller and for the waiter.
@@ -104,8 +109,9 @@ public:
     /// Small index in the registry (local bookkeeping per kind).
     std::size_t index() const noexcept { return index_; }
 
-    /// The keys of the lock `name`. Errors: errc::invalid_argument for an empty name, one over
-    /// 4096 bytes, or one whose keys would fall into different cluster slots ("a{}b").
+    /// The keys of the lock `name` (all of them in one hash slot). Errors: errc::invalid_argument
+    /// for an empty name, one over 4096 bytes, or one whose keys would fall into different cluster
+    /// slots ("a{}b").
     lock_keys keys(std::string_view name, std::error_code& ec) const;
     /// Re-entry by the same owner is counted on the server (owner = client id + thread or
     /// handle); otherwise every acquisition has a fresh random token as its owner.
@@ -116,7 +122,26 @@ public:
     /// The attempt of `owner` with `lease_ms`.
     virtual void attempt(command& c, const lock_keys& k, std::string_view owner,
                          std::chrono::milliseconds lease) const = 0;
+    /// The attempt of an acquisition that may wait: a kind whose waiters queue on the server
+    /// joins (or refreshes its place in) the queue when refused; `place_timeout` is how long
+    /// a queued waiter keeps its place without trying again. Others: attempt().
+    virtual void waiting_attempt(command& c, const lock_keys& k, std::string_view owner,
+                                 std::chrono::milliseconds lease,
+                                 std::chrono::milliseconds /*place_timeout*/) const {
+        attempt(c, k, owner, lease);
+    }
     virtual attempt_outcome read_attempt(std::error_code ec, const resp3::value& r) const = 0;
+    /// Waiters queue on the server (a fair lock): the order comes from there, so a waiter
+    /// never queues locally behind this client's holder nor takes a local hand-over, and one
+    /// that gives up leaves the queue (leave_queue).
+    virtual bool queues_on_server() const noexcept { return false; }
+    virtual void leave_queue(command& /*c*/, const lock_keys& /*k*/, std::string_view /*owner*/,
+                             pubsub::mode /*m*/) const {}
+    /// The channel `owner` waits on: the lock's channel, or one of its own (a fair lock wakes
+    /// exactly the head of its queue).
+    virtual std::string waiter_channel(const lock_keys& k, std::string_view /*owner*/) const {
+        return k.channel;
+    }
     /// A refusal does not carry the holder's PTTL: the waiter asks with ttl_query before
     /// sleeping on it.
     virtual bool ttl_after_refusal() const noexcept { return false; }
@@ -163,6 +188,9 @@ protected:
     /// ("" for none), as Redisson's prefixName(p, N).
     virtual std::string_view channel_prefix() const noexcept = 0;
     virtual std::string_view token_prefix() const noexcept { return {}; }
+    /// The queue and deadline key prefixes of a kind that queues on the server ("" for none).
+    virtual std::string_view queue_prefix() const noexcept { return {}; }
+    virtual std::string_view timeout_prefix() const noexcept { return {}; }
 
     /// Building blocks shared by kinds.
     /// `EVALSHA <id> n key1..keyn lease owner1..ownern` (the renew scripts' layout).
@@ -192,6 +220,8 @@ std::size_t register_protocol(lock_protocol& p);
 
 /// Shared readers.
 std::error_code reply_error(const resp3::value& v) noexcept;
+/// A final release's `{1, receivers}`: released, and how many connections got the message.
+bool read_published_release(const resp3::value& r, release_outcome& out) noexcept;
 /// Redisson's LockPubSub rule: "1" (a read unlock) wakes every waiter, anything else one.
 pubsub::wake redisson_wake_rule(std::string_view payload) noexcept;
 

@@ -7,6 +7,7 @@ namespace dlock::detail {
 
 lock_protocol& reentrant_protocol() noexcept;
 lock_protocol& simple_protocol() noexcept;
+lock_protocol& fair_protocol() noexcept;
 
 struct protocol_registry {
     std::vector<const lock_protocol*> all;
@@ -14,6 +15,7 @@ struct protocol_registry {
     protocol_registry() {
         add(reentrant_protocol()); // lock_kind::reentrant (= index 0, in lock_kind order)
         add(simple_protocol());    // lock_kind::simple
+        add(fair_protocol());      // lock_kind::fair
         builtin = all.size();
     }
     std::size_t add(lock_protocol& p) {

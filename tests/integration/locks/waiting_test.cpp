@@ -175,3 +175,58 @@ TEST(lock, a_waiter_ends_with_cancelled_when_its_client_shuts_down) {
     EXPECT_EQ(ec, errc::cancelled);
     ma.unlock();
 }
+
+TEST(lock, a_client_that_releases_and_locks_again_lets_another_clients_waiter_in_first) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    for (const auto kind : {dlock::lock_kind::reentrant, dlock::lock_kind::simple}) {
+        const std::string name = "polite-" + std::to_string(static_cast<int>(kind));
+        dlock::client a(fast_options(s.url()));
+        dlock::client b(fast_options(s.url()));
+        dlock::test::either_mutex ma(a, name, kind);
+        ma->lock(dlock::fixed_lease{30s});
+        std::atomic<bool> b_got{false};
+        std::thread waiter([&] {
+            dlock::test::either_mutex mb(b, name, kind);
+            if (mb->try_lock_for(20s)) {
+                b_got = true;
+                mb->unlock();
+            }
+        });
+        ASSERT_TRUE(
+            eventually([&] { return one_subscriber(s, dlock::test::channel_of(kind, name)); }, 5s));
+        // The release reaches the other client's waiter, so this client gives it a head start
+        // on the lock: its next acquisition waits before trying (white-box: the registry).
+        auto& reg = dlock::detail::access::impl(a)->registry();
+        const auto& proto = dlock::detail::protocol_of(kind);
+        EXPECT_FALSE(reg.polite_until(proto, name, std::chrono::steady_clock::now()));
+        const auto before = std::chrono::steady_clock::now(); // (no timing in the check)
+        ma->unlock();
+        EXPECT_TRUE(reg.polite_until(proto, name, before));
+        ma->lock(dlock::fixed_lease{30s});
+        // A busy loop of release-and-lock by one client still lets the waiter in.
+        int rounds = 0;
+        while (!b_got && rounds < 200) {
+            ma->unlock();
+            ma->lock(dlock::fixed_lease{30s});
+            ++rounds;
+        }
+        ma->unlock();
+        waiter.join();
+        EXPECT_TRUE(b_got) << static_cast<int>(kind);
+        EXPECT_LT(rounds, 200) << static_cast<int>(kind);
+        // With nobody listening (the lingering subscriptions of both clients gone), a release
+        // gives no head start (the uncontended path stays one round trip).
+        const auto channel = dlock::test::channel_of(kind, name);
+        ASSERT_TRUE(eventually(
+            [&] {
+                const auto numsub = s.cli({"PUBSUB", "NUMSUB", channel});
+                return numsub.size() >= 2 && numsub.compare(numsub.size() - 2, 2, "\n0") == 0;
+            },
+            5s));
+        ma->lock(dlock::fixed_lease{30s});
+        const auto alone = std::chrono::steady_clock::now();
+        ma->unlock();
+        EXPECT_FALSE(reg.polite_until(proto, name, alone));
+    }
+}

@@ -15,7 +15,8 @@ struct named_kind {
     std::string_view name;
     lock_kind kind;
 };
-constexpr named_kind kind_names[] = {{"lock", lock_kind::reentrant}, {"simple", lock_kind::simple}};
+constexpr named_kind kind_names[] = {
+    {"lock", lock_kind::reentrant}, {"simple", lock_kind::simple}, {"fair", lock_kind::fair}};
 } // namespace
 
 std::optional<lock_kind> kind_from_name(std::string_view name) {

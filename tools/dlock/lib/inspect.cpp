@@ -29,6 +29,9 @@ struct lock_info {
     std::optional<long long> ttl_ms;        ///< remaining lease; -1: no expiry; nullopt: no lock
     long long waiters = 0;                  ///< clients subscribed to N's unlock channels
     std::optional<long long> fencing_token; ///< value of the fencing counter, if it exists
+    /// Fair lock: the waiters in queue order, each with the ms left of its place (its
+    /// deadline on the server's clock minus the server's TIME; nullopt: no deadline).
+    std::vector<std::pair<std::string, std::optional<long long>>> queue;
 };
 
 /// The layouts of every kind for `name` (a name no lock may have has none).
@@ -85,7 +88,7 @@ lock_info inspect(client& c, const std::string& name) {
     const auto type = checked(c, {"TYPE", name}).str;
     const lock_layout* kind = nullptr;
     for (const auto& l : layouts)
-        if (l.data_type == type) kind = &l;
+        if (l.data_type == type && !kind) kind = &l; // a fair lock is told by its queue below
     if (kind && type == "hash") {
         const auto all = checked(c, {"HGETALL", name});
         bool is_lock = true;
@@ -132,6 +135,22 @@ lock_info inspect(client& c, const std::string& name) {
     for (std::size_t i = 1; i < subs.elements.size(); i += 2)
         info.waiters += as_number(subs.elements[i]).value_or(0);
     for (const auto& l : layouts) {
+        if (l.queue_key.empty() || (info.kind != "none" && info.kind != "lock")) continue;
+        const auto owners = checked(c, {"LRANGE", l.queue_key, "0", "-1"});
+        if (owners.elements.empty()) continue;
+        const auto now = checked(c, {"TIME"});
+        const long long now_ms = now.elements.size() == 2
+                                     ? as_number(now.elements[0]).value_or(0) * 1000 +
+                                           as_number(now.elements[1]).value_or(0) / 1000
+                                     : 0;
+        for (const auto& o : owners.elements) {
+            const auto score = as_number(checked(c, {"ZSCORE", l.timeout_key, o.str}));
+            info.queue.emplace_back(o.str, score ? std::optional(*score - now_ms) : std::nullopt);
+        }
+        info.kind = kind_name(l.kind);
+        info.waiters += static_cast<long long>(info.queue.size());
+    }
+    for (const auto& l : layouts) {
         if (l.fencing_key.empty()) continue;
         std::error_code ec;
         const std::string_view get_token[] = {"GET", l.fencing_key};
@@ -164,6 +183,21 @@ void print_json(std::ostream& out, const lock_info& i) {
         out << *i.fencing_token;
     else
         out << "null";
+    if (i.kind == "fair") {
+        out << ",\"queue\":[";
+        for (std::size_t k = 0; k < i.queue.size(); ++k) {
+            if (k) out << ',';
+            out << "{\"owner\":";
+            json_string(out, i.queue[k].first);
+            out << ",\"place_ms\":";
+            if (i.queue[k].second)
+                out << *i.queue[k].second;
+            else
+                out << "null";
+            out << '}';
+        }
+        out << ']';
+    }
     out << '}';
 }
 
@@ -186,6 +220,11 @@ void print_status_text(std::ostream& out, const lock_info& i) {
     out << "ttl      " << ttl_text(i) << '\n';
     out << "waiters  " << i.waiters << '\n';
     out << "fencing  " << fencing_text(i) << '\n';
+    for (std::size_t k = 0; k < i.queue.size(); ++k) {
+        out << "queue    " << k + 1 << ". " << i.queue[k].first;
+        if (i.queue[k].second) out << "  (place for " << *i.queue[k].second << " ms)";
+        out << '\n';
+    }
 }
 
 void print_list_text(std::ostream& out, const std::vector<lock_info>& locks) {
@@ -265,13 +304,17 @@ int run_list(const global_options& g, const std::string& pattern, bool json, std
 int run_keys(const std::string& name, const std::string& kind, std::ostream& out) {
     check_name(name);
     const auto k = kind_from_name(kind);
-    if (!k) throw usage_error("unknown kind '" + kind + "' (use lock or simple)");
+    if (!k) throw usage_error("unknown kind '" + kind + "' (use lock, simple or fair)");
     std::error_code ec;
     const auto l = layout_of(name, *k, ec);
     if (ec) throw usage_error("'" + one_line(name) + "' cannot be a lock name");
     out << "key      " << l.key << " (" << l.data_type << ")\n";
     out << "channel  " << l.channel << '\n';
     out << "fencing  " << (l.fencing_key.empty() ? "-" : l.fencing_key) << '\n';
+    if (!l.queue_key.empty()) out << "queue    " << l.queue_key << '\n';
+    if (!l.timeout_key.empty()) out << "timeouts " << l.timeout_key << '\n';
+    if (!l.waiter_channel_prefix.empty())
+        out << "waiters  " << l.waiter_channel_prefix << ":<owner>\n";
     return exit_code::ok;
 }
 
@@ -281,9 +324,10 @@ int run_unlock(const global_options& g, const std::string& name, std::ostream& o
     const auto before = inspect(c, name);
     if (!before.foreign_type.empty()) not_a_lock(before);
     // force_unlock deletes N whatever it holds and publishes "0" on the kind's channel.
-    const bool deleted = kind_from_name(before.kind) == lock_kind::simple
-                             ? c.make_simple_mutex(name).force_unlock()
-                             : c.make_mutex(name).force_unlock();
+    const auto kind = kind_from_name(before.kind);
+    const bool deleted = kind == lock_kind::simple ? c.make_simple_mutex(name).force_unlock()
+                         : kind == lock_kind::fair ? c.make_fair_mutex(name).force_unlock()
+                                                   : c.make_mutex(name).force_unlock();
     if (!deleted) {
         out << "no lock named '" << name << "': nothing deleted\n";
         return exit_code::ok;

@@ -9,7 +9,11 @@
 -- ARGV[5]  latch TTL in ms (only read when KEYS[3] is given)
 -- Returns  nil  not held by this owner (-> errc::not_owner)
 --          0    still held (hold count decremented, lease reset)
---          1    released; the unlock message was published
+--          {1, n}  released; the unlock message was published and n connections received it
+--                  (other clients' waiters, and this client's subscriber if it listens: the
+--                  releasing client then gives those waiters a head start, see
+--                  ARCHITECTURE.md "Polite release")
+--          1    released (a retried request answered from the latch)
 if KEYS[3] then
     local done = redis.call('get', KEYS[3])
     if done then return tonumber(done) end
@@ -28,6 +32,6 @@ if count > 0 then
     return 0
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[4], KEYS[2], ARGV[1])
+local receivers = redis.call(ARGV[4], KEYS[2], ARGV[1])
 if KEYS[3] then redis.call('set', KEYS[3], 1, 'px', ARGV[5]) end
-return 1
+return {1, receivers}

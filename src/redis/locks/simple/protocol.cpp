@@ -49,7 +49,7 @@ public:
     release_outcome read_release(std::error_code ec, const resp3::value& r) const override {
         if (!ec) ec = reply_error(r);
         if (ec) return {release_outcome::kind::error, ec};
-        if (r.is_integer() && r.integer == 1) return {release_outcome::kind::released, {}};
+        if (release_outcome out; read_published_release(r, out)) return out;
         if (r.is_integer() && r.integer == 0) return {release_outcome::kind::not_owner, {}};
         return {release_outcome::kind::error, make_error_code(errc::protocol_error)};
     }

@@ -1,0 +1,81 @@
+// The fair lock: Redisson's RFairLock layout. The lock is the RLock hash (so re-entry, renewal,
+// hold counts and the reply shapes are the reentrant lock's), plus the waiter queue
+// redisson_lock_queue:{N} (LIST, arrival order) and the waiters' deadlines
+// redisson_lock_timeout:{N} (ZSET, epoch ms). Each waiter sleeps on a channel of its own,
+// redisson_lock__channel:{N}:<owner>, and a release wakes exactly the head of the queue.
+//
+// Where it differs from Redisson (wire format kept; the scripts say why in their headers):
+// deadlines come from the server's clock, not the client's; a live waiter refreshes its place
+// on every attempt (at least every third of the place timeout) instead of Redisson's
+// "previous waiter's deadline + wait, lowered on every acquisition"; a waiter that gives up
+// leaves at once and wakes the new head if the lock is free; a release of a lock that expired
+// answers "not the owner" (Redisson answers 1). No local queueing and no local hand-over: the
+// order is the server's queue, for the waiters of one process as for all others.
+#include "redis/locks/reentrant/protocol.hpp"
+
+namespace dlock::detail {
+namespace {
+
+class fair_lock final : public reentrant_lock {
+public:
+    std::string_view name() const noexcept override { return "fair"; }
+
+    /// Try once: never joins the queue (Redisson's tryLock() without a wait).
+    void attempt(command& c, const lock_keys& k, std::string_view owner,
+                 std::chrono::milliseconds lease) const override {
+        acquire(c, k, owner, lease, std::chrono::milliseconds(1), "0");
+    }
+    void waiting_attempt(command& c, const lock_keys& k, std::string_view owner,
+                         std::chrono::milliseconds lease,
+                         std::chrono::milliseconds place_timeout) const override {
+        acquire(c, k, owner, lease, place_timeout, "1");
+    }
+
+    bool queues_on_server() const noexcept override { return true; }
+    bool has_handover() const noexcept override { return false; }
+
+    void leave_queue(command& c, const lock_keys& k, std::string_view owner,
+                     pubsub::mode m) const override {
+        c.script(script_id::fair_leave).arg("4").arg(k.key).arg(k.queue_key).arg(k.timeout_key);
+        c.arg(k.channel).arg(owner).arg(pubsub::publish_command(m));
+    }
+
+    std::string waiter_channel(const lock_keys& k, std::string_view owner) const override {
+        std::string ch;
+        ch.reserve(k.channel.size() + 1 + owner.size());
+        ch.append(k.channel).append(":").append(owner);
+        return ch;
+    }
+
+    void release(command& c, const lock_keys& k, std::string_view owner,
+                 std::chrono::milliseconds lease, pubsub::mode m) const override {
+        c.script(script_id::fair_release).arg("4").arg(k.key).arg(k.queue_key).arg(k.timeout_key);
+        c.arg(k.channel).arg("0").number(lease.count()).arg(owner).arg(pubsub::publish_command(m));
+    }
+
+    void force_unlock(command& c, const lock_keys& k, pubsub::mode m) const override {
+        c.script(script_id::fair_force_unlock).arg("4").arg(k.key).arg(k.queue_key);
+        c.arg(k.timeout_key).arg(k.channel).arg(pubsub::publish_command(m));
+    }
+
+protected:
+    std::string_view queue_prefix() const noexcept override { return "redisson_lock_queue"; }
+    std::string_view timeout_prefix() const noexcept override { return "redisson_lock_timeout"; }
+
+private:
+    static void acquire(command& c, const lock_keys& k, std::string_view owner,
+                        std::chrono::milliseconds lease, std::chrono::milliseconds place,
+                        std::string_view enqueue) {
+        c.script(script_id::fair_acquire).arg("4").arg(k.key).arg(k.queue_key).arg(k.timeout_key);
+        c.arg(k.token_key).number(lease.count()).arg(owner).number(place.count()).arg(enqueue);
+    }
+};
+
+} // namespace
+
+lock_protocol& fair_protocol() noexcept {
+    static fair_lock p;
+    return p;
+}
+
+} // namespace dlock::detail
