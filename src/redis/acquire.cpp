@@ -237,6 +237,19 @@ private:
     void join() {
         c_->registry().waiter_added();
         sub().add(channel_, this, req_.protocol->wake_rule());
+        if (req_.protocol->queues_on_server())
+            c_->registry().queued_waiters[req_.keys.key].push_back(this);
+    }
+
+    void leave() {
+        sub().remove(channel_, this);
+        c_->registry().waiter_removed();
+        if (!req_.protocol->queues_on_server()) return;
+        auto& all = c_->registry().queued_waiters;
+        auto it = all.find(req_.keys.key);
+        if (it == all.end()) return;
+        std::erase(it->second, static_cast<pubsub::waiter*>(this));
+        if (it->second.empty()) all.erase(it);
     }
 
     void send(bool ttl) {
@@ -273,10 +286,7 @@ private:
 
     void finish(const wait_fsm::action& a) {
         cancel_timer();
-        if (a.leave_channel) { // the machine knows whether it joined
-            sub().remove(channel_, this);
-            c_->registry().waiter_removed();
-        }
+        if (a.leave_channel) leave(); // the machine knows whether it joined
         const auto res = a.acquired ? acquired(*c_, req_, a.reentered, a.count, a.token, a.sent_at)
                                     : acquire_result{};
         if (!a.acquired && !a.undo) leave_queue(*c_, req_); // (undo leaves it too)

@@ -19,6 +19,10 @@
 #include <unordered_map>
 #include <vector>
 
+namespace dlock::pubsub {
+class waiter;
+}
+
 namespace dlock::detail {
 
 class hold_state;
@@ -71,6 +75,11 @@ public:
     /// Registers an operation to cancel at shutdown. Expired entries are pruned.
     void track(std::weak_ptr<cancellable> op);
     std::vector<std::weak_ptr<cancellable>> take_tracked();
+
+    /// I/O thread only: the waiters of this client on each lock whose waiters queue on the
+    /// server (the fair lock), in the order they joined; a release hands over only to the
+    /// first, and only if it is the head of the server's queue.
+    std::unordered_map<std::string, std::vector<pubsub::waiter*>> queued_waiters;
 
     /// I/O thread only: per unlock channel, when a hand-over last found (PUBSUB NUMSUB) that
     /// no other client waits; within handover_recheck of that, the check is skipped.

@@ -65,10 +65,20 @@ void plain_release(client_impl& c, std::shared_ptr<const hold_state> h, release_
 /// hand-over script passes the lock to it; otherwise the normal release runs.
 void release_or_handover(client_impl& c, std::shared_ptr<const hold_state> h, release_done done) {
     auto& sub = h->where->subscriber();
-    auto* w =
-        c.shut_down() ? nullptr : sub.take_sleeping(h->keys.channel, [&](const pubsub::waiter& x) {
-            return x.takes_handover_of(*h);
-        });
+    pubsub::waiter* w = nullptr;
+    if (c.shut_down()) {
+    } else if (!h->protocol->queues_on_server()) {
+        w = sub.take_sleeping(h->keys.channel,
+                              [&](const pubsub::waiter& x) { return x.takes_handover_of(*h); });
+    } else if (const auto q = c.registry().queued_waiters.find(h->keys.key);
+               q != c.registry().queued_waiters.end() && !q->second.empty()) {
+        // The first of this client's waiters in the server's queue, on its own channel: the
+        // script hands it the lock only if it is the head.
+        auto* first = q->second.front();
+        w = sub.take_sleeping(
+            h->protocol->waiter_channel(h->keys, first->owner()),
+            [&](const pubsub::waiter& x) { return &x == first && x.takes_handover_of(*h); });
+    }
     if (!w) return plain_release(c, std::move(h), std::move(done));
     const auto now = std::chrono::steady_clock::now();
     auto& checked = c.registry().handover_checked;

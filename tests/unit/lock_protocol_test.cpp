@@ -206,6 +206,17 @@ TEST(release_reading, a_handover_reply_is_read_for_the_releaser_and_for_the_wait
     EXPECT_EQ(h.releaser.ec, errc::ambiguous);
     EXPECT_EQ(h.waiter, hr::ambiguous);
 
+    // The fair lock hands over only to its head; when the head was another waiter, ours is
+    // told to try again (no message is coming to its own channel), not "published".
+    const auto& f = protocol_of(lock_kind::fair);
+    h = f.read_handover({}, array({integer(2), integer(12)}));
+    EXPECT_EQ(h.waiter, hr::handed_over);
+    EXPECT_EQ(h.token, 12u);
+    h = f.read_handover({}, integer(1));
+    EXPECT_EQ(h.releaser.what, rk::released);
+    EXPECT_EQ(h.waiter, hr::unknown);
+    EXPECT_EQ(f.read_handover({}, null_reply).releaser.what, rk::not_owner);
+
     const auto& s = protocol_of(lock_kind::simple);
     h = s.read_handover({}, integer(2));
     EXPECT_EQ(h.releaser.what, rk::released);

@@ -496,3 +496,28 @@ TEST(lock, fair_queue_deadlines_stay_within_one_place_timeout_of_the_servers_clo
     EXPECT_TRUE(eventually([&] { return queue_length(s, name) == 0; }, 5s));
     holder.unlock();
 }
+
+TEST(lock, a_fair_release_hands_the_lock_to_this_clients_waiter_only_when_it_heads_the_queue) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    const std::string name = "fair-handover";
+    dlock::client c(fast_options(s.url()));
+    dlock::fair_mutex holder = c.make_fair_mutex(name);
+    holder.lock();
+    auto first = fair_waiter(c, name);
+    ASSERT_TRUE(eventually([&] { return queue_length(s, name) == 1; }, 5s));
+    s.cli({"CONFIG", "RESETSTAT"});
+    holder.unlock(); // our waiter is the head: one script passes the lock, no PUBLISH
+    EXPECT_TRUE(first.get());
+    EXPECT_EQ(command_calls(s, "publish"), 0); // (a release to a waiting head publishes)
+    // Another client's waiter at the head: our release wakes it, our waiter keeps its place.
+    holder.lock();
+    dlock::client other(fast_options(s.url()));
+    auto theirs = fair_waiter(other, name);
+    ASSERT_TRUE(eventually([&] { return queue_length(s, name) == 1; }, 5s));
+    auto ours = fair_waiter(c, name);
+    ASSERT_TRUE(eventually([&] { return queue_length(s, name) == 2; }, 5s));
+    holder.unlock();
+    EXPECT_TRUE(theirs.get());
+    EXPECT_TRUE(ours.get());
+}

@@ -9,8 +9,9 @@
 // on every attempt (at least every third of the place timeout) instead of Redisson's
 // "previous waiter's deadline + wait, lowered on every acquisition"; a waiter that gives up
 // leaves at once and wakes the new head if the lock is free; a release of a lock that expired
-// answers "not the owner" (Redisson answers 1). No local queueing and no local hand-over: the
-// order is the server's queue, for the waiters of one process as for all others.
+// answers "not the owner" (Redisson answers 1). No local queueing, and a local hand-over only
+// to a waiter of this client that is the head of the server's queue: the order is the
+// server's, for the waiters of one process as for all others.
 #include "redis/locks/reentrant/protocol.hpp"
 
 namespace dlock::detail {
@@ -32,7 +33,25 @@ public:
     }
 
     bool queues_on_server() const noexcept override { return true; }
-    bool has_handover() const noexcept override { return false; }
+    /// Only to this client's waiter at the head of the server's queue (fair/handover.lua);
+    /// `check_others` does not apply: the queue decides.
+    bool has_handover() const noexcept override { return true; }
+    void handover(command& c, const hold_state& from, std::string_view to_owner,
+                  std::chrono::milliseconds to_lease, bool /*check_others*/,
+                  pubsub::mode m) const override {
+        const auto& k = from.keys;
+        c.script(script_id::fair_handover).arg("5").arg(k.key).arg(k.queue_key);
+        c.arg(k.timeout_key).arg(k.channel).arg(k.token_key).arg(from.owner);
+        c.arg(pubsub::publish_command(m)).arg(to_owner).number(to_lease.count());
+    }
+    /// As the reentrant reading, except that a release that woke the head tells our waiter
+    /// nothing is coming to it ("published" would make it sleep for a message on its own
+    /// channel): it tries again at once, which also refreshes its place.
+    handover_reading read_handover(std::error_code ec, const resp3::value& r) const override {
+        auto h = reentrant_lock::read_handover(ec, r);
+        if (h.waiter == handover_result::published) h.waiter = handover_result::unknown;
+        return h;
+    }
 
     void leave_queue(command& c, const lock_keys& k, std::string_view owner,
                      pubsub::mode m) const override {
