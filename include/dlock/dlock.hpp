@@ -10,5 +10,6 @@
 #include <dlock/lock_options.hpp>
 #include <dlock/multi_lock.hpp>
 #include <dlock/mutex.hpp>
+#include <dlock/redlock.hpp>
 #include <dlock/resp3.hpp>
 #include <dlock/rw_mutex.hpp>

@@ -31,7 +31,7 @@ namespace dlock {
 class lease;
 
 namespace detail {
-class hold_state;
+class hold;
 struct access;
 } // namespace detail
 
@@ -87,27 +87,26 @@ public:
 
 private:
     friend struct detail::access;
-    explicit lease(std::shared_ptr<detail::hold_state> s) noexcept
+    explicit lease(std::shared_ptr<detail::hold> s) noexcept
         : state_(std::move(s)) {}
     /// Releases `h` without blocking; `done` runs on the client's I/O thread, or inline when
     /// there is nothing to send (already released, lost, or the client is gone).
-    static void start_release(std::shared_ptr<detail::hold_state> h,
+    static void start_release(std::shared_ptr<detail::hold> h,
                               std::function<void(std::error_code)> done);
     /// Sends the extension of `h` without blocking; `done` runs on the client's I/O thread, or
     /// inline when nothing is sent (not held, lost, bad lease, the client is gone).
-    static void start_extend(std::shared_ptr<detail::hold_state> h,
-                             std::chrono::milliseconds lease_ms,
+    static void start_extend(std::shared_ptr<detail::hold> h, std::chrono::milliseconds lease_ms,
                              std::function<void(std::error_code)> done);
     /// The I/O executor of the client that owns `h`; empty when that client is gone.
-    static asio::any_io_executor executor_of(const std::shared_ptr<detail::hold_state>& h);
+    static asio::any_io_executor executor_of(const std::shared_ptr<detail::hold>& h);
 
-    std::shared_ptr<detail::hold_state> state_;
+    std::shared_ptr<detail::hold> state_;
 };
 
 template <class CompletionToken>
 auto lease::async_release(CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code)>(
-        [](auto handler, std::shared_ptr<detail::hold_state> h) {
+        [](auto handler, std::shared_ptr<detail::hold> h) {
             detail::initiation_scope scope;
             using H = std::decay_t<decltype(handler)>;
             asio::any_io_executor io = executor_of(h);
@@ -126,7 +125,7 @@ auto lease::async_release(CompletionToken&& token) {
 template <class CompletionToken>
 auto lease::async_extend(std::chrono::milliseconds lease_ms, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code)>(
-        [](auto handler, std::shared_ptr<detail::hold_state> h, std::chrono::milliseconds d) {
+        [](auto handler, std::shared_ptr<detail::hold> h, std::chrono::milliseconds d) {
             detail::initiation_scope scope;
             using H = std::decay_t<decltype(handler)>;
             asio::any_io_executor io = executor_of(h);

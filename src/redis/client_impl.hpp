@@ -19,6 +19,7 @@ namespace dlock::detail {
 
 class renewal_service;
 class hold_state;
+class hold;
 
 /// Process-wide unique owner ids: one per thread (thread-bound locks) and one per lease handle.
 std::uint64_t this_thread_owner_id() noexcept;
@@ -85,8 +86,8 @@ private:
 /// Internal access to the public objects' implementation (facades, tests, benchmarks).
 struct access {
     static const std::shared_ptr<client_impl>& impl(const client& c) noexcept { return c.impl_; }
-    static lease make_lease(std::shared_ptr<hold_state> h) noexcept { return lease(std::move(h)); }
-    static const std::shared_ptr<hold_state>& state(const lease& l) noexcept { return l.state_; }
+    static lease make_lease(std::shared_ptr<hold> h) noexcept { return lease(std::move(h)); }
+    static const std::shared_ptr<hold>& state(const lease& l) noexcept { return l.state_; }
     static multi_lease make_multi(std::shared_ptr<multi_state> s) noexcept {
         return multi_lease(std::move(s));
     }

@@ -1,8 +1,9 @@
 // detail::hold_state: one acquisition (one owner's hold of one lock) on Redis, shared by the
-// object that holds it (mutex or lease) and the renewal service.
+// object that holds it (mutex or lease) and the renewal service. It is the single-node Redis
+// implementation of detail::hold, the seam a dlock::lease talks to (core/hold.hpp).
 #pragma once
 
-#include "core/loss_signal.hpp"
+#include "core/hold.hpp"
 #include "redis/locks/protocol.hpp"
 
 #include <atomic>
@@ -16,7 +17,7 @@ namespace dlock::detail {
 class client_impl;
 class node;
 
-class hold_state final : public loss_signal {
+class hold_state final : public hold {
 public:
     std::weak_ptr<client_impl> client;
     /// Where the hold lives. Valid while `client` is (check client.lock() first).
@@ -40,10 +41,20 @@ public:
     void counted_locally() noexcept { local_counted_.store(true, std::memory_order_release); }
     void end_local() noexcept;
 
+    // detail::hold, for a lease handle (hold.cpp). On Redis the name is the key N.
+    const std::string& name() const noexcept override { return keys.key; }
+    std::optional<std::uint64_t> fencing_token() const noexcept override { return token; }
+    void release_blocking(std::error_code& ec) override;
+    void release_async(std::function<void(std::error_code)> done) override;
+    void extend(std::chrono::milliseconds lease_ms, std::error_code& ec) override;
+    void extend_async(std::chrono::milliseconds lease_ms,
+                      std::function<void(std::error_code)> done) override;
+    asio::any_io_executor executor() const override;
+
     hold_state() = default;
     hold_state(const hold_state&) = delete;
     hold_state& operator=(const hold_state&) = delete;
-    ~hold_state() { end_local(); }
+    ~hold_state() override { end_local(); }
 
 private:
     std::atomic<bool> local_counted_{false};

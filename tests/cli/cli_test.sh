@@ -145,6 +145,37 @@ demo)
   out=$("$dlock" demo --processes 2 --threads 2 --stock 50) || fail "demo exit $?"
   [[ $out == *"exact"* ]] || fail "demo: $out"
   ;;
+exec_redlock)
+  # Several --url: Redlock over three masters (the private server and two on Unix sockets).
+  pids=()
+  for i in 1 2; do
+    redis-server --port 0 --unixsocket "$tmp/m$i.sock" --save '' --appendonly no \
+      --dir "$tmp" --dbfilename "m$i.rdb" >/dev/null & pids+=($!)
+  done
+  for i in 1 2; do
+    wait_for 10 sh -c "redis-cli -s $tmp/m$i.sock PING 2>/dev/null | grep -q PONG" ||
+      fail "master $i never started"
+  done
+  heldm() { [ "$(redis-cli -s "$tmp/m$1.sock" EXISTS "$2")" = 1 ]; }
+  rl=("$dlock" --url "$url" --url "unix://$tmp/m1.sock" --url "unix://$tmp/m2.sock")
+  out=$("${rl[@]}" exec rl1 -- sh -c 'echo "[$DLOCK_NAME][$DLOCK_FENCING_TOKEN]"') ||
+    fail "redlock exec exit $?"
+  [ "$out" = "[rl1][]" ] || fail "redlock has no fencing token: '$out'"
+  held rl1 && fail "redlock key kept after exec"
+  "${rl[@]}" exec rl2 -- sleep 30 & holder=$!
+  wait_for 5 sh -c "redis-cli -p $port EXISTS rl2 | grep -q 1" || fail "holder never acquired"
+  wait_for 5 heldm 1 rl2 || fail "rl2 not on master 1"
+  wait_for 5 heldm 2 rl2 || fail "rl2 not on master 2"
+  expect_rc 75 "${rl[@]}" exec --wait 0 rl2 -- true
+  kill -TERM $holder; wait $holder
+  wait_for 5 sh -c "! redis-cli -s $tmp/m1.sock EXISTS rl2 | grep -q 1" || fail "rl2 kept on m1"
+  # One master of three down: the quorum of two still grants it.
+  kill -TERM "${pids[1]}"; wait "${pids[1]}"
+  expect_rc 0 "${rl[@]}" exec --wait 2s rl3 -- true
+  expect_rc 64 "${rl[@]}" exec --lease 20ms rl4 -- true
+  expect_rc 64 "${rl[@]}" status rl4
+  kill -TERM "${pids[0]}"; wait "${pids[0]}"
+  ;;
 *) fail "unknown case $case_name" ;;
 esac
 echo "ok: $case_name"

@@ -48,7 +48,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     app.footer(footer);
     global_options g;
     app.add_option("--url", g.urls,
-                   "Redis URL; repeatable (several mean Redlock: not implemented yet)");
+                   "Redis URL; repeatable (several mean Redlock over those masters; exec only)");
     app.add_flag_callback(
         "--version", [] { throw version_requested{}; }, "Print the version and exit");
 

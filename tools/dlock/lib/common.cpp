@@ -72,17 +72,34 @@ std::vector<std::string> effective_urls(const global_options& g) {
     return {std::string(default_url)};
 }
 
-client_options connect_options(const global_options& g) {
-    const auto urls = effective_urls(g);
-    if (urls.size() > 1)
-        throw usage_error("several --url options mean Redlock, which is not implemented yet; "
-                          "give one --url");
+namespace {
+client_options one_master(const std::string& url) {
     std::error_code ec;
     std::string why;
-    auto o = parse_url(urls[0], ec, &why);
+    auto o = parse_url(url, ec, &why);
     if (ec) throw usage_error(why.empty() ? std::string("invalid URL") : one_line(why));
     if (const char* pw = std::getenv("DLOCK_PASSWORD"); pw && *pw) o.password = pw;
     o.client_name = "dlock-cli";
+    return o;
+}
+} // namespace
+
+client_options connect_options(const global_options& g) {
+    const auto urls = effective_urls(g);
+    if (urls.size() > 1)
+        throw usage_error("several --url options mean Redlock, which only 'exec' supports; "
+                          "give one --url");
+    return one_master(urls[0]);
+}
+
+redlock_options redlock_options_for(const global_options& g) {
+    redlock_options o;
+    for (const auto& u : effective_urls(g)) {
+        auto m = one_master(u);
+        if (m.kind != topology::standalone)
+            throw usage_error("Redlock masters must be standalone servers: " + to_string(m));
+        o.masters.push_back(std::move(m));
+    }
     return o;
 }
 

@@ -57,8 +57,12 @@ std::vector<std::string> effective_urls(const global_options& g);
 
 /// Client options for the single URL of `g`, with $DLOCK_PASSWORD (when set and non-empty)
 /// replacing the URL's password. Errors: usage_error for a bad URL (the message never holds the
-/// password) or for several URLs (Redlock is not implemented yet).
+/// password) or for several URLs (Redlock: only `exec` takes them, via redlock_options_for).
 client_options connect_options(const global_options& g);
+
+/// Redlock options over every URL of `g` (several --url), each master as connect_options()
+/// would make it. Errors: usage_error for a bad URL.
+redlock_options redlock_options_for(const global_options& g);
 
 /// `url` with its password replaced by `password`, percent-encoded (redis:// and rediss://
 /// only; other URLs are returned unchanged). For APIs that take a URL string.

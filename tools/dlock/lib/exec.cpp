@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -228,11 +229,24 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     if (!kind)
         throw usage_error("kind '" + o.kind + "' is not implemented yet (use lock or simple)");
     if (o.command.empty()) throw usage_error("exec needs a command after --");
-    auto copts = connect_options(g);
+    // Several --url: Redlock over those masters (simple-lock layout on each, no fencing token).
+    std::optional<redlock_options> ropts;
+    client_options copts;
+    if (effective_urls(g).size() > 1)
+        ropts = redlock_options_for(g);
+    else
+        copts = connect_options(g);
     if (o.watchdog) {
         if (o.watchdog->count() < 30) throw usage_error("--watchdog must be at least 30ms");
         copts.watchdog_lease = *o.watchdog;
+        if (ropts) ropts->watchdog_lease = *o.watchdog;
     }
+    if (ropts)
+        for (const auto* d : {&o.lease, &o.watchdog})
+            if (*d && **d <= ropts->node_timeout)
+                throw usage_error("with several --url (Redlock), --lease and --watchdog must be "
+                                  "above the per-master timeout of " +
+                                  format_duration(ropts->node_timeout));
     acquire_options ao;
     ao.wait = o.wait;
     ao.lease = o.lease;
@@ -241,18 +255,27 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     const auto inherited_fds = open_fds();
     signal_block signals; // before the client: its I/O thread inherits the blocked mask
     event_fd acquired_ev, lost_ev;
-    client c(copts); // declared after the fds its I/O thread writes: joined before they close
+    // Declared after the fds their I/O thread writes: joined before they close.
+    std::optional<client> c;
+    std::optional<redlock> rl;
 
     // 1. Acquire, asynchronously, so that a signal can end the wait.
     auto slot = std::make_shared<acquire_slot>();
-    c.async_acquire(o.name, ao, [slot, fd = acquired_ev.fd()](std::error_code ec, lease l) {
+    auto on_acquired = [slot, fd = acquired_ev.fd()](std::error_code ec, lease l) {
         std::lock_guard lk(slot->mu);
         if (slot->abandoned) return; // `l` is released here, without blocking the I/O thread
         slot->ec = ec;
         slot->held = std::move(l);
         slot->done = true;
         event_fd::notify(fd);
-    });
+    };
+    if (ropts) {
+        rl.emplace(std::move(*ropts));
+        rl->async_acquire(o.name, ao, std::move(on_acquired));
+    } else {
+        c.emplace(copts);
+        c->async_acquire(o.name, ao, std::move(on_acquired));
+    }
     int interrupted_by = 0;
     while (interrupted_by == 0) {
         pollfd fds[2] = {{signals.fd(), POLLIN, 0}, {acquired_ev.fd(), POLLIN, 0}};

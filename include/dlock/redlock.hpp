@@ -1,0 +1,219 @@
+// dlock/redlock.hpp: Redlock over N independent standalone Redis masters.
+//
+// A dlock::redlock is one client object for the whole set: one I/O thread and one connection per
+// master, every request fanned out to all masters in parallel. An acquisition is a round:
+//   1. take t0 on the steady clock, then send `SET N <128-bit token> NX PX lease` to every
+//      master (the simple-lock layout of product page §2 on each master);
+//   2. wait at most `node_timeout` (far below the lease) for the answers, deciding as soon as
+//      the votes allow;
+//   3. acquired only with a quorum of floor(N/2)+1 yes votes AND a positive validity
+//      lease - (now - t0) - (lease * 1% + 2 ms); the lease's valid_until() is then
+//      t0 + lease - drift;
+//   4. otherwise the round is lost and the token is deleted (compare-and-delete) on EVERY
+//      master, also those that did not answer; then, while the caller's wait allows, a new
+//      round starts after retry_delay plus a uniform random jitter in [0, retry_jitter].
+// The handle is an ordinary dlock::lease (so code and dlock::multi-lock treat it like any
+// other): release() deletes the token on every master; the watchdog (no explicit lease)
+// extends it on every master every watchdog_lease / 3 with the same quorum and validity rule.
+// When an extension finds the token gone on so many masters that no quorum can hold it, the
+// lease is lost at once; when extensions fail otherwise (masters down, timeouts), it stays held
+// until its valid_until() and is lost then. Loss is signalled as for every lease: stop_token()
+// requested, on_lost() callbacks, valid_until() in the past.
+//
+// No fencing token: lease::token() is always nullopt for a Redlock hold. A fencing token must
+// come from one counter that orders every grant of the lock; N independent masters have N
+// counters and no one of them sees every grant, so any number we returned would look safe
+// without being so. Use a single master (dlock::client, reentrant lock) when the protected
+// resource needs fencing.
+//
+// The lease's own calls on a Redlock hold:
+// - release(): one round of compare-and-delete on every master. Clear when a quorum deleted
+//   the token; errc::not_owner (the lease is marked lost) when so many masters no longer had
+//   it that no quorum could; otherwise the first master's error (errc::unavailable when none
+//   answered): the handle ends anyway and the keys expire after their lease.
+// - extend(d): one round of compare-and-pexpire to `d` on every master, with the acquisition's
+//   quorum and validity rule (valid_until() = before the send + d - drift). errc::not_owner
+//   when a quorum refused (lost); errc::unavailable when no quorum extended it (the lease is
+//   left as it was); errc::invalid_argument for d <= node_timeout or on the I/O thread.
+// - token(): always nullopt (above). name(): the name given to acquire().
+//
+// Waiting is by polling rounds (the Redlock algorithm): a Redlock does not subscribe to unlock
+// messages, so a waiter learns of a release at its next round (retry_delay + jitter later).
+//
+// Which masters voted yes, and why the others did not (refused, failed with an error code, or
+// timed out), is available: acquire_with_votes() for the round that decided an acquisition,
+// votes(lease) for a held lease (updated by late answers and by every extension round).
+//
+//   dlock::redlock r({"redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"});
+//   if (auto l = r.acquire("job:nightly", {.wait = 2s})) { ... l.stop_token() ... }
+#pragma once
+
+#include <dlock/config.hpp>
+#include <dlock/detail/deliver.hpp>
+#include <dlock/error.hpp>
+#include <dlock/lease.hpp>
+#include <dlock/lock_options.hpp>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/executor_work_guard.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace dlock {
+
+namespace detail {
+class redlock_impl;
+struct access;
+} // namespace detail
+
+struct redlock_options {
+    /// One entry per independent standalone master (parse_url() of each URL). Each master keeps
+    /// its own credentials, TLS and command_timeout (the bound for a command still queued while
+    /// its master is down; the round itself waits only node_timeout). At least one; 3 or 5 make
+    /// sense (a quorum of 2 of 3 tolerates one master down, 3 of 5 two).
+    std::vector<client_options> masters{};
+    /// How long a round waits for the masters' answers. Default 50 ms. Must be positive and
+    /// below every lease (acquire_options::lease, watchdog_lease) so that a slow master cannot
+    /// eat the validity.
+    std::chrono::milliseconds node_timeout{50};
+    /// Pause between two acquisition rounds: retry_delay plus a uniform random jitter in
+    /// [0, retry_jitter], so competing clients do not retry in lockstep. Defaults 50 ms / 100 ms.
+    /// An acquire_options::retry policy replaces both and also bounds the number of rounds.
+    std::chrono::milliseconds retry_delay{50};
+    std::chrono::milliseconds retry_jitter{100};
+    /// Lease of a hold taken without an explicit lease; extended every watchdog_lease / 3.
+    /// Default 30 s; at least 30 ms and above node_timeout.
+    std::chrono::milliseconds watchdog_lease = std::chrono::seconds(30);
+};
+
+/// One master's part in a round.
+struct redlock_vote {
+    enum class kind {
+        pending,   ///< no answer yet (the round was decided before it came)
+        yes,       ///< acquired / extended / released on this master
+        refused,   ///< the master answered no: held by another owner, or not ours any more
+        failed,    ///< error reply or transport failure: `ec` says which
+        timed_out, ///< no answer within node_timeout (`ec` is errc::unavailable when the
+                   ///< connection to the master was down at the time)
+    };
+    std::size_t master = 0; ///< index into redlock_options::masters
+    std::string address{};  ///< host:port or the Unix socket path (never a password)
+    kind what = kind::pending;
+    std::error_code ec{};
+};
+
+/// The outcome of acquire_with_votes().
+struct redlock_acquisition {
+    lease held{};                      ///< empty: not acquired
+    std::vector<redlock_vote> votes{}; ///< the last round's votes (the winning round's if held)
+    unsigned rounds = 0;               ///< rounds run (0: the options were rejected)
+};
+
+class redlock {
+public:
+    /// One master per URL (redis://, rediss://, unix://; standalone only), other options as in
+    /// `opts` (its `masters` is replaced). Connects lazily: never blocks on the network.
+    /// Errors: dlock::error(errc::configuration_error) for an empty list, a bad URL, a
+    /// Sentinel or Cluster URL, or invalid durations.
+    explicit redlock(const std::vector<std::string>& urls, redlock_options opts = {});
+    explicit redlock(redlock_options opts);
+    /// Stops the I/O thread; holds still referenced by leases end as released (their keys
+    /// expire after their lease) and further calls on them report errc::cancelled.
+    ~redlock();
+    redlock(redlock&&) noexcept;
+    redlock& operator=(redlock&&) noexcept;
+
+    const redlock_options& options() const noexcept;
+    std::size_t masters() const noexcept;
+    std::size_t quorum() const noexcept; ///< floor(masters() / 2) + 1
+
+    /// Takes the lock `name` on a quorum of the masters for a lease handle. opts.kind is
+    /// ignored (each master uses the simple-lock layout). Returns an empty lease when not
+    /// acquired within opts.wait (nullopt: retry forever; zero: one round).
+    /// Blocking: up to opts.wait plus one round (node_timeout). Thread safety: any thread
+    /// except this redlock's I/O thread (errc::invalid_argument there).
+    /// Errors: errc::invalid_argument for an empty name, a lease under 1 ms or not above
+    /// node_timeout, a retry policy with 0 attempts; errc::cancelled when the redlock is
+    /// destroyed meanwhile. Masters that are down are not errors: they vote "failed".
+    lease acquire(std::string_view name, const acquire_options& opts = {});
+    lease acquire(std::string_view name, const acquire_options& opts, std::error_code& ec);
+    /// The same, with the votes of the deciding round and the number of rounds.
+    redlock_acquisition acquire_with_votes(std::string_view name, const acquire_options& opts,
+                                           std::error_code& ec);
+
+    /// Async twins: complete with void(std::error_code, lease) / void(std::error_code,
+    /// redlock_acquisition) on the token's associated executor (this redlock's I/O thread by
+    /// default). Never complete inside the initiating call.
+    template <class CompletionToken>
+    auto async_acquire(std::string name, acquire_options opts, CompletionToken&& token);
+    template <class CompletionToken>
+    auto async_acquire_with_votes(std::string name, acquire_options opts, CompletionToken&& token);
+
+    /// The current votes of a lease acquired through this redlock: the winning round's,
+    /// updated by answers that came after the decision and replaced by each extension round
+    /// (a master that had not answered when that round was decided shows `pending` until its
+    /// answer or its command_timeout). Empty for an empty lease or one from elsewhere.
+    /// Thread safety: any thread.
+    std::vector<redlock_vote> votes(const lease& l) const;
+
+    asio::any_io_executor get_executor() const;
+
+private:
+    friend struct detail::access;
+    void start_acquire(std::string name, const acquire_options& opts,
+                       std::function<void(std::error_code, redlock_acquisition)> done);
+
+    std::shared_ptr<detail::redlock_impl> impl_{};
+};
+
+template <class CompletionToken>
+auto redlock::async_acquire_with_votes(std::string name, acquire_options opts,
+                                       CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code, redlock_acquisition)>(
+        [this](auto handler, std::string n, acquire_options o) {
+            detail::initiation_scope scope;
+            using H = std::decay_t<decltype(handler)>;
+            auto work =
+                asio::make_work_guard(asio::get_associated_executor(handler, get_executor()));
+            auto shared =
+                std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
+            start_acquire(std::move(n), o, [shared](std::error_code ec, redlock_acquisition a) {
+                auto ex = shared->second.get_executor();
+                detail::deliver(ex, [shared, ec, a = std::move(a)]() mutable {
+                    std::move(shared->first)(ec, std::move(a));
+                });
+            });
+        },
+        token, std::move(name), std::move(opts));
+}
+
+template <class CompletionToken>
+auto redlock::async_acquire(std::string name, acquire_options opts, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code, lease)>(
+        [this](auto handler, std::string n, acquire_options o) {
+            detail::initiation_scope scope;
+            using H = std::decay_t<decltype(handler)>;
+            auto work =
+                asio::make_work_guard(asio::get_associated_executor(handler, get_executor()));
+            auto shared =
+                std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
+            start_acquire(std::move(n), o, [shared](std::error_code ec, redlock_acquisition a) {
+                auto ex = shared->second.get_executor();
+                detail::deliver(ex, [shared, ec, l = std::move(a.held)]() mutable {
+                    std::move(shared->first)(ec, std::move(l));
+                });
+            });
+        },
+        token, std::move(name), std::move(opts));
+}
+
+} // namespace dlock

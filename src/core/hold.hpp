@@ -1,0 +1,59 @@
+// detail::hold: what a dlock::lease needs from one held lock, for any backend.
+//
+// A lease handle holds a std::shared_ptr<hold>. The hold carries the loss signal (valid_until,
+// lost/released, stop token, callbacks) and knows how to release and extend itself on its own
+// backend: the single-node Redis hold (redis/hold.hpp) and the Redlock hold
+// (redis/redlock/redlock.cpp) implement it today; a ZooKeeper or PostgreSQL hold will too.
+//
+// Contract of the virtual members (every implementation keeps it, lease.cpp relies on it):
+// - release_blocking(ec): ends the hold (released, or lost when the backend says it was not
+//   ours any more: ec = errc::not_owner). Releasing a hold that ended already does nothing and
+//   leaves ec clear, except that a lost hold gives errc::not_owner. Called on the backend's I/O
+//   thread it must not block: it then starts the release and returns at once.
+// - release_async(done): the same without blocking; `done` runs once on the backend's I/O
+//   thread, or inline when there was nothing to send.
+// - extend(lease, ec): blocking; not_owner when lost, invalid_argument for lease < 1 ms.
+//   extend_async(lease, done): the same without blocking.
+// - executor(): the backend's I/O executor, empty once the backend is gone.
+//
+// Thread safety: every member from any thread (the loss signal's rules apply to callbacks).
+#pragma once
+
+#include "core/loss_signal.hpp"
+
+#include <asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+
+namespace dlock::detail {
+
+class hold : public loss_signal, public std::enable_shared_from_this<hold> {
+public:
+    hold(const hold&) = delete;
+    hold& operator=(const hold&) = delete;
+    virtual ~hold() = default;
+
+    /// The lock's name as the caller gave it.
+    virtual const std::string& name() const noexcept = 0;
+    /// The fencing token of this acquisition, or nullopt where no sound counter exists.
+    virtual std::optional<std::uint64_t> fencing_token() const noexcept = 0;
+    virtual void release_blocking(std::error_code& ec) = 0;
+    virtual void release_async(std::function<void(std::error_code)> done) = 0;
+    virtual void extend(std::chrono::milliseconds lease, std::error_code& ec) = 0;
+    /// The same without blocking; `done` runs once on the backend's I/O thread, or inline
+    /// when nothing is sent (not held, lost, bad lease, the backend is gone).
+    virtual void extend_async(std::chrono::milliseconds lease,
+                              std::function<void(std::error_code)> done) = 0;
+    virtual asio::any_io_executor executor() const = 0;
+
+protected:
+    hold() = default;
+};
+
+} // namespace dlock::detail
