@@ -10,6 +10,7 @@ lock_layout layout_of(std::string_view name, lock_kind kind, std::error_code& ec
     auto k = p.keys(name, ec);
     if (ec) return {};
     lock_layout l;
+    l.writer_intent_key = p.intent_key(k); // (before k's strings are moved below)
     l.kind = kind;
     l.kind_name = std::string(p.name());
     l.key = std::move(k.key);

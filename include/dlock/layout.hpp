@@ -23,6 +23,9 @@ struct lock_layout {
     std::string timeout_key; ///< fair lock: the waiters' deadlines (ZSET, epoch ms)
     /// fair lock: each waiter sleeps on channel + ":" + its owner field; empty otherwise
     std::string waiter_channel_prefix;
+    /// read-write lock: the marker of a waiting dlock writer (new dlock readers wait while it
+    /// exists); empty for other kinds
+    std::string writer_intent_key;
 };
 
 /// The layout of the lock `name` of `kind`. Errors: errc::invalid_argument for a name no lock

@@ -27,7 +27,8 @@ exec_exit_codes)
   expect_rc 0 "$dlock" exec n1 -- true
   expect_rc 137 "$dlock" exec n1 -- sh -c 'kill -9 $$'
   expect_rc 64 "$dlock" exec --wait 3x n1 -- true
-  expect_rc 64 "$dlock" exec --kind read n1 -- true
+  expect_rc 0 "$dlock" exec --kind read n1r -- true
+  expect_rc 0 "$dlock" exec --kind write n1w -- true
   expect_rc 0 "$dlock" exec --kind fair n1f -- true
   out=$("$dlock" exec envcheck -- sh -c 'echo "$DLOCK_NAME $DLOCK_FENCING_TOKEN"') || fail "env run"
   [[ $out =~ ^envcheck\ [0-9]+$ ]] || fail "env: '$out'"
@@ -124,6 +125,21 @@ inspect)
   expect_rc 0 "$dlock" unlock --force fq
   wait_for 10 test -f "$tmp/first" || fail "the head of the fair queue was not woken"
   kill -TERM $first $second 2>/dev/null; wait $first $second 2>/dev/null
+  # A read-write lock held by two readers while a writer waits: status shows the mode, both
+  # readers and the waiting writer; unlock --force breaks it and the writer gets in.
+  "$dlock" exec --kind read rw1 -- sleep 30 & r1=$!
+  "$dlock" exec --kind read rw1 -- sleep 30 & r2=$!
+  wait_for 5 sh -c "[ \$(redis-cli -p $port HLEN rw1) = 3 ]" || fail "two readers never held rw1"
+  "$dlock" exec --kind write rw1 -- touch "$tmp/wrote" & w=$!
+  wait_for 5 sh -c "[ \$(redis-cli -p $port EXISTS 'dlock_rwlock_writer:{rw1}') = 1 ]" || fail "the writer never waited"
+  json=$("$dlock" status --json rw1)
+  [[ $json == *'"kind":"read-write"'* && $json == *'"mode":"read"'* && $json == *'"writer_waiting":true'* ]] ||
+    fail "read-write status: $json"
+  [ "$(grep -o '"count":1' <<<"$json" | wc -l)" = 2 ] || fail "two readers expected: $json"
+  "$dlock" status rw1 | grep -q "^mode     read" || fail "read-write status text"
+  expect_rc 0 "$dlock" unlock --force rw1
+  wait_for 10 test -f "$tmp/wrote" || fail "the writer did not get the lock after unlock --force"
+  kill -TERM $r1 $r2 2>/dev/null; wait $r1 $r2 $w 2>/dev/null
   rcli SET notalock 1 >/dev/null
   "$dlock" list | grep -q notalock && fail "list shows a non-lock key"
   expect_rc 0 "$dlock" unlock --force absent
@@ -139,7 +155,10 @@ inspect)
   [[ $keys == *"key      orders (hash)"* && $keys == *"queue    redisson_lock_queue:{orders}"* &&
      $keys == *"timeouts redisson_lock_timeout:{orders}"* &&
      $keys == *"waiters  redisson_lock__channel:{orders}:<owner>"* ]] || fail "keys --kind fair: $keys"
-  expect_rc 64 "$dlock" keys --kind read orders
+  keys=$("$dlock" keys --kind write orders) || fail "keys --kind write exit $?"
+  [[ $keys == *"key      orders (hash)"* && $keys == *"channel  redisson_rwlock:{orders}"* &&
+     $keys == *"fencing  dlock_rwlock_token:{orders}"* && $keys == *"intent   dlock_rwlock_writer:{orders}"* ]] ||
+    fail "keys --kind write: $keys"
   ;;
 demo)
   out=$("$dlock" demo --processes 2 --threads 2 --stock 50) || fail "demo exit $?"

@@ -140,6 +140,9 @@ public:
     virtual std::string waiter_channel(const lock_keys& k, std::string_view /*owner*/) const {
         return k.channel;
     }
+    /// The key by which a waiting writer holds new readers back (the read-write lock); "" for
+    /// kinds without one. For tools (dlock status).
+    virtual std::string intent_key(const lock_keys& /*k*/) const { return {}; }
     /// A waiting acquisition of `owner` gave up (its wait ended, not acquired, or an
     /// ambiguous attempt is undone): undoes what its waiting attempts announced. Returns false
     /// (no command) for kinds that announce nothing, the default; the fair lock leaves its

@@ -59,7 +59,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     exec->add_option("--lease", lease, "Fixed lease, not renewed (default: the watchdog renews)");
     exec->add_option("--watchdog", watchdog, "Lease the watchdog renews every third of (30s)");
     exec->add_option("--kind", ex.kind, "lock (reentrant, default) | simple | fair | read | write")
-        ->check(CLI::IsMember({"lock", "simple", "fair", "read", "write"}));
+        ->check(CLI::IsMember(kind_choices()));
     exec->add_option("--kill-after", kill_after, "On loss: SIGKILL this long after SIGTERM (5s)");
     exec->add_option("name", ex.name, "Lock name")->required();
 
@@ -77,8 +77,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
 
     std::string keys_name, keys_kind = "lock";
     auto* keys = app.add_subcommand("keys", "The Redis keys a lock uses (no server needed)");
-    keys->add_option("--kind", keys_kind, "lock (default) | simple | fair")
-        ->check(CLI::IsMember({"lock", "simple", "fair"}));
+    keys->add_option("--kind", keys_kind, "lock (default) | simple | fair | read | write")
+        ->check(CLI::IsMember(kind_choices()));
     keys->add_option("name", keys_name, "Lock name")->required();
 
     std::string unlock_name;
@@ -104,8 +104,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
         ->add_option("--scenario", bo.scenario,
                      "A uncontended | B many keys | C contended counter | D hand-off (A)")
         ->check(CLI::IsMember({"A", "B", "C", "D"}));
-    bench->add_option("--kind", bo.kind, "lock | simple | fair")
-        ->check(CLI::IsMember({"lock", "simple", "fair"}));
+    bench->add_option("--kind", bo.kind, "lock | simple | fair | read | write")
+        ->check(CLI::IsMember(kind_choices()));
     bench->add_option("--workers", bo.workers, "Concurrent workers (scenario default)")
         ->check(CLI::Range(1u, 10000u));
     bench->add_option("--keys", bo.keys, "Distinct lock names for B (= workers)")

@@ -15,9 +15,19 @@ struct named_kind {
     std::string_view name;
     lock_kind kind;
 };
-constexpr named_kind kind_names[] = {
-    {"lock", lock_kind::reentrant}, {"simple", lock_kind::simple}, {"fair", lock_kind::fair}};
+constexpr named_kind kind_names[] = {{"lock", lock_kind::reentrant},
+                                     {"simple", lock_kind::simple},
+                                     {"fair", lock_kind::fair},
+                                     {"read", lock_kind::read},
+                                     {"write", lock_kind::write}};
 } // namespace
+
+std::vector<std::string> kind_choices() {
+    std::vector<std::string> names;
+    for (const auto& k : kind_names)
+        names.emplace_back(k.name);
+    return names;
+}
 
 std::optional<lock_kind> kind_from_name(std::string_view name) {
     for (const auto& k : kind_names)

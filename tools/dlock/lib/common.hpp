@@ -35,6 +35,8 @@ struct usage_error : std::runtime_error {
 /// kind_from_name: nullopt for a name that is no implemented kind.
 std::optional<lock_kind> kind_from_name(std::string_view name);
 std::string_view kind_name(lock_kind kind);
+/// Every kind's CLI name, in the order of lock_kind (for --kind choices).
+std::vector<std::string> kind_choices();
 
 /// Parses a duration: digits followed by `ms`, `s`, `m` or `h`, or a bare `0`.
 /// Edge values: "0s" is zero; a sign, a fraction, spaces, a bare non-zero number, an unknown

@@ -226,8 +226,7 @@ void poll_fds(pollfd* fds, nfds_t n, int timeout_ms) {
 
 int run_exec(const global_options& g, const exec_options& o, std::ostream& err) {
     const auto kind = kind_from_name(o.kind);
-    if (!kind)
-        throw usage_error("kind '" + o.kind + "' is not implemented yet (use lock or simple)");
+    if (!kind) throw usage_error("unknown kind '" + o.kind + "'");
     if (o.command.empty()) throw usage_error("exec needs a command after --");
     // Several --url: Redlock over those masters (simple-lock layout on each, no fencing token).
     std::optional<redlock_options> ropts;

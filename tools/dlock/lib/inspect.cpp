@@ -23,7 +23,7 @@ struct holder {
 /// What one name holds, as status and list print it.
 struct lock_info {
     std::string name;
-    std::string kind = "none"; ///< "lock", "simple" or "none" (nothing there)
+    std::string kind = "none"; ///< "lock", "simple", "fair", "read-write" or "none" (nothing)
     std::string foreign_type;  ///< non-empty: N exists but holds this, which is not a lock
     std::vector<holder> holders;
     std::optional<long long> ttl_ms;        ///< remaining lease; -1: no expiry; nullopt: no lock
@@ -32,6 +32,10 @@ struct lock_info {
     /// Fair lock: the waiters in queue order, each with the ms left of its place (its
     /// deadline on the server's clock minus the server's TIME; nullopt: no deadline).
     std::vector<std::pair<std::string, std::optional<long long>>> queue;
+    /// Read-write lock: its mode ("read" or "write"), and the PTTL of a waiting dlock writer's
+    /// marker (nullopt: no writer waits).
+    std::string mode;
+    std::optional<long long> writer_waiting_ms;
 };
 
 /// The layouts of every kind for `name` (a name no lock may have has none).
@@ -94,13 +98,18 @@ lock_info inspect(client& c, const std::string& name) {
         bool is_lock = true;
         for (std::size_t i = 0; i + 1 < all.elements.size(); i += 2) {
             const auto& field = all.elements[i].str;
-            if (field == "mode") continue; // Redisson RReadWriteLock
+            if (field == "mode") { // Redisson RReadWriteLock
+                info.mode = all.elements[i + 1].str;
+                continue;
+            }
             if (!looks_like_owner(field)) is_lock = false;
             info.holders.push_back({field, as_number(all.elements[i + 1]).value_or(0)});
         }
         if (!is_lock) {
             info.foreign_type = "hash that is not a lock";
             info.holders.clear();
+        } else if (!info.mode.empty()) {
+            info.kind = "read-write";
         } else if (!info.holders.empty() || !all.elements.empty()) {
             info.kind = kind_name(kind->kind);
         }
@@ -128,8 +137,9 @@ lock_info inspect(client& c, const std::string& name) {
         }
     }
     std::vector<std::string_view> numsub{"PUBSUB", "NUMSUB"};
-    for (const auto& l : layouts)
-        numsub.push_back(l.channel);
+    for (const auto& l : layouts) // each channel once (the read and write sides share one)
+        if (std::find(numsub.begin() + 2, numsub.end(), l.channel) == numsub.end())
+            numsub.push_back(l.channel);
     const auto subs = c.command(numsub);
     if (subs.is_error()) throw dlock::error(classify_server_error(subs.str), one_line(subs.str));
     for (std::size_t i = 1; i < subs.elements.size(); i += 2)
@@ -149,6 +159,12 @@ lock_info inspect(client& c, const std::string& name) {
         }
         info.kind = kind_name(l.kind);
         info.waiters += static_cast<long long>(info.queue.size());
+    }
+    for (const auto& l : layouts) {
+        if (l.writer_intent_key.empty() || info.kind != "read-write" || info.writer_waiting_ms)
+            continue;
+        const auto pttl = as_number(checked(c, {"PTTL", l.writer_intent_key})).value_or(-2);
+        if (pttl >= 0) info.writer_waiting_ms = pttl;
     }
     for (const auto& l : layouts) {
         if (l.fencing_key.empty()) continue;
@@ -183,6 +199,11 @@ void print_json(std::ostream& out, const lock_info& i) {
         out << *i.fencing_token;
     else
         out << "null";
+    if (i.kind == "read-write") {
+        out << ",\"mode\":";
+        json_string(out, i.mode);
+        out << ",\"writer_waiting\":" << (i.writer_waiting_ms ? "true" : "false");
+    }
     if (i.kind == "fair") {
         out << ",\"queue\":[";
         for (std::size_t k = 0; k < i.queue.size(); ++k) {
@@ -220,6 +241,14 @@ void print_status_text(std::ostream& out, const lock_info& i) {
     out << "ttl      " << ttl_text(i) << '\n';
     out << "waiters  " << i.waiters << '\n';
     out << "fencing  " << fencing_text(i) << '\n';
+    if (i.kind == "read-write") {
+        out << "mode     " << i.mode << '\n';
+        out << "writer   "
+            << (i.writer_waiting_ms
+                    ? "waiting (its marker lives " + std::to_string(*i.writer_waiting_ms) + " ms)"
+                    : std::string("none waiting"))
+            << '\n';
+    }
     for (std::size_t k = 0; k < i.queue.size(); ++k) {
         out << "queue    " << k + 1 << ". " << i.queue[k].first;
         if (i.queue[k].second) out << "  (place for " << *i.queue[k].second << " ms)";
@@ -304,7 +333,8 @@ int run_list(const global_options& g, const std::string& pattern, bool json, std
 int run_keys(const std::string& name, const std::string& kind, std::ostream& out) {
     check_name(name);
     const auto k = kind_from_name(kind);
-    if (!k) throw usage_error("unknown kind '" + kind + "' (use lock, simple or fair)");
+    if (!k)
+        throw usage_error("unknown kind '" + kind + "' (use lock, simple, fair, read or write)");
     std::error_code ec;
     const auto l = layout_of(name, *k, ec);
     if (ec) throw usage_error("'" + one_line(name) + "' cannot be a lock name");
@@ -315,6 +345,7 @@ int run_keys(const std::string& name, const std::string& kind, std::ostream& out
     if (!l.timeout_key.empty()) out << "timeouts " << l.timeout_key << '\n';
     if (!l.waiter_channel_prefix.empty())
         out << "waiters  " << l.waiter_channel_prefix << ":<owner>\n";
+    if (!l.writer_intent_key.empty()) out << "intent   " << l.writer_intent_key << '\n';
     return exit_code::ok;
 }
 
@@ -325,9 +356,10 @@ int run_unlock(const global_options& g, const std::string& name, std::ostream& o
     if (!before.foreign_type.empty()) not_a_lock(before);
     // force_unlock deletes N whatever it holds and publishes "0" on the kind's channel.
     const auto kind = kind_from_name(before.kind);
-    const bool deleted = kind == lock_kind::simple ? c.make_simple_mutex(name).force_unlock()
-                         : kind == lock_kind::fair ? c.make_fair_mutex(name).force_unlock()
-                                                   : c.make_mutex(name).force_unlock();
+    const bool deleted = before.kind == "read-write" ? c.make_rw_mutex(name).force_unlock()
+                         : kind == lock_kind::simple ? c.make_simple_mutex(name).force_unlock()
+                         : kind == lock_kind::fair   ? c.make_fair_mutex(name).force_unlock()
+                                                     : c.make_mutex(name).force_unlock();
     if (!deleted) {
         out << "no lock named '" << name << "': nothing deleted\n";
         return exit_code::ok;

@@ -60,6 +60,7 @@ public:
     bool reentry_keeps_longest_lease() const noexcept override { return true; }
     layout_info layout() const noexcept override { return {"hash"}; }
     pubsub::wake_rule wake_rule() const noexcept override { return &redisson_wake_rule; }
+    std::string intent_key(const lock_keys& k) const override { return writer_marker(k); }
 
     release_outcome read_release(std::error_code ec, const resp3::value& r) const override {
         if (!ec) ec = reply_error(r);
