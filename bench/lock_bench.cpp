@@ -15,6 +15,8 @@
 
 #include <dlock/dlock.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -65,6 +67,102 @@ int hold_many(const std::string& url, std::size_t n, std::chrono::milliseconds w
     return lost == 0 ? 0 : 1;
 }
 
+/// R: read-mostly traffic on one lock, 9 reader threads and 1 writer thread on one client for
+/// `d`. Every critical section reads a key (the writer also writes it) and works 200 us.
+/// `kind` read: readers take the read side, the writer the write side of one read-write lock;
+/// any other kind: everyone takes that exclusive lock (the same traffic without sharing).
+/// Checks exclusion as it goes (a writer inside with anyone else is a violation).
+int read_mostly(const std::string& url, dlock::lock_kind kind, std::chrono::milliseconds d) {
+    auto o = dlock::parse_url(url);
+    dlock::client c(o);
+    c.command({"SET", "dlock-bench:rm", "0"});
+    const bool shared = kind == dlock::lock_kind::read;
+    std::atomic<int> readers_in{0}, writers_in{0}, max_readers{0};
+    std::atomic<std::uint64_t> reads{0}, writes{0}, violations{0};
+    const auto end = std::chrono::steady_clock::now() + d;
+    std::vector<std::thread> ts;
+    for (int w = 0; w < 10; ++w)
+        ts.emplace_back([&, w] {
+            const bool writer = w == 0;
+            const auto k = !shared  ? kind
+                           : writer ? dlock::lock_kind::write
+                                    : dlock::lock_kind::read;
+            auto m = dlock::bench::make(c, k, "dlock-bench:rm-lock");
+            while (std::chrono::steady_clock::now() < end) {
+                m->lock(dlock::fixed_lease{std::chrono::seconds(30)});
+                if (writer || !shared) {
+                    if (writers_in.fetch_add(1) != 0 || readers_in.load() != 0) ++violations;
+                } else {
+                    const int n = readers_in.fetch_add(1) + 1;
+                    if (writers_in.load() != 0) ++violations;
+                    int seen = max_readers.load();
+                    while (n > seen && !max_readers.compare_exchange_weak(seen, n)) {
+                    }
+                }
+                const auto v = c.command({"GET", "dlock-bench:rm"});
+                if (writer)
+                    c.command({"SET", "dlock-bench:rm", std::to_string(std::stoll(v.str) + 1)});
+                std::this_thread::sleep_for(std::chrono::microseconds(200)); // the work
+                if (writer || !shared)
+                    writers_in.fetch_sub(1);
+                else
+                    readers_in.fetch_sub(1);
+                m->unlock();
+                ++(writer ? writes : reads);
+            }
+        });
+    for (auto& t : ts)
+        t.join();
+    const double secs = static_cast<double>(d.count()) / 1000.0;
+    std::cout << "{\"scenario\":\"R\",\"shared\":" << (shared ? "true" : "false")
+              << ",\"ops_per_s\":" << static_cast<double>(reads + writes) / secs
+              << ",\"reads_per_s\":" << static_cast<double>(reads) / secs
+              << ",\"writes_per_s\":" << static_cast<double>(writes) / secs
+              << ",\"max_readers_inside\":" << max_readers.load()
+              << ",\"violations\":" << violations.load() << "}\n";
+    return violations == 0 ? 0 : 1;
+}
+
+/// Redlock: sequential acquire+release pairs on one name over the masters in `urls`
+/// (comma-separated), fixed 30 s lease, for `d`: the row next to bench/redlock_peer.js.
+int redlock_pairs(const std::string& urls, std::chrono::milliseconds d) {
+    std::vector<std::string> list;
+    for (std::size_t at = 0; at <= urls.size();) {
+        const auto comma = std::min(urls.find(',', at), urls.size());
+        list.push_back(urls.substr(at, comma - at));
+        at = comma + 1;
+    }
+    dlock::redlock r(list);
+    std::vector<double> us;
+    std::uint64_t failed = 0;
+    const auto end = std::chrono::steady_clock::now() + d;
+    while (std::chrono::steady_clock::now() < end) {
+        const auto a = std::chrono::steady_clock::now();
+        auto l = r.acquire("redlock-bench", {.wait = std::chrono::milliseconds(0),
+                                             .lease = std::chrono::seconds(30)});
+        if (!l) {
+            ++failed;
+            continue;
+        }
+        l.release();
+        us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a)
+                         .count());
+    }
+    std::sort(us.begin(), us.end());
+    const auto q = [&](double f) {
+        return us.empty()
+                   ? 0.0
+                   : us[std::min(us.size() - 1,
+                                 static_cast<std::size_t>(f * static_cast<double>(us.size())))];
+    };
+    const double secs = static_cast<double>(d.count()) / 1000.0;
+    std::cout << "{\"scenario\":\"redlock\",\"masters\":" << list.size()
+              << ",\"pairs\":" << us.size() << ",\"failed\":" << failed
+              << ",\"pairs_per_s\":" << static_cast<double>(us.size()) / secs
+              << ",\"pair_p50_us\":" << q(0.5) << ",\"pair_p99_us\":" << q(0.99) << "}\n";
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -82,9 +180,11 @@ int main(int argc, char** argv) {
         const auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
         if (a == "--kind") {
             const auto k = next();
-            o.kind = k == "simple" ? dlock::lock_kind::simple
-                     : k == "fair" ? dlock::lock_kind::fair
-                                   : dlock::lock_kind::reentrant;
+            o.kind = k == "simple"  ? dlock::lock_kind::simple
+                     : k == "fair"  ? dlock::lock_kind::fair
+                     : k == "read"  ? dlock::lock_kind::read
+                     : k == "write" ? dlock::lock_kind::write
+                                    : dlock::lock_kind::reentrant;
         } else if (a == "--workers")
             o.workers = static_cast<unsigned>(std::stoul(next()));
         else if (a == "--keys")
@@ -111,6 +211,8 @@ int main(int argc, char** argv) {
         }
     }
     if (which == "hold") return hold_many(o.url, locks, watchdog);
+    if (which == "R") return read_mostly(o.url, o.kind, o.duration);
+    if (which == "redlock") return redlock_pairs(o.url, o.duration);
     if (which == "A")
         o.which = dlock::bench::scenario::uncontended;
     else if (which == "B")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The lock family's benchmark rows of BENCHMARKS.md ("Issue 9"), in one run: scenarios A-D for
 # every kind next to the reentrant lock, C with 8 workers per kind (one shared client, and one
-# client per worker), and Redlock over 1, 3 and 5 masters next to node-redlock's. Every
+# client per worker), read-mostly traffic (R) on the read-write and the exclusive lock, and
+# Redlock over 1, 3 and 5 masters next to node-redlock's (bench/redlock_peer.js; its modules
+# from the peer harness's npm install in $PEERS_NODE_DIR, default /tmp/peers/node). Every
 # redis-server pinned to CPU 1, every client to CPU 0 (../shared/bench/peers/README.md).
 #
 #   bench/run_family.sh [ROUNDS]      results in $OUT (default /tmp/dlock-family-<time>)
@@ -38,7 +40,11 @@ run() { # run NAME CMD...: records the command and appends its JSON line to NAME
   "$@" >> "$OUT/$name.jsonl" 2>> "$OUT/$name.err" || echo "$name failed" >&2
 }
 
-KINDS=${KINDS:-"lock fair"}
+KINDS=${KINDS:-"lock fair read write"}
+M1=redis://127.0.0.1:7396
+M3=$M1,redis://127.0.0.1:7397,redis://127.0.0.1:7398
+M5=$M3,redis://127.0.0.1:7399,redis://127.0.0.1:7400
+PEERS_NODE_DIR=${PEERS_NODE_DIR:-/tmp/peers/node}
 for r in $(seq 1 "$ROUNDS"); do
   echo "== round $r of $ROUNDS =="
   for kind in $KINDS; do
@@ -50,5 +56,18 @@ for r in $(seq 1 "$ROUNDS"); do
     run "D_${kind}_own_clients" $C0 $LB $URL D --kind $kind --ops 300 --client-per-worker
   done
   run C_simple_own_clients $C0 $LB $URL C --kind simple --workers 8 --ops 2000 --client-per-worker
+  # Read-mostly: 9 reader threads and 1 writer on one read-write lock, then the same traffic on
+  # the exclusive lock.
+  run R_shared $C0 $LB $URL R --kind read --seconds 3
+  run R_exclusive $C0 $LB $URL R --kind lock --seconds 3
+  # Redlock acquire+release pairs over 1, 3 and 5 masters, and node-redlock's over the same.
+  for m in 1 3 5; do
+    urls=$(eval echo "\$M$m")
+    run "redlock_$m" $C0 $LB "$urls" redlock --seconds 3
+    if [ -d "$PEERS_NODE_DIR/node_modules/redlock" ]; then
+      ports=$(tr ',' '\n' <<<"$urls" | sed 's/.*://' | paste -sd,)
+      run "node_redlock_$m" $C0 node bench/redlock_peer.js "$ports" 3
+    fi
+  done
 done
 echo "results in $OUT"

@@ -14,6 +14,15 @@
 #include <thread>
 
 namespace dlock::bench {
+
+std::unique_ptr<basic_mutex> make(client& c, lock_kind kind, const std::string& name) {
+    if (kind == lock_kind::simple) return std::make_unique<simple_mutex>(c, name);
+    if (kind == lock_kind::fair) return std::make_unique<fair_mutex>(c, name);
+    if (kind == lock_kind::read) return std::make_unique<read_mutex>(c, name);
+    if (kind == lock_kind::write) return std::make_unique<write_mutex>(c, name);
+    return std::make_unique<mutex>(c, name);
+}
+
 namespace {
 
 using clock = std::chrono::steady_clock;
@@ -58,12 +67,6 @@ double client_cpu_s() {
     ::getrusage(RUSAGE_SELF, &u);
     return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
            static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
-std::unique_ptr<basic_mutex> make(client& c, lock_kind kind, const std::string& name) {
-    if (kind == lock_kind::simple) return std::make_unique<simple_mutex>(c, name);
-    if (kind == lock_kind::fair) return std::make_unique<fair_mutex>(c, name);
-    return std::make_unique<mutex>(c, name);
 }
 
 /// One asynchronous worker of B: acquire, release, repeat until `end`, on the I/O thread.

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <dlock/client.hpp>
+#include <dlock/mutex.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -18,6 +20,9 @@ enum class scenario {
     contended_counter, ///< C: `workers` workers on one key; GET counter, SET counter+1 inside
     handoff,           ///< D: holder releases while one waiter is blocked in acquire
 };
+
+/// A lock object of `kind` on `name` (read and write: the two sides of a read-write lock).
+std::unique_ptr<basic_mutex> make(client& c, lock_kind kind, const std::string& name);
 
 struct options {
     std::string url = "redis://127.0.0.1:6379";
