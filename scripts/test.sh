@@ -5,7 +5,8 @@
 #   2. lint: the clang-format check and clang-tidy (scripts/lint.sh, checks in .clang-tidy);
 #   3. the find_package(dlock) consumer test against an installed copy;
 #   4. an ASan+UBSan build running the whole suite;
-#   5. a TSan build running the lock, lease and connection suites (async and renewal code);
+#   5. a TSan build running the lock family (lock, rwlock, multi-lock, Redlock), lease and
+#      connection suites (async and renewal code);
 #   6. the libFuzzer parser target for a bounded time (DLOCK_FUZZ_SECONDS, default 60).
 # Set DLOCK_TEST_QUICK=1 to run only step 1.
 set -euo pipefail
@@ -42,12 +43,12 @@ cmake --build build/asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/asan "${ctest_args[@]}"
 
-step "5/6 TSan build: lock, lease and connection suites"
+step "5/6 TSan build: lock family, lease and connection suites"
 cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_WARNINGS_AS_ERRORS=ON \
   -DDLOCK_SANITIZE=thread -DDLOCK_BUILD_BENCH=OFF -DDLOCK_BUILD_TOOLS=OFF -DDLOCK_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/tsan -j"$jobs"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build/tsan "${ctest_args[@]}" -R '^(lock|lease|interop|connection|connection_faults|sync_lane)\.'
+  ctest --test-dir build/tsan "${ctest_args[@]}" -R '^(lock|lease|interop|connection|connection_faults|sync_lane|rwlock|rwlock_redisson|rwlock_interop|redlock|multi_lock|multi_mutex|kinds/multi_lock_kinds)\.'
 
 step "6/6 parser fuzzing (${DLOCK_FUZZ_SECONDS:-60} s)"
 bash tests/fuzz/run.sh "${DLOCK_FUZZ_SECONDS:-60}"
