@@ -85,7 +85,7 @@ run pb_ping_async_50 $C0 $PB $URL PING async 50 $SECS
 run pb_evalsha_async_50 $C0 $PB $URL EVALSHA async 50 $SECS
 
 echo "== dlock lock_bench A-D =="
-for kind in lock simple fair; do
+for kind in lock simple fair write; do
   # A's unit (two PING round trips) measured right next to A, and the server's own time per
   # command during A (INFO commandstats: a script costs the server more than a PING).
   rb "ping_c1_p1_before_A_$kind" 30000 -c 1 -P 1 PING
