@@ -85,6 +85,7 @@ std::error_code end_extend(client_impl& c, const std::shared_ptr<hold_state>& h,
         return make_error_code(errc::not_owner);
     }
     h->set_valid_until(sent + lease_ms - drift_for(lease_ms));
+    c.renewal().add(h); // (already registered: re-arms the loss check if it is now earlier)
     return {};
 }
 

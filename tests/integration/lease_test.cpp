@@ -147,3 +147,15 @@ TEST(lease, a_fenced_resource_rejects_a_stale_token) {
     EXPECT_FALSE(dlock::fenced_set(c, "resource", "resource:fence", old_token, "stale"));
     EXPECT_EQ(s.cli({"GET", "resource"}), "new");
 }
+
+TEST(lease, shortening_a_fixed_lease_moves_its_loss_to_the_new_deadline) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    auto l = c.acquire("shorten", {.wait = 0ms, .lease = 30s});
+    ASSERT_TRUE(l);
+    l.extend(300ms); // shorter than before: the loss check must come earlier, not after 30 s
+    EXPECT_LT(l.valid_until(), std::chrono::steady_clock::now() + 300ms);
+    EXPECT_TRUE(eventually([&] { return l.stop_token().stop_requested(); }, 5s));
+    EXPECT_TRUE(l.lost());
+}
