@@ -184,6 +184,26 @@ TEST(CheckerMustFail, AnOverlapCreatedOnlyByAnExtendIsCaught) {
     EXPECT_TRUE(has_kind(r, check::mutex, "OVERLAP"));
 }
 
+TEST(CheckerMustFail, AWitnessNamesTheNemesisEventsActiveAtTheViolation) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms).release(1, 2, 50 * ms, 51 * ms);
+    b.acquire(2, 1, 2 * ms, 30 * ms).release(2, 2, 60 * ms, 61 * ms);
+    history h = b.build();
+    ASSERT_FALSE(
+        add_jsonl(h, "nemesis.jsonl",
+                  "{\"nemesis\":\"pause\",\"target\":\"w1\",\"value\":\"SIGSTOP\",\"t\":10}\n"
+                  "{\"nemesis\":\"skew\",\"target\":\"redis-1\",\"value\":\"2.0\",\"t\":"
+                  "40000000}\n"
+                  "{\"nemesis\":\"heal\",\"target\":\"all\",\"value\":\"\",\"t\":90000000}\n"));
+    finish(h);
+    auto r = run_checks(h);
+    ASSERT_TRUE(r.violated(check::mutex));
+    const auto& wit = r[check::mutex].violations[0].witness;
+    EXPECT_NE(wit.find("(active before) pause"), std::string::npos) << wit;
+    EXPECT_NE(wit.find("skew target=redis-1"), std::string::npos) << wit;
+    EXPECT_EQ(wit.find("heal"), std::string::npos) << wit;
+}
+
 TEST(CheckerMustFail, AnExtendInvokedAfterExpiryThatReturnsOkIsCaught) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms).extend(1, 2, 990 * ms, 991 * ms); // deadline 988 ms
