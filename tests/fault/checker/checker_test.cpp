@@ -291,6 +291,16 @@ TEST(CheckerMustFail, AStartStampBeforeTheInvokeIsCaught) {
     EXPECT_TRUE(has_kind(r, check::deadline, "START_BEFORE_INVOKE"));
 }
 
+TEST(CheckerMustFail, AnExtendWhoseDeadlineIgnoresTheDriftIsCaught) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms).extend(1, 2, 100 * ms, 101 * ms);
+    b.last().deadline = 1100 * ms;
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::deadline});
+    EXPECT_TRUE(has_kind(r, check::deadline, "WRONG_DEADLINE"));
+    EXPECT_NE(r[check::deadline].violations[0].witness.find("extend ok"), std::string::npos);
+}
+
 TEST(CheckerMustFail, AnAcquireThatReturnsAtOrAfterItsDeadlineIsCaught) {
     builder b;
     b.acquire(1, 1, 0, deadline_for(0, 1000));
