@@ -1,0 +1,611 @@
+// Tier-0 self-tests of the history checker (reliability.md §8.6): every must-fail history is
+// caught by the right check with a witness, every must-pass history passes, and random valid
+// schedules from a sequential lock model pass while the same schedules with one planted fault fail.
+
+#include "checker.hpp"
+#include "history.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace dlock::fault;
+
+constexpr std::int64_t ms = 1'000'000;
+
+std::int64_t deadline_for(std::int64_t t_start, std::int64_t ttl_ms) {
+    return t_start + ttl_ms * ms - drift_ns(ttl_ms);
+}
+
+std::string serialize(const op_event& e) {
+    jsonl_writer w;
+    w.field("w", e.w).field("op", e.op).field("lock", e.lock).field("f", to_string(e.f));
+    w.field("type", to_string(e.type)).field("t", e.t);
+    if (e.token_h) w.field("token_h", *e.token_h);
+    if (e.fence) w.field("fence", *e.fence);
+    if (e.deadline) w.field("deadline", *e.deadline);
+    if (e.ttl_ms) w.field("ttl_ms", *e.ttl_ms);
+    if (e.t_start) w.field("t_start", *e.t_start);
+    if (e.t_first_fwd) w.field("t_first_fwd", *e.t_first_fwd);
+    if (e.deleted) w.field("deleted", *e.deleted);
+    return w.line();
+}
+
+std::string serialize(const resource_entry& r) {
+    jsonl_writer w;
+    w.field("seq", r.seq).field("lock", r.lock).field("kind", r.kind);
+    if (r.fence) w.field("fence", *r.fence);
+    w.field("accepted", r.accepted);
+    if (r.before) w.field("before", *r.before);
+    if (r.after) w.field("after", *r.after);
+    return w.line();
+}
+
+/// Builds a history through the writer and the parser (so every test also round-trips the format).
+class builder {
+public:
+    builder& acquire(std::int64_t w, std::int64_t op, std::int64_t t_inv, std::int64_t t_ok,
+                     std::optional<std::int64_t> fence = std::nullopt, std::int64_t ttl_ms = 1000) {
+        ev(w, op, op_kind::acquire, op_type::invoke, t_inv);
+        op_event& e = ev(w, op, op_kind::acquire, op_type::ok, t_ok);
+        e.fence = fence;
+        e.ttl_ms = ttl_ms;
+        e.t_start = t_inv;
+        e.deadline = deadline_for(t_inv, ttl_ms);
+        e.token_h = "tok" + std::to_string(w) + "_" + std::to_string(op);
+        return *this;
+    }
+    builder& acquire_not(std::int64_t w, std::int64_t op, std::int64_t t_inv, std::int64_t t_end,
+                         op_type type, std::optional<std::int64_t> fence = std::nullopt) {
+        ev(w, op, op_kind::acquire, op_type::invoke, t_inv);
+        ev(w, op, op_kind::acquire, type, t_end).fence = fence;
+        return *this;
+    }
+    builder& extend(std::int64_t w, std::int64_t op, std::int64_t t_inv, std::int64_t t_ok,
+                    std::int64_t ttl_ms = 1000) {
+        ev(w, op, op_kind::extend, op_type::invoke, t_inv);
+        op_event& e = ev(w, op, op_kind::extend, op_type::ok, t_ok);
+        e.ttl_ms = ttl_ms;
+        e.t_start = t_inv;
+        e.deadline = deadline_for(t_inv, ttl_ms);
+        return *this;
+    }
+    builder& release(std::int64_t w, std::int64_t op, std::int64_t t_inv, std::int64_t t_ok,
+                     std::int64_t deleted = 1) {
+        ev(w, op, op_kind::release, op_type::invoke, t_inv);
+        ev(w, op, op_kind::release, op_type::ok, t_ok).deleted = deleted;
+        return *this;
+    }
+    builder& use(std::int64_t w, std::int64_t op, std::int64_t t_inv, std::int64_t t_ok) {
+        ev(w, op, op_kind::use, op_type::invoke, t_inv);
+        ev(w, op, op_kind::use, op_type::ok, t_ok);
+        return *this;
+    }
+    builder& crash(std::int64_t w, std::int64_t t) {
+        ev(w, -1, op_kind::crash, op_type::info, t);
+        return *this;
+    }
+    builder& res(std::string kind, std::optional<std::int64_t> fence, bool accepted,
+                 std::optional<std::int64_t> before = std::nullopt,
+                 std::optional<std::int64_t> after = std::nullopt) {
+        resource_entry r;
+        r.seq = static_cast<std::int64_t>(resource_.size()) + 1;
+        r.lock = "L";
+        r.kind = std::move(kind);
+        r.fence = fence;
+        r.accepted = accepted;
+        r.before = before;
+        r.after = after;
+        resource_.push_back(r);
+        return *this;
+    }
+    op_event& last() { return events_.back(); }
+    std::vector<op_event>& events() { return events_; }
+    std::vector<resource_entry>& resource() { return resource_; }
+
+    history build() const {
+        std::string workers, res;
+        for (const auto& e : events_)
+            workers += serialize(e);
+        for (const auto& r : resource_)
+            res += serialize(r);
+        history h;
+        auto e1 = add_jsonl(h, "workers.jsonl", workers);
+        EXPECT_FALSE(e1) << e1->message;
+        auto e2 = add_jsonl(h, "resource.jsonl", res);
+        EXPECT_FALSE(e2) << e2->message;
+        finish(h);
+        return h;
+    }
+
+private:
+    op_event& ev(std::int64_t w, std::int64_t op, op_kind f, op_type type, std::int64_t t) {
+        op_event e;
+        e.w = w;
+        e.op = op;
+        e.lock = "L";
+        e.f = f;
+        e.type = type;
+        e.t = t;
+        events_.push_back(e);
+        return events_.back();
+    }
+    std::vector<op_event> events_;
+    std::vector<resource_entry> resource_;
+};
+
+std::vector<check> violated_checks(const report& r) {
+    std::vector<check> out;
+    for (const auto& c : r.results)
+        if (c.violated) out.push_back(c.what);
+    return out;
+}
+
+bool has_kind(const report& r, check c, const std::string& kind) {
+    for (const auto& v : r[c].violations)
+        if (v.kind == kind && !v.witness.empty()) return true;
+    return false;
+}
+
+// ---- must fail ----
+
+TEST(CheckerMustFail, OverlappingHoldsAreAMutexViolationWithBothHoldsAsWitness) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms).release(1, 2, 50 * ms, 51 * ms);
+    b.acquire(2, 1, 2 * ms, 30 * ms).release(2, 2, 60 * ms, 61 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::mutex});
+    ASSERT_EQ(r[check::mutex].violations.size(), 1u);
+    const auto& wit = r[check::mutex].violations[0].witness;
+    EXPECT_NE(wit.find("w=1"), std::string::npos) << wit;
+    EXPECT_NE(wit.find("w=2"), std::string::npos) << wit;
+    EXPECT_NE(wit.find("overlap 20000000 ns"), std::string::npos) << wit;
+}
+
+TEST(CheckerMustFail, AnOverlapCreatedOnlyByAnExtendIsCaught) {
+    // A's first deadline (988 ms) is before B's ok at 1200 ms; the extend at 500 ms moves it
+    // to 1488 ms, so only the extend makes the holds overlap.
+    auto make = [](bool with_extend) {
+        builder b;
+        b.acquire(1, 1, 0, 1 * ms);
+        if (with_extend) b.extend(1, 2, 500 * ms, 501 * ms);
+        b.acquire(2, 1, 1150 * ms, 1200 * ms).release(2, 2, 1300 * ms, 1301 * ms);
+        return b.build();
+    };
+    EXPECT_FALSE(run_checks(make(false)).violated(check::mutex));
+    auto r = run_checks(make(true));
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::mutex});
+    EXPECT_TRUE(has_kind(r, check::mutex, "OVERLAP"));
+}
+
+TEST(CheckerMustFail, AWitnessNamesTheNemesisEventsActiveAtTheViolation) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms).release(1, 2, 50 * ms, 51 * ms);
+    b.acquire(2, 1, 2 * ms, 30 * ms).release(2, 2, 60 * ms, 61 * ms);
+    history h = b.build();
+    ASSERT_FALSE(
+        add_jsonl(h, "nemesis.jsonl",
+                  "{\"nemesis\":\"pause\",\"target\":\"w1\",\"value\":\"SIGSTOP\",\"t\":10}\n"
+                  "{\"nemesis\":\"skew\",\"target\":\"redis-1\",\"value\":\"2.0\",\"t\":"
+                  "40000000}\n"
+                  "{\"nemesis\":\"heal\",\"target\":\"all\",\"value\":\"\",\"t\":90000000}\n"));
+    finish(h);
+    auto r = run_checks(h);
+    ASSERT_TRUE(r.violated(check::mutex));
+    const auto& wit = r[check::mutex].violations[0].witness;
+    EXPECT_NE(wit.find("(active before) pause"), std::string::npos) << wit;
+    EXPECT_NE(wit.find("skew target=redis-1"), std::string::npos) << wit;
+    EXPECT_EQ(wit.find("heal"), std::string::npos) << wit;
+}
+
+TEST(CheckerMustFail, AnExtendInvokedAfterExpiryThatReturnsOkIsCaught) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms).extend(1, 2, 990 * ms, 991 * ms); // deadline 988 ms
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::extend_expired});
+    EXPECT_TRUE(has_kind(r, check::extend_expired, "EXTEND_EXPIRED"));
+}
+
+TEST(CheckerMustFail, EqualFencesAreCaught) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms, 7).release(1, 2, 2 * ms, 3 * ms);
+    b.acquire(2, 1, 4 * ms, 5 * ms, 7).release(2, 2, 6 * ms, 7 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::fence});
+    EXPECT_TRUE(has_kind(r, check::fence, "FENCE_REPEATED"));
+}
+
+TEST(CheckerMustFail, AFenceLowerThanOneCompletedBeforeTheInvokeIsCaught) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms, 9).release(1, 2, 2 * ms, 3 * ms);
+    b.acquire(2, 1, 4 * ms, 5 * ms, 8).release(2, 2, 6 * ms, 7 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::fence});
+    EXPECT_TRUE(has_kind(r, check::fence, "FENCE_BACKWARDS"));
+    EXPECT_NE(r[check::fence].violations[0].witness.find("fence=9"), std::string::npos);
+}
+
+TEST(CheckerMustFail, AStaleWriteAcceptedByTheResourceIsCaught) {
+    builder b;
+    b.res("open", 1, true).res("open", 2, true);
+    b.res("write", 2, true, 0, 1).res("write", 1, true, 1, 2); // fence 1 after fence 2
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::resource});
+    EXPECT_TRUE(has_kind(r, check::resource, "STALE_ACCEPTED"));
+}
+
+TEST(CheckerMustFail, ALostUpdateOnAResourceThatRatchetsOnWriteButNotOnOpenIsCaught) {
+    // A (fence 1) and B (fence 2) both read 0; A writes first (accepted: no write above 1 yet),
+    // then B writes 0 -> 1 (accepted: 2 > 1). A's increment is lost.
+    builder b;
+    b.res("open", 1, true).res("open", 2, true);
+    b.res("write", 1, true, 0, 1)
+        .res("write", 2, true, 0, 1)
+        .res("final", std::nullopt, true, std::nullopt, 1);
+    auto r = run_checks(b.build());
+    EXPECT_TRUE(r.violated(check::resource));
+    EXPECT_TRUE(has_kind(r, check::resource, "LOST_UPDATE"));
+    EXPECT_TRUE(has_kind(r, check::resource, "FINAL_VALUE"));
+}
+
+TEST(CheckerMustFail, ALostUpdateOnAnUnfencedResourceIsCaught) {
+    builder b;
+    b.res("write", std::nullopt, true, 0, 1).res("write", std::nullopt, true, 0, 1);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::resource});
+    EXPECT_TRUE(has_kind(r, check::resource, "LOST_UPDATE"));
+}
+
+TEST(CheckerMustFail, ADeadlineThatIsNotStartPlusTtlMinusDriftIsCaught) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms);
+    b.last().deadline = 1000 * ms; // forgot the drift (12 ms)
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::deadline});
+    EXPECT_TRUE(has_kind(r, check::deadline, "WRONG_DEADLINE"));
+}
+
+TEST(CheckerMustFail, AStartStampLaterThanTheFirstProxyForwardIsCaught) {
+    builder b;
+    b.acquire(1, 1, 0, 2 * ms);
+    b.last().t_start = 1 * ms;
+    b.last().deadline = deadline_for(1 * ms, 1000);
+    b.last().t_first_fwd = ms / 2;
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::deadline});
+    EXPECT_TRUE(has_kind(r, check::deadline, "START_AFTER_SEND"));
+}
+
+TEST(CheckerMustFail, AStartStampBeforeTheInvokeIsCaught) {
+    builder b;
+    b.acquire(1, 1, 5 * ms, 6 * ms);
+    b.last().t_start = 4 * ms;
+    b.last().deadline = deadline_for(4 * ms, 1000);
+    auto r = run_checks(b.build());
+    EXPECT_TRUE(has_kind(r, check::deadline, "START_BEFORE_INVOKE"));
+}
+
+TEST(CheckerMustFail, AnExtendWhoseDeadlineIgnoresTheDriftIsCaught) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms).extend(1, 2, 100 * ms, 101 * ms);
+    b.last().deadline = 1100 * ms;
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::deadline});
+    EXPECT_TRUE(has_kind(r, check::deadline, "WRONG_DEADLINE"));
+    EXPECT_NE(r[check::deadline].violations[0].witness.find("extend ok"), std::string::npos);
+}
+
+TEST(CheckerMustFail, AnAcquireThatReturnsAtOrAfterItsDeadlineIsCaught) {
+    builder b;
+    b.acquire(1, 1, 0, deadline_for(0, 1000));
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::deadline});
+    EXPECT_TRUE(has_kind(r, check::deadline, "EXPIRED_ON_ARRIVAL"));
+}
+
+TEST(CheckerMustFail, AReleaseDeletingTheKeyWhileAnotherHoldsIsCaught) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms);               // deadline 988 ms
+    b.acquire(2, 1, 500 * ms, 990 * ms);      // takes over after expiry
+    b.release(1, 2, 1000 * ms, 1001 * ms, 1); // deletes B's key
+    b.release(2, 2, 1200 * ms, 1201 * ms, 0);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::foreign_release});
+    EXPECT_TRUE(has_kind(r, check::foreign_release, "FOREIGN_RELEASE"));
+}
+
+TEST(CheckerMustFail, AnOrphanKeyIsReported) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms).release(1, 2, 2 * ms, 3 * ms);
+    auto r = run_checks(b.build(), {"dlock:L"});
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::orphans});
+    EXPECT_NE(r[check::orphans].violations[0].witness.find("dlock:L"), std::string::npos);
+    EXPECT_FALSE(check_orphans({}).violated);
+}
+
+TEST(CheckerMustFail, AUseOutsideTheHoldIsCaught) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms).use(1, 2, 2 * ms, 3 * ms).release(1, 3, 4 * ms, 5 * ms);
+    b.use(1, 4, 6 * ms, 7 * ms); // careless user: after its release
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::use_within_hold});
+    EXPECT_EQ(r[check::use_within_hold].violations.size(), 2u); // invoke and ok
+}
+
+TEST(CheckerMustFail, AnUnavailabilityGapAboveTheBoundIsCaughtWhenABoundIsGiven) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms).release(1, 2, 2 * ms, 3 * ms);
+    b.acquire(2, 1, 2 * ms, 500 * ms).release(2, 2, 600 * ms, 601 * ms);
+    auto h = b.build();
+    EXPECT_FALSE(run_checks(h).violated(check::liveness));
+    checker_options o;
+    o.max_liveness_gap_ns = 100 * ms;
+    auto r = run_checks(h, {}, o);
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::liveness});
+    EXPECT_NE(r[check::liveness].violations[0].witness.find("498000000 ns"), std::string::npos);
+}
+
+// ---- must pass ----
+
+TEST(CheckerMustPass, TouchingIntervalsAreNotAnOverlap) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms, 1).release(1, 2, 5 * ms, 6 * ms);
+    b.acquire(2, 1, 2 * ms, 5 * ms, 2).release(2, 2, 7 * ms, 8 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
+}
+
+TEST(CheckerMustPass, ConcurrentAcquisitionsMayHaveSwappedFences) {
+    // A invokes first and completes last with the lower fence: allowed, neither completed
+    // before the other was invoked.
+    builder b;
+    b.acquire(2, 1, 1 * ms, 2 * ms, 2).release(2, 2, 3 * ms, 4 * ms);
+    b.acquire(1, 1, 0, 4 * ms, 1).release(1, 2, 5 * ms, 6 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
+}
+
+TEST(CheckerMustPass, AmbiguousAcquisitionsWithBurnedFencesLeaveGapsThatAreAllowed) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms, 1).release(1, 2, 2 * ms, 3 * ms);
+    b.acquire_not(2, 1, 4 * ms, 5 * ms, op_type::info, 2);
+    b.acquire_not(3, 1, 4 * ms, 5 * ms, op_type::fail);
+    b.acquire(2, 2, 6 * ms, 7 * ms, 5).release(2, 3, 8 * ms, 9 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
+}
+
+TEST(CheckerMustPass, ACrashWithNoReleaseEndsTheHoldAtTheCrash) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms, 1).crash(1, 10 * ms);
+    b.acquire(2, 1, 5 * ms, 990 * ms, 2).release(2, 2, 991 * ms, 992 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
+    ASSERT_EQ(r.holds.size(), 2u);
+    EXPECT_EQ(r.holds[0].t_end, 10 * ms);
+}
+
+TEST(CheckerMustPass, AHoldThatExpiresWithoutReleaseHandsOverAtItsDeadline) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms, 1);
+    b.acquire(2, 1, 5 * ms, deadline_for(0, 1000), 2).release(2, 2, 991 * ms, 992 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
+}
+
+TEST(CheckerMustPass, AFencedReadModifyWriteHistoryPassesWithTheRightFinalValue) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms, 1).use(1, 2, 2 * ms, 3 * ms).release(1, 3, 4 * ms, 5 * ms);
+    b.acquire(2, 1, 2 * ms, 4 * ms, 2).use(2, 2, 5 * ms, 6 * ms).release(2, 3, 7 * ms, 8 * ms);
+    b.res("open", 1, true).res("write", 1, true, 0, 1).res("open", 2, true);
+    b.res("write", 2, true, 1, 2)
+        .res("write", 1, false, 2, 3)
+        .res("final", std::nullopt, true, std::nullopt, 2);
+    auto r = run_checks(b.build());
+    EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
+}
+
+// ---- the format ----
+
+TEST(HistoryFormat, TheWriterRoundTripsEscapesIntegersAndBools) {
+    jsonl_writer w;
+    std::string line = w.field("s", "a\"b\\c\nd\x01")
+                           .field("i", std::int64_t{-9223372036854775807LL})
+                           .field("b", true)
+                           .line();
+    std::string err;
+    auto o = parse_flat_json(std::string_view(line).substr(0, line.size() - 1), err);
+    ASSERT_TRUE(o) << err;
+    EXPECT_EQ(std::get<std::string>(o->at("s")), "a\"b\\c\nd\x01");
+    EXPECT_EQ(std::get<std::int64_t>(o->at("i")), -9223372036854775807LL);
+    EXPECT_EQ(std::get<bool>(o->at("b")), true);
+}
+
+TEST(HistoryFormat, TheParserRejectsAnythingButFlatStringIntegerAndBoolFieldsNamingTheLine) {
+    const char* bad[] = {
+        R"({"w":1,"x":null})",
+        R"({"w":1.5})",
+        R"({"w":{"a":1}})",
+        R"({"w":[1]})",
+        R"({"w":1,"w":2})",
+        R"({"w":1)",
+        R"({"w":1} x)",
+        R"({"w":99999999999999999999})",
+        R"(["w"])",
+        R"({"w":1,"op":1,"lock":"L","f":"acquire","type":"maybe","t":1})",
+        R"({"w":1,"op":1,"lock":"L","f":"acquire","type":"ok","t":"1"})",
+        R"({"seq":1,"lock":"L","kind":"open","accepted":1})",
+    };
+    for (const char* line : bad) {
+        history h;
+        std::string text = std::string(R"({"nemesis":"pause","t":1})") + "\n" + line + "\n";
+        auto err = add_jsonl(h, "w.jsonl", text);
+        ASSERT_TRUE(err) << line;
+        EXPECT_EQ(err->message.rfind("w.jsonl:2: ", 0), 0u) << err->message;
+    }
+}
+
+TEST(HistoryFormat, WorkerLogsAreMergedByTimeWithInvokesBeforeCompletionsAtEqualTimes) {
+    history h;
+    ASSERT_FALSE(add_jsonl(h, "a", R"({"w":1,"op":1,"lock":"L","f":"acquire","type":"ok","t":5})"));
+    ASSERT_FALSE(add_jsonl(
+        h, "b",
+        "\n{\"w\":2,\"op\":1,\"lock\":\"L\",\"f\":\"acquire\",\"type\":\"invoke\",\"t\":5}\n"
+        R"({"w":2,"op":0,"lock":"L","f":"acquire","type":"invoke","t":1})"));
+    finish(h);
+    ASSERT_EQ(h.events.size(), 3u);
+    EXPECT_EQ(h.events[0].t, 1);
+    EXPECT_EQ(h.events[1].type, op_type::invoke);
+    EXPECT_EQ(h.events[2].type, op_type::ok);
+    EXPECT_EQ(h.events[1].source, "b:2");
+}
+
+// ---- property: random schedules of a sequential lock model ----
+
+struct schedule {
+    builder b;
+    std::int64_t workers = 0;
+};
+
+/// A sequential lock: one hold at a time; contenders wait or fail; some acquisitions are
+/// ambiguous and burn a fence; holders release, let expire, or crash; each hold does one fenced
+/// read-modify-write on the resource; some holders extend.
+schedule generate(std::uint64_t seed, int holds) {
+    std::mt19937_64 rng(seed);
+    auto uni = [&](std::int64_t lo, std::int64_t hi) {
+        return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+    };
+    schedule s;
+    s.workers = 5;
+    std::vector<std::int64_t> next_op(static_cast<std::size_t>(s.workers) + 1, 1);
+    auto op = [&](std::int64_t w) { return next_op[static_cast<std::size_t>(w)]++; };
+    builder& b = s.b;
+    std::int64_t fence = 0, value = 0;
+    std::int64_t w = 1, t_inv = 1 * ms, free_at = 0;
+    const std::int64_t ttls[] = {100, 500, 1000};
+    for (int i = 0; i < holds; ++i) {
+        std::int64_t ttl = ttls[uni(0, 2)];
+        std::int64_t t_start = t_inv + uni(0, 50'000);
+        std::int64_t t_ok = std::max(t_start + uni(100'000, 2 * ms), free_at + uni(1, 500'000));
+        std::int64_t f = ++fence;
+        b.acquire(w, op(w), t_inv, t_ok, f, ttl);
+        b.last().t_start = t_start;
+        b.last().deadline = deadline_for(t_start, ttl);
+        b.last().t_first_fwd = t_start + uni(0, 20'000);
+        std::int64_t deadline = deadline_for(t_start, ttl);
+        std::int64_t len = uni(1 * ms, 50 * ms);
+        // a failing or ambiguous contender during the hold
+        if (uni(0, 9) < 4) {
+            std::int64_t c = 1 + (w + uni(0, s.workers - 2)) % s.workers;
+            bool burn = uni(0, 3) == 0;
+            b.acquire_not(c, op(c), t_ok + 1000, t_ok + len / 2,
+                          burn ? op_type::info : op_type::fail,
+                          burn ? std::optional<std::int64_t>(++fence) : std::nullopt);
+        }
+        std::int64_t uop = op(w);
+        b.use(w, uop, t_ok + len / 4, t_ok + len / 2);
+        b.res("open", f, true).res("write", f, true, value, value + 1);
+        ++value;
+        if (uni(0, 4) == 0) {
+            std::int64_t ext = t_ok + len * 2 / 3;
+            b.extend(w, op(w), ext, ext + 100'000, ttl);
+            deadline = deadline_for(ext, ttl);
+        }
+        std::int64_t end = t_ok + len;
+        int how = static_cast<int>(uni(0, 19));
+        std::int64_t next_w = 1 + uni(0, s.workers - 1);
+        if (how == 0) { // crash: the key lives until the deadline
+            b.crash(w, end);
+            free_at = deadline;
+            t_inv = std::max(end, deadline - uni(0, 20 * ms)) + 1;
+            if (next_w == w) next_w = w % s.workers + 1;
+        } else if (how <= 2) { // let it expire
+            free_at = deadline;
+            t_inv = deadline + uni(0, 5 * ms);
+        } else {
+            b.release(w, op(w), end, end + uni(50'000, 300'000));
+            free_at = end;
+            t_inv = next_w == w ? end + 400'000 : end - uni(0, len / 2);
+        }
+        w = next_w;
+    }
+    b.res("final", std::nullopt, true, std::nullopt, value);
+    return s;
+}
+
+const std::uint64_t seeds[] = {1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597};
+
+TEST(CheckerProperty, RandomValidSchedulesFromASequentialLockModelPass) {
+    for (auto seed : seeds) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        auto s = generate(seed, 200);
+        auto r = run_checks(s.b.build());
+        EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
+        EXPECT_EQ(r.holds.size(), 200u);
+    }
+}
+
+TEST(CheckerProperty, TheSameSchedulesWithOnePlantedOverlapFailMutex) {
+    for (auto seed : seeds) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        auto s = generate(seed, 200);
+        auto h0 = s.b.build();
+        std::mt19937_64 rng(seed * 7 + 1);
+        const auto& hs = run_checks(h0).holds;
+        const hold& victim = hs[std::uniform_int_distribution<std::size_t>(0, hs.size() - 1)(rng)];
+        std::int64_t intruder = s.workers + 1;
+        s.b.acquire(intruder, 1, victim.t_ok + 1000, victim.t_ok + 2000);
+        s.b.release(intruder, 2, victim.t_ok + 3000, victim.t_ok + 4000);
+        auto r = run_checks(s.b.build());
+        EXPECT_TRUE(has_kind(r, check::mutex, "OVERLAP")) << format_report(r);
+    }
+}
+
+TEST(CheckerProperty, TheSameSchedulesWithOneRepeatedFenceFailFence) {
+    for (auto seed : seeds) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        auto s = generate(seed, 200);
+        std::vector<op_event*> oks;
+        for (auto& e : s.b.events())
+            if (e.f == op_kind::acquire && e.type == op_type::ok) oks.push_back(&e);
+        std::mt19937_64 rng(seed * 7 + 2);
+        std::size_t k = std::uniform_int_distribution<std::size_t>(1, oks.size() - 1)(rng);
+        oks[k]->fence = oks[k - 1]->fence;
+        auto r = run_checks(s.b.build());
+        EXPECT_EQ(violated_checks(r), std::vector<check>{check::fence}) << format_report(r);
+        EXPECT_TRUE(has_kind(r, check::fence, "FENCE_REPEATED"));
+    }
+}
+
+TEST(CheckerProperty, TheSameSchedulesWithOneStaleWriteFailResource) {
+    for (auto seed : seeds) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        auto s = generate(seed, 200);
+        auto& res = s.b.resource();
+        std::mt19937_64 rng(seed * 7 + 3);
+        // after the open of a fence >= 2, a write with the previous fence is accepted
+        std::size_t p = 0;
+        do {
+            p = std::uniform_int_distribution<std::size_t>(0, res.size() - 2)(rng);
+        } while (res[p].kind != "open" || res[p].fence.value_or(0) < 2);
+        resource_entry stale = res[p];
+        stale.kind = "write";
+        stale.fence = *res[p].fence - 1;
+        stale.before = res[p + 1].before;
+        stale.after = res[p + 1].before;
+        res.insert(res.begin() + static_cast<std::ptrdiff_t>(p) + 1, stale);
+        for (std::size_t i = 0; i < res.size(); ++i)
+            res[i].seq = static_cast<std::int64_t>(i) + 1;
+        auto r = run_checks(s.b.build());
+        EXPECT_EQ(violated_checks(r), std::vector<check>{check::resource}) << format_report(r);
+        EXPECT_TRUE(has_kind(r, check::resource, "STALE_ACCEPTED"));
+    }
+}
+
+} // namespace
