@@ -172,17 +172,9 @@ auto client::async_acquire(std::string name, acquire_options opts, CompletionTok
     return asio::async_initiate<CompletionToken, void(std::error_code, lease)>(
         [this](auto handler, std::string n, acquire_options o) {
             detail::initiation_scope scope;
-            using H = std::decay_t<decltype(handler)>;
-            auto work =
-                asio::make_work_guard(asio::get_associated_executor(handler, get_executor()));
-            auto shared =
-                std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
-            start_async_acquire(std::move(n), o, [shared](std::error_code ec, lease l) {
-                auto ex = shared->second.get_executor();
-                detail::deliver(ex, [shared, ec, l = std::move(l)]() mutable {
-                    std::move(shared->first)(ec, std::move(l));
-                });
-            });
+            start_async_acquire(
+                std::move(n), o,
+                detail::completion<std::error_code, lease>(std::move(handler), get_executor()));
         },
         token, std::move(name), std::move(opts));
 }
@@ -193,17 +185,9 @@ auto client::async_acquire_all(std::vector<lock_ref> locks, acquire_options opts
     return asio::async_initiate<CompletionToken, void(std::error_code, multi_lease)>(
         [this](auto handler, std::vector<lock_ref> l, acquire_options o) {
             detail::initiation_scope scope;
-            using H = std::decay_t<decltype(handler)>;
-            auto work =
-                asio::make_work_guard(asio::get_associated_executor(handler, get_executor()));
-            auto shared =
-                std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
-            start_async_acquire_all(std::move(l), o, [shared](std::error_code ec, multi_lease m) {
-                auto ex = shared->second.get_executor();
-                detail::deliver(ex, [shared, ec, m = std::move(m)]() mutable {
-                    std::move(shared->first)(ec, std::move(m));
-                });
-            });
+            start_async_acquire_all(std::move(l), o,
+                                    detail::completion<std::error_code, multi_lease>(
+                                        std::move(handler), get_executor()));
         },
         token, std::move(locks), std::move(opts));
 }

@@ -108,16 +108,10 @@ auto lease::async_release(CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code)>(
         [](auto handler, std::shared_ptr<detail::hold> h) {
             detail::initiation_scope scope;
-            using H = std::decay_t<decltype(handler)>;
             asio::any_io_executor io = executor_of(h);
             if (!io) io = asio::system_executor();
-            auto work = asio::make_work_guard(asio::get_associated_executor(handler, io));
-            auto shared =
-                std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
-            start_release(std::move(h), [shared](std::error_code ec) {
-                auto ex = shared->second.get_executor();
-                detail::deliver(ex, [shared, ec]() mutable { std::move(shared->first)(ec); });
-            });
+            start_release(std::move(h),
+                          detail::completion<std::error_code>(std::move(handler), io));
         },
         token, std::move(state_));
 }
@@ -127,16 +121,10 @@ auto lease::async_extend(std::chrono::milliseconds lease_ms, CompletionToken&& t
     return asio::async_initiate<CompletionToken, void(std::error_code)>(
         [](auto handler, std::shared_ptr<detail::hold> h, std::chrono::milliseconds d) {
             detail::initiation_scope scope;
-            using H = std::decay_t<decltype(handler)>;
             asio::any_io_executor io = executor_of(h);
             if (!io) io = asio::system_executor();
-            auto work = asio::make_work_guard(asio::get_associated_executor(handler, io));
-            auto shared =
-                std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
-            start_extend(std::move(h), d, [shared](std::error_code ec) {
-                auto ex = shared->second.get_executor();
-                detail::deliver(ex, [shared, ec]() mutable { std::move(shared->first)(ec); });
-            });
+            start_extend(std::move(h), d,
+                         detail::completion<std::error_code>(std::move(handler), io));
         },
         token, state_, lease_ms);
 }

@@ -193,16 +193,10 @@ auto multi_lease::async_release(CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code)>(
         [](auto handler, std::shared_ptr<detail::multi_state> s) {
             detail::initiation_scope scope;
-            using H = std::decay_t<decltype(handler)>;
             asio::any_io_executor io = executor_of(s);
             if (!io) io = asio::system_executor();
-            auto work = asio::make_work_guard(asio::get_associated_executor(handler, io));
-            auto shared =
-                std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
-            start_release(std::move(s), [shared](std::error_code ec) {
-                auto ex = shared->second.get_executor();
-                detail::deliver(ex, [shared, ec]() mutable { std::move(shared->first)(ec); });
-            });
+            start_release(std::move(s),
+                          detail::completion<std::error_code>(std::move(handler), io));
         },
         token, std::move(state_));
 }

@@ -181,17 +181,9 @@ auto redlock::async_acquire_with_votes(std::string name, acquire_options opts,
     return asio::async_initiate<CompletionToken, void(std::error_code, redlock_acquisition)>(
         [this](auto handler, std::string n, acquire_options o) {
             detail::initiation_scope scope;
-            using H = std::decay_t<decltype(handler)>;
-            auto work =
-                asio::make_work_guard(asio::get_associated_executor(handler, get_executor()));
-            auto shared =
-                std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
-            start_acquire(std::move(n), o, [shared](std::error_code ec, redlock_acquisition a) {
-                auto ex = shared->second.get_executor();
-                detail::deliver(ex, [shared, ec, a = std::move(a)]() mutable {
-                    std::move(shared->first)(ec, std::move(a));
-                });
-            });
+            start_acquire(std::move(n), o,
+                          detail::completion<std::error_code, redlock_acquisition>(
+                              std::move(handler), get_executor()));
         },
         token, std::move(name), std::move(opts));
 }
@@ -201,17 +193,11 @@ auto redlock::async_acquire(std::string name, acquire_options opts, CompletionTo
     return asio::async_initiate<CompletionToken, void(std::error_code, lease)>(
         [this](auto handler, std::string n, acquire_options o) {
             detail::initiation_scope scope;
-            using H = std::decay_t<decltype(handler)>;
-            auto work =
-                asio::make_work_guard(asio::get_associated_executor(handler, get_executor()));
-            auto shared =
-                std::make_shared<std::pair<H, decltype(work)>>(std::move(handler), std::move(work));
-            start_acquire(std::move(n), o, [shared](std::error_code ec, redlock_acquisition a) {
-                auto ex = shared->second.get_executor();
-                detail::deliver(ex, [shared, ec, l = std::move(a.held)]() mutable {
-                    std::move(shared->first)(ec, std::move(l));
-                });
-            });
+            start_acquire(
+                std::move(n), o,
+                [done = detail::completion<std::error_code, lease>(std::move(handler),
+                                                                   get_executor())](
+                    std::error_code ec, redlock_acquisition a) { done(ec, std::move(a.held)); });
         },
         token, std::move(name), std::move(opts));
 }

@@ -9,9 +9,13 @@
 // connection's early flush carries it; on another executor it is posted there as before.
 #pragma once
 
+#include <asio/associated_executor.hpp>
 #include <asio/dispatch.hpp>
+#include <asio/executor_work_guard.hpp>
 #include <asio/post.hpp>
 
+#include <memory>
+#include <type_traits>
 #include <utility>
 
 namespace dlock::detail {
@@ -35,6 +39,23 @@ void deliver(const Executor& ex, F&& f) {
         asio::post(ex, std::forward<F>(f));
     else
         asio::dispatch(ex, std::forward<F>(f));
+}
+
+/// The user's completion `handler` as a copyable callback taking `Args...`: called once, it
+/// delivers the handler (see deliver) on the handler's associated executor, `fallback` when it
+/// has none, and keeps that executor from running out of work until then.
+template <class... Args, class Handler, class Executor>
+auto completion(Handler&& handler, const Executor& fallback) {
+    using H = std::decay_t<Handler>;
+    auto work = asio::make_work_guard(asio::get_associated_executor(handler, fallback));
+    auto shared = std::make_shared<std::pair<H, decltype(work)>>(std::forward<Handler>(handler),
+                                                                 std::move(work));
+    return [shared](Args... args) {
+        auto ex = shared->second.get_executor();
+        deliver(ex, [shared, ... a = std::move(args)]() mutable {
+            std::move(shared->first)(std::move(a)...);
+        });
+    };
 }
 
 } // namespace dlock::detail
