@@ -22,12 +22,12 @@
 namespace dlock {
 
 /// Which deployment a client talks to; set by the URL's scheme (redis://, rediss:// and
-/// unix:// are standalone). Sentinel and Cluster are parsed but not served yet.
+/// unix:// are standalone). README.md "Status" says which ones the client serves today.
 enum class topology { standalone, sentinel, cluster };
 
 /// One server address.
 struct endpoint {
-    /// Host name or IP address (IPv6 without brackets).
+    /// Host name or IP address.
     std::string host{};
     /// TCP port; default 6379.
     std::uint16_t port = 6379;
@@ -67,7 +67,7 @@ struct client_options {
     std::string password{};    ///< empty = no AUTH
     int db = 0;                ///< SELECT index (standalone and sentinel only)
     std::string master_name{}; ///< sentinel master name
-    /// TLS; off unless the URL is rediss://.
+    /// TLS settings (enabled by a rediss:// URL).
     tls_options tls{};
     std::string client_name = "dlock"; ///< CLIENT SETNAME; empty = none
     /// Budget for TCP/TLS connect plus handshake (AUTH, HELLO, SELECT). Default 5 s.

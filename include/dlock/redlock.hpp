@@ -113,7 +113,8 @@ struct redlock_vote {
     std::string address{};  ///< host:port or the Unix socket path (never a password)
     /// This master's answer.
     kind what = kind::pending;
-    /// The error of a `failed` or `timed_out` vote; empty otherwise.
+    /// Why a `failed` vote failed (and errc::unavailable for a `timed_out` one whose connection
+    /// was down); empty otherwise.
     std::error_code ec{};
 };
 
@@ -125,8 +126,7 @@ struct redlock_acquisition {
 };
 
 /// Redlock over N independent masters (see the top of this file): a lock is held when a
-/// quorum of masters granted it within the validity. One I/O thread and one connection per
-/// master; thread-safe; movable, not copyable.
+/// quorum of masters granted it within the validity. Thread-safe; movable, not copyable.
 class redlock {
 public:
     ///@{
