@@ -34,4 +34,14 @@ if(DLOCK_BUILD_TOOLS)
   endif()
 endif()
 
+# `cmake --install --strip` (and cpack, CPACK_STRIP_FILES): CMake strips the CLI but never a static
+# archive (its symbol table would go); drop only the archive's debug sections (73 MB -> a few).
+if(CMAKE_STRIP)
+  install(CODE "if(CMAKE_INSTALL_DO_STRIP)
+    execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug
+      \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:dlock>\"
+      COMMAND_ERROR_IS_FATAL ANY)
+  endif()")
+endif()
+
 include(cmake/Packaging.cmake)

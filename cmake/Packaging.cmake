@@ -22,6 +22,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT) # dlock_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${DLOCK_PACKAGE_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_STRIP_FILES ON) # debug sections out of the CLI and the archive (cmake/Install.cmake)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # Merged with the shlibdeps result. Asio is header-only (used by the public headers), OpenSSL's
 # headers are needed by Asio's and its libraries are linked by the consumer.

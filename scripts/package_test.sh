@@ -18,13 +18,16 @@ mkdir -p "$out"
 echo "-- cpack -G DEB ($build)"
 (cd "$build" && cpack -G DEB -B "$out" >"$out/cpack.log") || { cat "$out/cpack.log" >&2; exit 1; }
 debs=("$out"/dlock_*.deb)
-[ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || { echo "expected one dlock_*.deb in $out" >&2; exit 1; }
+if [ ${#debs[@]} -ne 1 ] || [ ! -f "${debs[0]}" ]; then
+  echo "expected one dlock_*.deb in $out" >&2
+  exit 1
+fi
 deb=${debs[0]}
 echo "-- $(basename "$deb"): $(dpkg-deb -f "$deb" Package Version Architecture | tr '\n' ' ')"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "   Depends: $depends"
 for d in libasio-dev libssl-dev libc6 libstdc++6 libssl3; do
-  [[ ",$depends," == *[\ ,]$d[\ ,\(]* ]] || { echo "Depends lacks $d" >&2; exit 1; }
+  [[ ",$depends," == *[\ ,]"${d}"[\ ,\(]* ]] || { echo "Depends lacks $d" >&2; exit 1; }
 done
 
 contents=$(dpkg-deb -c "$deb" | awk '{ print $NF }')
@@ -58,7 +61,8 @@ cmake --build build/consumer-deb/cmake >/dev/null
 
 echo "-- pkg-config dlock against the package"
 pc=$(find "$root" -name dlock.pc)
-export PKG_CONFIG_PATH=$(dirname "$pc")
+PKG_CONFIG_PATH=$(dirname "$pc")
+export PKG_CONFIG_PATH
 flags=$(pkg-config --cflags --libs dlock)
 echo "   pkg-config --cflags --libs dlock: $flags"
 [[ $flags == *"-I$root/usr/"* && $flags == *"-L$root/usr/"* ]] ||
