@@ -14,7 +14,8 @@ were kept have none) and the peers' harness results (peers/node.json, peers/pyth
     handoff_cdf_D_dlock.svg  D hand-off latency CDF of dlock, one shared client vs per worker
 
 The peers' harness keeps only p50 / p99 / max of D, so a peer's CDF is those three points
-(drawn as points joined by dashes; each peer's best configuration by p50); dlock's is the full
+(drawn as points joined by dashes; each peer's best configuration by p50) unless its D result
+carries a "samples_us" list; dlock's is the full
 step curve when its samples exist (p50 and p99 points otherwise). --png writes PNG previews.
 """
 import json
@@ -194,6 +195,12 @@ def peer_series(results):
         if not ds:
             continue
         test, t = min(ds, key=lambda d: d[1]["p50_us"])
+        samples = sorted(t.get("samples_us") or [])
+        if samples:  # a harness that keeps D's raw samples (a "samples_us" list)
+            points = [(us, (i + 1) / len(samples)) for i, us in enumerate(samples)]
+            series.append((f"{lib} {test[2:]} ({len(samples)} samples)", points,
+                           "with steps dt 2 lw 2"))
+            continue
         points = [(t["p50_us"], 0.5), (t["p99_us"], 0.99), (t["max_us"], 1.0)]
         series.append((f"{lib} {test[2:]} (p50, p99, max only; n={t.get('n', '?')})", points,
                        "with linespoints dt 2 lw 1.5 pt 7 ps 0.7"))
