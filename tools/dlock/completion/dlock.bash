@@ -63,7 +63,7 @@ _dlock() {
         return 0
         ;;
     --wait | --lease | --watchdog | --kill-after | --seconds | --processes | --threads | \
-        --stock | --workers | --keys)
+        --stock | --workers | --keys | --interval)
         return 0 # a number or a duration: nothing to offer
         ;;
     esac
