@@ -61,11 +61,11 @@ struct client_options {
     topology kind = topology::standalone;
     /// Servers to contact: the one server, the sentinels, or the cluster seed nodes.
     std::vector<endpoint> endpoints{{"127.0.0.1", 6379}};
-    std::string unix_socket{}; ///< non-empty: connect to this path instead of endpoints
-    std::string username{};    ///< ACL user; empty = `default`
-    std::string password{};    ///< empty = no AUTH
-    int db = 0;                ///< SELECT index (standalone and sentinel only)
-    std::string master_name{}; ///< sentinel master name
+    std::string unix_socket{};       ///< non-empty: connect to this path instead of endpoints
+    std::string username{};          ///< ACL user; empty = `default`
+    std::string password{};          ///< empty = no AUTH
+    int db = 0;                      ///< SELECT index (standalone and sentinel only)
+    std::string master_name{};       ///< sentinel master name
     std::string sentinel_username{}; ///< ACL user for the sentinels; empty = `default`
     std::string sentinel_password{}; ///< empty = no AUTH to the sentinels
     tls_options tls{};
