@@ -45,6 +45,9 @@ enum class errc {
     protocol_error,      ///< malformed, oversized or unexpected reply; the connection is dropped
     configuration_error, ///< bad URL, option or combination of options
     invalid_argument,    ///< bad lock name, duration or other argument
+    // Replication (added after the codes above; their values are stable).
+    not_replicated, ///< acquired, but fewer replicas than client_options::wait_replicas asked
+                    ///< acknowledged it in time: the acquisition was undone
 };
 
 /// The category of dlock::errc; its message() gives one short sentence per code.
