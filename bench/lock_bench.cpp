@@ -3,7 +3,9 @@
 //
 //   lock_bench URL A|B|C|D|hold [--kind lock|simple|fair] [--workers N] [--keys N] [--seconds S]
 //              [--ops N] [--client-per-worker] [--async] [--io-thread] [--no-handover]
-//              [--locks N] [--watchdog-ms MS] [--samples FILE]
+//              [--locks N] [--watchdog-ms MS] [--samples FILE] [--rounds N]
+// failover (Sentinel URL): kills the master with SHUTDOWN NOSAVE and measures the time to the
+// first acquisition on its successor, --rounds times (see failover() below).
 // --samples FILE: C and D also write every hand-off sample (us, one per line, sorted) to FILE,
 // for the latency CDFs of bench/charts.py.
 // --io-thread: blocking calls go through the I/O thread (client_options::sync_io).
@@ -165,11 +167,46 @@ int redlock_pairs(const std::string& urls, std::chrono::milliseconds d) {
     return 0;
 }
 
+/// Failover: the time from a killed master to the first successful acquisition on its
+/// successor. The client (Sentinel URL) takes and releases one lock, then sends SHUTDOWN
+/// NOSAVE to the master it is connected to (the master dies at once, like kill -9 but with the
+/// client knowing the instant), then acquires the same lock with a long wait. `rounds` times;
+/// the topology must be able to fail over that many times (the old master is gone for good).
+/// Measures the deployment's detection (down-after-milliseconds, election) plus dlock's
+/// following and its lock-delay (set it with ?lock_delay=MS in the URL).
+int failover(const std::string& url, unsigned rounds) {
+    auto o = dlock::parse_url(url);
+    o.command_timeout = std::chrono::milliseconds(1000);
+    o.connect_timeout = std::chrono::milliseconds(1000);
+    std::vector<double> ms;
+    for (unsigned r = 0; r < rounds; ++r) {
+        dlock::client c(o);
+        c.acquire("dlock-bench:failover").release();
+        std::error_code ec;
+        const std::string_view shutdown[] = {"SHUTDOWN", "NOSAVE"};
+        const auto killed = std::chrono::steady_clock::now();
+        (void)c.command(shutdown, ec); // no reply: the connection closes
+        auto l = c.acquire("dlock-bench:failover", {.wait = std::chrono::seconds(60)}, ec);
+        const auto took = std::chrono::steady_clock::now() - killed;
+        if (!l) {
+            std::cerr << "round " << r << ": not acquired (" << ec.message() << ")\n";
+            return 1;
+        }
+        ms.push_back(std::chrono::duration<double, std::milli>(took).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::cout << "{\"scenario\":\"failover\",\"rounds\":" << ms.size() << ",\"ms\":[";
+    for (std::size_t i = 0; i < ms.size(); ++i)
+        std::cout << (i ? "," : "") << static_cast<long>(ms[i]);
+    std::cout << "],\"median_ms\":" << static_cast<long>(ms[ms.size() / 2]) << "}\n";
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::cerr << "usage: lock_bench URL A|B|C|D|hold [options]\n";
+        std::cerr << "usage: lock_bench URL A|B|C|D|R|hold|redlock|failover [options]\n";
         return 64;
     }
     dlock::bench::options o;
@@ -178,6 +215,7 @@ int main(int argc, char** argv) {
     std::size_t locks = 10000;
     std::chrono::milliseconds watchdog{3000};
     std::string samples_file;
+    unsigned rounds = 1;
     for (int i = 3; i < argc; ++i) {
         const std::string a = argv[i];
         const auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -210,6 +248,8 @@ int main(int argc, char** argv) {
             watchdog = std::chrono::milliseconds(std::stol(next()));
         else if (a == "--samples")
             samples_file = next();
+        else if (a == "--rounds")
+            rounds = static_cast<unsigned>(std::stoul(next()));
         else {
             std::cerr << "unknown option " << a << "\n";
             return 64;
@@ -218,6 +258,7 @@ int main(int argc, char** argv) {
     if (which == "hold") return hold_many(o.url, locks, watchdog);
     if (which == "R") return read_mostly(o.url, o.kind, o.duration);
     if (which == "redlock") return redlock_pairs(o.url, o.duration);
+    if (which == "failover") return failover(o.url, rounds);
     if (which == "A")
         o.which = dlock::bench::scenario::uncontended;
     else if (which == "B")

@@ -123,7 +123,9 @@ struct client_options {
         int replicas = 0; ///< replicas that must acknowledge; 0 = off
         /// How long WAIT may block the connection for them.
         std::chrono::milliseconds timeout = std::chrono::milliseconds(100);
-    } wait_replicas{};
+    };
+    /// See replica_wait; URL parameter `wait=N[:MS]`.
+    replica_wait wait_replicas{};
     /// Lock-delay (Sentinel): when this client sees the master change, it refuses new
     /// acquisitions of every lock for this long, so a lock that the failover lost is not
     /// granted to a second owner while the first may still act on it (its valid_until was
