@@ -11,14 +11,14 @@ lock_layout layout_of(std::string_view name, lock_kind kind, std::error_code& ec
     if (ec) return {};
     lock_layout l;
     l.writer_intent_key = p.intent_key(k); // (before k's strings are moved below)
+    l.queue_key = p.queue_key(k);
+    l.timeout_key = p.timeout_key(k);
     l.kind = kind;
     l.kind_name = std::string(p.name());
     l.key = std::move(k.key);
     l.data_type = std::string(p.layout().data_type);
     l.channel = std::move(k.channel);
     l.fencing_key = std::move(k.token_key);
-    l.queue_key = std::move(k.queue_key);
-    l.timeout_key = std::move(k.timeout_key);
     if (p.queues_on_server()) l.waiter_channel_prefix = l.channel;
     return l;
 }

@@ -23,7 +23,8 @@ command& command::plain(std::string_view name) {
 }
 
 command& command::own(std::string s) {
-    // Four are enough for every command of every kind (numbers: numkeys, leases, counts).
+    // Four are enough for every command of every kind (numbers: leases, counts; the fair
+    // lock's queue and deadline keys, derived from N).
     auto& slot = owned_.at(owned_count_++);
     slot = std::move(s);
     args_.push_back(slot);
@@ -40,13 +41,22 @@ lock_keys lock_protocol::keys(std::string_view name, std::error_code& ec) const 
     k.key.assign(name);
     k.channel = prefix_name(channel_prefix(), name);
     if (!token_prefix().empty()) k.token_key = prefix_name(token_prefix(), name);
-    if (!queue_prefix().empty()) k.queue_key = prefix_name(queue_prefix(), name);
-    if (!deadline_prefix().empty()) k.timeout_key = prefix_name(deadline_prefix(), name);
     k.slot = key_slot(k.key);
-    for (const auto* other : {&k.channel, &k.token_key, &k.queue_key, &k.timeout_key})
+    for (const auto* other : {&k.channel, &k.token_key})
         if (!other->empty() && key_slot(*other) != k.slot)
             ec = make_error_code(errc::invalid_argument);
+    for (const auto prefix : {queue_prefix(), deadline_prefix()})
+        if (!prefix.empty() && key_slot(prefix_name(prefix, name)) != k.slot)
+            ec = make_error_code(errc::invalid_argument);
     return k;
+}
+
+std::string lock_protocol::queue_key(const lock_keys& k) const {
+    return queue_prefix().empty() ? std::string() : prefix_name(queue_prefix(), k.key);
+}
+
+std::string lock_protocol::timeout_key(const lock_keys& k) const {
+    return deadline_prefix().empty() ? std::string() : prefix_name(deadline_prefix(), k.key);
 }
 
 void lock_protocol::ttl_query(command& c, const lock_keys& k) const {

@@ -37,9 +37,9 @@ struct lock_keys {
     std::string key;       ///< N
     std::string channel;   ///< unlock channel
     std::string token_key; ///< fencing counter (empty: the kind has none)
-    /// Fair lock: the waiter queue (LIST) and the waiters' deadlines (ZSET); empty otherwise.
-    std::string queue_key;
-    std::string timeout_key;
+    // A kind's further keys (the fair lock's queue and deadlines) are derived from N when a
+    // command is built (command::own), not stored: every hold keeps its lock_keys, and 10,000
+    // held locks must stay under 1 KiB each.
     std::uint16_t slot = 0;
 };
 
@@ -202,6 +202,11 @@ public:
 
     /// Whom an unlock message of this kind wakes.
     virtual pubsub::wake_rule wake_rule() const noexcept = 0;
+
+    /// The waiter queue (LIST) and the waiters' deadlines (ZSET) of a kind that queues on the
+    /// server (the fair lock), derived from N; "" for the other kinds.
+    std::string queue_key(const lock_keys& k) const;
+    std::string timeout_key(const lock_keys& k) const;
 
 protected:
     /// The companion key prefixes of this kind: the unlock channel and the fencing counter

@@ -40,8 +40,8 @@ public:
                   std::chrono::milliseconds to_lease, bool /*check_others*/,
                   pubsub::mode m) const override {
         const auto& k = from.keys;
-        c.script(script_id::fair_handover).arg("5").arg(k.key).arg(k.queue_key);
-        c.arg(k.timeout_key).arg(k.channel).arg(k.token_key).arg(from.owner);
+        c.script(script_id::fair_handover).arg("5").arg(k.key);
+        queue_keys(c, k).arg(k.channel).arg(k.token_key).arg(from.owner);
         c.arg(pubsub::publish_command(m)).arg(to_owner).number(to_lease.count());
     }
     /// As the reentrant reading, except that a release that woke the head tells our waiter
@@ -55,8 +55,10 @@ public:
 
     bool abandon(command& c, const lock_keys& k, std::string_view owner,
                  pubsub::mode m) const override {
-        c.script(script_id::fair_leave).arg("4").arg(k.key).arg(k.queue_key).arg(k.timeout_key);
-        c.arg(k.channel).arg(owner).arg(pubsub::publish_command(m));
+        queue_keys(c.script(script_id::fair_leave).arg("4").arg(k.key), k)
+            .arg(k.channel)
+            .arg(owner)
+            .arg(pubsub::publish_command(m));
         return true;
     }
 
@@ -69,13 +71,18 @@ public:
 
     void release(command& c, const lock_keys& k, std::string_view owner,
                  std::chrono::milliseconds lease, pubsub::mode m) const override {
-        c.script(script_id::fair_release).arg("4").arg(k.key).arg(k.queue_key).arg(k.timeout_key);
-        c.arg(k.channel).arg("0").number(lease.count()).arg(owner).arg(pubsub::publish_command(m));
+        queue_keys(c.script(script_id::fair_release).arg("4").arg(k.key), k)
+            .arg(k.channel)
+            .arg("0")
+            .number(lease.count())
+            .arg(owner)
+            .arg(pubsub::publish_command(m));
     }
 
     void force_unlock(command& c, const lock_keys& k, pubsub::mode m) const override {
-        c.script(script_id::fair_force_unlock).arg("4").arg(k.key).arg(k.queue_key);
-        c.arg(k.timeout_key).arg(k.channel).arg(pubsub::publish_command(m));
+        queue_keys(c.script(script_id::fair_force_unlock).arg("4").arg(k.key), k)
+            .arg(k.channel)
+            .arg(pubsub::publish_command(m));
     }
 
 protected:
@@ -83,11 +90,20 @@ protected:
     std::string_view deadline_prefix() const noexcept override { return "redisson_lock_timeout"; }
 
 private:
-    static void acquire(command& c, const lock_keys& k, std::string_view owner,
-                        std::chrono::milliseconds lease, std::chrono::milliseconds place,
-                        std::string_view enqueue) {
-        c.script(script_id::fair_acquire).arg("4").arg(k.key).arg(k.queue_key).arg(k.timeout_key);
-        c.arg(k.token_key).number(lease.count()).arg(owner).number(place.count()).arg(enqueue);
+    /// Appends the queue and deadline keys of N (kept by the command: not stored per hold).
+    command& queue_keys(command& c, const lock_keys& k) const {
+        return c.own(queue_key(k)).own(timeout_key(k));
+    }
+
+    void acquire(command& c, const lock_keys& k, std::string_view owner,
+                 std::chrono::milliseconds lease, std::chrono::milliseconds place,
+                 std::string_view enqueue) const {
+        queue_keys(c.script(script_id::fair_acquire).arg("4").arg(k.key), k)
+            .arg(k.token_key)
+            .number(lease.count())
+            .arg(owner)
+            .number(place.count())
+            .arg(enqueue);
     }
 };
 
