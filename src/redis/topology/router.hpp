@@ -36,6 +36,8 @@ public:
     void start();
     void stop();
     void stop_subscribers();
+    /// Every node (metrics: their connections' wire counters). Any thread.
+    std::span<const std::unique_ptr<node>> nodes() const noexcept { return nodes_; }
 
 private:
     std::vector<std::unique_ptr<node>> nodes_;
