@@ -11,12 +11,14 @@
 //   double p_le_1ms = m.wait_time.fraction_at_most(0.001);
 //
 // What is measured (the clocks are the client's steady clock):
-// - an acquisition is one call that reaches the server (lock(), try_lock*(), acquire(), the
-//   async twins, each member of acquire_all); a re-entry a thread resolves locally (it already
-//   holds the lock through this mutex object) is not one;
-// - wait_time: from the call to the grant, of acquisitions that were granted;
+// - an acquisition is one call of lock(), try_lock*(), acquire(), their async twins, or one
+//   member of acquire_all; a re-entry (the owner holds the lock already) is one too, with the
+//   outcome `reentered`;
+// - wait_time: from the call to the grant, of acquisitions that were granted (re-entries
+//   included);
 // - hold_time: from before the granting attempt was sent to the end of the hold (released or
-//   lost), once per hold (re-entries do not start a hold);
+//   lost), once per hold: a mutex's re-entries share their first acquisition's hold, a lease
+//   handle is a hold of its own;
 // - handoff_handover: a local hand-over, from the releasing side starting the hand-over script
 //   to the waiter being granted (both in this process): the cost of passing a lock between two
 //   threads of one client;
