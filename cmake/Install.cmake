@@ -17,3 +17,4 @@ install(FILES ${PROJECT_BINARY_DIR}/dlockConfig.cmake ${PROJECT_BINARY_DIR}/dloc
 if(DLOCK_BUILD_TOOLS)
   install(TARGETS dlock_cli_main RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+include(${PROJECT_SOURCE_DIR}/cmake/InstallPrometheus.cmake)
