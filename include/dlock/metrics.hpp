@@ -32,8 +32,8 @@
 // - connects / reconnects: completed handshakes of the command and pub/sub connections (the
 //   first of each connection, and every later one); topology_changes: a new master after a
 //   failover (Sentinel; zero on a standalone server).
-// Not covered: dlock::redlock keeps no metrics of its own yet, and its acquisitions are not
-// counted here.
+// dlock::redlock keeps its own counters (redlock::metrics(), see redlock.hpp): a client's
+// snapshot never includes a redlock's.
 //
 // Build switch: configuring with -DDLOCK_METRICS=OFF compiles the counting out (every
 // snapshot is then all zeros and `enabled` is false); for measuring what the counting costs.

@@ -271,3 +271,37 @@ TEST(metrics, a_client_that_cannot_reach_its_server_counts_unavailable) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(metrics, a_redlock_counts_its_own_acquisitions_releases_and_losses) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    SKIP_WITHOUT_METRICS();
+    dlock::test::redis_masters masters(3);
+    dlock::redlock_options o;
+    for (std::size_t i = 0; i < masters.size(); ++i) {
+        auto m = fast_options(masters[i].url());
+        o.masters.push_back(m);
+    }
+    o.watchdog_lease = 300ms; // extended every 100 ms
+    dlock::redlock r(o);
+    auto a = r.acquire("rl", {.wait = 1s});
+    ASSERT_TRUE(a);
+    EXPECT_FALSE(r.acquire("rl", {.wait = 0ms}));
+    a.release();
+    auto b = r.acquire("rl-lost", {.wait = 1s});
+    ASSERT_TRUE(b);
+    for (std::size_t i = 0; i < masters.size(); ++i)
+        masters[i].cli({"SET", "rl-lost", "someone-else"});
+    ASSERT_TRUE(eventually([&] { return b.lost(); }, 2s));
+    const auto m = r.metrics();
+    EXPECT_EQ(m.kind("simple").acquired, 2u);
+    EXPECT_EQ(m.kind("simple").not_acquired, 1u);
+    EXPECT_EQ(m.releases, 1u);
+    EXPECT_EQ(losses(m, loss_cause::undetermined), 1u);
+    EXPECT_EQ(m.hold_time.count, 2u);
+    EXPECT_GE(m.connects, 3u);
+    EXPECT_GE(m.scripts, 6u);
+}
+
+} // namespace
