@@ -8,8 +8,8 @@
 
 #include <asio.hpp>
 
-#include <prometheus/exposer.h>
 #include <cmath>
+#include <prometheus/exposer.h>
 #include <string>
 
 using namespace std::chrono_literals;
