@@ -9,6 +9,7 @@ packages=(
   prometheus-cpp-dev
   redis-server redis-tools redis-sentinel openssl
   clang libclang-rt-14-dev clang-format clang-tidy
+  doxygen file dpkg-dev
 )
 [ "${DLOCK_DEPS_EXTRA:-}" ] && read -r -a extra <<<"$DLOCK_DEPS_EXTRA" && packages+=("${extra[@]}")
 

@@ -22,14 +22,21 @@
 
 namespace dlock {
 
+/// Which deployment a client talks to; set by the URL's scheme (redis://, rediss:// and
+/// unix:// are standalone). README.md "Status" says which ones the client serves today.
 enum class topology { standalone, sentinel, cluster };
 
+/// One server address.
 struct endpoint {
+    /// Host name or IP address.
     std::string host{};
+    /// TCP port; default 6379.
     std::uint16_t port = 6379;
+    /// Same host text and port.
     friend bool operator==(const endpoint&, const endpoint&) = default;
 };
 
+/// TLS settings (rediss://). The server's chain and host name are always verified.
 struct tls_options {
     bool enabled = false;      ///< set by rediss://; never falls back to plaintext
     std::string ca_file{};     ///< PEM CA bundle; empty = the system default trust store
@@ -49,7 +56,10 @@ enum class blocking_io {
     io_thread,
 };
 
+/// Everything a client needs to reach Redis, with defaults; parse_url() fills it from a URL.
+/// Set fields with designated initialisers: `client_options{.endpoints = {{"redis", 6379}}}`.
 struct client_options {
+    /// The deployment (default standalone).
     topology kind = topology::standalone;
     /// Servers to contact: the one server, the sentinels, or the cluster seed nodes.
     std::vector<endpoint> endpoints{{"127.0.0.1", 6379}};
@@ -58,6 +68,7 @@ struct client_options {
     std::string password{};    ///< empty = no AUTH
     int db = 0;                ///< SELECT index (standalone and sentinel only)
     std::string master_name{}; ///< sentinel master name
+    /// TLS settings (enabled by a rediss:// URL).
     tls_options tls{};
     std::string client_name = "dlock"; ///< CLIENT SETNAME; empty = none
     /// Budget for TCP/TLS connect plus handshake (AUTH, HELLO, SELECT). Default 5 s.
@@ -72,6 +83,7 @@ struct client_options {
     std::chrono::milliseconds idle_timeout = std::chrono::seconds(15);
     /// Reconnect backoff: doubles from min to max, with full jitter. Defaults 10 ms / 1 s.
     std::chrono::milliseconds reconnect_min = std::chrono::milliseconds(10);
+    /// Upper bound of the reconnect backoff (see reconnect_min).
     std::chrono::milliseconds reconnect_max = std::chrono::seconds(1);
     /// Lease used when a lock is taken without an explicit lease; the watchdog renews it every
     /// watchdog_lease / 3. Default 30 s (Redisson's lockWatchdogTimeout).
@@ -92,6 +104,7 @@ struct client_options {
     /// millisecond per lock), so other processes are not starved. Default true; false makes
     /// every release delete and publish, exactly as Redisson does.
     bool handover = true;
+    /// Limits of the reply parser (resp3::limits for each default).
     resp3::limits limits{};
     /// Where the library's warnings go (dlock/log.hpp). Default: no sink, nothing is said.
     /// With a sink, the client also checks the server's maxmemory-policy once after its first

@@ -21,6 +21,7 @@
 
 namespace dlock {
 
+/// How much a record matters; log_options::level drops the ones below it.
 enum class log_level {
     debug,   ///< what dlock checked and found unremarkable
     info,    ///< expected events: a connection re-established, a check that could not run
@@ -45,15 +46,15 @@ constexpr std::string_view to_string(log_level l) noexcept {
 
 /// One structured field, e.g. {"lock", "orders:42"}, {"cause", "deadline"}.
 struct log_field {
-    std::string_view key;
-    std::string_view value;
+    std::string_view key;   ///< e.g. "lock", "cause", "address", "error"
+    std::string_view value; ///< the value as text
 };
 
 /// One message. Lifetimes: every view is valid only during the sink's call; copy what you keep.
 struct log_record {
-    log_level level = log_level::info;
+    log_level level = log_level::info; ///< how much it matters
     std::string_view message; ///< a fixed sentence, e.g. "lock lost" (no values spliced in)
-    std::span<const log_field> fields;
+    std::span<const log_field> fields; ///< the values, as key/value pairs
 };
 
 /// Thread safety: the sink is called from the client's I/O thread and from threads that call
@@ -64,6 +65,7 @@ struct log_record {
 /// swallowed.
 using log_sink = std::function<void(const log_record&)>;
 
+/// The sink and its level, client_options::log.
 struct log_options {
     /// Where records go. Default: empty (the library says nothing at all).
     log_sink sink{};

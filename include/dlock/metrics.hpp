@@ -71,6 +71,7 @@ enum class error_class {
     invalid,     ///< errc::invalid_argument, errc::configuration_error
     other,       ///< anything else
 };
+/// The number of error_class values (the size of kind_counts::errors).
 inline constexpr std::size_t error_class_count = 8;
 /// "unavailable", "ambiguous", "cancelled", "denied", "server", "protocol", "invalid", "other".
 std::string_view to_string(error_class c) noexcept;
@@ -83,6 +84,7 @@ enum class loss_cause {
     server_error, ///< as deadline, and the last renewal got an error reply (OOM, READONLY, ...)
     undetermined, ///< the server said "not yours"; the follow-up EXISTS check failed
 };
+/// The number of loss_cause values (the size of metrics_snapshot::losses).
 inline constexpr std::size_t loss_cause_count = 5;
 /// "gone", "taken", "deadline", "server_error", "undetermined".
 std::string_view to_string(loss_cause c) noexcept;
@@ -96,19 +98,20 @@ struct kind_counts {
     std::array<std::uint64_t, error_class_count> errors{}; ///< by error_class
 };
 
+/// A copy of a client's (or a redlock's) counters at one moment; client::metrics().
 struct metrics_snapshot {
     /// False when the library was built with DLOCK_METRICS=OFF (all counters are zero).
     bool enabled = true;
     /// One entry per lock kind, in dlock::lock_kind order, then "custom" (registered kinds).
     std::vector<kind_counts> acquisitions{};
-    histogram_snapshot wait_time{};        ///< seconds
-    histogram_snapshot hold_time{};        ///< seconds
-    histogram_snapshot handoff_handover{}; ///< seconds
-    histogram_snapshot handoff_wake{};     ///< seconds
-    std::uint64_t renewal_batches = 0;
-    std::uint64_t renewals_ok = 0;
-    std::uint64_t renewals_failed = 0;
-    histogram_snapshot renewal_batch_size{};              ///< locks per batch
+    histogram_snapshot wait_time{};          ///< seconds
+    histogram_snapshot hold_time{};          ///< seconds
+    histogram_snapshot handoff_handover{};   ///< seconds
+    histogram_snapshot handoff_wake{};       ///< seconds
+    std::uint64_t renewal_batches = 0;       ///< watchdog renewal scripts sent
+    std::uint64_t renewals_ok = 0;           ///< locks a batch renewed
+    std::uint64_t renewals_failed = 0;       ///< locks of batches that failed (error, no reply)
+    histogram_snapshot renewal_batch_size{}; ///< locks per batch
     std::array<std::uint64_t, loss_cause_count> losses{}; ///< by loss_cause
     std::uint64_t releases = 0;                           ///< final releases the server confirmed
     std::uint64_t releases_not_owner = 0; ///< releases answered "not yours" (also a loss)
@@ -116,7 +119,7 @@ struct metrics_snapshot {
     std::uint64_t ambiguous = 0;          ///< commands written whose outcome is unknown
     std::uint64_t connects = 0;           ///< first handshakes of connections
     std::uint64_t reconnects = 0;         ///< later handshakes of the same connections
-    std::uint64_t topology_changes = 0;
+    std::uint64_t topology_changes = 0;   ///< new masters followed (Sentinel failover)
     std::uint64_t commands = 0;           ///< commands sent (scripts included; handshakes not)
     std::uint64_t scripts = 0;            ///< EVALSHA / EVAL sent
     std::uint64_t noscript_fallbacks = 0; ///< EVALSHA answered NOSCRIPT and re-sent as EVAL
