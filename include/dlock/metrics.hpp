@@ -120,7 +120,9 @@ struct metrics_snapshot {
     std::uint64_t connects = 0;           ///< first handshakes of connections
     std::uint64_t reconnects = 0;         ///< later handshakes of the same connections
     std::uint64_t topology_changes = 0;   ///< new masters followed (Sentinel failover)
-    std::uint64_t commands = 0;           ///< commands sent (scripts included; handshakes not)
+    /// Commands sent on every connection: lock scripts, client::command(), SUBSCRIBE and
+    /// friends, health-check PINGs, a NOSCRIPT's EVAL re-send; not the handshakes.
+    std::uint64_t commands = 0;
     std::uint64_t scripts = 0;            ///< EVALSHA / EVAL sent
     std::uint64_t noscript_fallbacks = 0; ///< EVALSHA answered NOSCRIPT and re-sent as EVAL
 

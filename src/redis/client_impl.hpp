@@ -48,7 +48,7 @@ public:
     metrics_snapshot metrics_snapshot_now() const;
     /// Called by the topology code when the client follows a new master (Sentinel failover):
     /// counts it and tells the log sink (warning "topology changed", field `address`).
-    void note_topology_change(std::string_view new_address);
+    void note_topology_change(std::string_view new_address = {});
 
     /// The sync lane of `n` when a blocking call may use it now (see sync_lane.hpp and
     /// ARCHITECTURE.md: not while an acquisition of this client waits).

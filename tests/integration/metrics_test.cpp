@@ -305,3 +305,23 @@ TEST(metrics, a_redlock_counts_its_own_acquisitions_releases_and_losses) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(metrics, a_topology_change_noted_by_the_router_is_counted_and_logged) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    SKIP_WITHOUT_METRICS();
+    redis_server s;
+    auto o = fast_options(s.url());
+    std::atomic<int> warnings{0};
+    o.log.sink = [&](const dlock::log_record& r) {
+        if (r.level == dlock::log_level::warning && r.message.find("topology") != r.message.npos)
+            ++warnings;
+    };
+    dlock::client c(o);
+    dlock::detail::access::impl(c)->note_topology_change("127.0.0.1:6380");
+    EXPECT_EQ(c.metrics().topology_changes, 1u);
+    EXPECT_EQ(warnings.load(), 1);
+}
+
+} // namespace
