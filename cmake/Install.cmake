@@ -44,4 +44,7 @@ if(CMAKE_STRIP)
   endif()")
 endif()
 
+# The optional dlock::prometheus component (its own export set).
+include(${PROJECT_SOURCE_DIR}/cmake/InstallPrometheus.cmake)
+
 include(cmake/Packaging.cmake)

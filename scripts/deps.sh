@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ccache pkg-config
   libasio-dev libssl-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus-cpp-dev
   redis-server redis-tools redis-sentinel openssl
   clang libclang-rt-14-dev clang-format clang-tidy
   doxygen file dpkg-dev

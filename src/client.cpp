@@ -115,6 +115,10 @@ void client::submit(detail::request& r) {
     impl_->router().any().conn().submit(r);
 }
 
+metrics_snapshot client::metrics() const {
+    return impl_->metrics_snapshot_now();
+}
+
 asio::any_io_executor client::get_executor() const {
     return impl_->io().get_executor();
 }

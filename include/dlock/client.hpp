@@ -16,6 +16,7 @@
 #include <dlock/error.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lock_options.hpp>
+#include <dlock/metrics.hpp>
 #include <dlock/multi_lock.hpp>
 #include <dlock/resp3.hpp>
 
@@ -123,6 +124,12 @@ public:
 
     /// The client's I/O executor (where async completions run by default).
     asio::any_io_executor get_executor() const;
+
+    /// A copy of this client's counters and histograms (dlock/metrics.hpp says what each one
+    /// measures). Blocking: never (relaxed atomic loads, a few small allocations).
+    /// Thread safety: any thread, concurrently with everything else; the fields are read one
+    /// by one, so two of them may be a few operations apart.
+    metrics_snapshot metrics() const;
 
 private:
     friend struct detail::access;

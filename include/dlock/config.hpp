@@ -18,6 +18,7 @@
 // Passwords never appear in to_string(), error messages or logs.
 #pragma once
 
+#include <dlock/log.hpp>
 #include <dlock/resp3.hpp>
 
 #include <chrono>
@@ -137,6 +138,10 @@ struct client_options {
     std::optional<std::chrono::milliseconds> failover_lock_delay{};
     /// Limits of the reply parser (resp3::limits for each default).
     resp3::limits limits{};
+    /// Where the library's warnings go (dlock/log.hpp). Default: no sink, nothing is said.
+    /// With a sink, the client also checks the server's maxmemory-policy once after its first
+    /// connect (CONFIG GET) and warns when it is not noeviction (locks could be evicted).
+    log_options log{};
 };
 
 /// Parses a URL of the forms above into options (other fields keep their defaults).

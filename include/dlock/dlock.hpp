@@ -8,6 +8,8 @@
 #include <dlock/layout.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lock_options.hpp>
+#include <dlock/log.hpp>
+#include <dlock/metrics.hpp>
 #include <dlock/multi_lock.hpp>
 #include <dlock/mutex.hpp>
 #include <dlock/redlock.hpp>

@@ -53,6 +53,7 @@
 #include <dlock/error.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lock_options.hpp>
+#include <dlock/metrics.hpp>
 
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_executor.hpp>
@@ -150,6 +151,14 @@ public:
     /// The number of masters.
     std::size_t masters() const noexcept;
     std::size_t quorum() const noexcept; ///< floor(masters() / 2) + 1
+
+    /// This redlock's counters (dlock/metrics.hpp), its own, not any client's: acquisitions
+    /// (under the kind "simple", whose layout it takes on every master), wait and hold times,
+    /// releases, losses (a quorum that says "not ours" is loss_cause::undetermined; no quorum
+    /// extension before validity ends is deadline) and the wire counters of every master's
+    /// connections. Not counted: hand-offs and watchdog renewals. Its "lock lost" warnings go
+    /// to the first master's client_options::log. Blocking: never. Thread safety: any thread.
+    metrics_snapshot metrics() const;
 
     ///@{
     /// Takes the lock `name` on a quorum of the masters for a lease handle. opts.kind is

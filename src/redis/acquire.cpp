@@ -53,6 +53,14 @@ acquire_result acquired(client_impl& c, const acquire_request& req, bool reenter
     return {true, reentered, count, token, sent_at};
 }
 
+/// Counts one acquisition's end in the client's metrics (both paths, exactly once each).
+void count(client_impl& c, const acquire_request& req, std::error_code ec,
+           const acquire_result& r) noexcept {
+    if constexpr (metrics_enabled)
+        c.metrics().acquisition(req.protocol->index(), ec, r.acquired, r.reentered,
+                                clock::now() - req.started_at);
+}
+
 wait_fsm::params fsm_params(const acquire_request& req) {
     wait_fsm::params p;
     if (req.wait) p.deadline = clock::now() + *req.wait;
@@ -126,7 +134,11 @@ public:
 
     // pubsub::waiter
     void on_active() override { resume({.type = wait_fsm::event_type::active}); }
-    void on_wake() override { resume({.type = wait_fsm::event_type::wake}); }
+    void on_wake() override {
+        const auto now = clock::now();
+        if constexpr (metrics_enabled) woken_at_ = now;
+        resume({.type = wait_fsm::event_type::wake, .now = now});
+    }
     bool takes_handover_of(const hold_state& h) const override {
         return fsm_.may_take_handover() && req_.protocol == h.protocol &&
                req_.keys.key == h.keys.key && req_.owner != h.owner;
@@ -135,10 +147,16 @@ public:
     std::chrono::milliseconds lease() const noexcept override { return req_.lease; }
     std::shared_ptr<waiter> share() override { return shared_from_this(); }
     void handover_begin(clock::time_point sent_at) override {
+        handover_at_ = sent_at;
         cancel_timer();
         resume({.type = wait_fsm::event_type::handover_begin, .now = sent_at});
     }
     void handover_done(handover_result r, std::uint64_t token) override {
+        if (r != handover_result::handed_over) {
+            // Published or unknown: the waiter tries again like a woken one.
+            if constexpr (metrics_enabled) woken_at_ = clock::now();
+            handover_at_ = {};
+        }
         wait_fsm::event ev{.type = wait_fsm::event_type::handover_done};
         ev.handover = r;
         ev.token = token;
@@ -257,6 +275,7 @@ private:
             if (a.on_channel && sub().sleep(channel_, this, fsm_.sent_at())) {
                 // a stored permit, or a message that came after our last attempt was sent
                 next = {.type = wait_fsm::event_type::wake, .now = clock::now()};
+                if constexpr (metrics_enabled) woken_at_ = next.now;
                 return true;
             }
             arm_timer(a.until);
@@ -340,6 +359,7 @@ private:
             auto self = w.lock();
             if (ec || !self) return;
             self->timer_armed_ = false;
+            self->woken_at_ = {}; // a grant after a timer is no hand-off
             self->resume({.type = wait_fsm::event_type::timer});
         });
     }
@@ -356,6 +376,14 @@ private:
         const auto res = a.acquired ? acquired(*c_, req_, a.reentered, a.count, a.token, a.sent_at)
                                     : acquire_result{};
         if (!a.acquired && !a.undo) abandon(*c_, req_); // (undo abandons too)
+        count(*c_, req_, a.ec, res);
+        if (a.acquired && metrics_enabled) {
+            const auto now = clock::now();
+            if (handover_at_ != clock::time_point{})
+                c_->metrics().handoff_handover(now - handover_at_);
+            else if (woken_at_ != clock::time_point{})
+                c_->metrics().handoff_wake(now - woken_at_);
+        }
         auto keep = std::move(self_);
         auto done = std::move(done_);
         done(a.ec, res, req_);
@@ -371,6 +399,10 @@ private:
     std::shared_ptr<acquire_op> self_;
     slot slot_;
     wait_slot wait_;
+    // Metrics, I/O thread only: when the last wake (message, permit, published hand-over) or
+    // the hand-over that may grant the lock began; empty when none.
+    clock::time_point woken_at_{};
+    clock::time_point handover_at_{};
 };
 
 } // namespace
@@ -383,6 +415,7 @@ std::error_code prepare(client_impl& c, const lock_protocol& p, lock_keys keys,
     if (opts.retry && (opts.retry->attempts == 0 || opts.retry->delay.count() < 0 ||
                        opts.retry->jitter.count() < 0))
         return make_error_code(errc::invalid_argument);
+    req.started_at = clock::now();
     req.protocol = &p;
     req.where = &c.router().for_slot(keys.slot);
     req.keys = std::move(keys);
@@ -401,7 +434,10 @@ std::string new_owner(const client_impl& c, const lock_protocol& p, bool thread_
 }
 
 void acquire_async(client_impl& c, acquire_request req, acquire_done done) {
-    if (c.shut_down()) return done(make_error_code(errc::cancelled), acquire_result{}, req);
+    if (c.shut_down()) {
+        count(c, req, make_error_code(errc::cancelled), {});
+        return done(make_error_code(errc::cancelled), acquire_result{}, req);
+    }
     auto op = std::make_shared<acquire_op>(c.shared_from_this(), std::move(req), std::move(done));
     op->start();
     c.registry().track(op);
@@ -464,7 +500,10 @@ bool first_attempt_on_lane(client_impl& c, acquire_request& req, acquire_result&
 acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error_code& ec) {
     ec.clear();
     acquire_result res;
-    if (first_attempt_on_lane(c, req, res, ec)) return res;
+    if (first_attempt_on_lane(c, req, res, ec)) {
+        count(c, req, ec, res);
+        return res;
+    }
     completion_flag done;
     acquire_async(c, req, [&](std::error_code e, acquire_result r, const acquire_request&) {
         ec = e;
@@ -487,6 +526,7 @@ std::shared_ptr<hold_state> make_hold(client_impl& c, const acquire_request& req
     h->lease = req.lease;
     h->watchdog = req.watchdog;
     h->count = static_cast<int>(r.count);
+    h->acquired_at = r.sent_at;
     h->set_valid_until(r.sent_at + req.lease - drift_for(req.lease));
     if (!r.reentered) h->counted_locally(); // local_begin ran when it was acquired
     c.renewal().add(h);

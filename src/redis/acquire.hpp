@@ -31,6 +31,8 @@ struct acquire_request {
     std::optional<std::int64_t> refused_ttl;
     /// When that first attempt was sent (a subscription confirmed before it covers it).
     std::chrono::steady_clock::time_point refused_sent_at{};
+    /// When prepare() ran: the start of the wait the metrics measure.
+    std::chrono::steady_clock::time_point started_at{};
 };
 
 struct acquire_result {

@@ -1,8 +1,10 @@
 #include "redis/client_impl.hpp"
 
+#include "core/log.hpp"
 #include "core/random.hpp"
 #include "redis/hold.hpp"
 #include "redis/net/wire.hpp"
+#include "redis/release.hpp"
 #include "redis/renewal.hpp"
 
 namespace dlock::detail {
@@ -57,9 +59,13 @@ client_impl::~client_impl() {
 void client_impl::start() {
     // A new master may not know every lock this client holds: find out now, not a third of a
     // lease later.
-    router_.on_master_change([this] { renewal_->renew_now(); });
+    router_.on_master_change([this](const std::string& address) {
+        note_topology_change(address);
+        renewal_->renew_now();
+    });
     router_.start();
     renewal_->start();
+    check_eviction_policy();
     thread_ = std::thread([this] {
         thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
         io_.run();
@@ -85,6 +91,82 @@ void client_impl::shutdown() {
         thread_.detach();
     else
         thread_.join();
+}
+
+metrics_snapshot client_impl::metrics_snapshot_now() const {
+    auto s = metrics_.snapshot();
+    if constexpr (metrics_enabled)
+        for (const auto& n : router_.nodes())
+            n->add_counters(s);
+    return s;
+}
+
+void client_impl::note_topology_change(std::string_view new_address) {
+    metrics_.topology_change();
+    log(opts_.log, log_level::warning, "topology changed: following a new master",
+        {{"address", new_address}});
+}
+
+namespace {
+
+/// CONFIG GET maxmemory-policy, queued for the first connection. Its deadline is a connect
+/// plus a command budget (a queued request never blocks others, but one in flight with no
+/// deadline would hide theirs from the timeout check); never written by then (server not up
+/// yet), it queues itself again, until the client shuts down (cancelled).
+struct policy_check final : request {
+    std::string_view cmd[3] = {"CONFIG", "GET", "maxmemory-policy"};
+    std::shared_ptr<net::connection> conn_;
+    log_options log_;
+    policy_check(std::shared_ptr<net::connection> c, log_options o)
+        : conn_(std::move(c))
+        , log_(std::move(o)) {
+        args = cmd;
+    }
+    void submit() {
+        const auto& o = conn_->options();
+        deadline = std::chrono::steady_clock::now() + o.connect_timeout + o.command_timeout;
+        conn_->submit(*this);
+    }
+    void complete(std::error_code ec, resp3::value&& v) override {
+        if (ec == errc::unavailable) return submit(); // never written: try after the connect
+        report(ec, v);
+        delete this;
+    }
+    void report(std::error_code ec, const resp3::value& v) const {
+        if (ec == errc::cancelled) return; // shut down before the first connect
+        if (ec) {
+            log(log_, log_level::info, "could not check the server's maxmemory-policy",
+                {{"error", ec.message()}});
+            return;
+        }
+        if (v.is_error()) {
+            // CONFIG disabled or renamed (managed Redis): nothing to check.
+            log(log_, log_level::info, "could not check the server's maxmemory-policy",
+                {{"error", bounded(v.str)}});
+            return;
+        }
+        std::string_view policy;
+        for (std::size_t i = 0; i + 1 < v.elements.size(); i += 2)
+            if (v.elements[i].str == "maxmemory-policy") policy = v.elements[i + 1].str;
+        if (policy.empty()) {
+            log(log_, log_level::info, "could not check the server's maxmemory-policy",
+                {{"error", "no value in the reply"}});
+        } else if (policy != "noeviction") {
+            log(log_, log_level::warning,
+                "the server's maxmemory-policy may evict locks; use noeviction",
+                {{"maxmemory-policy", policy}});
+        } else {
+            log(log_, log_level::debug, "the server's maxmemory-policy is noeviction");
+        }
+    }
+};
+
+} // namespace
+
+void client_impl::check_eviction_policy() {
+    if (!opts_.log.sink) return; // nobody to tell: no extra command
+    auto& conn = router_.any().conn();
+    (new policy_check(conn.shared_from_this(), opts_.log))->submit();
 }
 
 bool client_impl::on_io_thread() const noexcept {
@@ -126,19 +208,60 @@ std::chrono::nanoseconds drift_for(std::chrono::milliseconds lease) noexcept {
 }
 
 void hold_state::end_released() noexcept {
-    mark_released();
-    end_local();
+    const bool first = mark_released();
+    if (!metrics_enabled && !local_counted_.load(std::memory_order_acquire)) return;
+    const auto c = client.lock(); // one lock of the client for both
+    if (first && c) c->metrics().hold_ended(std::chrono::steady_clock::now() - acquired_at);
+    end_local(c.get());
 }
 
-void hold_state::end_lost() {
+void hold_state::end_lost(std::optional<loss_cause> cause) {
+    const auto c = client.lock();
     // The local count goes first: a callback that acquires again must not queue behind us.
-    end_local();
-    mark_lost();
+    end_local(c.get());
+    if (!mark_lost() || !c) return;
+    c->metrics().hold_ended(std::chrono::steady_clock::now() - acquired_at);
+    report_loss(*c, std::static_pointer_cast<const hold_state>(shared_from_this()), cause);
 }
 
 void hold_state::end_local() noexcept {
+    if (!local_counted_.load(std::memory_order_acquire)) return;
+    end_local(client.lock().get());
+}
+
+void hold_state::end_local(client_impl* c) noexcept {
     if (!local_counted_.exchange(false, std::memory_order_acq_rel)) return;
-    if (auto c = client.lock()) c->registry().local_end(*protocol, keys.key);
+    if (c) c->registry().local_end(*protocol, keys.key);
+}
+
+// ---- losses ---------------------------------------------------------------------------------
+
+namespace {
+
+void count_loss(client_impl& c, const hold_state& h, loss_cause cause) {
+    c.metrics().loss(cause);
+    log(c.options().log, log_level::warning, "lock lost",
+        {{"lock", h.keys.key}, {"kind", h.protocol->name()}, {"cause", to_string(cause)}});
+}
+
+} // namespace
+
+void report_loss(client_impl& c, std::shared_ptr<const hold_state> h,
+                 std::optional<loss_cause> cause) {
+    if (cause || c.shut_down() ||
+        (!metrics_enabled && !log_enabled(c.options().log, log_level::warning)))
+        return count_loss(c, *h, cause.value_or(loss_cause::undetermined));
+    // "Not yours": ask whether the lock still exists (taken by another owner) or not (gone:
+    // expired, deleted, evicted, lost in a failover). Racy by nature, and only a diagnosis.
+    const hold_state& r = *h;
+    submit_detached(
+        c, *r.where, h, [&](command& cmd) { r.protocol->locked_query(cmd, r.keys); },
+        [&c, self = c.shared_from_this(), h](std::error_code ec, resp3::value&& v) {
+            const auto why = ec || !v.is_integer() ? loss_cause::undetermined
+                             : v.integer == 0      ? loss_cause::gone
+                                                   : loss_cause::taken;
+            count_loss(c, *h, why);
+        });
 }
 
 } // namespace dlock::detail

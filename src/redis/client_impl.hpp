@@ -5,6 +5,7 @@
 #pragma once
 
 #include "core/completion_flag.hpp"
+#include "core/metrics.hpp"
 #include "redis/hold_registry.hpp"
 #include "redis/locks/protocol.hpp"
 #include "redis/topology/router.hpp"
@@ -41,6 +42,14 @@ public:
     bool on_io_thread() const noexcept;
     bool shut_down() const noexcept { return shut_.load(std::memory_order_acquire); }
 
+    /// The client's counters (core/metrics.hpp); any thread, relaxed atomics.
+    client_metrics& metrics() noexcept { return metrics_; }
+    /// Counters plus every connection's wire counters, as client::metrics() returns them.
+    metrics_snapshot metrics_snapshot_now() const;
+    /// Called by the topology code when the client follows a new master (Sentinel failover):
+    /// counts it and tells the log sink (warning "topology changed", field `address`).
+    void note_topology_change(std::string_view new_address = {});
+
     /// The sync lane of `n` when a blocking call may use it now (see sync_lane.hpp and
     /// ARCHITECTURE.md: not while an acquisition of this client waits).
     net::sync_lane* lane_for(node& n) noexcept {
@@ -55,7 +64,11 @@ public:
     }
 
 private:
+    /// With a log sink: asks CONFIG GET maxmemory-policy once, after the first connect.
+    void check_eviction_policy();
+
     std::atomic<bool> shut_{false};
+    client_metrics metrics_;
     client_options opts_;
     std::string id_;
     asio::io_context io_;
@@ -66,6 +79,11 @@ private:
     detail::router router_;
     std::unique_ptr<renewal_service> renewal_;
 };
+
+/// Counts and logs the loss of `h` (hold_state::end_lost): `cause` when known, otherwise
+/// after a follow-up query of whether the lock still exists (gone or taken).
+void report_loss(client_impl& c, std::shared_ptr<const hold_state> h,
+                 std::optional<loss_cause> cause);
 
 /// The blocking bridge: a request on the caller's stack, completed on the I/O thread.
 class sync_request final : public request {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "core/hold.hpp"
+#include "core/metrics.hpp"
 #include "redis/locks/protocol.hpp"
 
 #include <atomic>
@@ -33,13 +34,22 @@ public:
     /// renewal results (a renewal ordered after our own DEL would otherwise report a loss).
     std::atomic<bool> releasing{false};
 
-    /// Ends the hold normally / by loss; also gives back the client's local count once.
+    /// When the granting attempt was sent (the start of the hold time, metrics).
+    std::chrono::steady_clock::time_point acquired_at{};
+    /// The last renewal batch of this hold failed with an error reply (not a transport
+    /// error): a loss by deadline is then counted as loss_cause::server_error.
+    std::atomic<bool> renew_server_error{false};
+
+    /// Ends the hold normally / by loss; also gives back the client's local count once, and
+    /// counts the hold's end in the client's metrics (and logs a loss). `cause`: known, or
+    /// nullopt when the server said "not yours" (a follow-up EXISTS tells gone from taken).
     void end_released() noexcept;
-    void end_lost();
+    void end_lost(std::optional<loss_cause> cause = std::nullopt);
     /// This hold was counted by hold_registry::local_begin (a fresh acquisition); the count is
     /// given back once, when the hold is released, lost or destroyed.
     void counted_locally() noexcept { local_counted_.store(true, std::memory_order_release); }
     void end_local() noexcept;
+    void end_local(client_impl* c) noexcept;
 
     // detail::hold, for a lease handle (hold.cpp). On Redis the name is the key N.
     const std::string& name() const noexcept override { return keys.key; }

@@ -17,9 +17,25 @@ constexpr auto handover_recheck = std::chrono::milliseconds(1);
 /// server (about one round trip plus scheduling), short enough to cost little when none does.
 constexpr auto polite_head_start = std::chrono::milliseconds(2);
 
+/// Metrics of a release's outcome (a re-entrant release that leaves the lock held is none).
+void count_release(client_impl& c, const release_outcome& out) noexcept {
+    using r = client_metrics::release_result;
+    switch (out.what) {
+    case release_outcome::kind::released:
+        return c.metrics().release(r::released);
+    case release_outcome::kind::not_owner:
+        return c.metrics().release(r::not_owner);
+    case release_outcome::kind::error:
+        return c.metrics().release(r::failed);
+    case release_outcome::kind::still_held:
+        return;
+    }
+}
+
 /// After a final release: if the unlock message reached connections other than (at most) this
 /// client's own subscriber, the next acquisition of the lock here waits for a head start.
 void note_release(client_impl& c, const hold_state& h, const release_outcome& out) {
+    count_release(c, out);
     if (out.what != release_outcome::kind::released || out.receivers < 1) return;
     // This client's own subscriber may be among the receivers (it lingers after its waiters
     // leave): one receiver while this client listens is most likely itself.
@@ -109,6 +125,7 @@ void release_or_handover(client_impl& c, std::shared_ptr<const hold_state> h, re
                 std::erase_if(times,
                               [&](const auto& e) { return now - e.second >= handover_recheck; });
             keep->second->handover_done(r.waiter, r.token);
+            count_release(c, r.releaser);
             if (done) done(r.releaser);
         });
 }

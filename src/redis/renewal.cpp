@@ -1,5 +1,6 @@
 #include "redis/renewal.hpp"
 
+#include "core/log.hpp"
 #include "redis/client_impl.hpp"
 #include "redis/hold.hpp"
 
@@ -133,25 +134,51 @@ void renewal_service::tick() {
                 --inflight_;
                 if (lock_protocol::read_renew(ec, v, o.holds.size(), o.ok)) {
                     const auto until = o.sent_at + lease - drift_for(lease);
+                    std::uint64_t renewed = 0;
                     for (std::size_t i = 0; i < o.holds.size(); ++i) {
                         auto& h = o.holds[i];
                         if (!active(*h)) continue;
                         if (o.ok[i]) {
                             h->set_valid_until(until);
+                            h->renew_server_error.store(false, std::memory_order_relaxed);
+                            ++renewed;
                         } else {
                             remove(h);
-                            h->end_lost();
+                            h->end_lost(); // "not yours": gone or taken (end_lost asks)
                         }
                     }
+                    c_.metrics().renewals(renewed, 0);
+                } else {
+                    // Errors: nothing renewed; check_deadlines() declares loss when it is due.
+                    renewal_failed(o.holds, ec, v);
                 }
-                // Errors: nothing renewed; check_deadlines() declares loss when it is due.
                 check_deadlines();
             };
             ++inflight_;
             batches_.fetch_add(1, std::memory_order_relaxed);
+            c_.metrics().renewal_batch(op->holds.size());
             group.where->conn().submit(*op);
         }
     }
+}
+
+void renewal_service::renewal_failed(const std::vector<std::shared_ptr<hold_state>>& holds,
+                                     std::error_code ec, const resp3::value& v) {
+    c_.metrics().renewals(0, holds.size());
+    const bool server_error = !ec && v.is_error();
+    for (auto& h : holds)
+        h->renew_server_error.store(server_error, std::memory_order_relaxed);
+    const auto& log_opts = c_.options().log;
+    if (!log_enabled(log_opts, log_level::warning) || holds.empty()) return;
+    const auto count = std::to_string(holds.size());
+    const auto why =
+        ec ? ec.message() : std::string(server_error ? bounded(v.str) : "malformed reply");
+    // The first lock names the batch (all of one kind on one node); never owners or tokens.
+    log(log_opts, log_level::warning, "lock renewal failed; the locks are lost if it keeps failing",
+        {{"locks", count},
+         {"first_lock", holds.front()->keys.key},
+         {"kind", holds.front()->protocol->name()},
+         {"error", why}});
 }
 
 void renewal_service::check_deadlines() {
@@ -179,7 +206,8 @@ void renewal_service::check_deadlines() {
         loss_armed_ = next;
     }
     for (auto& h : lost)
-        h->end_lost();
+        h->end_lost(h->renew_server_error.load(std::memory_order_relaxed) ? loss_cause::server_error
+                                                                          : loss_cause::deadline);
     if (next != time_point::max()) arm_loss(next);
 }
 

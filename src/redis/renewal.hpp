@@ -12,6 +12,8 @@
 // acquire/release pair costs no extra hop to the I/O thread. Timers run on the I/O thread.
 #pragma once
 
+#include <dlock/resp3.hpp>
+
 #include <asio/steady_timer.hpp>
 
 #include <atomic>
@@ -20,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 namespace dlock::detail {
 
@@ -52,6 +55,9 @@ private:
     void tick();
     void arm_loss(time_point when);
     void check_deadlines();
+    /// A batch failed (transport error, error reply, malformed reply): metrics and a warning.
+    void renewal_failed(const std::vector<std::shared_ptr<hold_state>>& holds, std::error_code ec,
+                        const resp3::value& v);
 
     client_impl& c_;
     asio::steady_timer tick_timer_; // I/O thread

@@ -1,5 +1,6 @@
 #include "redis/net/connection.hpp"
 
+#include "core/log.hpp"
 #include "redis/net/wire.hpp"
 
 #include <dlock/error.hpp>
@@ -20,6 +21,11 @@ std::error_code map_transport_error(const std::error_code& ec) {
     if (ec.category() == error_category()) return ec;
     if (ec == asio::error::operation_aborted) return make_error_code(errc::cancelled);
     return make_error_code(errc::unavailable);
+}
+
+/// host:port or the socket path, for log fields (never user or password).
+std::string address_of(const target& t) {
+    return t.unix_socket.empty() ? t.host + ':' + std::to_string(t.port) : t.unix_socket;
 }
 
 } // namespace
@@ -98,9 +104,11 @@ void connection::submit(detail::request& r) {
             fail = sticky_error_;
         else if (fd_ >= 0 && !writing_ && pending_.empty() &&
                  !io_.get_executor().running_in_this_thread()) {
+            counters_.sent(r.args.empty() ? std::string_view{} : r.args.front());
             direct_write_locked(r);
             return;
         } else {
+            counters_.sent(r.args.empty() ? std::string_view{} : r.args.front());
             const auto begin = pending_buf_.size();
             resp3::encode_command(pending_buf_, r.args);
             pending_.push_back({&r, begin, pending_buf_.size()});
@@ -114,6 +122,7 @@ void connection::submit(detail::request& r) {
 void connection::submit_oneway(std::span<const std::string_view> args) {
     std::lock_guard lk(mu_);
     if (stopped_) return;
+    counters_.sent(args.empty() ? std::string_view{} : args.front());
     const auto begin = pending_buf_.size();
     resp3::encode_command(pending_buf_, args);
     pending_.push_back({nullptr, begin, pending_buf_.size()});
@@ -303,16 +312,22 @@ void connection::dispatch_reply(resp3::value&& v) {
         connect_timer_.cancel();
         backoff_ = opts_.reconnect_min;
         connected_.store(true, std::memory_order_release);
+        bool again = false;
         {
             std::lock_guard lk(mu_);
             sticky_error_.clear();
             ready_ = true;
-            ++epoch_;
+            again = ++epoch_ > 1;
             fd_ = plain_fd();
             record_peer_locked();
             if (!pending_.empty()) schedule_flush_locked();
         }
         last_read_ = std::chrono::steady_clock::now();
+        detail::wire_counters::bump(again ? counters_.reconnects : counters_.connects);
+        if (again)
+            detail::log(opts_.log, log_level::warning, "reconnected to redis",
+                        {{"address", address_of(target_)},
+                         {"connection", mode_ == mode::pubsub ? "pubsub" : "command"}});
         arm_deadline_tick();
         if (on_state_) on_state_(true);
         return;
@@ -338,6 +353,8 @@ void connection::dispatch_reply(resp3::value&& v) {
             } else if (needs_eval(v, r->eval_fallback)) {
                 // Re-send as EVAL, queued behind whatever is pending. Only this request's own
                 // outcome depends on it, so ordering among callers is unaffected.
+                detail::wire_counters::bump(counters_.noscript);
+                counters_.sent("EVAL");
                 const auto begin = pending_buf_.size();
                 encode_as_eval(pending_buf_, r->args, r->eval_fallback);
                 r->eval_fallback = {};
@@ -633,6 +650,12 @@ void connection::fail_connection(std::error_code why) {
         }
     }
     // Everything written and unanswered has an unknown outcome.
+    detail::wire_counters::bump(counters_.ambiguous, inflight.size());
+    if (was_connected)
+        detail::log(opts_.log, log_level::warning, "connection to redis lost, reconnecting",
+                    {{"address", address_of(target_)},
+                     {"connection", mode_ == mode::pubsub ? "pubsub" : "command"},
+                     {"error", why.message()}});
     const auto amb = make_error_code(errc::ambiguous);
     for (auto* r : inflight)
         r->complete(amb, {});

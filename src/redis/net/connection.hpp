@@ -16,6 +16,7 @@
 // Thread safety: submit() from any thread; everything else runs on the io_context's one thread.
 #pragma once
 
+#include "core/metrics.hpp"
 #include "redis/resp3/parser.hpp"
 
 #include <dlock/config.hpp>
@@ -105,6 +106,10 @@ public:
     /// over TLS.
     bool peer_address(sockaddr_storage& addr, socklen_t& len, std::uint64_t& epoch);
     const client_options& options() const noexcept { return opts_; }
+    /// Commands, scripts, NOSCRIPT fallbacks, ambiguous outcomes and handshakes of this
+    /// connection (and of the sync lane that follows it). Any thread.
+    detail::wire_counters& counters() noexcept { return counters_; }
+    const detail::wire_counters& counters() const noexcept { return counters_; }
 
 private:
     using tcp = asio::ip::tcp;
@@ -183,6 +188,7 @@ private:
     socklen_t peer_len_ = 0;                // guarded by mu_: 0 = no address
     std::uint64_t epoch_ = 0;               // guarded by mu_: bumped by every completed handshake
     std::size_t requeued_ = 0;              // guarded by mu_: requests requeued by this drain
+    detail::wire_counters counters_;        // relaxed atomics, any thread
 
     // I/O thread only.
     std::string write_buf_;

@@ -89,8 +89,15 @@ sync_lane::result sync_lane::call(connection& main, std::span<const std::string_
         calls_.fetch_sub(1, std::memory_order_relaxed);
         return result::not_taken;
     }
-    if (!read_reply(out, deadline, ec)) return result::done;
+    auto& counters = main.counters();
+    counters.sent(args.empty() ? std::string_view{} : args.front());
+    if (!read_reply(out, deadline, ec)) {
+        if (ec == errc::ambiguous) detail::wire_counters::bump(counters.ambiguous);
+        return result::done;
+    }
     if (needs_eval(out, eval_fallback)) {
+        detail::wire_counters::bump(counters.noscript);
+        counters.sent("EVAL");
         out_buf_.clear();
         encode_as_eval(out_buf_, args, eval_fallback);
         if (!write_all(out_buf_, deadline)) {
@@ -98,7 +105,8 @@ sync_lane::result sync_lane::call(connection& main, std::span<const std::string_
             ec = make_error_code(stopped_ ? errc::cancelled : errc::unavailable);
             return result::done;
         }
-        read_reply(out, deadline, ec);
+        if (!read_reply(out, deadline, ec) && ec == errc::ambiguous)
+            detail::wire_counters::bump(counters.ambiguous);
     }
     return result::done;
 }

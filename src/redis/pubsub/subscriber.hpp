@@ -46,6 +46,9 @@ public:
         return table_.sleeping_count(channel);
     }
     mode pubsub_mode() const noexcept { return mode_; }
+    /// The pub/sub connection's wire counters (any thread: conn_ is set for good at
+    /// construction).
+    const detail::wire_counters& counters() const noexcept { return conn_->counters(); }
     void stop();
     /// The master moved: resubscribe there (net::connection::retarget).
     void retarget() { conn_->retarget(); }

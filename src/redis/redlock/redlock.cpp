@@ -13,6 +13,8 @@
 // (ops_mu_); the rest is the I/O thread's.
 #include "core/completion_flag.hpp"
 #include "core/hold.hpp"
+#include "core/log.hpp"
+#include "core/metrics.hpp"
 #include "core/quorum_round.hpp"
 #include "core/random.hpp"
 #include "redis/client_impl.hpp"
@@ -89,6 +91,17 @@ public:
     /// The watchdog (any thread): extension rounds for watchdog holds, loss at valid_until.
     void watch(const std::shared_ptr<redlock_hold>& h);
     void unwatch(const redlock_hold* h);
+    /// Counters (relaxed atomics, any thread) and the snapshot redlock::metrics() returns.
+    client_metrics& metrics() noexcept { return metrics_; }
+    metrics_snapshot metrics_snapshot_now() const {
+        auto s = metrics_.snapshot();
+        if constexpr (metrics_enabled)
+            for (const auto& n : nodes_)
+                n->add_counters(s);
+        return s;
+    }
+    /// Where the redlock's own records go: the first master's client_options::log.
+    const log_options& log_opts() const noexcept { return opts_.masters.front().log; }
     /// Acquisitions to cancel at shutdown (any thread).
     void track(const std::shared_ptr<acquire_op>& op);
     void untrack(const acquire_op* op);
@@ -100,6 +113,7 @@ private:
     void check_deadlines();
 
     std::atomic<bool> shut_{false};
+    client_metrics metrics_;
     redlock_options opts_;
     std::vector<std::string> addresses_;
     asio::io_context io_;
@@ -442,8 +456,20 @@ public:
 
     bool extending() const noexcept { return extending_; }
     void set_extending(bool b) noexcept { extending_ = b; }
-    void end_lost() { mark_lost(); }
-    void end_released() { mark_released(); }
+    /// Ends the hold by loss / normally, counting it in the redlock's metrics once.
+    void end_lost(loss_cause cause) {
+        if (!mark_lost()) return;
+        if (auto r = r_.lock()) {
+            r->metrics().hold_ended(clock::now() - acquired_at_);
+            r->metrics().loss(cause);
+            log(r->log_opts(), log_level::warning, "lock lost",
+                {{"lock", name_}, {"kind", "redlock"}, {"cause", to_string(cause)}});
+        }
+    }
+    void end_released() {
+        if (!mark_released()) return;
+        if (auto r = r_.lock()) r->metrics().hold_ended(clock::now() - acquired_at_);
+    }
 
     std::vector<redlock_vote> votes() const {
         std::lock_guard lk(votes_mu_);
@@ -495,13 +521,18 @@ private:
                 self->set_votes(f.votes());
                 const auto& q = f.round();
                 std::error_code ec;
+                using rr = client_metrics::release_result;
+                auto owner = self->r_.lock();
                 if (q.state() == quorum_round::verdict::won) {
-                    self->mark_released();
+                    self->end_released();
+                    if (owner) owner->metrics().release(rr::released);
                 } else if (q.refused_by_quorum()) {
-                    self->mark_lost();
+                    self->end_lost(loss_cause::undetermined);
+                    if (owner) owner->metrics().release(rr::not_owner);
                     ec = make_error_code(errc::not_owner);
                 } else {
-                    self->mark_released();
+                    self->end_released();
+                    if (owner) owner->metrics().release(rr::failed);
                     for (std::size_t i = 0; i < q.nodes() && !ec; ++i)
                         ec = f.vote_of(0, i).ec;
                     if (!ec) ec = make_error_code(errc::unavailable);
@@ -515,6 +546,7 @@ private:
     std::string name_;
     std::shared_ptr<const lock_ref> ref_;
     bool watchdog_ = false;
+    clock::time_point acquired_at_ = clock::now(); // metrics: made when its round was won
     std::atomic<bool> releasing_{false};
     bool extending_ = false; // I/O thread
     mutable std::mutex votes_mu_;
@@ -558,7 +590,7 @@ void extend_all(redlock_impl& r, std::vector<std::shared_ptr<redlock_hold>> hold
                 h.set_valid_until(q.valid_until());
             } else if (q.refused_by_quorum()) {
                 r.unwatch(&h);
-                h.end_lost();
+                h.end_lost(loss_cause::undetermined); // a quorum said "not ours": gone or taken
                 ec = make_error_code(errc::not_owner);
             } else {
                 ec = make_error_code(errc::unavailable);
@@ -661,6 +693,9 @@ private:
 
     void finish(std::error_code ec, redlock_acquisition a) {
         finished_ = true;
+        // Counted under the simple kind: Redlock takes the simple-lock layout on every master.
+        r_->metrics().acquisition(1, ec, static_cast<bool>(a.held), false,
+                                  clock::now() - started_at_);
         if (a.votes.empty()) a.votes = std::move(last_votes_);
         if (a.rounds == 0) a.rounds = rounds_;
         r_->untrack(this);
@@ -670,7 +705,8 @@ private:
     }
 
     std::shared_ptr<redlock_impl> r_;
-    std::shared_ptr<acquire_op> self_; // from start() to finish()
+    clock::time_point started_at_ = clock::now(); // metrics: the wait starts here
+    std::shared_ptr<acquire_op> self_;            // from start() to finish()
     std::string name_;
     lock_keys keys_;
     std::chrono::milliseconds lease_;
@@ -863,7 +899,7 @@ void redlock_impl::check_deadlines() {
         loss_armed_ = next;
     }
     for (auto& h : lost)
-        h->end_lost();
+        h->end_lost(loss_cause::deadline);
     if (next != clock::time_point::max()) arm_loss(next);
 }
 
@@ -920,6 +956,10 @@ const redlock_options& redlock::options() const noexcept {
 std::size_t redlock::masters() const noexcept {
     return impl_->size();
 }
+metrics_snapshot redlock::metrics() const {
+    return impl_->metrics_snapshot_now();
+}
+
 std::size_t redlock::quorum() const noexcept {
     return detail::quorum_round::quorum_of(impl_->size());
 }

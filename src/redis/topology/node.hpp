@@ -36,6 +36,11 @@ public:
     net::sync_lane* lane() noexcept { return lane_.get(); }
     pubsub::subscriber& subscriber() noexcept { return sub_; }
     pubsub::mode pubsub_mode() const noexcept { return sub_.pubsub_mode(); }
+    /// Adds the wire counters of the command and pub/sub connections to `s`. Any thread.
+    void add_counters(metrics_snapshot& s) const noexcept {
+        conn_->counters().add_to(s);
+        sub_.counters().add_to(s);
+    }
 
     /// The node follows a master that can move (Sentinel): topology errors and refused
     /// connections are retried within the caller's wait instead of reported.

@@ -37,10 +37,10 @@ node& router::for_slot(std::uint16_t) noexcept {
 
 void router::start() {
     if (sentinel_) {
-        sentinel_->on_change([this] {
+        sentinel_->on_change([this](const net::target& t) {
             for (auto& n : nodes_)
                 n->retarget();
-            if (on_change_) on_change_();
+            if (on_change_) on_change_(t.host + ':' + std::to_string(t.port));
         });
         sentinel_->start();
     }

@@ -38,16 +38,18 @@ public:
     void start();
     void stop();
     void stop_subscribers();
+    /// Every node (metrics: their connections' wire counters). Any thread.
+    std::span<const std::unique_ptr<node>> nodes() const noexcept { return nodes_; }
 
-    /// Sentinel: the master changed (I/O thread). Set before start().
-    void on_master_change(std::function<void()> f) { on_change_ = std::move(f); }
+    /// Sentinel: the master changed to "host:port" (I/O thread). Set before start().
+    void on_master_change(std::function<void(const std::string&)> f) { on_change_ = std::move(f); }
     /// How many master changes this client saw (Sentinel; 0 otherwise).
     std::uint64_t master_changes() const noexcept;
 
 private:
     std::shared_ptr<sentinel_source> sentinel_; // Sentinel only
     std::vector<std::unique_ptr<node>> nodes_;
-    std::function<void()> on_change_;
+    std::function<void(const std::string&)> on_change_;
 };
 
 } // namespace dlock::detail

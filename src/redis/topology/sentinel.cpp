@@ -150,7 +150,7 @@ void sentinel_source::learned(const net::target& t, bool from_switch) {
         const auto until = clock::now() + lock_delay_;
         paused_until_.store(until.time_since_epoch().count(), std::memory_order_release);
     }
-    if (on_change_) on_change_();
+    if (on_change_) on_change_(t);
 }
 
 void sentinel_source::on_switch_message(const resp3::value& v) {

@@ -41,7 +41,7 @@ public:
     void invalidate(const net::target& t) override;
 
     /// Runs on the I/O thread after the master changed (connections should follow).
-    void on_change(std::function<void()> f) { on_change_ = std::move(f); }
+    void on_change(std::function<void(const net::target&)> f) { on_change_ = std::move(f); }
     /// Until when new acquisitions wait (lock-delay); the epoch when there was no change.
     clock::time_point paused_until() const noexcept {
         return clock::time_point(clock::duration(paused_until_.load(std::memory_order_acquire)));
@@ -67,7 +67,7 @@ private:
     std::size_t outstanding_ = 0;     // answers the round still expects
     std::uint64_t round_ = 0;         // late answers of an earlier round are ignored
     std::error_code round_error_;
-    std::function<void()> on_change_;
+    std::function<void(const net::target&)> on_change_;
     std::atomic<clock::rep> paused_until_{0};
     std::atomic<std::uint64_t> changes_{0};
 };
