@@ -100,6 +100,7 @@ sync_lane::result sync_lane::call(connection& main, std::span<const std::string_
         }
         read_reply(out, deadline, ec);
     }
+    if (!ec && out.is_error()) main.note_error_reply(out.str); // for messages, as the connection
     return result::done;
 }
 
