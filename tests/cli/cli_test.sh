@@ -114,6 +114,7 @@ failures)
   ;;
 status_watch)
   # The live view under tmux: the holder appears and disappears, q quits with 0.
+  command -v tmux >/dev/null || { echo "SKIP: tmux is not installed (scripts/deps.sh)"; exit 77; }
   sock="$tmp/tmux.sock"
   tm() { tmux -S "$sock" "$@"; }
   pane() { tm capture-pane -p -t w 2>/dev/null; }

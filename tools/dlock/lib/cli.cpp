@@ -207,6 +207,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
                               .terminal = terminal},
                              out);
         }
+        if (status->parsed() && status->count("--interval"))
+            throw usage_error("--interval goes with --watch");
         if (status->parsed()) return run_status(g, status_names, status_json, out);
         if (list->parsed() && list_watch) {
             if (list_json) throw usage_error("--watch and --json do not go together");
@@ -217,6 +219,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
                               .terminal = terminal},
                              out);
         }
+        if (list->parsed() && list->count("--interval"))
+            throw usage_error("--interval goes with --watch");
         if (list->parsed()) return run_list(g, pattern, list_json, out);
         if (unlock->parsed()) return run_unlock(g, unlock_name, out);
         if (keys->parsed()) return run_keys(keys_name, keys_kind, out);
