@@ -337,6 +337,22 @@ TEST(connection, the_last_error_reply_is_kept_for_messages_and_bounded) {
     EXPECT_LE(c.last_error_detail().size(), 300u) << c.last_error_detail();
 }
 
+TEST(connection, a_handshake_error_that_echoes_the_password_is_kept_without_it) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    // A server without HELLO (Redis 5, or renamed away) echoes its arguments in the error.
+    redis_server s(server_options{.extra_config = {"rename-command HELLO \"\""}});
+    auto o = fast_options(s.url());
+    o.password = "hunter2-secret";
+    dlock::client c(o);
+    std::error_code ec;
+    c.command(std::vector<std::string_view>{"PING"}, ec);
+    EXPECT_EQ(ec, errc::configuration_error) << ec.message();
+    const auto detail = c.last_error_detail();
+    EXPECT_NE(detail.find("handshake with 127.0.0.1:"), std::string::npos) << detail;
+    EXPECT_NE(detail.find("unknown command"), std::string::npos) << detail;
+    EXPECT_EQ(detail.find("hunter2"), std::string::npos) << detail;
+}
+
 // ---- protocol faults from the fake server -------------------------------------------------
 
 TEST(connection_faults, a_huge_declared_length_is_a_protocol_error_not_an_allocation) {

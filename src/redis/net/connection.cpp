@@ -31,6 +31,16 @@ std::string bounded_text(std::string_view text) {
     return s;
 }
 
+/// `text` with every occurrence of `secret` replaced by "***" (a server that does not know
+/// HELLO, Redis 5, echoes its arguments, the password among them).
+std::string redacted(std::string_view text, std::string_view secret) {
+    std::string s(text);
+    if (secret.empty()) return s;
+    for (auto at = s.find(secret); at != std::string::npos; at = s.find(secret, at + 3))
+        s.replace(at, secret.size(), "***");
+    return s;
+}
+
 } // namespace
 
 bool connect_failure_is_definite(const std::error_code& transport_ec) noexcept {
@@ -319,7 +329,7 @@ void connection::dispatch_reply(resp3::value&& v) {
         if (v.kind == resp3::type::push) return;
         if (!handshake_error_) {
             handshake_error_ = handshake_error(v);
-            if (handshake_error_) handshake_text_ = bounded_text(v.str);
+            if (handshake_error_) handshake_text_ = bounded_text(redacted(v.str, opts_.password));
         }
         if (--handshake_replies_ != 0) return;
         handshaking_ = false;
