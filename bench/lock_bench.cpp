@@ -3,7 +3,9 @@
 //
 //   lock_bench URL A|B|C|D|hold [--kind lock|simple|fair] [--workers N] [--keys N] [--seconds S]
 //              [--ops N] [--client-per-worker] [--async] [--io-thread] [--no-handover]
-//              [--locks N] [--watchdog-ms MS]
+//              [--locks N] [--watchdog-ms MS] [--samples FILE]
+// --samples FILE: C and D also write every hand-off sample (us, one per line, sorted) to FILE,
+// for the latency CDFs of bench/charts.py.
 // --io-thread: blocking calls go through the I/O thread (client_options::sync_io).
 // --client-per-worker: C's workers and D's waiter each use their own client (as separate
 //   processes would); default: one shared client (releases hand over to local waiters).
@@ -175,6 +177,7 @@ int main(int argc, char** argv) {
     const std::string which = argv[2];
     std::size_t locks = 10000;
     std::chrono::milliseconds watchdog{3000};
+    std::string samples_file;
     for (int i = 3; i < argc; ++i) {
         const std::string a = argv[i];
         const auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -205,6 +208,8 @@ int main(int argc, char** argv) {
             locks = std::stoul(next());
         else if (a == "--watchdog-ms")
             watchdog = std::chrono::milliseconds(std::stol(next()));
+        else if (a == "--samples")
+            samples_file = next();
         else {
             std::cerr << "unknown option " << a << "\n";
             return 64;
@@ -240,5 +245,14 @@ int main(int argc, char** argv) {
     }
     const auto r = dlock::bench::run(o);
     std::cout << dlock::bench::to_json(r) << "\n";
+    if (!samples_file.empty()) {
+        std::ofstream f(samples_file);
+        for (const double us : r.handoff_us)
+            f << us << '\n';
+        if (!f) {
+            std::cerr << "cannot write " << samples_file << "\n";
+            return 74;
+        }
+    }
     return 0;
 }

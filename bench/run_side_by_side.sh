@@ -4,6 +4,10 @@
 # dlock's own scenarios, all with redis-server pinned to CPU 1 and every client to CPU 0.
 #
 #   bench/run_side_by_side.sh [--quick] [--no-peers]     results in $OUT (default /tmp/dlock-bench-<time>)
+#
+# D keeps every hand-off sample ($OUT/D_<kind>*.samples) and, at the end, bench/charts.py draws
+# the SVG charts of BENCHMARKS.md from $OUT into bench/charts/ (CHARTS=dir to put them elsewhere;
+# `python3 bench/charts.py $OUT` redraws them from the last results without re-running).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QUICK= PEERS=1
@@ -14,7 +18,7 @@ PEERS_DIR=${PEERS_DIR:-$(cd .. && pwd)/shared/bench/peers}
 OUT=${OUT:-/tmp/dlock-bench-$(date +%Y%m%d-%H%M%S)}
 SECS=$([ -n "$QUICK" ] && echo 2 || echo 4)
 mkdir -p "$OUT"
-DLOCK_DEPS_EXTRA="python3-redis hyperfine" bash scripts/deps.sh || true
+DLOCK_DEPS_EXTRA="python3-redis hyperfine gnuplot-nox" bash scripts/deps.sh || true
 
 cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DDLOCK_BUILD_TESTS=OFF \
   -DDLOCK_BUILD_EXAMPLES=OFF -DDLOCK_BUILD_BENCH=ON -DDLOCK_BUILD_TOOLS=ON >/dev/null
@@ -98,9 +102,12 @@ for kind in lock simple fair write; do
   run "C_$kind" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000
   run "C_${kind}_no_handover" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000 --no-handover
   run "C_${kind}_own_clients" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000 --client-per-worker
-  run "D_$kind" $C0 $LB $URL D --kind $kind --ops 300
-  run "D_${kind}_no_handover" $C0 $LB $URL D --kind $kind --ops 300 --no-handover
-  run "D_${kind}_own_clients" $C0 $LB $URL D --kind $kind --ops 300 --client-per-worker
+  run "D_$kind" $C0 $LB $URL D --kind $kind --ops 300 --samples "$OUT/D_$kind.samples"
+  run "D_${kind}_no_handover" $C0 $LB $URL D --kind $kind --ops 300 --no-handover \
+    --samples "$OUT/D_${kind}_no_handover.samples"
+  run "D_${kind}_own_clients" $C0 $LB $URL D --kind $kind --ops 300 --client-per-worker \
+    --samples "$OUT/D_${kind}_own_clients.samples"
 done
 run hold_10000 $C0 $LB $URL hold --locks 10000 --watchdog-ms 3000
+python3 bench/charts.py "$OUT" "${CHARTS:-bench/charts}" || echo "charts failed" >&2
 echo "results in $OUT"

@@ -364,6 +364,7 @@ result run(const options& o) {
     r.handoff_samples = x.handoff_us.size();
     r.handoff_p50_us = percentile(x.handoff_us, 0.50);
     r.handoff_p99_us = percentile(x.handoff_us, 0.99);
+    r.handoff_us = std::move(x.handoff_us);
     return r;
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dlock::bench {
 
@@ -55,6 +56,9 @@ struct result {
     double pair_p50_us = 0, pair_p99_us = 0;       ///< A, B: lock() + unlock() together
     double handoff_p50_us = 0, handoff_p99_us = 0; ///< release by one worker -> acquire by another
     std::uint64_t handoff_samples = 0;
+    /// Every hand-off sample in microseconds, sorted (C, D): what bench/charts.py draws the
+    /// CDFs from (lock_bench --samples FILE writes them, one per line).
+    std::vector<double> handoff_us{};
     /// D only: PING round trip after the same idle pause as a hand-off (the fair RTT unit).
     double idle_rtt_p50_us = 0, idle_rtt_p99_us = 0;
     std::uint64_t per_worker_min = 0, per_worker_max = 0;

@@ -17,3 +17,31 @@ install(FILES ${PROJECT_BINARY_DIR}/dlockConfig.cmake ${PROJECT_BINARY_DIR}/dloc
 if(DLOCK_BUILD_TOOLS)
   install(TARGETS dlock_cli_main RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+
+# pkg-config: `pkg-config --cflags --libs dlock` (prefix relative to the .pc file's directory).
+set(DLOCK_PC_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+file(RELATIVE_PATH DLOCK_PC_RELATIVE_PREFIX /root/${DLOCK_PC_DIR} /root)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/dlock.pc.in ${PROJECT_BINARY_DIR}/dlock.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/dlock.pc DESTINATION ${DLOCK_PC_DIR})
+
+if(DLOCK_BUILD_TOOLS)
+  # Bash completion of the CLI (subcommands, options, --kind values).
+  install(FILES ${PROJECT_SOURCE_DIR}/tools/dlock/completion/dlock.bash
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME dlock)
+  # The man page (docs/dlock.1, written with the CLI); installed when it exists.
+  if(EXISTS ${PROJECT_SOURCE_DIR}/docs/dlock.1)
+    install(FILES ${PROJECT_SOURCE_DIR}/docs/dlock.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+  endif()
+endif()
+
+# `cmake --install --strip` (and cpack, CPACK_STRIP_FILES): CMake strips the CLI but never a static
+# archive (its symbol table would go); drop only the archive's debug sections (73 MB -> a few).
+if(CMAKE_STRIP)
+  install(CODE "if(CMAKE_INSTALL_DO_STRIP)
+    execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug
+      \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:dlock>\"
+      COMMAND_ERROR_IS_FATAL ANY)
+  endif()")
+endif()
+
+include(cmake/Packaging.cmake)

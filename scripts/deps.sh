@@ -8,6 +8,7 @@ packages=(
   libasio-dev libssl-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   redis-server redis-tools redis-sentinel openssl
   clang libclang-rt-14-dev clang-format clang-tidy
+  doxygen file dpkg-dev
   tmux groff-base
 )
 [ "${DLOCK_DEPS_EXTRA:-}" ] && read -r -a extra <<<"$DLOCK_DEPS_EXTRA" && packages+=("${extra[@]}")

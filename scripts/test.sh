@@ -4,10 +4,12 @@
 #      against real redis-server processes the tests start), and the examples;
 #   2. lint: the clang-format check and clang-tidy (scripts/lint.sh, checks in .clang-tidy);
 #   3. the find_package(dlock) consumer test against an installed copy;
-#   4. an ASan+UBSan build running the whole suite;
-#   5. a TSan build running the lock family (lock, rwlock, multi-lock, Redlock), lease and
+#   4. the Debian package (scripts/package_test.sh): `cpack -G DEB`, its contents, `dpkg -x`
+#      into a scratch root, the consumer built against it with CMake and with pkg-config;
+#   5. an ASan+UBSan build running the whole suite;
+#   6. a TSan build running the lock family (lock, rwlock, multi-lock, Redlock), lease and
 #      connection suites (async and renewal code);
-#   6. the libFuzzer parser target for a bounded time (DLOCK_FUZZ_SECONDS, default 60).
+#   7. the libFuzzer parser target for a bounded time (DLOCK_FUZZ_SECONDS, default 60).
 # Set DLOCK_TEST_QUICK=1 to run only step 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,16 +21,16 @@ ctest_args=(--output-on-failure --timeout 300 --no-tests=error)
 
 step() { printf '\n==== %s ====\n' "$*"; }
 
-step "1/6 build (warnings are errors) and test"
+step "1/7 build (warnings are errors) and test"
 cmake -S . -B build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLOCK_WARNINGS_AS_ERRORS=ON >/dev/null
 cmake --build build/ci -j"$jobs"
 ctest --test-dir build/ci "${ctest_args[@]}"
 [ "${DLOCK_TEST_QUICK:-0}" = 1 ] && exit 0
 
-step "2/6 lint: clang-format check and clang-tidy"
+step "2/7 lint: clang-format check and clang-tidy"
 bash scripts/lint.sh build/ci
 
-step "3/6 find_package(dlock) consumer"
+step "3/7 find_package(dlock) consumer"
 rm -rf build/install build/consumer
 cmake --install build/ci --prefix build/install >/dev/null
 cmake -S tests/cmake_consumer -B build/consumer -DCMAKE_PREFIX_PATH="$PWD/build/install" >/dev/null
@@ -36,21 +38,24 @@ cmake --build build/consumer -j"$jobs" >/dev/null
 build/consumer/consumer --version
 bash scripts/with-redis.sh build/consumer/consumer
 
-step "4/6 ASan+UBSan build and test"
+step "4/7 Debian package: cpack -G DEB, dpkg -x, consumer with CMake and pkg-config"
+bash scripts/package_test.sh build/ci
+
+step "5/7 ASan+UBSan build and test"
 cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_WARNINGS_AS_ERRORS=ON \
   -DDLOCK_SANITIZE=address,undefined -DDLOCK_BUILD_BENCH=OFF >/dev/null
 cmake --build build/asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build/asan "${ctest_args[@]}"
 
-step "5/6 TSan build: lock family, lease and connection suites"
+step "6/7 TSan build: lock family, lease and connection suites"
 cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_WARNINGS_AS_ERRORS=ON \
   -DDLOCK_SANITIZE=thread -DDLOCK_BUILD_BENCH=OFF -DDLOCK_BUILD_TOOLS=OFF -DDLOCK_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/tsan -j"$jobs"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build/tsan "${ctest_args[@]}" -R '^(lock|lease|interop|connection|connection_faults|sync_lane|rwlock|rwlock_redisson|rwlock_interop|redlock|multi_lock|multi_mutex|kinds/multi_lock_kinds)\.'
+  ctest --test-dir build/tsan "${ctest_args[@]}" -R '^(lock|lease|interop|connection|connection_faults|sync_lane|rwlock|rwlock_redisson|rwlock_interop|redlock|multi_lock|multi_mutex|kinds/multi_lock_kinds|sentinel)\.'
 
-step "6/6 parser fuzzing (${DLOCK_FUZZ_SECONDS:-60} s)"
+step "7/7 parser fuzzing (${DLOCK_FUZZ_SECONDS:-60} s)"
 bash tests/fuzz/run.sh "${DLOCK_FUZZ_SECONDS:-60}"
 
 step "all green"

@@ -52,6 +52,63 @@ bool parse_endpoint(std::string_view s, std::uint16_t default_port, endpoint& ep
     return true;
 }
 
+bool parse_ms(std::string_view v, std::chrono::milliseconds& out) {
+    long long n = 0;
+    auto [p, e] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (e != std::errc{} || p != v.data() + v.size() || n < 0) return false;
+    out = std::chrono::milliseconds(n);
+    return true;
+}
+
+/// The query of a redis*:// URL: `key=value` pairs joined with '&'. Empty: fine.
+bool parse_query(std::string_view query, client_options& o, std::string& why) {
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const auto item = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+        const auto eq = item.find('=');
+        if (eq == std::string_view::npos) {
+            why = "URL parameter '" + std::string(item) + "' has no value";
+            return false;
+        }
+        const auto key = item.substr(0, eq);
+        const auto value = item.substr(eq + 1);
+        if (key == "wait") {
+            const auto colon = value.find(':');
+            const auto n = value.substr(0, colon);
+            auto [p, e] = std::from_chars(n.data(), n.data() + n.size(), o.wait_replicas.replicas);
+            if (e != std::errc{} || p != n.data() + n.size() || o.wait_replicas.replicas < 0 ||
+                (colon != std::string_view::npos &&
+                 !parse_ms(value.substr(colon + 1), o.wait_replicas.timeout))) {
+                why = "URL parameter wait= takes REPLICAS[:TIMEOUT_MS]";
+                return false;
+            }
+        } else if (key == "lock_delay") {
+            std::chrono::milliseconds d{};
+            if (!parse_ms(value, d)) {
+                why = "URL parameter lock_delay= takes milliseconds";
+                return false;
+            }
+            o.failover_lock_delay = d;
+        } else if (key == "sentinel_user") {
+            if (!percent_decode(value, o.sentinel_username)) {
+                why = "invalid percent-encoding in URL parameter sentinel_user";
+                return false;
+            }
+        } else if (key == "sentinel_password") {
+            if (!percent_decode(value, o.sentinel_password)) {
+                why = "invalid percent-encoding in URL parameter sentinel_password";
+                return false;
+            }
+        } else {
+            why = "unknown URL parameter '" + std::string(key) +
+                  "' (known: wait, lock_delay, sentinel_user, sentinel_password)";
+            return false;
+        }
+    }
+    return true;
+}
+
 } // namespace
 
 client_options parse_url(std::string_view url, std::error_code& ec, std::string* why) {
@@ -86,13 +143,18 @@ client_options parse_url(std::string_view url, std::error_code& ec, std::string*
     }
     if (scheme == "redis" || scheme == "rediss")
         o.kind = topology::standalone;
-    else if (scheme == "redis-sentinel")
+    else if (scheme == "redis-sentinel" || scheme == "rediss-sentinel")
         o.kind = topology::sentinel;
     else if (scheme == "redis-cluster")
         o.kind = topology::cluster;
     else
         return bad("unknown URL scheme '" + std::string(scheme) + "'");
-    o.tls.enabled = scheme == "rediss";
+    o.tls.enabled = scheme == "rediss" || scheme == "rediss-sentinel";
+    if (const auto q = rest.find('?'); q != std::string_view::npos) {
+        std::string why_q;
+        if (!parse_query(rest.substr(q + 1), o, why_q)) return bad(std::move(why_q));
+        rest = rest.substr(0, q);
+    }
 
     // userinfo
     if (const auto at = rest.rfind('@', rest.find('/'));
@@ -127,8 +189,15 @@ client_options parse_url(std::string_view url, std::error_code& ec, std::string*
         return bad("redis:// URL takes exactly one host (use several --url options for Redlock)");
 
     if (o.kind == topology::sentinel) {
-        if (path.empty()) return bad("redis-sentinel:// URL needs /master-name");
-        o.master_name.assign(path);
+        const auto db_slash = path.find('/');
+        o.master_name.assign(path.substr(0, db_slash));
+        if (o.master_name.empty()) return bad("redis-sentinel:// URL needs /master-name");
+        if (db_slash != std::string_view::npos) {
+            const auto num = path.substr(db_slash + 1);
+            auto [p, e] = std::from_chars(num.data(), num.data() + num.size(), o.db);
+            if (e != std::errc{} || p != num.data() + num.size() || o.db < 0)
+                return bad("invalid database index '" + std::string(num) + "' in URL");
+        }
     } else if (!path.empty()) {
         if (o.kind == topology::cluster) return bad("redis-cluster:// URL takes no database");
         auto [p, e] = std::from_chars(path.data(), path.data() + path.size(), o.db);
@@ -158,7 +227,7 @@ std::string to_string(const client_options& o) {
         s = o.tls.enabled ? "rediss://" : "redis://";
         break;
     case topology::sentinel:
-        s = "redis-sentinel://";
+        s = o.tls.enabled ? "rediss-sentinel://" : "redis-sentinel://";
         break;
     case topology::cluster:
         s = "redis-cluster://";
@@ -178,10 +247,20 @@ std::string to_string(const client_options& o) {
             s += ep.host;
         s += ':' + std::to_string(ep.port);
     }
-    if (o.kind == topology::sentinel)
-        s += '/' + o.master_name;
-    else if (o.db != 0)
-        s += '/' + std::to_string(o.db);
+    if (o.kind == topology::sentinel) s += '/' + o.master_name;
+    if (o.db != 0) s += '/' + std::to_string(o.db);
+    char sep = '?';
+    const auto param = [&](const std::string& kv) {
+        s += sep + kv;
+        sep = '&';
+    };
+    if (o.wait_replicas.replicas > 0)
+        param("wait=" + std::to_string(o.wait_replicas.replicas) + ':' +
+              std::to_string(o.wait_replicas.timeout.count()));
+    if (o.failover_lock_delay)
+        param("lock_delay=" + std::to_string(o.failover_lock_delay->count()));
+    if (!o.sentinel_username.empty()) param("sentinel_user=" + o.sentinel_username);
+    if (!o.sentinel_password.empty()) param("sentinel_password=***");
     return s;
 }
 

@@ -48,6 +48,8 @@ public:
             return "configuration error";
         case errc::invalid_argument:
             return "invalid argument";
+        case errc::not_replicated:
+            return "acquisition not acknowledged by enough replicas (undone)";
         }
         return "unknown dlock error";
     }

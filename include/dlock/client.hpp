@@ -47,20 +47,30 @@ class client_impl;
 struct access;
 } // namespace detail
 
+/// The connection to one Redis deployment and the factory of its locks (see the top of this
+/// file). Thread-safe; movable, not copyable. Destroy its lock objects and leases first.
 class client {
 public:
+    ///@{
     /// Connects lazily: the constructor never blocks on the network.
     /// Errors: dlock::error(errc::configuration_error) for a bad URL or unsupported topology.
     explicit client(std::string_view url);
     explicit client(client_options opts);
+    ///@}
+    /// Stops the I/O thread and closes the connections; holds still open stop being renewed
+    /// (their keys expire after their lease).
     ~client();
+    /// Moves the connections and holds; the moved-from client must not be used.
     client(client&&) noexcept;
+    /// Shuts this client down (as the destructor), then takes the other's connections.
     client& operator=(client&&) noexcept;
 
+    /// The options in effect (parsed from the URL, or as given).
     const client_options& options() const noexcept;
     /// This client's id: a random UUID, the first half of every owner field it writes.
     const std::string& id() const noexcept;
 
+    ///@{
     /// Runs one command and returns its reply. A Redis error reply is returned as a value of
     /// type resp3::type::error (not thrown); transport failures throw dlock::error.
     /// Blocking: until the reply or options().command_timeout. Thread safety: any thread except
@@ -68,6 +78,7 @@ public:
     resp3::value command(std::initializer_list<std::string_view> args);
     resp3::value command(std::span<const std::string_view> args);
     resp3::value command(std::span<const std::string_view> args, std::error_code& ec);
+    ///@}
 
     /// Async twin of command(): completes with void(std::error_code, resp3::value) on the
     /// token's associated executor (the I/O thread by default).
@@ -84,14 +95,17 @@ public:
     /// A Redisson RReadWriteLock-compatible read-write lock object (dlock/rw_mutex.hpp).
     rw_mutex make_rw_mutex(std::string name);
 
+    ///@{
     /// Takes a lock for a lease handle. Returns an empty lease when not acquired within
     /// opts.wait. Blocking: up to opts.wait plus one command timeout.
     lease acquire(std::string_view name, const acquire_options& opts = {});
     lease acquire(std::string_view name, const acquire_options& opts, std::error_code& ec);
+    ///@}
     /// Completes with void(std::error_code, lease).
     template <class CompletionToken>
     auto async_acquire(std::string name, acquire_options opts, CompletionToken&& token);
 
+    ///@{
     /// Takes all of `locks` or none (dlock/multi_lock.hpp: order, one wait, leases, loss).
     /// Returns an empty multi_lease when not acquired within opts.wait (opts.kind is ignored).
     /// Errors: errc::invalid_argument for an empty set, a name given twice or a bad option;
@@ -101,6 +115,7 @@ public:
                             std::error_code& ec);
     multi_lease acquire_all(std::initializer_list<lock_ref> locks,
                             const acquire_options& opts = {});
+    ///@}
     /// Completes with void(std::error_code, multi_lease).
     template <class CompletionToken>
     auto async_acquire_all(std::vector<lock_ref> locks, acquire_options opts,

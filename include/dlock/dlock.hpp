@@ -13,3 +13,10 @@
 #include <dlock/redlock.hpp>
 #include <dlock/resp3.hpp>
 #include <dlock/rw_mutex.hpp>
+
+/// @namespace dlock
+/// Distributed locks on Redis: the client, the lock objects and lease handles, their options
+/// and errors (README.md: "Using the library"; ARCHITECTURE.md for how they work).
+
+/// @namespace dlock::resp3
+/// The reply values of dlock's RESP2/RESP3 codec and the codec's limits.

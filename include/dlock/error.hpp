@@ -16,6 +16,8 @@
 
 namespace dlock {
 
+/// Every error dlock reports, as std::error_code values of error_category() (named "dlock").
+/// The numbers are stable: new codes are only appended.
 enum class errc {
     // Lock outcomes.
     not_owner = 1, ///< unlock/extend by someone who does not hold the lock
@@ -45,10 +47,16 @@ enum class errc {
     protocol_error,      ///< malformed, oversized or unexpected reply; the connection is dropped
     configuration_error, ///< bad URL, option or combination of options
     invalid_argument,    ///< bad lock name, duration or other argument
+    // Replication (added after the codes above; their values are stable).
+    not_replicated, ///< acquired, but fewer replicas than client_options::wait_replicas asked
+                    ///< acknowledged it in time: the acquisition was undone
 };
 
+/// The category of dlock::errc; its message() gives one short sentence per code.
 const std::error_category& error_category() noexcept;
 
+/// `e` as a std::error_code (found by argument-dependent lookup, so `ec == errc::not_owner`
+/// and `std::error_code ec = errc::not_owner;` work).
 inline std::error_code make_error_code(errc e) noexcept {
     return {static_cast<int>(e), error_category()};
 }
@@ -60,6 +68,9 @@ errc classify_server_error(std::string_view message) noexcept;
 /// The exception thrown by the throwing overloads of synchronous calls.
 class error : public std::system_error {
 public:
+    ///@{
+    /// The error `ec` (or `e`), with an optional message that what() shows before the code's
+    /// own.
     explicit error(std::error_code ec)
         : std::system_error(ec) {}
     error(std::error_code ec, const std::string& what)
@@ -70,6 +81,7 @@ public:
         : std::system_error(make_error_code(e), what) {}
     error(errc e, const char* what)
         : std::system_error(make_error_code(e), what) {}
+    ///@}
 };
 
 /// Throws dlock::error when `ec` is set. Used by every throwing overload.
@@ -79,5 +91,9 @@ inline void throw_if(const std::error_code& ec) {
 
 } // namespace dlock
 
+// The specialisation that makes dlock::errc convertible to std::error_code; hidden from
+// doxygen, which cannot place a member of std.
+/// @cond
 template <>
 struct std::is_error_code_enum<dlock::errc> : std::true_type {};
+/// @endcond

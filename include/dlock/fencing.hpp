@@ -18,9 +18,11 @@ class client;
 /// Returns false when rejected as stale. Both keys must share a hash slot on a Cluster.
 /// Errors: dlock::error for transport failures and error replies; the ec form returns false.
 /// Blocking: one round trip. Thread safety: any thread except the client's I/O thread.
+///@{
 bool fenced_set(client& c, std::string_view key, std::string_view fence_key, std::uint64_t token,
                 std::string_view value);
 bool fenced_set(client& c, std::string_view key, std::string_view fence_key, std::uint64_t token,
                 std::string_view value, std::error_code& ec);
+///@}
 
 } // namespace dlock

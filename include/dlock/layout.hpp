@@ -12,7 +12,9 @@
 
 namespace dlock {
 
+/// The Redis keys and channels of one lock, as layout_of() gives them.
 struct lock_layout {
+    /// The kind these keys belong to.
     lock_kind kind{};
     std::string kind_name;   ///< the library's name ("reentrant", "simple", "read", ...)
     std::string key;         ///< N itself
@@ -30,8 +32,10 @@ struct lock_layout {
 
 /// The layout of the lock `name` of `kind`. Errors: errc::invalid_argument for a name no lock
 /// may have (empty, over 4096 bytes, or keys that would fall into different cluster slots).
+///@{
 lock_layout layout_of(std::string_view name, lock_kind kind);
 lock_layout layout_of(std::string_view name, lock_kind kind, std::error_code& ec);
+///@}
 
 /// Every lock kind, in the order of lock_kind.
 std::vector<lock_kind> lock_kinds();

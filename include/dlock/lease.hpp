@@ -35,10 +35,15 @@ class hold;
 struct access;
 } // namespace detail
 
+/// The movable RAII handle of one acquisition (see the top of this file): made by
+/// client::acquire(), redlock::acquire() and their async twins. One thread uses a handle at
+/// a time; lost(), stop_token() and on_lost() may be called from any thread.
 class lease {
 public:
     lease() noexcept = default; ///< empty: not acquired
+    /// Moves the hold; the moved-from handle is empty.
     lease(lease&&) noexcept;
+    /// Releases what this handle holds (as the destructor), then takes the other's hold.
     lease& operator=(lease&&) noexcept;
     lease(const lease&) = delete;
     lease& operator=(const lease&) = delete;
@@ -48,6 +53,7 @@ public:
     /// True when this handle holds (or held, until release) a lock. Empty means "not acquired".
     explicit operator bool() const noexcept { return state_ != nullptr; }
 
+    /// The lock's name; empty for an empty handle.
     const std::string& name() const;
     /// Fencing token of this acquisition; nullopt for kinds without a sound counter (simple
     /// lock, Redlock). Strictly increasing across acquisitions of the same name on one master.
@@ -55,6 +61,7 @@ public:
     /// Steady-clock instant until which the lease is known to be held (a lower bound: measured
     /// from before the acquire or renewal was sent). In the past once lost or released.
     std::chrono::steady_clock::time_point valid_until() const;
+    /// True once the lease was lost (never for a normal release).
     bool lost() const noexcept;
     /// Requested when the lease is lost (not on a normal release).
     std::stop_token stop_token() const;
@@ -66,20 +73,24 @@ public:
     /// the thread calling on_lost(), when the lease is lost already.
     void on_lost(std::function<void()> cb);
 
+    ///@{
     /// Releases the lock. Errors: errc::not_owner when the lock was lost meanwhile (the lease is
     /// then marked lost), errc::ambiguous / unavailable for transport failures.
     /// Edge values: releasing an empty or already released lease does nothing.
     void release();
     void release(std::error_code& ec);
+    ///@}
 
     /// Async twin of release(): completes with void(std::error_code) on the token's associated
     /// executor (the client's I/O thread by default). The handle is empty afterwards.
     template <class CompletionToken>
     auto async_release(CompletionToken&& token);
 
+    ///@{
     /// Extends the lease to now + `lease_ms` if still owned. Errors: errc::not_owner if lost.
     void extend(std::chrono::milliseconds lease_ms);
     void extend(std::chrono::milliseconds lease_ms, std::error_code& ec);
+    ///@}
     /// Async twin of extend(): completes with void(std::error_code) on the token's associated
     /// executor (the client's I/O thread by default). The handle stays as it is.
     template <class CompletionToken>

@@ -19,6 +19,7 @@ enum class lock_kind {
 /// A type of its own so that `m.lock(fixed_lease{10s})` and `try_lock_for(2s,
 /// fixed_lease{10s})` cannot be read as, or swapped with, a wait.
 struct fixed_lease {
+    /// A lease of `d` (>= 1 ms; shorter is errc::invalid_argument when used).
     explicit constexpr fixed_lease(std::chrono::milliseconds d) noexcept
         : duration(d) {}
     std::chrono::milliseconds duration; ///< >= 1 ms
@@ -34,6 +35,8 @@ struct retry_policy {
     std::chrono::milliseconds jitter{50}; ///< extra random pause, uniform in [0, jitter]
 };
 
+/// What one acquisition asks for (client::acquire(), acquire_all(), redlock::acquire()); set
+/// with designated initialisers: `{.wait = 5s, .lease = 30s}`.
 struct acquire_options {
     /// How long to wait for the lock. nullopt (default) waits forever; zero tries once.
     /// Negative durations are treated as zero.
@@ -41,6 +44,7 @@ struct acquire_options {
     /// Fixed lease: the lock expires after it, no renewal. nullopt (default) uses the client's
     /// watchdog lease and renews it every lease / 3 while the handle lives. Must be >= 1 ms.
     std::optional<std::chrono::milliseconds> lease{};
+    /// Which lock to take (default lock_kind::reentrant).
     lock_kind kind = lock_kind::reentrant;
     /// nullopt (default): wait for the unlock message. Set: poll as the policy says, still
     /// bounded by `wait`. Errors: attempts == 0 or negative durations are invalid_argument.

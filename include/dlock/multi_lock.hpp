@@ -51,7 +51,9 @@ namespace dlock {
 
 /// One member of a multi-lock: a lock name and its kind.
 struct lock_ref {
+    /// The lock's name.
     std::string name;
+    /// Its kind (default lock_kind::reentrant).
     lock_kind kind = lock_kind::reentrant;
 };
 
@@ -68,7 +70,9 @@ struct access;
 class multi_lease {
 public:
     multi_lease() noexcept = default; ///< empty: not acquired
+    /// Moves the members' holds; the moved-from handle is empty.
     multi_lease(multi_lease&&) noexcept;
+    /// Releases what this handle holds (as the destructor), then takes the other's holds.
     multi_lease& operator=(multi_lease&&) noexcept;
     multi_lease(const multi_lease&) = delete;
     multi_lease& operator=(const multi_lease&) = delete;
@@ -83,6 +87,7 @@ public:
     std::span<const lease> members() const noexcept;
     /// The minimum of the members' valid_until(); in the past once lost or released.
     std::chrono::steady_clock::time_point valid_until() const;
+    /// True once any member was lost.
     bool lost() const noexcept;
     /// Requested when any member is lost (not on a normal release).
     std::stop_token stop_token() const;
@@ -90,11 +95,13 @@ public:
     /// detects it (see lease::on_lost); at once when it is lost already.
     void on_lost(std::function<void()> cb);
 
+    ///@{
     /// Releases every member, in reverse order, even after an error. Errors: the first one, in
     /// that order (errc::not_owner when a member was lost meanwhile: the multi-lock is then
     /// lost). Releasing an empty or released handle does nothing.
     void release();
     void release(std::error_code& ec);
+    ///@}
 
     /// Async twin of release(): every member's release is sent at once; completes with
     /// void(std::error_code) (the first error in reverse member order) on the token's
@@ -102,10 +109,12 @@ public:
     template <class CompletionToken>
     auto async_release(CompletionToken&& token);
 
+    ///@{
     /// Extends every member's lease to now + `lease_ms` (each member is tried). Errors: the
     /// first one in member order; errc::not_owner when a member was lost.
     void extend(std::chrono::milliseconds lease_ms);
     void extend(std::chrono::milliseconds lease_ms, std::error_code& ec);
+    ///@}
 
 private:
     friend struct detail::access;
@@ -130,21 +139,29 @@ private:
 /// Thread safety: any threads at once, except the client's I/O thread.
 class multi_mutex {
 public:
+    /// The unit of waits and leases; finer durations are rounded up.
     using milliseconds = std::chrono::milliseconds;
 
     /// Errors: errc::invalid_argument for an empty set, a name given twice or a bad name.
     multi_mutex(client& c, std::vector<lock_ref> locks);
+    /// Moves the set and its hold; the moved-from object must not be used.
     multi_mutex(multi_mutex&&) noexcept;
+    /// Releases what this object holds (as the destructor), then takes the other's set and hold.
     multi_mutex& operator=(multi_mutex&&) noexcept;
     /// Releases the set if still held (errors are swallowed).
     ~multi_mutex();
 
+    ///@{
     /// Blocks until every member is held, with the watchdog's lease or a fixed one.
     void lock();
     void lock(fixed_lease lease);
     void lock(std::error_code& ec);
+    ///@}
     /// One attempt per member, no waiting.
     [[nodiscard]] bool try_lock();
+    ///@{
+    /// Waits up to `wait` (negative = zero) for every member, with the watchdog or a fixed lease;
+    /// false when not all were acquired within it (the ones taken are released).
     template <class Rep, class Period>
     [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
         return try_lock_impl(ceil_ms(wait), std::nullopt);
@@ -154,23 +171,30 @@ public:
                                     fixed_lease lease) {
         return try_lock_impl(ceil_ms(wait), lease.duration);
     }
+    ///@}
     /// Waits until `deadline` of any clock; the remaining time is measured on steady_clock once.
     template <class Clock, class Duration>
     [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
         return try_lock_for(deadline - Clock::now());
     }
+    /// Non-throwing form of try_lock_for(): false and `ec` set on an error.
     [[nodiscard]] bool try_lock_for(milliseconds wait, std::error_code& ec);
 
+    ///@{
     /// Releases every member. Errors: errc::not_owner when the calling thread does not hold the
     /// set, or a member was lost; otherwise as multi_lease::release().
     void unlock();
     void unlock(std::error_code& ec);
+    ///@}
 
+    /// True when the calling thread holds the set through this object (no round trip).
     bool is_held_by_this_thread() const;
     /// Loss signals of the current hold (of whichever thread holds the set): a never-requested
     /// token, a past time point and a no-op when nobody holds it through this object.
     std::stop_token stop_token() const;
+    /// The minimum of the members' validity (see multi_lease::valid_until()).
     std::chrono::steady_clock::time_point valid_until() const;
+    /// Runs `cb` once when the current hold is lost (see multi_lease::on_lost()).
     void on_lost(std::function<void()> cb);
     /// The members, sorted by name (the order they are taken in).
     const std::vector<lock_ref>& locks() const noexcept;

@@ -40,10 +40,16 @@ namespace detail {
 class lock_object;
 }
 
+/// What every thread-bound lock object offers (dlock::mutex, fair_mutex, simple_mutex and the
+/// two sides of rw_mutex): the TimedLockable members plus queries, fencing and loss signals.
+/// Objects come from client::make_mutex() and its siblings; they are movable, not copyable,
+/// and are best destroyed before their client.
 class basic_mutex {
 public:
+    /// The unit of waits and leases; finer durations are rounded up.
     using milliseconds = std::chrono::milliseconds;
 
+    ///@{
     /// Blocks until acquired, with the watchdog's lease (renewed) or a fixed one (>= 1 ms).
     /// Errors: throws dlock::error (unavailable, auth_failed, ...); the ec forms do not throw.
     /// Thread safety: any thread except the client's I/O thread.
@@ -51,11 +57,15 @@ public:
     void lock(fixed_lease lease);
     void lock(std::error_code& ec);
     void lock(fixed_lease lease, std::error_code& ec);
+    ///@}
 
+    ///@{
     /// One attempt, no waiting. False when another owner holds the lock.
     [[nodiscard]] bool try_lock();
     [[nodiscard]] bool try_lock(std::error_code& ec);
+    ///@}
 
+    ///@{
     /// Waits up to `wait` (negative = zero) with the watchdog or a fixed lease.
     template <class Rep, class Period>
     [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
@@ -64,6 +74,7 @@ public:
     template <class Rep, class Period>
     [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait,
                                     fixed_lease lease) {
+        ///@}
         return try_lock_impl(ceil_ms(wait), lease.duration);
     }
     /// Waits until `deadline` of any clock; the remaining time is measured on steady_clock once.
@@ -71,50 +82,72 @@ public:
     [[nodiscard]] bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
         return try_lock_for(deadline - Clock::now());
     }
+    /// Non-throwing forms of try_lock_for(): false and `ec` set on an error.
+    ///@{
     [[nodiscard]] bool try_lock_for(milliseconds wait, std::error_code& ec);
     [[nodiscard]] bool try_lock_for(milliseconds wait, fixed_lease lease, std::error_code& ec);
+    ///@}
 
+    ///@{
     /// Releases one hold of the calling thread. Errors: errc::not_owner if this thread does not
     /// hold the lock (also when it was lost); unlock(ec) does not throw.
     void unlock();
     void unlock(std::error_code& ec);
+    ///@}
 
+    ///@{
     /// Deletes the lock whoever holds it and wakes waiters. Returns true if a lock existed.
     bool force_unlock();
     bool force_unlock(std::error_code& ec);
+    ///@}
 
+    ///@{
     /// Queries of the server (one round trip each). Errors: as lock(); a reply that is not
     /// what the kind stores is errc::protocol_error. The ec forms return false / 0 / nullopt.
     bool is_locked();
     bool is_locked(std::error_code& ec);
+    ///@}
+    /// True when the calling thread holds the lock, as the server says (one round trip).
+    ///@{
     bool is_held_by_this_thread();
     bool is_held_by_this_thread(std::error_code& ec);
+    ///@}
+    ///@{
     /// Hold count of the calling thread as stored on the server (0 when not held).
     int hold_count();
     int hold_count(std::error_code& ec);
+    ///@}
+    ///@{
     /// Remaining lease of the lock (whoever holds it); nullopt when it does not exist.
     std::optional<milliseconds> remaining_lease();
     std::optional<milliseconds> remaining_lease(std::error_code& ec);
+    ///@}
 
     /// Fencing token of the calling thread's current hold (nullopt: not held, or simple lock).
     std::optional<std::uint64_t> fencing_token() const;
     /// Loss signals of the calling thread's current hold (a never-requested token, a time point
     /// in the past and a no-op when the thread holds nothing).
     std::stop_token stop_token() const;
+    /// Steady-clock instant until which the calling thread's hold is known to be held (a lower
+    /// bound); in the past when the thread holds nothing or the hold was lost.
     std::chrono::steady_clock::time_point valid_until() const;
     /// Runs `cb` once when the calling thread's hold is lost: on the client's I/O thread when
     /// the watchdog or the lease deadline finds it, on the thread calling unlock() when the
     /// server says so, at once when it is lost already (see lease::on_lost).
     void on_lost(std::function<void()> cb);
 
+    /// The lock's name as given to make_mutex() and its siblings.
     const std::string& name() const noexcept;
 
+    /// Moves the lock object; holds stay with it. The moved-from object must not be used.
     basic_mutex(basic_mutex&&) noexcept;
+    /// Move assignment: as the move constructor; the object assigned to stops renewing its holds.
     basic_mutex& operator=(basic_mutex&&) noexcept;
     /// Stops renewing holds still open (they expire after their lease); never blocks.
     ~basic_mutex();
 
 protected:
+    /// Used by the derived types; `kind` picks the protocol.
     basic_mutex(client& c, std::string name, lock_kind kind);
 
 private:
@@ -131,6 +164,7 @@ private:
 /// Redisson RLock-compatible reentrant lock.
 class mutex : public basic_mutex {
 public:
+    /// The lock `name` on `c` (same as c.make_mutex(name)).
     mutex(client& c, std::string name)
         : basic_mutex(c, std::move(name), lock_kind::reentrant) {}
 };
@@ -140,6 +174,7 @@ public:
 /// A waiter that vanishes is dropped after client_options::fair_waiter_timeout.
 class fair_mutex : public basic_mutex {
 public:
+    /// The fair lock `name` on `c` (same as c.make_fair_mutex(name)).
     fair_mutex(client& c, std::string name)
         : basic_mutex(c, std::move(name), lock_kind::fair) {}
 };
@@ -147,6 +182,7 @@ public:
 /// Simple (non-reentrant) SET NX PX lock.
 class simple_mutex : public basic_mutex {
 public:
+    /// The simple lock `name` on `c` (same as c.make_simple_mutex(name)).
     simple_mutex(client& c, std::string name)
         : basic_mutex(c, std::move(name), lock_kind::simple) {}
 };

@@ -75,6 +75,7 @@ class redlock_impl;
 struct access;
 } // namespace detail
 
+/// How a redlock reaches its masters and paces its rounds.
 struct redlock_options {
     /// One entry per independent standalone master (parse_url() of each URL). Each master keeps
     /// its own credentials, TLS and command_timeout (the bound for a command still queued while
@@ -85,11 +86,13 @@ struct redlock_options {
     /// below every lease (acquire_options::lease, watchdog_lease) so that a slow master cannot
     /// eat the validity.
     std::chrono::milliseconds node_timeout{50};
+    ///@{
     /// Pause between two acquisition rounds: retry_delay plus a uniform random jitter in
     /// [0, retry_jitter], so competing clients do not retry in lockstep. Defaults 50 ms / 100 ms.
     /// An acquire_options::retry policy replaces both and also bounds the number of rounds.
     std::chrono::milliseconds retry_delay{50};
     std::chrono::milliseconds retry_jitter{100};
+    ///@}
     /// Lease of a hold taken without an explicit lease; extended every watchdog_lease / 3.
     /// Default 30 s; at least 30 ms and above node_timeout.
     std::chrono::milliseconds watchdog_lease = std::chrono::seconds(30);
@@ -97,6 +100,7 @@ struct redlock_options {
 
 /// One master's part in a round.
 struct redlock_vote {
+    /// What one master answered.
     enum class kind {
         pending,   ///< no answer yet (the round was decided before it came)
         yes,       ///< acquired / extended / released on this master
@@ -107,7 +111,10 @@ struct redlock_vote {
     };
     std::size_t master = 0; ///< index into redlock_options::masters
     std::string address{};  ///< host:port or the Unix socket path (never a password)
+    /// This master's answer.
     kind what = kind::pending;
+    /// Why a `failed` vote failed (and errc::unavailable for a `timed_out` one whose connection
+    /// was down); empty otherwise.
     std::error_code ec{};
 };
 
@@ -118,24 +125,33 @@ struct redlock_acquisition {
     unsigned rounds = 0;               ///< rounds run (0: the options were rejected)
 };
 
+/// Redlock over N independent masters (see the top of this file): a lock is held when a
+/// quorum of masters granted it within the validity. Thread-safe; movable, not copyable.
 class redlock {
 public:
+    ///@{
     /// One master per URL (redis://, rediss://, unix://; standalone only), other options as in
     /// `opts` (its `masters` is replaced). Connects lazily: never blocks on the network.
     /// Errors: dlock::error(errc::configuration_error) for an empty list, a bad URL, a
     /// Sentinel or Cluster URL, or invalid durations.
     explicit redlock(const std::vector<std::string>& urls, redlock_options opts = {});
     explicit redlock(redlock_options opts);
+    ///@}
     /// Stops the I/O thread; holds still referenced by leases end as released (their keys
     /// expire after their lease) and further calls on them report errc::cancelled.
     ~redlock();
+    /// Moves the masters' connections; the moved-from object must not be used.
     redlock(redlock&&) noexcept;
+    /// Shuts this redlock down (as the destructor), then takes the other's connections.
     redlock& operator=(redlock&&) noexcept;
 
+    /// The options in effect (with one entry per master).
     const redlock_options& options() const noexcept;
+    /// The number of masters.
     std::size_t masters() const noexcept;
     std::size_t quorum() const noexcept; ///< floor(masters() / 2) + 1
 
+    ///@{
     /// Takes the lock `name` on a quorum of the masters for a lease handle. opts.kind is
     /// ignored (each master uses the simple-lock layout). Returns an empty lease when not
     /// acquired within opts.wait (nullopt: retry forever; zero: one round).
@@ -146,10 +162,12 @@ public:
     /// destroyed meanwhile. Masters that are down are not errors: they vote "failed".
     lease acquire(std::string_view name, const acquire_options& opts = {});
     lease acquire(std::string_view name, const acquire_options& opts, std::error_code& ec);
+    ///@}
     /// The same, with the votes of the deciding round and the number of rounds.
     redlock_acquisition acquire_with_votes(std::string_view name, const acquire_options& opts,
                                            std::error_code& ec);
 
+    ///@{
     /// Async twins: complete with void(std::error_code, lease) / void(std::error_code,
     /// redlock_acquisition) on the token's associated executor (this redlock's I/O thread by
     /// default). Never complete inside the initiating call.
@@ -157,6 +175,7 @@ public:
     auto async_acquire(std::string name, acquire_options opts, CompletionToken&& token);
     template <class CompletionToken>
     auto async_acquire_with_votes(std::string name, acquire_options opts, CompletionToken&& token);
+    ///@}
 
     /// The current votes of a lease acquired through this redlock: the winning round's,
     /// updated by answers that came after the decision and replaced by each extension round
@@ -165,6 +184,7 @@ public:
     /// Thread safety: any thread.
     std::vector<redlock_vote> votes(const lease& l) const;
 
+    /// This redlock's I/O executor (where async completions run by default).
     asio::any_io_executor get_executor() const;
 
 private:

@@ -13,6 +13,7 @@
 
 namespace dlock::resp3 {
 
+/// The RESP element type of a value (the wire prefix in each comment).
 enum class type : std::uint8_t {
     simple_string, ///< `+`
     error,         ///< `-` and RESP3 blob error `!`
@@ -30,18 +31,24 @@ enum class type : std::uint8_t {
 
 /// One parsed reply element and its children.
 struct value {
+    /// Which element this is (default null).
     type kind = type::null;
     std::int64_t integer = 0;      ///< for integer and boolean
     double dbl = 0;                ///< for double_type
     std::string str{};             ///< for strings, errors, big numbers, doubles
     std::vector<value> elements{}; ///< for array, map (k, v, k, v...), set, push
 
+    /// True for a null (RESP3 `_`, RESP2 `$-1` and `*-1`).
     bool is_null() const noexcept { return kind == type::null; }
+    /// True for an error reply (the server's text is in `str`).
     bool is_error() const noexcept { return kind == type::error; }
+    /// True for an integer (in `integer`).
     bool is_integer() const noexcept { return kind == type::integer; }
+    /// True for a simple or bulk string (in `str`).
     bool is_string() const noexcept {
         return kind == type::simple_string || kind == type::bulk_string;
     }
+    /// True for an array, map, set or push (children in `elements`).
     bool is_aggregate() const noexcept {
         return kind == type::array || kind == type::map || kind == type::set || kind == type::push;
     }

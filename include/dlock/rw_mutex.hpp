@@ -51,6 +51,7 @@ class client_impl;
 /// fencing_token() is always nullopt.
 class read_mutex final : public basic_mutex {
 public:
+    /// The read side of the read-write lock `name` on `c`.
     read_mutex(client& c, std::string name)
         : basic_mutex(c, std::move(name), lock_kind::read) {}
 };
@@ -58,12 +59,17 @@ public:
 /// The write side alone (Redisson's writeLock()). is_locked(): held in write mode.
 class write_mutex final : public basic_mutex {
 public:
+    /// The write side of the read-write lock `name` on `c`.
     write_mutex(client& c, std::string name)
         : basic_mutex(c, std::move(name), lock_kind::write) {}
 };
 
+/// The read-write lock (see the top of this file): the exclusive side meets TimedLockable
+/// (std::unique_lock), the shared side SharedTimedLockable (std::shared_lock). Made by
+/// client::make_rw_mutex(); movable, not copyable; best destroyed before its client.
 class rw_mutex {
 public:
+    /// The unit of waits and leases; finer durations are rounded up.
     using milliseconds = std::chrono::milliseconds;
 
     /// Errors: errc::invalid_argument for a name no lock may have (see client::make_mutex).
@@ -71,13 +77,21 @@ public:
 
     // Exclusive side (TimedLockable). Errors and thread rules as basic_mutex; additionally
     // errc::invalid_argument when the calling thread holds only read (no upgrade).
+    ///@{
+    /// Takes the write lock: as basic_mutex::lock().
     void lock() { w_.lock(); }
     void lock(fixed_lease lease) { w_.lock(lease); }
     void lock(std::error_code& ec) { w_.lock(ec); }
     void lock(fixed_lease lease, std::error_code& ec) { w_.lock(lease, ec); }
+    ///@}
+    ///@{
+    /// One attempt at the write lock: as basic_mutex::try_lock().
     [[nodiscard]] bool try_lock() { return w_.try_lock(); }
     [[nodiscard]] bool try_lock(std::error_code& ec) { return w_.try_lock(ec); }
     template <class Rep, class Period>
+    ///@}
+    ///@{
+    /// Waits for the write lock: as basic_mutex::try_lock_for() and try_lock_until().
     [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {
         return w_.try_lock_for(wait);
     }
@@ -96,17 +110,31 @@ public:
     [[nodiscard]] bool try_lock_for(milliseconds wait, fixed_lease lease, std::error_code& ec) {
         return w_.try_lock_for(wait, lease, ec);
     }
+    ///@}
+    ///@{
+    /// Releases one write hold of the calling thread: as basic_mutex::unlock().
     void unlock() { w_.unlock(); }
     void unlock(std::error_code& ec) { w_.unlock(ec); }
 
     // Shared side (SharedTimedLockable).
+    ///@}
+
+    ///@{
+    /// Takes a read hold: as basic_mutex::lock(); waits while a writer holds the lock or a dlock
+    /// writer waits for it (unless this thread re-enters or holds the write lock).
     void lock_shared() { r_.lock(); }
     void lock_shared(fixed_lease lease) { r_.lock(lease); }
     void lock_shared(std::error_code& ec) { r_.lock(ec); }
     void lock_shared(fixed_lease lease, std::error_code& ec) { r_.lock(lease, ec); }
+    ///@}
+    ///@{
+    /// One attempt at a read hold: as basic_mutex::try_lock().
     [[nodiscard]] bool try_lock_shared() { return r_.try_lock(); }
     [[nodiscard]] bool try_lock_shared(std::error_code& ec) { return r_.try_lock(ec); }
     template <class Rep, class Period>
+    ///@}
+    ///@{
+    /// Waits for a read hold: as basic_mutex::try_lock_for() and try_lock_until().
     [[nodiscard]] bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& wait) {
         return r_.try_lock_for(wait);
     }
@@ -127,28 +155,39 @@ public:
                                            std::error_code& ec) {
         return r_.try_lock_for(wait, lease, ec);
     }
+    ///@}
+    ///@{
+    /// Releases one read hold of the calling thread: as basic_mutex::unlock().
     void unlock_shared() { r_.unlock(); }
     void unlock_shared(std::error_code& ec) { r_.unlock(ec); }
 
     /// Fencing token of the calling thread's write hold (nullopt: no write hold).
+    ///@}
     std::optional<std::uint64_t> fencing_token() const { return w_.fencing_token(); }
 
+    ///@{
     /// Held in any mode (one round trip: EXISTS N). The ec form returns false.
     bool is_locked();
     bool is_locked(std::error_code& ec);
+    ///@}
+    ///@{
     /// Deletes the lock in any mode, whoever holds it, and wakes every waiter (payload "1").
     /// Redisson's readLock().forceUnlock() only breaks a read mode and writeLock()'s only a
     /// write mode; ours breaks either. Returns true if a lock existed.
     bool force_unlock() { return w_.force_unlock(); }
     bool force_unlock(std::error_code& ec) { return w_.force_unlock(ec); }
+    ///@}
 
+    ///@{
     /// The two sides as lock objects: hold counts, is_held_by_this_thread, stop_token,
     /// valid_until and on_lost of the calling thread's read or write hold.
     read_mutex& reader() noexcept { return r_; }
     write_mutex& writer() noexcept { return w_; }
     const read_mutex& reader() const noexcept { return r_; }
     const write_mutex& writer() const noexcept { return w_; }
+    ///@}
 
+    /// The lock's name.
     const std::string& name() const noexcept { return r_.name(); }
 
 private:

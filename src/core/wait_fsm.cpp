@@ -52,8 +52,23 @@ wait_fsm::action wait_fsm::resume(const event& ev) {
             return a;
         }
         if (state_ != state::trying) return {};
+        if (out.what != attempt_outcome::kind::error) {
+            first_transient_.reset();
+            transient_ec_.clear();
+        }
         switch (out.what) {
         case attempt_outcome::kind::error: {
+            if (p_.retry_transient && transient_error(out.ec) && !p_.single_try) {
+                if (!first_transient_) first_transient_ = now;
+                transient_ec_ = out.ec;
+                const bool left =
+                    p_.deadline ? !expired(now) : now - *first_transient_ < p_.transient_budget;
+                if (left) {
+                    auto a = pause_until(now + p_.transient_delay);
+                    a.undo = p_.fresh_owner && ambiguous; // released before the next attempt
+                    return a;
+                }
+            }
             auto a = finish(out.ec);
             a.undo = p_.fresh_owner && ambiguous; // it may be ours: fail closed, release it
             return a;
@@ -96,7 +111,13 @@ wait_fsm::action wait_fsm::resume(const event& ev) {
             return a;
         }
         if (state_ == state::subscribing && expired(now)) return finish(std::error_code{});
+        // A pause that ran into the deadline after failures reports the last failure.
+        if (state_ == state::paused) return expired(now) ? finish(transient_ec_) : attempt(now);
         return {};
+    case event_type::paused:
+        if (state_ != state::trying) return {};
+        if (p_.single_try || expired(now)) return finish(std::error_code{});
+        return pause_until(now + std::chrono::milliseconds(std::max<std::int64_t>(1, ev.ttl_ms)));
     case event_type::cancel:
         if (state_ == state::finished) return {};
         return finish(make_error_code(errc::cancelled));
@@ -176,6 +197,18 @@ wait_fsm::action wait_fsm::after_subscribed(std::int64_t ttl, clock::time_point 
     a.until = sleep_until(now, deadline_or_max(), ttl);
     a.on_channel = true;
     return a;
+}
+
+wait_fsm::action wait_fsm::pause_until(clock::time_point until) {
+    state_ = state::paused;
+    action a{.type = action_type::sleep};
+    a.until = std::min(deadline_or_max(), until);
+    return a;
+}
+
+bool transient_error(std::error_code ec) noexcept {
+    return ec == errc::unavailable || ec == errc::ambiguous || ec == errc::readonly ||
+           ec == errc::server_busy;
 }
 
 wait_fsm::action wait_fsm::finish(std::error_code ec) {

@@ -31,6 +31,9 @@ struct attempt_outcome {
 /// What a hand-over script that named this waiter did, for the waiter.
 enum class handover_result { handed_over, published, unknown, ambiguous };
 
+/// Whether an attempt's error means "try again, maybe elsewhere" when the server can move.
+bool transient_error(std::error_code ec) noexcept;
+
 class wait_fsm {
 public:
     using clock = std::chrono::steady_clock;
@@ -50,6 +53,13 @@ public:
         /// No earlier hold by this owner: what an ambiguous or late reply may have given us
         /// can be undone without hurting an earlier hold.
         bool fresh_owner = true;
+        /// The server can move (Sentinel): an attempt that failed because it was unreachable,
+        /// refused by a replica or not ready (unavailable, ambiguous, readonly, server_busy)
+        /// is tried again after `transient_delay`, until the deadline; without a deadline for
+        /// at most `transient_budget` of failures in a row. Never reported as "held".
+        bool retry_transient = false;
+        std::chrono::milliseconds transient_delay{20};
+        std::chrono::milliseconds transient_budget{30000};
     };
 
     enum class event_type {
@@ -67,6 +77,8 @@ public:
         cancel,         ///< the client shuts down
         handover_begin, ///< a release of this client names this sleeping waiter
         handover_done,  ///< handover (and token)
+        paused,         ///< instead of an attempt: acquisitions are paused for ttl_ms more
+                        ///< (lock-delay after a failover); no command was sent
     };
 
     struct event {
@@ -106,7 +118,16 @@ public:
         clock::time_point sent_at{}; ///< done: when the winning attempt was sent
     };
 
-    enum class state { idle, trying, ttl_query, subscribing, sleeping, handover, finished };
+    enum class state {
+        idle,
+        trying,
+        ttl_query,
+        subscribing,
+        sleeping,
+        handover,
+        paused, ///< waiting out a lock-delay or a transient failure (timer only)
+        finished
+    };
 
     explicit wait_fsm(params p);
 
@@ -125,6 +146,7 @@ private:
     action refused(std::int64_t ttl, clock::time_point now);
     action not_acquired(std::int64_t ttl, clock::time_point now);
     action after_subscribed(std::int64_t ttl, clock::time_point now);
+    action pause_until(clock::time_point until);
     action finish(std::error_code ec);
     action finish(const attempt_outcome& out);
     bool expired(clock::time_point now) const noexcept {
@@ -140,6 +162,8 @@ private:
     bool subscribed_ = false;
     std::int64_t pending_ttl_ = -1;
     unsigned tries_ = 0;
+    std::optional<clock::time_point> first_transient_; ///< of the failures in a row
+    std::error_code transient_ec_;                     ///< the last of them
     std::minstd_rand rng_;
 };
 

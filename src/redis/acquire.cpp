@@ -66,7 +66,25 @@ wait_fsm::params fsm_params(const acquire_request& req) {
     }
     p.ttl_after_refusal = req.protocol->ttl_after_refusal();
     p.fresh_owner = req.fresh_owner;
+    p.retry_transient = req.where->follows_master();
     return p;
+}
+
+/// Lock-delay: how long acquisitions on the request's node still wait (zero: not paused).
+std::chrono::milliseconds paused_for(const acquire_request& req, clock::time_point now) {
+    const auto until = req.where->paused_until();
+    if (now >= until) return std::chrono::milliseconds(0);
+    return std::chrono::ceil<std::chrono::milliseconds>(until - now);
+}
+
+/// Replication safety is on: every attempt is followed by WAIT on the same connection.
+bool waits_for_replicas(const client_impl& c) noexcept {
+    return c.options().wait_replicas.replicas > 0;
+}
+
+/// Whether the WAIT reply `v` (with `ec`) says at least `n` replicas acknowledged.
+bool replicated(std::error_code ec, const resp3::value& v, int n) noexcept {
+    return !ec && v.is_integer() && v.integer >= n;
 }
 
 class acquire_op final : public std::enable_shared_from_this<acquire_op>,
@@ -141,7 +159,40 @@ private:
                                    .ttl_ms = lock_protocol::read_ttl(ec, v)});
             wait_fsm::event ev{.type = wait_fsm::event_type::attempt_reply};
             ev.attempt = op->req_.protocol->read_attempt(ec, v);
+            if (op->wait_.pending) { // the WAIT behind it decides
+                op->wait_.attempt = std::move(ev);
+                op->wait_.attempt_done = true;
+                op->wait_.keep = std::move(self);
+                return;
+            }
             op->resume(ev);
+        }
+    };
+
+    /// The WAIT sent right behind an attempt (client_options::wait_replicas).
+    struct wait_slot final : request {
+        acquire_op* op = nullptr;
+        std::shared_ptr<acquire_op> keep; // the op while the attempt or the WAIT is in flight
+        bool pending = false;             // a WAIT follows the attempt in flight
+        bool attempt_done = false;        // the attempt's reply came (in `attempt`)
+        wait_fsm::event attempt{};
+        std::string n, timeout;
+        std::string_view cmd[3];
+        void complete(std::error_code ec, resp3::value&& v) override {
+            auto self = std::move(keep);
+            pending = false;
+            // Replies come in order: a WAIT answered before its attempt means the attempt was
+            // re-sent elsewhere (a moving master) and this WAIT measured nothing of it.
+            const bool ok =
+                attempt_done && replicated(ec, v, op->c_->options().wait_replicas.replicas);
+            attempt_done = false;
+            auto ev = std::move(attempt);
+            if (ev.attempt.what == attempt_outcome::kind::acquired && !ok) {
+                if (op->req_.fresh_owner) undo(*op->c_, op->req_);
+                ev.attempt = {};
+                ev.attempt.ec = make_error_code(errc::not_replicated);
+            }
+            if (ev.type == wait_fsm::event_type::attempt_reply) op->resume(ev);
         }
     };
 
@@ -241,6 +292,14 @@ private:
     }
 
     void send(bool ttl) {
+        if (!ttl) {
+            if (const auto left = paused_for(req_, clock::now()); left.count() > 0) {
+                // Lock-delay after a failover: no attempt; wait it out (on the I/O thread).
+                return asio::post(c_->io(), [self = shared_from_this(), left] {
+                    self->resume({.type = wait_fsm::event_type::paused, .ttl_ms = left.count()});
+                });
+            }
+        }
         slot_.op = this;
         slot_.ttl = ttl;
         if (ttl)
@@ -251,7 +310,26 @@ private:
         slot_.eval_fallback = slot_.cmd.eval_fallback();
         slot_.deadline = clock::now() + c_->options().command_timeout;
         slot_.keep = shared_from_this();
-        req_.where->conn().submit(slot_); // the reply may be handled before this returns
+        const bool then_wait = !ttl && waits_for_replicas(*c_);
+        if (then_wait) {
+            const auto& w = c_->options().wait_replicas;
+            wait_.op = this;
+            wait_.pending = true;
+            wait_.attempt_done = false;
+            wait_.attempt = {};
+            wait_.n = std::to_string(w.replicas);
+            wait_.timeout = std::to_string(w.timeout.count());
+            wait_.cmd[0] = "WAIT";
+            wait_.cmd[1] = wait_.n;
+            wait_.cmd[2] = wait_.timeout;
+            wait_.args = wait_.cmd;
+            wait_.deadline = slot_.deadline + w.timeout;
+            wait_.keep = shared_from_this();
+        }
+        // The attempt's reply may be handled before this returns; with a WAIT behind it, the
+        // WAIT's reply decides (both go out on this connection, in this order).
+        req_.where->conn().submit(slot_);
+        if (then_wait) req_.where->conn().submit(wait_);
     }
 
     void arm_timer(clock::time_point until) {
@@ -292,6 +370,7 @@ private:
     bool timer_armed_ = false;
     std::shared_ptr<acquire_op> self_;
     slot slot_;
+    wait_slot wait_;
 };
 
 } // namespace
@@ -328,44 +407,64 @@ void acquire_async(client_impl& c, acquire_request req, acquire_done done) {
     c.registry().track(op);
 }
 
+namespace {
+
+/// The first attempt on the calling thread (the sync lane): the uncontended case is one round
+/// trip with no I/O-thread involvement. True when that decided the acquisition (`res`, `ec`);
+/// false when the acquire operation continues (refused: `req.refused_*` set; a moving master;
+/// the lane not usable now).
+bool first_attempt_on_lane(client_impl& c, acquire_request& req, acquire_result& res,
+                           std::error_code& ec) {
+    auto* lane = c.lane_for(*req.where);
+    // Not on the lane: a WAIT that must follow the attempt on the same connection, or a
+    // lock-delay that the operation waits out.
+    if (!lane || c.shut_down() || c.on_io_thread() || may_queue(c, req) || polite_wait(c, req) ||
+        waits_for_replicas(c) || paused_for(req, clock::now()).count() > 0)
+        return false;
+    command cmd;
+    build_attempt(c, req, cmd);
+    const auto sent_at = clock::now();
+    resp3::value reply;
+    if (lane->call(req.where->conn(), cmd.args(), cmd.eval_fallback(),
+                   sent_at + c.options().command_timeout, reply,
+                   ec) != net::sync_lane::result::done) {
+        ec.clear();
+        return false;
+    }
+    const auto out = req.protocol->read_attempt(ec, reply);
+    ec.clear();
+    switch (out.what) {
+    case attempt_outcome::kind::error:
+        if (out.ec == errc::ambiguous) undo(c, req);
+        // A moving master: the operation tries again within the wait.
+        if (req.where->follows_master() && transient_error(out.ec)) return false;
+        ec = out.ec;
+        return true;
+    case attempt_outcome::kind::acquired:
+    case attempt_outcome::kind::reentered:
+        res = acquired(c, req, out.what == attempt_outcome::kind::reentered, out.count, out.token,
+                       sent_at);
+        return true;
+    case attempt_outcome::kind::held:
+        break;
+    }
+    if (req.wait) {
+        if (req.wait->count() == 0) return true; // one try: not acquired
+        const auto spent =
+            std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - sent_at);
+        req.wait = std::max(std::chrono::milliseconds(1), *req.wait - spent);
+    }
+    req.refused_ttl = out.ttl_ms;
+    req.refused_sent_at = sent_at;
+    return false;
+}
+
+} // namespace
+
 acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error_code& ec) {
     ec.clear();
     acquire_result res;
-    auto* lane = c.lane_for(*req.where);
-    if (lane && !c.shut_down() && !c.on_io_thread() && !may_queue(c, req) && !polite_wait(c, req)) {
-        // The first attempt on the calling thread: the uncontended case is one round trip
-        // with no I/O-thread involvement.
-        command cmd;
-        build_attempt(c, req, cmd);
-        const auto sent_at = clock::now();
-        resp3::value reply;
-        if (lane->call(req.where->conn(), cmd.args(), cmd.eval_fallback(),
-                       sent_at + c.options().command_timeout, reply,
-                       ec) == net::sync_lane::result::done) {
-            const auto out = req.protocol->read_attempt(ec, reply);
-            ec.clear();
-            switch (out.what) {
-            case attempt_outcome::kind::error:
-                ec = out.ec;
-                if (ec == errc::ambiguous) undo(c, req);
-                return res;
-            case attempt_outcome::kind::acquired:
-            case attempt_outcome::kind::reentered:
-                return acquired(c, req, out.what == attempt_outcome::kind::reentered, out.count,
-                                out.token, sent_at);
-            case attempt_outcome::kind::held:
-                break;
-            }
-            if (req.wait) {
-                if (req.wait->count() == 0) return res; // one try: not acquired
-                const auto spent =
-                    std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - sent_at);
-                req.wait = std::max(std::chrono::milliseconds(1), *req.wait - spent);
-            }
-            req.refused_ttl = out.ttl_ms;
-            req.refused_sent_at = sent_at;
-        }
-    }
+    if (first_attempt_on_lane(c, req, res, ec)) return res;
     completion_flag done;
     acquire_async(c, req, [&](std::error_code e, acquire_result r, const acquire_request&) {
         ec = e;

@@ -2,6 +2,7 @@
 
 #include "core/random.hpp"
 #include "redis/hold.hpp"
+#include "redis/net/wire.hpp"
 #include "redis/renewal.hpp"
 
 namespace dlock::detail {
@@ -26,12 +27,24 @@ const client_options& checked(const client_options& o) {
     if (o.command_timeout <= std::chrono::milliseconds(0) ||
         o.connect_timeout <= std::chrono::milliseconds(0))
         throw error(errc::configuration_error, "dlock: timeouts must be positive");
+    if (o.wait_replicas.replicas < 0 || o.wait_replicas.timeout.count() < 0)
+        throw error(errc::configuration_error, "dlock: wait_replicas must not be negative");
+    if (o.failover_lock_delay && o.failover_lock_delay->count() < 0)
+        throw error(errc::configuration_error, "dlock: failover_lock_delay must not be negative");
+    return o;
+}
+
+client_options adjusted(client_options o) {
+    // A local hand-over writes the lock for the next owner inside a release script; with
+    // replication safety on, every grant must be followed by its WAIT, which the hand-over
+    // path does not do: waiters of this client then take the lock with their own attempt.
+    if (o.wait_replicas.replicas > 0) o.handover = false;
     return o;
 }
 } // namespace
 
 client_impl::client_impl(client_options opts)
-    : opts_(std::move(opts))
+    : opts_(adjusted(std::move(opts)))
     , id_(random_uuid())
     , work_(asio::make_work_guard(io_))
     , router_(io_, checked(opts_))
@@ -42,6 +55,9 @@ client_impl::~client_impl() {
 }
 
 void client_impl::start() {
+    // A new master may not know every lock this client holds: find out now, not a third of a
+    // lease later.
+    router_.on_master_change([this] { renewal_->renew_now(); });
     router_.start();
     renewal_->start();
     thread_ = std::thread([this] {
@@ -85,8 +101,11 @@ resp3::value client_impl::run(node& n, std::span<const std::string_view> args, s
     if (auto* lane = lane_for(n)) {
         ec.clear();
         resp3::value out;
+        // A master that moved answers READONLY (or LOADING...) here before the shared
+        // connection noticed: that one re-sends it to the new master.
         if (lane->call(n.conn(), args, eval_fallback, deadline, out, ec) ==
-            net::sync_lane::result::done)
+                net::sync_lane::result::done &&
+            !(n.follows_master() && net::topology_error(out)))
             return out;
     }
     sync_request r;

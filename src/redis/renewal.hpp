@@ -37,6 +37,9 @@ public:
     void remove(const std::shared_ptr<hold_state>& h);
     /// I/O thread.
     void stop();
+    /// I/O thread: renew every watchdog hold now, not at the next tick (the master changed:
+    /// a hold the new master does not know is then signalled lost at once).
+    void renew_now() { tick(); }
 
     /// Counters for tests and benchmarks (relaxed; any thread).
     std::uint64_t batches_sent() const noexcept { return batches_.load(std::memory_order_relaxed); }

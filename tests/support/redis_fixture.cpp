@@ -389,8 +389,9 @@ std::vector<std::string> redis_masters::urls() const {
 
 // ---- Sentinel ----------------------------------------------------------------------------
 
-redis_sentinel_group::redis_sentinel_group(server_options opts)
-    : password_(opts.password) {
+redis_sentinel_group::redis_sentinel_group(server_options opts, std::string sentinel_password)
+    : password_(opts.password)
+    , sentinel_password_(std::move(sentinel_password)) {
     if (!opts.password.empty()) opts.extra_config.push_back("masterauth " + opts.password);
     nodes_.push_back(std::make_unique<redis_server>(opts));
     const auto master_port = std::to_string(nodes_[0]->port());
@@ -414,6 +415,9 @@ redis_sentinel_group::redis_sentinel_group(server_options opts)
               << "sentinel parallel-syncs mymaster 1\n";
             if (!opts.password.empty())
                 c << "sentinel auth-pass mymaster " << opts.password << "\n";
+            if (!sentinel_password_.empty())
+                c << "requirepass " << sentinel_password_ << "\nsentinel sentinel-pass "
+                  << sentinel_password_ << "\n";
             write_file(s.dir / "sentinel.conf", c.str());
             s.pid = spawn({bin, (s.dir / "sentinel.conf").string()}, s.dir / "stdout.log");
             sentinels_.push_back(s);
@@ -474,7 +478,7 @@ std::string redis_sentinel_group::sentinel_cli(std::size_t i,
     std::vector<std::string> a{cli_binary(), "--raw", "-h",
                                "127.0.0.1",  "-p",    std::to_string(sentinels_.at(i).port)};
     a.insert(a.end(), args.begin(), args.end());
-    return run_capture(a).first;
+    return run_capture(a, auth_env(sentinel_password_)).first;
 }
 
 std::pair<std::string, std::uint16_t> redis_sentinel_group::current_master() const {

@@ -111,7 +111,8 @@ private:
 /// (down-after 1000 ms, failover-timeout 3000 ms, quorum 2).
 class redis_sentinel_group {
 public:
-    explicit redis_sentinel_group(server_options opts = {});
+    /// `sentinel_password`: requirepass of the sentinels (and sentinel-pass among them).
+    explicit redis_sentinel_group(server_options opts = {}, std::string sentinel_password = {});
     ~redis_sentinel_group();
     std::string master_name() const { return "mymaster"; }
     /// "redis-sentinel://127.0.0.1:S1,127.0.0.1:S2,127.0.0.1:S3/mymaster"
@@ -135,6 +136,7 @@ private:
     std::vector<std::unique_ptr<redis_server>> nodes_{};
     std::vector<sentinel> sentinels_{};
     std::string password_{};
+    std::string sentinel_password_{};
 };
 
 /// Six cluster-enabled nodes, joined by `redis-cli --cluster create --cluster-replicas 1`:

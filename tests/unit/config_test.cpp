@@ -45,11 +45,49 @@ TEST(config, parses_every_url_form) {
     EXPECT_EQ(o.endpoints.size(), 2u);
 }
 
+TEST(config, sentinel_urls_carry_the_database_tls_and_the_sentinels_own_credentials) {
+    auto o = parse_url("rediss-sentinel://app:pw@a:1,b:2/mymaster/3?sentinel_user=s&"
+                       "sentinel_password=s%40cret&wait=2:250&lock_delay=5000");
+    EXPECT_EQ(o.kind, topology::sentinel);
+    EXPECT_TRUE(o.tls.enabled);
+    EXPECT_EQ(o.master_name, "mymaster");
+    EXPECT_EQ(o.db, 3);
+    EXPECT_EQ(o.username, "app");
+    EXPECT_EQ(o.password, "pw");
+    EXPECT_EQ(o.sentinel_username, "s");
+    EXPECT_EQ(o.sentinel_password, "s@cret");
+    EXPECT_EQ(o.wait_replicas.replicas, 2);
+    EXPECT_EQ(o.wait_replicas.timeout, std::chrono::milliseconds(250));
+    EXPECT_EQ(o.failover_lock_delay, std::chrono::milliseconds(5000));
+    const auto s = dlock::to_string(o);
+    EXPECT_EQ(s, "rediss-sentinel://app:***@a:1,b:2/mymaster/3?wait=2:250&lock_delay=5000&"
+                 "sentinel_user=s&sentinel_password=***");
+    o = parse_url("redis://h:1?wait=1");
+    EXPECT_EQ(o.wait_replicas.replicas, 1);
+    EXPECT_EQ(o.wait_replicas.timeout, std::chrono::milliseconds(100));
+}
+
 TEST(config, rejects_bad_urls_with_a_reason_that_has_no_password) {
-    for (const char* bad :
-         {"127.0.0.1:6379", "http://h", "redis://h:0", "redis://h:70000", "redis://h:abc",
-          "redis://:pw@h:1,h2:2", "redis-sentinel://h:1", "redis://h/x", "redis-cluster://h/1",
-          "unix://relative", "redis://u:%zz@h", "redis://"}) {
+    for (const char* bad : {"127.0.0.1:6379",
+                            "http://h",
+                            "redis://h:0",
+                            "redis://h:70000",
+                            "redis://h:abc",
+                            "redis://:pw@h:1,h2:2",
+                            "redis-sentinel://h:1",
+                            "redis://h/x",
+                            "redis-cluster://h/1",
+                            "unix://relative",
+                            "redis://u:%zz@h",
+                            "redis://",
+                            "redis://h?wait=x",
+                            "redis://h?wait=1:-5",
+                            "redis://h?lock_delay=soon",
+                            "redis://h?nope=1",
+                            "redis://h?wait",
+                            "redis-sentinel://h:1/m/x",
+                            "redis-sentinel://h:1//2",
+                            "redis-sentinel://h:1/m?sentinel_password=%zz"}) {
         std::error_code ec;
         std::string why;
         parse_url(bad, ec, &why);

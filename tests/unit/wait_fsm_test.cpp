@@ -871,3 +871,104 @@ TEST(wait_fsm, sleep_until_without_a_deadline_is_the_holders_expiry_or_never) {
     EXPECT_EQ(sleep_until(t0, t0 + 200ms, 200), t0 + 200ms); // both at once
     EXPECT_EQ(sleep_until(t0, t0 - 1ms, 200), t0 - 1ms);     // deadline already passed
 }
+
+// --- a master that moves (Sentinel): transient failures and the lock-delay ---------------------
+
+namespace {
+
+fsm::params moving_master(std::optional<std::chrono::milliseconds> wait) {
+    fsm::params p;
+    if (wait) p.deadline = t0 + *wait;
+    p.retry_transient = true;
+    p.transient_delay = 20ms;
+    p.transient_budget = 100ms;
+    return p;
+}
+
+fsm::action paused(std::int64_t ttl_ms, machine& m) {
+    fsm::event ev;
+    ev.type = et::paused;
+    ev.ttl_ms = ttl_ms;
+    return m.resume(ev);
+}
+
+} // namespace
+
+TEST(wait_fsm, a_moving_master_retries_a_refused_or_unreachable_attempt_after_a_pause) {
+    for (const auto e : {errc::unavailable, errc::readonly, errc::server_busy}) {
+        machine m(moving_master(10s));
+        EXPECT_TRUE(same(m.on(et::start), send_attempt()));
+        EXPECT_TRUE(same(m.reply(failure(e)), sleep_timer_only(t0 + 20ms)));
+        EXPECT_EQ(m.state(), st::paused);
+        m.advance(20ms);
+        EXPECT_TRUE(same(m.on(et::timer), send_attempt()));
+        EXPECT_TRUE(same(m.reply(got_it(7)), acquired(7, t0 + 20ms, false)));
+    }
+}
+
+TEST(wait_fsm, a_moving_master_undoes_an_ambiguous_attempt_before_retrying) {
+    machine m(moving_master(10s));
+    EXPECT_TRUE(same(m.on(et::start), send_attempt()));
+    EXPECT_TRUE(same(m.reply(failure(errc::ambiguous)), with_undo(sleep_timer_only(t0 + 20ms))));
+}
+
+TEST(wait_fsm, a_moving_master_reports_the_last_failure_when_the_deadline_ends_the_pause) {
+    machine m(moving_master(30ms));
+    EXPECT_TRUE(same(m.on(et::start), send_attempt()));
+    EXPECT_TRUE(same(m.reply(failure(errc::unavailable)), sleep_timer_only(t0 + 20ms)));
+    m.advance(20ms);
+    EXPECT_TRUE(same(m.on(et::timer), send_attempt()));
+    EXPECT_TRUE(same(m.reply(failure(errc::readonly)), sleep_timer_only(t0 + 30ms)));
+    m.advance(10ms);
+    EXPECT_TRUE(same(m.on(et::timer), failed(errc::readonly, false)));
+}
+
+TEST(wait_fsm, a_moving_master_without_a_deadline_gives_up_after_the_transient_budget) {
+    machine m(moving_master(std::nullopt));
+    EXPECT_TRUE(same(m.on(et::start), send_attempt()));
+    for (int i = 0; i < 5; ++i) {
+        EXPECT_EQ(m.reply(failure(errc::unavailable)).type, at::sleep);
+        m.advance(20ms);
+        EXPECT_TRUE(same(m.on(et::timer), send_attempt()));
+    }
+    EXPECT_TRUE(same(m.reply(failure(errc::unavailable)), failed(errc::unavailable, false)));
+}
+
+TEST(wait_fsm, other_errors_and_a_single_try_are_not_retried_even_with_a_moving_master) {
+    machine m(moving_master(std::nullopt));
+    EXPECT_TRUE(same(m.on(et::start), send_attempt()));
+    EXPECT_TRUE(same(m.reply(failure(errc::out_of_memory)), failed(errc::out_of_memory, false)));
+    machine single(moving_master(0ms)); // a single try reports the failure as it is
+    EXPECT_TRUE(same(single.on(et::start), send_attempt()));
+    EXPECT_TRUE(same(single.reply(failure(errc::unavailable)), failed(errc::unavailable, false)));
+}
+
+TEST(wait_fsm, without_a_moving_master_a_transient_failure_finishes_as_before) {
+    machine m(with_deadline(10s));
+    EXPECT_TRUE(same(m.on(et::start), send_attempt()));
+    EXPECT_TRUE(same(m.reply(failure(errc::readonly)), failed(errc::readonly, false)));
+}
+
+TEST(wait_fsm, a_lock_delay_pauses_without_an_attempt_then_tries) {
+    machine m(with_deadline(10s));
+    EXPECT_TRUE(same(m.on(et::start), send_attempt()));
+    EXPECT_TRUE(same(paused(1500, m), sleep_timer_only(t0 + 1500ms)));
+    EXPECT_TRUE(same(m.on(et::wake), none())); // an unlock message does not end the delay
+    m.advance(1500ms);
+    EXPECT_TRUE(same(m.on(et::timer), send_attempt()));
+}
+
+TEST(wait_fsm, a_lock_delay_refuses_a_single_try_and_is_cut_by_the_deadline) {
+    fsm::params one;
+    one.deadline = t0;
+    one.single_try = true;
+    machine single(one);
+    EXPECT_TRUE(same(single.on(et::start), send_attempt()));
+    EXPECT_TRUE(same(paused(1500, single), not_acquired(false)));
+
+    machine m(with_deadline(500ms));
+    EXPECT_TRUE(same(m.on(et::start), send_attempt()));
+    EXPECT_TRUE(same(paused(1500, m), sleep_timer_only(t0 + 500ms)));
+    m.advance(500ms);
+    EXPECT_TRUE(same(m.on(et::timer), not_acquired(false)));
+}

@@ -75,17 +75,21 @@ void connection::fail_connect(const std::error_code& transport_ec, std::string_v
     note_failure(std::string(what) + " " + address() + ": " + transport_ec.message());
     fail_connection(map_transport_error(transport_ec));
     // Nothing was written on this connection: failing what is queued is a certain outcome.
-    // One-way commands (a subscriber's SUBSCRIBE) stay queued for the next connection.
-    if (connect_failure_is_definite(transport_ec))
+    // One-way commands (a subscriber's SUBSCRIBE) stay queued for the next connection. With a
+    // target source (Sentinel) a refused master is no answer: fail_connection() made it
+    // resolve again, and the queued requests wait for the master it finds.
+    if (!source_ && connect_failure_is_definite(transport_ec))
         expire_pending(std::chrono::steady_clock::time_point::max(),
                        make_error_code(errc::unavailable));
 }
 
-connection::connection(asio::io_context& io, client_options opts, target where, mode m)
+connection::connection(asio::io_context& io, client_options opts, target where, mode m,
+                       std::shared_ptr<target_source> source)
     : io_(io)
     , opts_(std::move(opts))
     , target_(std::move(where))
     , mode_(m)
+    , source_(std::move(source))
     , resolver_(io)
     , connect_timer_(io)
     , backoff_timer_(io)
@@ -221,6 +225,16 @@ void connection::do_connect() {
         fail_connection(make_error_code(errc::unavailable));
     });
 
+    if (!source_) return connect_to_target(gen);
+    source_->resolve([this, self = shared_from_this(), gen](std::error_code ec, target t) {
+        if (gen != generation_) return;
+        if (ec) return fail_connection(ec);
+        target_ = std::move(t);
+        connect_to_target(gen);
+    });
+}
+
+void connection::connect_to_target(std::uint64_t gen) {
     if (!target_.unix_socket.empty()) {
         auto& sock = stream_.emplace<asio::local::stream_protocol::socket>(io_);
         sock.async_connect(asio::local::stream_protocol::endpoint(target_.unix_socket),
@@ -306,6 +320,11 @@ void connection::handshake() {
     // commands that would run as the default user).
     write_buf_.clear();
     handshake_replies_ = encode_handshake(write_buf_, opts_);
+    role_pending_ = source_ != nullptr;
+    if (role_pending_) {
+        resp3::encode_command(write_buf_, {"ROLE"});
+        ++handshake_replies_;
+    }
     handshaking_ = true;
     handshake_error_.clear();
     handshake_text_.clear();
@@ -330,6 +349,10 @@ void connection::dispatch_reply(resp3::value&& v) {
         if (!handshake_error_) {
             handshake_error_ = handshake_error(v);
             if (handshake_error_) handshake_text_ = bounded_text(redacted(v.str, opts_.password));
+            // A server that is not the master (a demoted one, a replica the sentinels still
+            // name): not ours; resolve again.
+            if (!handshake_error_ && role_pending_ && handshake_replies_ == 1 && !role_is_master(v))
+                handshake_error_ = make_error_code(errc::readonly);
         }
         if (--handshake_replies_ != 0) return;
         handshaking_ = false;
@@ -371,7 +394,15 @@ void connection::dispatch_reply(resp3::value&& v) {
         if (!inflight_.empty()) {
             r = inflight_.front();
             inflight_.pop_front();
-            if (needs_eval(v, r->eval_fallback)) {
+            if (source_ && topology_error(v)) {
+                // Not carried out here: send it again, to the master we move to.
+                requeue_front_locked(*r);
+                draining_ = true;
+                ready_ = false; // nothing more is written to this server
+                fd_ = -1;
+                if (!inflight_.empty()) return;
+                r = nullptr;
+            } else if (needs_eval(v, r->eval_fallback)) {
                 // Re-send as EVAL, queued behind whatever is pending. Only this request's own
                 // outcome depends on it, so ordering among callers is unaffected.
                 const auto begin = pending_buf_.size();
@@ -383,12 +414,67 @@ void connection::dispatch_reply(resp3::value&& v) {
             }
         }
     }
+    if (draining_ && !r) return finish_drain();
     if (r && v.is_error()) note_error_reply(v.str);
     if (!r) {
         // A reply nobody asked for: the stream is desynchronised. Never attribute it.
         return fail_connection(make_error_code(errc::protocol_error));
     }
     r->complete({}, std::move(v));
+    if (draining_) {
+        bool empty = false;
+        {
+            std::lock_guard lk(mu_);
+            empty = inflight_.empty();
+        }
+        if (empty) finish_drain();
+    }
+}
+
+// ---- following the master (target source) -------------------------------------------------
+
+void connection::retarget() {
+    if (!source_) return;
+    asio::post(io_, [self = shared_from_this()] {
+        if (!self->connected() || self->draining_) return;
+        self->source_->resolve([self, epoch = self->generation_](std::error_code ec, target t) {
+            if (ec || epoch != self->generation_ || self->draining_) return;
+            if (t.host == self->target_.host && t.port == self->target_.port) return;
+            self->begin_drain();
+        });
+    });
+}
+
+void connection::begin_drain() {
+    bool empty = false;
+    {
+        std::lock_guard lk(mu_);
+        draining_ = true;
+        ready_ = false;
+        fd_ = -1;
+        empty = inflight_.empty();
+    }
+    if (empty) finish_drain();
+}
+
+void connection::finish_drain() {
+    fail_connection(make_error_code(errc::readonly)); // nothing in flight: nothing ambiguous
+}
+
+void connection::requeue_front_locked(detail::request& r) {
+    // In order behind the requests requeued before it, ahead of everything submitted since.
+    std::string bytes;
+    resp3::encode_command(bytes, r.args);
+    const std::size_t at = std::min(requeued_, pending_.size());
+    const std::size_t byte = at == 0 ? 0 : pending_[at - 1].end;
+    pending_buf_.insert(byte, bytes);
+    for (auto i = at; i < pending_.size(); ++i) {
+        pending_[i].begin += bytes.size();
+        pending_[i].end += bytes.size();
+    }
+    pending_.insert(pending_.begin() + static_cast<std::ptrdiff_t>(at),
+                    pending_entry{&r, byte, byte + bytes.size()});
+    ++requeued_;
 }
 
 // ---- reading -----------------------------------------------------------------------------
@@ -576,6 +662,10 @@ void connection::close_stream() {
 
 void connection::fail_connection(std::error_code why) {
     ++generation_;
+    draining_ = false;
+    // Whatever went wrong, the next connect asks where the master is (the sentinels usually
+    // name the same one; a refused or demoted one they have replaced is then skipped).
+    if (source_ && why != errc::cancelled) source_->invalidate(target_);
     connect_timer_.cancel();
     deadline_timer_.cancel();
     {
@@ -596,7 +686,23 @@ void connection::fail_connection(std::error_code why) {
         writing_ = false;
         fd_ = -1;
         peer_len_ = 0;
+        requeued_ = 0;
         inflight.swap(inflight_);
+        if (mode_ == mode::command) {
+            // A command connection queues bytes without a reply slot only for the tail of a
+            // partly written direct write: that command went to the old connection (it is
+            // in `inflight`, now ambiguous), and its tail must not reach the next one.
+            std::string buf;
+            std::vector<pending_entry> keep;
+            for (auto& e : pending_) {
+                if (!e.req) continue;
+                const auto begin = buf.size();
+                buf.append(pending_buf_, e.begin, e.end - e.begin);
+                keep.push_back({e.req, begin, buf.size()});
+            }
+            pending_buf_.swap(buf);
+            pending_.swap(keep);
+        }
     }
     // Everything written and unanswered has an unknown outcome.
     const auto amb = make_error_code(errc::ambiguous);

@@ -14,7 +14,8 @@
 // - a protocol error or command timeout drops the connection (replies would be misattributed);
 // - a connect that fails with a definite answer (connect_failure_is_definite: refused, the name
 //   does not resolve, no such Unix socket) fails every queued request with errc::unavailable at
-//   once instead of keeping it until its deadline; the connection still reconnects with backoff;
+//   once instead of keeping it until its deadline; the connection still reconnects with backoff
+//   (not with a target_source: there a refused master makes it resolve again);
 // - last_failure() says why the connection last failed (address and system or server reason),
 //   for messages; error replies to requests are remembered there too (bounded).
 //
@@ -55,11 +56,27 @@ struct target {
 /// host name does not resolve (no such host, no address), a Unix socket path does not exist.
 /// A timeout, a reset, an unreachable network or a temporary resolver failure are retried
 /// within the request's deadline. `transport_ec` is the socket's or resolver's error (Asio).
-/// (Sentinel: a refused connection will instead make the router resolve the master again.)
+/// Not used by a connection with a target_source (Sentinel): there a refused connect makes it
+/// resolve the master again, and queued requests wait for it until their deadline.
 bool connect_failure_is_definite(const std::error_code& transport_ec) noexcept;
 
 /// Longest server error text kept by connection::last_failure().
 inline constexpr std::size_t max_failure_text = 256;
+
+/// Where a connection finds its server before each connect, when that is not a fixed address
+/// (Sentinel: the master the sentinels name). Such a connection also checks `ROLE` in its
+/// handshake and treats a replica, a refused connect and the replies READONLY / LOADING /
+/// MASTERDOWN as "the master moved": it calls invalidate(), re-sends the refused commands after
+/// reconnecting (they were not carried out) and resolves again.
+class target_source {
+public:
+    using resolved = std::function<void(std::error_code, target)>;
+    virtual ~target_source() = default;
+    /// I/O thread; `done` runs on the I/O thread (possibly inline).
+    virtual void resolve(resolved done) = 0;
+    /// I/O thread: `t` is not the master (any more).
+    virtual void invalidate(const target& t) = 0;
+};
 
 /// Appends the connection handshake to `out`: HELLO 3 [AUTH user pass] [SETNAME name], then
 /// SELECT db when db != 0. Returns how many replies it asks for.
@@ -75,13 +92,19 @@ public:
 
     enum class mode { command, pubsub };
 
-    connection(asio::io_context& io, client_options opts, target where, mode m);
+    connection(asio::io_context& io, client_options opts, target where, mode m,
+               std::shared_ptr<target_source> source = nullptr);
     ~connection();
 
     void start();
     /// Closes the socket and fails every queued and in-flight request with errc::cancelled.
     /// Thread safety: any thread; returns before the I/O thread has finished closing.
     void stop();
+
+    /// Moves to the master the target source names now, if that is not the current server:
+    /// stops writing, lets the replies of what was written arrive, then reconnects (queued
+    /// requests wait for the new connection). Any thread; a no-op without a target source.
+    void retarget();
 
     void submit(detail::request& r);
     /// Pubsub mode: writes a command with no reply slot (SUBSCRIBE and friends).
@@ -124,6 +147,10 @@ private:
 
     void schedule_flush_locked();
     void do_connect();
+    void connect_to_target(std::uint64_t gen);
+    void begin_drain();
+    void finish_drain();
+    void requeue_front_locked(detail::request& r);
     void on_transport_ready();
     void handshake();
     void start_read();
@@ -163,6 +190,7 @@ private:
     client_options opts_;
     target target_;
     mode mode_;
+    std::shared_ptr<target_source> source_; // null: target_ is fixed
     std::unique_ptr<asio::ssl::context> ssl_ctx_;
     stream_t stream_;
     tcp::resolver resolver_;
@@ -188,6 +216,7 @@ private:
     sockaddr_storage peer_{};               // guarded by mu_: set when ready, plain sockets only
     socklen_t peer_len_ = 0;                // guarded by mu_: 0 = no address
     std::uint64_t epoch_ = 0;               // guarded by mu_: bumped by every completed handshake
+    std::size_t requeued_ = 0;              // guarded by mu_: requests requeued by this drain
 
     // I/O thread only.
     std::string write_buf_;
@@ -196,6 +225,8 @@ private:
     resp3::parser parser_;
     bool handshaking_ = false;
     std::size_t handshake_replies_ = 0;
+    bool role_pending_ = false; // the last handshake reply is ROLE's
+    bool draining_ = false;     // moving to another master: reconnect once inflight_ is empty
     std::error_code handshake_error_;
     std::string handshake_text_; // the first handshake error reply's text (bounded)
     ping_request ping_;

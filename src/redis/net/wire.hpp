@@ -28,6 +28,21 @@ inline void encode_as_eval(std::string& out, std::span<const std::string_view> a
     resp3::encode_command(out, eval);
 }
 
+/// An error reply that means "this server is not (or not yet) a usable master": READONLY (a
+/// replica: failover or demotion), LOADING (restarted, loading its data), MASTERDOWN (a replica
+/// that lost its master). The command was not carried out, so it may be sent again elsewhere.
+inline bool topology_error(const resp3::value& reply) noexcept {
+    return reply.is_error() &&
+           (reply.str.starts_with("READONLY") || reply.str.starts_with("LOADING") ||
+            reply.str.starts_with("MASTERDOWN"));
+}
+
+/// Whether a ROLE reply names a master (["master", offset, replicas]).
+inline bool role_is_master(const resp3::value& reply) noexcept {
+    return reply.is_aggregate() && !reply.elements.empty() &&
+           reply.elements.front().str == "master";
+}
+
 /// What an error reply to the handshake (HELLO, AUTH, SETNAME, SELECT) means. HELLO errors
 /// other than authentication (e.g. ERR unknown command) are configuration problems.
 inline std::error_code handshake_error(const resp3::value& reply) noexcept {

@@ -2,10 +2,11 @@
 
 namespace dlock::pubsub {
 
-subscriber::subscriber(asio::io_context& io, const client_options& opts, net::target where, mode m)
+subscriber::subscriber(asio::io_context& io, const client_options& opts, net::target where, mode m,
+                       std::shared_ptr<net::target_source> source)
     : io_(io)
     , conn_(std::make_shared<net::connection>(io, opts, std::move(where),
-                                              net::connection::mode::pubsub))
+                                              net::connection::mode::pubsub, std::move(source)))
     , mode_(m)
     , sweep_timer_(io) {
     conn_->set_push_handler([this](const resp3::value& v) { on_push(v); });

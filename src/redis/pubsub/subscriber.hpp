@@ -20,7 +20,8 @@ class subscriber {
 public:
     using table = channel_table<waiter>;
 
-    subscriber(asio::io_context& io, const client_options& opts, net::target where, mode m);
+    subscriber(asio::io_context& io, const client_options& opts, net::target where, mode m,
+               std::shared_ptr<net::target_source> source = nullptr);
     ~subscriber();
 
     /// Registers `w` on `channel` with the kind's wake rule; on_active() follows (posted when
@@ -46,6 +47,8 @@ public:
     }
     mode pubsub_mode() const noexcept { return mode_; }
     void stop();
+    /// The master moved: resubscribe there (net::connection::retarget).
+    void retarget() { conn_->retarget(); }
 
 private:
     void arm_sweep();

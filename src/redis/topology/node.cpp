@@ -1,10 +1,15 @@
 #include "redis/topology/node.hpp"
 
+#include "redis/topology/sentinel.hpp"
+
 namespace dlock::detail {
 
-node::node(asio::io_context& io, const client_options& opts, net::target where, pubsub::mode m)
-    : conn_(std::make_shared<net::connection>(io, opts, where, net::connection::mode::command))
-    , sub_(io, opts, where, m) {
+node::node(asio::io_context& io, const client_options& opts, net::target where, pubsub::mode m,
+           std::shared_ptr<sentinel_source> source)
+    : source_(std::move(source))
+    , conn_(std::make_shared<net::connection>(io, opts, where, net::connection::mode::command,
+                                              source_))
+    , sub_(io, opts, where, m, source_) {
     if (opts.sync_io == blocking_io::caller_thread && !opts.tls.enabled)
         lane_ = std::make_unique<net::sync_lane>(conn_->options());
 }
@@ -18,6 +23,15 @@ void node::start() {
 void node::stop() {
     if (lane_) lane_->shutdown();
     conn_->stop();
+}
+
+std::chrono::steady_clock::time_point node::paused_until() const noexcept {
+    return source_ ? source_->paused_until() : std::chrono::steady_clock::time_point{};
+}
+
+void node::retarget() {
+    conn_->retarget();
+    sub_.retarget();
 }
 
 void node::stop_subscriber() {

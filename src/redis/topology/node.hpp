@@ -14,9 +14,13 @@
 
 namespace dlock::detail {
 
+class sentinel_source;
+
 class node {
 public:
-    node(asio::io_context& io, const client_options& opts, net::target where, pubsub::mode m);
+    /// `source`: where the master is when `where` is not fixed (Sentinel); null otherwise.
+    node(asio::io_context& io, const client_options& opts, net::target where, pubsub::mode m,
+         std::shared_ptr<sentinel_source> source = nullptr);
     ~node();
     node(const node&) = delete;
     node& operator=(const node&) = delete;
@@ -33,7 +37,16 @@ public:
     pubsub::subscriber& subscriber() noexcept { return sub_; }
     pubsub::mode pubsub_mode() const noexcept { return sub_.pubsub_mode(); }
 
+    /// The node follows a master that can move (Sentinel): topology errors and refused
+    /// connections are retried within the caller's wait instead of reported.
+    bool follows_master() const noexcept { return source_ != nullptr; }
+    /// Until when new acquisitions on this node wait (lock-delay after a master change).
+    std::chrono::steady_clock::time_point paused_until() const noexcept;
+    /// I/O thread: the master moved; every connection of the node follows it.
+    void retarget();
+
 private:
+    std::shared_ptr<sentinel_source> source_;
     std::shared_ptr<net::connection> conn_;
     std::unique_ptr<net::sync_lane> lane_; // null: blocking_io::io_thread or TLS
     pubsub::subscriber sub_;

@@ -1,7 +1,8 @@
 // detail::router: which node a lock's commands go to. A standalone server is one node; the
 // other topologies plug in here (ARCHITECTURE.md, "Topologies"):
-// - Sentinel: the router resolves the master through the sentinels before each connect and
-//   after READONLY / a refused connection, and re-points its one node;
+// - Sentinel: one node whose connections ask a sentinel_source where the master is before
+//   each connect, check ROLE, follow +switch-master, and re-send what READONLY / LOADING /
+//   MASTERDOWN refused (topology/sentinel.hpp, net::target_source);
 // - Cluster: a slot map (CLUSTER SHARDS / SLOTS) picks the node by the lock's slot; MOVED and
 //   ASK are re-dispatched above the connections; pub/sub is sharded (SSUBSCRIBE per node);
 //   renewal batches never mix slots (batches_by_slot);
@@ -13,6 +14,7 @@
 #include "redis/topology/node.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -37,8 +39,15 @@ public:
     void stop();
     void stop_subscribers();
 
+    /// Sentinel: the master changed (I/O thread). Set before start().
+    void on_master_change(std::function<void()> f) { on_change_ = std::move(f); }
+    /// How many master changes this client saw (Sentinel; 0 otherwise).
+    std::uint64_t master_changes() const noexcept;
+
 private:
+    std::shared_ptr<sentinel_source> sentinel_; // Sentinel only
     std::vector<std::unique_ptr<node>> nodes_;
+    std::function<void()> on_change_;
 };
 
 } // namespace dlock::detail

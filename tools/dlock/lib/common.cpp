@@ -166,6 +166,7 @@ int exit_code_for(const std::error_code& ec) {
     case errc::ambiguous:
     case errc::server_busy:
     case errc::readonly:
+    case errc::not_replicated:
         return exit_code::unavailable;
     case errc::out_of_memory:
     case errc::server_error:
@@ -226,10 +227,12 @@ failure diagnose(const std::error_code& ec, std::string_view doing, std::string_
         return {code, with(what) + ": free memory or raise maxmemory on the server "
                                    "(with maxmemory-policy noeviction it refuses every write)"};
     if (ec == errc::server_busy) return {code, with(what) + ": retry when the server is ready"};
+    if (ec == errc::not_replicated)
+        return {code, with(what) + ": check that the replicas are up and keep up"};
     if (ec == errc::readonly)
         return {code, with(what) + ": point --url at the master, not a replica"};
     if (ec == errc::configuration_error)
-        return {code, with(what) + ": dlock needs Redis 6 or later (HELLO 3), standalone"};
+        return {code, with(what) + ": dlock needs Redis 6 or later (HELLO 3)"};
     return {code, with(what)};
 }
 

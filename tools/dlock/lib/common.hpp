@@ -90,9 +90,9 @@ redlock_options redlock_options_for(const global_options& g);
 std::string url_with_password(std::string_view url, std::string_view password);
 
 /// The exit code for a library error: 64 invalid_argument; 69 unavailable, timeout,
-/// ambiguous, server_busy, readonly; 76 out_of_memory, server_error, no_script, moved,
-/// cross_slot, protocol_error; 77 auth_failed, permission_denied; 78 configuration_error;
-/// 70 otherwise. (A WRONGTYPE server error is 65; diagnose() tells it apart.)
+/// ambiguous, server_busy, readonly, not_replicated; 76 out_of_memory, server_error, no_script,
+/// moved, cross_slot, protocol_error; 77 auth_failed, permission_denied; 78 configuration_error; 70
+/// otherwise. (A WRONGTYPE server error is 65; diagnose() tells it apart.)
 int exit_code_for(const std::error_code& ec);
 
 /// Turns a library error into a failure: exit code and one line naming the cause and what to
