@@ -212,8 +212,8 @@ failure diagnose(const std::error_code& ec, std::string_view doing, std::string_
         if (has("no answer within"))
             return {code, with(what) + ": check the address, the network and any firewall"};
         if (d.empty())
-            return {code, with(what + " (no reply within the command timeout)") +
-                              ": check --url or $DLOCK_URL and that redis-server runs there"};
+            return {code,
+                    with(what) + ": check --url or $DLOCK_URL and that redis-server runs there"};
         return {code, with(what) + ": is redis-server running there? (--url or $DLOCK_URL)"};
     }
     if (ec == errc::ambiguous)
