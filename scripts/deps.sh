@@ -10,6 +10,7 @@ packages=(
   redis-server redis-tools redis-sentinel openssl
   clang libclang-rt-14-dev clang-format clang-tidy
   doxygen file dpkg-dev
+  tmux groff-base
 )
 [ "${DLOCK_DEPS_EXTRA:-}" ] && read -r -a extra <<<"$DLOCK_DEPS_EXTRA" && packages+=("${extra[@]}")
 

@@ -34,6 +34,24 @@ const std::string& client::id() const noexcept {
     return impl_->id();
 }
 
+namespace {
+/// Errors whose cause last_error_detail() can name (the connection or the server's reply).
+bool has_detail(const std::error_code& ec) {
+    return ec == errc::unavailable || ec == errc::auth_failed || ec == errc::permission_denied ||
+           ec == errc::configuration_error || ec == errc::out_of_memory ||
+           ec == errc::server_busy || ec == errc::readonly || ec == errc::server_error;
+}
+} // namespace
+
+std::string client::last_error_detail() const {
+    return impl_->router().any().conn().last_failure();
+}
+
+void client::throw_with_detail(const std::error_code& ec) const {
+    if (!ec || !has_detail(ec)) return;
+    if (auto d = last_error_detail(); !d.empty()) throw error(ec, d);
+}
+
 resp3::value client::command(std::initializer_list<std::string_view> args) {
     return command(std::span<const std::string_view>(args.begin(), args.size()));
 }
@@ -41,6 +59,7 @@ resp3::value client::command(std::initializer_list<std::string_view> args) {
 resp3::value client::command(std::span<const std::string_view> args) {
     std::error_code ec;
     auto v = command(args, ec);
+    throw_with_detail(ec);
     throw_if(ec);
     return v;
 }
@@ -69,6 +88,7 @@ rw_mutex client::make_rw_mutex(std::string name) {
 lease client::acquire(std::string_view name, const acquire_options& opts) {
     std::error_code ec;
     auto l = acquire(name, opts, ec);
+    throw_with_detail(ec);
     throw_if(ec);
     return l;
 }

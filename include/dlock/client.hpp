@@ -122,6 +122,20 @@ public:
     auto async_acquire_all(std::vector<lock_ref> locks, acquire_options opts,
                            CompletionToken&& token);
 
+    /// What went wrong last with the server, for messages: why its connection last failed,
+    /// with the address and the system's or the server's reason ("connect 127.0.0.1:1:
+    /// Connection refused", "resolve no-such-host.invalid: Host not found (authoritative)",
+    /// "handshake with 127.0.0.1:6379: WRONGPASS ..."), or the text of the last error reply
+    /// to one of this client's commands ("127.0.0.1:6379: WRONGTYPE Operation against a key
+    /// holding the wrong kind of value ..."), whichever came last. Server text is cut at 256
+    /// bytes; passwords never appear. Empty after a successful (re)connect until the next
+    /// failure or error reply.
+    /// Use: after a call failed with errc::unavailable, errc::auth_failed or a server-error
+    /// code, to say why. The throwing overloads of command() and acquire() put it into the
+    /// exception's what() for those codes. Thread safety: any thread; with several threads
+    /// calling at once, the detail may belong to another thread's call.
+    std::string last_error_detail() const;
+
     /// The client's I/O executor (where async completions run by default).
     asio::any_io_executor get_executor() const;
 
@@ -133,6 +147,8 @@ public:
 
 private:
     friend struct detail::access;
+    /// Throws dlock::error(ec, last_error_detail()) when `ec` is a failure it can explain.
+    void throw_with_detail(const std::error_code& ec) const;
     /// The non-template parts of the async templates below.
     void submit(detail::request& r);
     void start_async_acquire(std::string name, const acquire_options& opts,

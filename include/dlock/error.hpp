@@ -24,7 +24,9 @@ enum class errc {
     lock_lost,     ///< reserved: not produced today (a loss is signalled on the hold, and a call
                    ///< that finds its hold gone reports not_owner); kept so codes stay stable
     // Connectivity.
-    unavailable, ///< cannot reach the server (refused, reset before write, DNS, timeout connecting)
+    unavailable, ///< cannot reach the server (refused, reset before write, DNS, timeout
+                 ///< connecting); a refused connect or an unknown host fails queued calls at
+                 ///< once, and client::last_error_detail() names the address and the reason
     ambiguous,   ///< the command was written but the connection died or timed out before its reply
     timeout,     ///< reserved: not produced today (a command whose deadline passes before it is
                  ///< written is `unavailable`); kept so codes stay stable

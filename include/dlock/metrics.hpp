@@ -66,10 +66,10 @@ enum class error_class {
     ambiguous,   ///< errc::ambiguous: written, reply never came (undone best-effort)
     cancelled,   ///< errc::cancelled: shut down or cancelled
     denied,      ///< errc::auth_failed, errc::permission_denied
-    server,      ///< an error reply: OOM, BUSY, READONLY, MOVED, NOSCRIPT, ERR, ...
-    protocol,    ///< errc::protocol_error
-    invalid,     ///< errc::invalid_argument, errc::configuration_error
-    other,       ///< anything else
+    server,   ///< an error reply (OOM, BUSY, READONLY, MOVED, NOSCRIPT, ERR, ...), not_replicated
+    protocol, ///< errc::protocol_error
+    invalid,  ///< errc::invalid_argument, errc::configuration_error
+    other,    ///< anything else
 };
 /// The number of error_class values (the size of kind_counts::errors).
 inline constexpr std::size_t error_class_count = 8;

@@ -105,6 +105,7 @@ error_class classify(std::error_code ec) noexcept {
     case errc::cross_slot:
     case errc::no_script:
     case errc::server_error:
+    case errc::not_replicated: // the server's WAIT answered too few replicas
         return error_class::server;
     case errc::protocol_error:
         return error_class::protocol;

@@ -50,8 +50,115 @@ exec_exit_codes)
   expect_rc 64 "$dlock" status n1 -- true
   expect_rc 64 "$dlock" exec --lease 0 n1 -- true
   "$dlock" --version | grep -Eq '^dlock [0-9]' || fail "--version"
-  # unreachable server: 69
+  # unreachable server: 69 (the failures case checks the message and the time)
   DLOCK_URL=redis://127.0.0.1:1 expect_rc 69 "$dlock" exec n2 -- true
+  ;;
+failures)
+  # Every failure of dlock itself: its own exit code (never 1), the cause, what to do.
+  # expect_fail WANT_RC MAX_SECONDS TEXT CMD...: exits WANT_RC within MAX_SECONDS and says TEXT.
+  expect_fail() {
+    local want=$1 max=$2 text=$3; shift 3
+    local t0=$(date +%s%N)
+    "$@" 2>"$tmp/err"; local rc=$?
+    local ms=$((($(date +%s%N) - t0) / 1000000))
+    [ "$rc" -eq "$want" ] || fail "'$*' exited $rc, expected $want: $(cat "$tmp/err")"
+    grep -qF -- "$text" "$tmp/err" || fail "'$*' did not say '$text': $(cat "$tmp/err")"
+    [ "$(wc -l < "$tmp/err")" -eq 1 ] || fail "'$*': not one line: $(cat "$tmp/err")"
+    [ "$ms" -le $((max * 1000)) ] || fail "'$*' took $ms ms (at most ${max}s expected)"
+    cat "$tmp/err" # the messages, for the log
+  }
+  # A refused connection and a name that does not resolve are definite answers: at once
+  # (the command timeout is 5 s), with the address and the system's reason.
+  expect_fail 69 2 "connect 127.0.0.1:1: Connection refused" \
+    env DLOCK_URL=redis://127.0.0.1:1 "$dlock" exec x -- true
+  expect_fail 69 2 "is redis-server running there?" \
+    env DLOCK_URL=redis://127.0.0.1:1 "$dlock" exec --wait 30s x -- true
+  expect_fail 69 2 "resolve no-such-host.invalid:6379: Host not found" \
+    env DLOCK_URL=redis://no-such-host.invalid:6379 "$dlock" exec x -- true
+  expect_fail 69 2 "check the host name" \
+    env DLOCK_URL=redis://no-such-host.invalid:6379 "$dlock" status x
+  expect_fail 69 2 "connect unix:$tmp/none.sock" \
+    env DLOCK_URL=unix://$tmp/none.sock "$dlock" list
+  # A key that holds a string: 65, the server's text, and what to do; the child never runs.
+  rcli SET notalock 1 >/dev/null
+  expect_fail 65 5 "'notalock' holds a string, not a lock" "$dlock" exec notalock -- touch "$tmp/ran"
+  grep -q "WRONGTYPE" "$tmp/err" || fail "the server's text is missing: $(cat "$tmp/err")"
+  [ -e "$tmp/ran" ] && fail "the command ran without the lock"
+  expect_fail 65 5 "'notalock' holds a string" "$dlock" exec --kind fair notalock -- true
+  expect_fail 65 5 "'notalock' holds a string that is not a lock token, not a lock" "$dlock" status notalock
+  expect_fail 65 5 "not a lock" "$dlock" unlock --force notalock
+  [ "$(rcli GET notalock)" = 1 ] || fail "unlock --force changed a key that is no lock"
+  # Out of memory (maxmemory 1, noeviction): 76 with the server's OOM text.
+  rcli CONFIG SET maxmemory-policy noeviction >/dev/null
+  rcli CONFIG SET maxmemory 1 >/dev/null
+  expect_fail 76 5 "server out of memory" "$dlock" exec oom1 -- touch "$tmp/ran"
+  grep -q "OOM command not allowed" "$tmp/err" || fail "the server's OOM text is missing: $(cat "$tmp/err")"
+  grep -q "raise maxmemory" "$tmp/err" || fail "no advice: $(cat "$tmp/err")"
+  rcli CONFIG SET maxmemory 0 >/dev/null
+  [ -e "$tmp/ran" ] && fail "the command ran without the lock"
+  # A wrong password: 77; an ACL without the scripts: 77 with the server's NOPERM text.
+  rcli ACL SETUSER alice on '>right' '~*' '&*' '+@all' >/dev/null
+  rcli ACL SETUSER bob on '>pw' '~*' '&*' '+@all' '-evalsha' '-eval' >/dev/null
+  expect_fail 77 5 "authentication failed" \
+    env DLOCK_URL="redis://alice:wrong@127.0.0.1:$port" "$dlock" exec a1 -- true
+  grep -q "wrong" "$tmp/err" && fail "the password appears: $(cat "$tmp/err")"
+  grep -q "WRONGPASS" "$tmp/err" || fail "the server's text is missing: $(cat "$tmp/err")"
+  expect_fail 77 5 "permission denied" \
+    env DLOCK_URL="redis://bob:pw@127.0.0.1:$port" "$dlock" exec a1 -- true
+  grep -q "NOPERM" "$tmp/err" || fail "the server's text is missing: $(cat "$tmp/err")"
+  # Usage: an unknown command says so; no command says one is required.
+  expect_fail 64 2 "unknown command 'frobnicate'" "$dlock" frobnicate x
+  expect_fail 64 2 "unknown command 'frobnicate'" "$dlock" --url "$url" frobnicate
+  expect_fail 64 2 "a command is required" "$dlock"
+  expect_fail 64 2 "unknown URL scheme" env DLOCK_URL=http://x "$dlock" status x
+  ;;
+status_watch)
+  # The live view under tmux: the holder appears and disappears, q quits with 0.
+  command -v tmux >/dev/null || { echo "SKIP: tmux is not installed (scripts/deps.sh)"; exit 77; }
+  sock="$tmp/tmux.sock"
+  tm() { tmux -S "$sock" "$@"; }
+  pane() { tm capture-pane -p -t w 2>/dev/null; }
+  pane_has() { pane | grep -qF -- "$1"; }
+  pane_lacks() { ! pane | grep -qF -- "$1"; }
+  tm -f /dev/null new-session -d -s w -x 150 -y 30 \
+    "DLOCK_URL=$url $dlock status --watch --interval 100ms wl1 wl2; echo \$? > $tmp/watch.rc"
+  wait_for 10 pane_has "wl1  not locked" || fail "no view: $(pane)"
+  pane_has "(q quits)" || fail "no key hint: $(pane)"
+  "$dlock" exec wl1 -- sleep 30 & holder=$!
+  wait_for 10 pane_has "holder  " || fail "the holder never appeared: $(pane)"
+  wait_for 10 pane_has "lease   [" || fail "no lease bar: $(pane)"
+  pane_has "wl1  lock  fencing 1" || fail "kind and fencing: $(pane)"
+  pane_has "wl2  not locked" || fail "second lock: $(pane)"
+  kill -TERM $holder; wait $holder
+  wait_for 10 pane_has "wl1  not locked" || fail "the holder never disappeared: $(pane)"
+  pane_lacks "holder  " || fail "a holder is still shown: $(pane)"
+  tm send-keys -t w q
+  wait_for 10 test -s "$tmp/watch.rc" || fail "q did not end the view: $(pane)"
+  [ "$(cat "$tmp/watch.rc")" = 0 ] || fail "the view exited $(cat "$tmp/watch.rc")"
+  tm kill-server 2>/dev/null
+  # list --watch in tmux; SIGTERM ends it with 0.
+  tm -f /dev/null new-session -d -s w -x 150 -y 30 \
+    "DLOCK_URL=$url $dlock list --watch --interval 100ms 'wl*'; echo \$? > $tmp/list.rc"
+  wait_for 10 pane_has "no locks match 'wl*'" || fail "no list view: $(pane)"
+  "$dlock" exec wl3 -- sleep 30 & holder=$!
+  wait_for 10 pane_has "wl3" || fail "list --watch never showed wl3: $(pane)"
+  kill -TERM $holder; wait $holder
+  wait_for 10 pane_has "no locks match 'wl*'" || fail "wl3 never left the list: $(pane)"
+  viewer=$(pgrep -P "$(tm list-panes -t w -F '#{pane_pid}')") || fail "no view process"
+  kill -TERM $viewer
+  wait_for 10 test -s "$tmp/list.rc" || fail "SIGTERM did not end the view"
+  [ "$(cat "$tmp/list.rc")" = 0 ] || fail "list view exited $(cat "$tmp/list.rc")"
+  tm kill-server 2>/dev/null
+  # Not a terminal: plain blocks, one per refresh, each headed by '---'.
+  "$dlock" status --watch --interval 100ms wl1 > "$tmp/plain" & viewer=$!
+  wait_for 10 sh -c "[ \$(grep -c '^--- ' $tmp/plain) -ge 3 ]" || fail "no refreshes: $(cat "$tmp/plain")"
+  kill -INT $viewer; wait $viewer; rc=$?
+  [ $rc -eq 0 ] || fail "Ctrl-C: exit $rc"
+  grep -q $'\x1b' "$tmp/plain" && fail "escape sequences in plain output"
+  grep -q "^wl1  not locked" "$tmp/plain" || fail "plain block: $(head -5 "$tmp/plain")"
+  expect_rc 64 "$dlock" status --watch --interval 10ms wl1
+  expect_rc 64 "$dlock" status --watch --json wl1
+  DLOCK_URL=redis://127.0.0.1:1 expect_rc 69 "$dlock" status --watch wl1
   ;;
 exec_signals)
   # SIGTERM to dlock reaches the child, whose exit status dlock returns.
@@ -112,7 +219,7 @@ inspect)
   # wakes the head, which then holds the lock.
   "$dlock" exec --kind fair fq -- sleep 30 & fholder=$!
   wait_for 5 held fq || fail "fair holder never acquired"
-  "$dlock" exec --kind fair fq -- sh -c "touch $tmp/first; sleep 30" & first=$!
+  "$dlock" exec --kind fair fq -- sh -c "touch $tmp/first; exec sleep 30" & first=$!
   wait_for 5 sh -c "[ \$(redis-cli -p $port LLEN 'redisson_lock_queue:{fq}') = 1 ]" || fail "first waiter not queued"
   "$dlock" exec --kind fair --wait 20s fq -- true & second=$!
   wait_for 5 sh -c "[ \$(redis-cli -p $port LLEN 'redisson_lock_queue:{fq}') = 2 ]" || fail "second waiter not queued"

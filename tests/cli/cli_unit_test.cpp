@@ -51,6 +51,62 @@ TEST(cli_usage, bad_options_exit_64_with_one_line) {
     EXPECT_EQ(run({"status", "n", "--", "x"}, &err), 64);
 }
 
+TEST(cli_usage, an_unknown_command_is_named_and_a_missing_one_is_asked_for) {
+    std::string err;
+    EXPECT_EQ(run({"frobnicate", "x"}, &err), 64);
+    EXPECT_NE(err.find("unknown command 'frobnicate'"), std::string::npos) << err;
+    EXPECT_EQ(run({"--url", "redis://h:1", "stauts", "x"}, &err), 64);
+    EXPECT_NE(err.find("unknown command 'stauts'"), std::string::npos) << err;
+    EXPECT_EQ(run({}, &err), 64);
+    EXPECT_NE(err.find("a command is required"), std::string::npos) << err;
+    EXPECT_EQ(run({"status", "--watch", "--interval", "10ms", "x"}, &err), 64);
+    EXPECT_EQ(run({"list", "--watch", "--json"}, &err), 64);
+}
+
+TEST(cli_exit_codes, every_library_error_has_a_sysexits_code_and_never_1) {
+    using dlock::errc;
+    for (int v = static_cast<int>(errc::not_owner); v <= static_cast<int>(errc::not_replicated);
+         ++v) {
+        const int code = dlock::cli::exit_code_for(make_error_code(static_cast<errc>(v)));
+        EXPECT_GE(code, 64) << v;
+        EXPECT_LE(code, 78) << v;
+    }
+    EXPECT_EQ(dlock::cli::exit_code_for(errc::unavailable), 69);
+    EXPECT_EQ(dlock::cli::exit_code_for(errc::out_of_memory), 76);
+    EXPECT_EQ(dlock::cli::exit_code_for(errc::auth_failed), 77);
+    EXPECT_EQ(dlock::cli::exit_code_for(errc::configuration_error), 78);
+    EXPECT_EQ(dlock::cli::exit_code_for(std::make_error_code(std::errc::no_child_process)), 71);
+}
+
+TEST(cli_exit_codes, a_wrongtype_reply_is_a_data_error_that_says_what_the_key_holds) {
+    const auto f = dlock::cli::diagnose(
+        dlock::errc::server_error, "cannot acquire 'n'",
+        "127.0.0.1:6379: WRONGTYPE Operation against a key holding the wrong kind of value", "n",
+        "string");
+    EXPECT_EQ(f.code, 65);
+    const std::string m = f.what();
+    EXPECT_NE(m.find("'n' holds a string, not a lock"), std::string::npos) << m;
+    EXPECT_NE(m.find("WRONGTYPE"), std::string::npos) << m;
+    EXPECT_NE(m.find("use another lock name"), std::string::npos) << m;
+}
+
+TEST(cli_exit_codes, an_unavailable_server_names_address_reason_and_what_to_do) {
+    const auto refused = dlock::cli::diagnose(dlock::errc::unavailable, "cannot acquire 'n'",
+                                              "connect 127.0.0.1:1: Connection refused");
+    EXPECT_EQ(refused.code, 69);
+    EXPECT_NE(std::string(refused.what()).find("connect 127.0.0.1:1: Connection refused"),
+              std::string::npos);
+    EXPECT_NE(std::string(refused.what()).find("is redis-server running there?"),
+              std::string::npos);
+    const auto unknown = dlock::cli::diagnose(dlock::errc::unavailable, "cannot acquire 'n'",
+                                              "resolve nohost:6379: Host not found");
+    EXPECT_NE(std::string(unknown.what()).find("check the host name"), std::string::npos);
+    const auto oom = dlock::cli::diagnose(dlock::errc::out_of_memory, "cannot acquire 'n'",
+                                          "127.0.0.1:6379: OOM command not allowed");
+    EXPECT_EQ(oom.code, 76);
+    EXPECT_NE(std::string(oom.what()).find("raise maxmemory"), std::string::npos);
+}
+
 TEST(cli_usage, the_password_never_appears_in_errors) {
     std::string err;
     run({"--url", "redis://u:hunter2@host:notaport", "status", "n"}, &err);

@@ -2,6 +2,7 @@
 // async forms, scripts, reconnects, authentication, ACL, TLS.
 #include "fake_resp_server.hpp"
 #include "redis/client_impl.hpp"
+#include "redis/net/connection.hpp"
 #include "test_util.hpp"
 
 #include <asio/co_spawn.hpp>
@@ -261,6 +262,95 @@ TEST(connection, an_unreachable_server_is_unavailable_or_timeout_within_bounds) 
     c.command(std::vector<std::string_view>{"PING"}, ec);
     EXPECT_TRUE(ec == errc::timeout || ec == errc::unavailable) << ec.message();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+}
+
+// ---- a definite answer to a connect is given at once (issue 12, item 6) ---------------
+
+TEST(connection, only_a_refusal_a_missing_name_or_socket_is_a_definite_connect_failure) {
+    using dlock::net::connect_failure_is_definite;
+    EXPECT_TRUE(connect_failure_is_definite(asio::error::connection_refused));
+    EXPECT_TRUE(connect_failure_is_definite(asio::error::host_not_found));
+    EXPECT_TRUE(connect_failure_is_definite(asio::error::no_data));
+    EXPECT_TRUE(
+        connect_failure_is_definite(std::error_code(ENOENT, asio::error::get_system_category())));
+    EXPECT_FALSE(connect_failure_is_definite(asio::error::timed_out));
+    EXPECT_FALSE(connect_failure_is_definite(asio::error::connection_reset));
+    EXPECT_FALSE(connect_failure_is_definite(asio::error::host_not_found_try_again));
+    EXPECT_FALSE(connect_failure_is_definite(asio::error::network_unreachable));
+}
+
+TEST(connection, a_refused_connection_ends_a_long_wait_at_once_and_names_address_and_reason) {
+    const auto port = dlock::test::free_port();
+    dlock::client c("redis://127.0.0.1:" + std::to_string(port)); // command timeout 5 s
+    std::error_code ec;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto l = c.acquire("x", {.wait = 30s}, ec);
+    EXPECT_EQ(ec, errc::unavailable) << ec.message();
+    EXPECT_FALSE(l);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+    const auto detail = c.last_error_detail();
+    EXPECT_NE(detail.find("connect 127.0.0.1:" + std::to_string(port) + ": Connection refused"),
+              std::string::npos)
+        << detail;
+    try {
+        (void)c.command({"PING"});
+        ADD_FAILURE() << "PING to a refusing server succeeded";
+    } catch (const dlock::error& e) {
+        EXPECT_EQ(e.code(), errc::unavailable);
+        EXPECT_NE(std::string(e.what()).find("Connection refused"), std::string::npos) << e.what();
+    }
+}
+
+TEST(connection, a_host_name_that_does_not_resolve_fails_at_once) {
+    dlock::client c("redis://no-such-host.invalid:6379");
+    std::error_code ec;
+    const auto t0 = std::chrono::steady_clock::now();
+    c.command(std::vector<std::string_view>{"PING"}, ec);
+    EXPECT_EQ(ec, errc::unavailable) << ec.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+    EXPECT_EQ(c.last_error_detail().rfind("resolve no-such-host.invalid:6379: ", 0), 0u)
+        << c.last_error_detail();
+}
+
+TEST(connection, a_missing_unix_socket_fails_at_once) {
+    dlock::client c("unix:///nonexistent/dlock-test.sock");
+    std::error_code ec;
+    const auto t0 = std::chrono::steady_clock::now();
+    c.command(std::vector<std::string_view>{"PING"}, ec);
+    EXPECT_EQ(ec, errc::unavailable) << ec.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+    EXPECT_NE(c.last_error_detail().find("No such file or directory"), std::string::npos)
+        << c.last_error_detail();
+}
+
+TEST(connection, the_last_error_reply_is_kept_for_messages_and_bounded) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    EXPECT_TRUE(c.command({"SET", "k", "v"}).is_ok());
+    EXPECT_EQ(c.last_error_detail(), "");
+    ASSERT_TRUE(c.command({"HGET", "k", "f"}).is_error());
+    EXPECT_NE(c.last_error_detail().find(": WRONGTYPE "), std::string::npos)
+        << c.last_error_detail();
+    const std::string long_name(1000, 'x');
+    ASSERT_TRUE(c.command({"NOSUCHCOMMAND", long_name}).is_error());
+    EXPECT_LE(c.last_error_detail().size(), 300u) << c.last_error_detail();
+}
+
+TEST(connection, a_handshake_error_that_echoes_the_password_is_kept_without_it) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    // A server without HELLO (Redis 5, or renamed away) echoes its arguments in the error.
+    redis_server s(server_options{.extra_config = {"rename-command HELLO \"\""}});
+    auto o = fast_options(s.url());
+    o.password = "hunter2-secret";
+    dlock::client c(o);
+    std::error_code ec;
+    c.command(std::vector<std::string_view>{"PING"}, ec);
+    EXPECT_EQ(ec, errc::configuration_error) << ec.message();
+    const auto detail = c.last_error_detail();
+    EXPECT_NE(detail.find("handshake with 127.0.0.1:"), std::string::npos) << detail;
+    EXPECT_NE(detail.find("unknown command"), std::string::npos) << detail;
+    EXPECT_EQ(detail.find("hunter2"), std::string::npos) << detail;
 }
 
 // ---- protocol faults from the fake server -------------------------------------------------

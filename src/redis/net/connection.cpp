@@ -28,7 +28,66 @@ std::string address_of(const target& t) {
     return t.unix_socket.empty() ? t.host + ':' + std::to_string(t.port) : t.unix_socket;
 }
 
+/// Server text as it goes into last_failure(): at most max_failure_text bytes, one line.
+std::string bounded_text(std::string_view text) {
+    std::string s(text.substr(0, max_failure_text));
+    for (char& ch : s)
+        if (ch == '\r' || ch == '\n') ch = ' ';
+    if (text.size() > max_failure_text) s += "...";
+    return s;
+}
+
+/// `text` with every occurrence of `secret` replaced by "***" (a server that does not know
+/// HELLO, Redis 5, echoes its arguments, the password among them).
+std::string redacted(std::string_view text, std::string_view secret) {
+    std::string s(text);
+    if (secret.empty()) return s;
+    for (auto at = s.find(secret); at != std::string::npos; at = s.find(secret, at + 3))
+        s.replace(at, secret.size(), "***");
+    return s;
+}
+
 } // namespace
+
+bool connect_failure_is_definite(const std::error_code& transport_ec) noexcept {
+    return transport_ec == asio::error::connection_refused ||
+           transport_ec == asio::error::host_not_found || transport_ec == asio::error::no_data ||
+           transport_ec == asio::error::service_not_found ||
+           (transport_ec.category() == asio::error::get_system_category() &&
+            transport_ec.value() == ENOENT); // Asio's system category maps to no std::errc
+}
+
+std::string connection::last_failure() const {
+    std::lock_guard lk(mu_);
+    return last_failure_;
+}
+
+void connection::note_error_reply(std::string_view text) {
+    note_failure(address() + ": " + bounded_text(text));
+}
+
+void connection::note_failure(std::string text) {
+    std::lock_guard lk(mu_);
+    last_failure_ = std::move(text);
+}
+
+std::string connection::address() const {
+    if (!target_.unix_socket.empty()) return "unix:" + target_.unix_socket;
+    const bool v6 = target_.host.find(':') != std::string::npos;
+    return (v6 ? "[" + target_.host + "]" : target_.host) + ":" + std::to_string(target_.port);
+}
+
+void connection::fail_connect(const std::error_code& transport_ec, std::string_view what) {
+    note_failure(std::string(what) + " " + address() + ": " + transport_ec.message());
+    fail_connection(map_transport_error(transport_ec));
+    // Nothing was written on this connection: failing what is queued is a certain outcome.
+    // One-way commands (a subscriber's SUBSCRIBE) stay queued for the next connection. With a
+    // target source (Sentinel) a refused master is no answer: fail_connection() made it
+    // resolve again, and the queued requests wait for the master it finds.
+    if (!source_ && connect_failure_is_definite(transport_ec))
+        expire_pending(std::chrono::steady_clock::time_point::max(),
+                       make_error_code(errc::unavailable));
+}
 
 connection::connection(asio::io_context& io, client_options opts, target where, mode m,
                        std::shared_ptr<target_source> source)
@@ -170,6 +229,8 @@ void connection::do_connect() {
     connect_timer_.expires_after(opts_.connect_timeout);
     connect_timer_.async_wait([this, self = shared_from_this(), gen](std::error_code ec) {
         if (ec || gen != generation_) return;
+        note_failure("connect " + address() + ": no answer within " +
+                     std::to_string(opts_.connect_timeout.count()) + " ms");
         fail_connection(make_error_code(errc::unavailable));
     });
 
@@ -188,7 +249,7 @@ void connection::connect_to_target(std::uint64_t gen) {
         sock.async_connect(asio::local::stream_protocol::endpoint(target_.unix_socket),
                            [this, self = shared_from_this(), gen](std::error_code ec) {
                                if (gen != generation_) return;
-                               if (ec) return fail_connection(map_transport_error(ec));
+                               if (ec) return fail_connect(ec, "connect");
                                on_transport_ready();
                            });
         return;
@@ -197,7 +258,7 @@ void connection::connect_to_target(std::uint64_t gen) {
         target_.host, std::to_string(target_.port),
         [this, self = shared_from_this(), gen](std::error_code ec, tcp::resolver::results_type rs) {
             if (gen != generation_) return;
-            if (ec) return fail_connection(make_error_code(errc::unavailable));
+            if (ec) return fail_connect(ec, "resolve");
             tcp::socket* sock = nullptr;
             if (ssl_ctx_) {
                 auto& tls = stream_.emplace<std::unique_ptr<tls_stream>>(
@@ -209,7 +270,7 @@ void connection::connect_to_target(std::uint64_t gen) {
             asio::async_connect(
                 *sock, rs, [this, self, gen](std::error_code ec2, const tcp::endpoint&) {
                     if (gen != generation_) return;
-                    if (ec2) return fail_connection(map_transport_error(ec2));
+                    if (ec2) return fail_connect(ec2, "connect");
                     if (auto* s = std::get_if<tcp::socket>(&stream_))
                         s->set_option(tcp::no_delay(true));
                     else
@@ -237,6 +298,7 @@ void connection::on_transport_ready() {
             // A certificate that fails verification is an auth failure:
             // retrying will not fix it, and we never fall back.
             const bool verify = ec.category() == asio::error::get_ssl_category();
+            note_failure("TLS handshake with " + address() + ": " + ec.message());
             return fail_connection(make_error_code(verify ? errc::auth_failed : errc::unavailable));
         }
         handshake();
@@ -274,6 +336,7 @@ void connection::handshake() {
     }
     handshaking_ = true;
     handshake_error_.clear();
+    handshake_text_.clear();
     read_buf_.clear();
     read_pos_ = 0;
     parser_.reset();
@@ -294,6 +357,7 @@ void connection::dispatch_reply(resp3::value&& v) {
         if (v.kind == resp3::type::push) return;
         if (!handshake_error_) {
             handshake_error_ = handshake_error(v);
+            if (handshake_error_) handshake_text_ = bounded_text(redacted(v.str, opts_.password));
             // A server that is not the master (a demoted one, a replica the sentinels still
             // name): not ours; resolve again.
             if (!handshake_error_ && role_pending_ && handshake_replies_ == 1 && !role_is_master(v))
@@ -303,6 +367,8 @@ void connection::dispatch_reply(resp3::value&& v) {
         handshaking_ = false;
         if (handshake_error_) {
             const auto ec = handshake_error_;
+            if (!handshake_text_.empty())
+                note_failure("handshake with " + address() + ": " + handshake_text_);
             {
                 std::lock_guard lk(mu_);
                 if (ec == errc::auth_failed || ec == errc::permission_denied) sticky_error_ = ec;
@@ -316,6 +382,7 @@ void connection::dispatch_reply(resp3::value&& v) {
         {
             std::lock_guard lk(mu_);
             sticky_error_.clear();
+            last_failure_.clear();
             ready_ = true;
             again = ++epoch_ > 1;
             fd_ = plain_fd();
@@ -365,6 +432,7 @@ void connection::dispatch_reply(resp3::value&& v) {
         }
     }
     if (draining_ && !r) return finish_drain();
+    if (r && v.is_error()) note_error_reply(v.str);
     if (!r) {
         // A reply nobody asked for: the stream is desynchronised. Never attribute it.
         return fail_connection(make_error_code(errc::protocol_error));
@@ -442,7 +510,11 @@ void connection::start_read() {
 }
 
 void connection::on_read(std::error_code ec, std::size_t) {
-    if (ec) return fail_connection(map_transport_error(ec));
+    if (ec) {
+        if (ec != asio::error::operation_aborted)
+            note_failure("read from " + address() + ": " + ec.message());
+        return fail_connection(map_transport_error(ec));
+    }
     last_read_ = std::chrono::steady_clock::now();
     const auto gen = generation_;
     std::size_t since_flush = 0;

@@ -11,7 +11,13 @@
 // - a request written whose reply never came completes with errc::ambiguous, never retried;
 // - an AUTH/HELLO failure is fatal for that connection: queued requests fail with
 //   errc::auth_failed and are never sent as another user;
-// - a protocol error or command timeout drops the connection (replies would be misattributed).
+// - a protocol error or command timeout drops the connection (replies would be misattributed);
+// - a connect that fails with a definite answer (connect_failure_is_definite: refused, the name
+//   does not resolve, no such Unix socket) fails every queued request with errc::unavailable at
+//   once instead of keeping it until its deadline; the connection still reconnects with backoff
+//   (not with a target_source: there a refused master makes it resolve again);
+// - last_failure() says why the connection last failed (address and system or server reason),
+//   for messages; error replies to requests are remembered there too (bounded).
 //
 // Thread safety: submit() from any thread; everything else runs on the io_context's one thread.
 #pragma once
@@ -44,6 +50,19 @@ struct target {
     std::uint16_t port = 0;
     std::string unix_socket;
 };
+
+/// The one place that decides whether a failed connection attempt is a definite answer that
+/// queued requests get at once (errc::unavailable) instead of waiting until their deadline for
+/// a reconnect that cannot help: the server refused the connection (nothing listens there), the
+/// host name does not resolve (no such host, no address), a Unix socket path does not exist.
+/// A timeout, a reset, an unreachable network or a temporary resolver failure are retried
+/// within the request's deadline. `transport_ec` is the socket's or resolver's error (Asio).
+/// Not used by a connection with a target_source (Sentinel): there a refused connect makes it
+/// resolve the master again, and queued requests wait for it until their deadline.
+bool connect_failure_is_definite(const std::error_code& transport_ec) noexcept;
+
+/// Longest server error text kept by connection::last_failure().
+inline constexpr std::size_t max_failure_text = 256;
 
 /// Where a connection finds its server before each connect, when that is not a fixed address
 /// (Sentinel: the master the sentinels name). Such a connection also checks `ROLE` in its
@@ -110,6 +129,15 @@ public:
     /// connection (and of the sync lane that follows it). Any thread.
     detail::wire_counters& counters() noexcept { return counters_; }
     const detail::wire_counters& counters() const noexcept { return counters_; }
+    /// Why the connection last failed, or the text of the last error reply to a request
+    /// (whichever came last; at most max_failure_text bytes of server text), for messages:
+    /// "connect 127.0.0.1:1: Connection refused", "resolve no-such-host.invalid: Host not
+    /// found (authoritative)", "127.0.0.1:6379: WRONGTYPE Operation against a key ...".
+    /// Cleared by a successful handshake. Never holds a password. Thread safety: any thread.
+    std::string last_failure() const;
+    /// Records the text of an error reply that another transport (the sync lane) read for a
+    /// request to this connection's server. Thread safety: any thread.
+    void note_error_reply(std::string_view text);
 
 private:
     using tcp = asio::ip::tcp;
@@ -136,6 +164,11 @@ private:
     void flush();
     void on_written(std::error_code ec);
     void fail_connection(std::error_code why);
+    /// A failed connect, resolve or TLS handshake: records "<what>: <reason>", and fails the
+    /// queued requests at once when connect_failure_is_definite(transport_ec).
+    void fail_connect(const std::error_code& transport_ec, std::string_view what);
+    void note_failure(std::string text);
+    std::string address() const; // "host:port" or "unix:/path", for messages
     void schedule_reconnect();
     void arm_deadline_tick();
     void direct_write_locked(detail::request& r);
@@ -173,7 +206,8 @@ private:
     std::chrono::milliseconds backoff_;
 
     // Shared with submitting threads.
-    std::mutex mu_;
+    mutable std::mutex mu_;
+    std::string last_failure_;              // guarded by mu_: see last_failure()
     std::string pending_buf_;               // guarded by mu_
     std::vector<pending_entry> pending_;    // guarded by mu_
     bool flush_scheduled_ = false;          // guarded by mu_
@@ -200,6 +234,7 @@ private:
     bool role_pending_ = false; // the last handshake reply is ROLE's
     bool draining_ = false;     // moving to another master: reconnect once inflight_ is empty
     std::error_code handshake_error_;
+    std::string handshake_text_; // the first handshake error reply's text (bounded)
     ping_request ping_;
     std::chrono::steady_clock::time_point last_read_{};
     std::chrono::steady_clock::time_point last_ping_{};

@@ -108,6 +108,7 @@ sync_lane::result sync_lane::call(connection& main, std::span<const std::string_
         if (!read_reply(out, deadline, ec) && ec == errc::ambiguous)
             detail::wire_counters::bump(counters.ambiguous);
     }
+    if (!ec && out.is_error()) main.note_error_reply(out.str); // for messages, as the connection
     return result::done;
 }
 

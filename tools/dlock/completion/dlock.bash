@@ -10,8 +10,8 @@ _dlock_global_opts="--url --help --version"
 _dlock_options_of() {
     case $1 in
     exec) echo "--wait --lease --watchdog --kind --kill-after" ;;
-    status) echo "--json" ;;
-    list) echo "--json" ;;
+    status) echo "--json --watch --interval" ;;
+    list) echo "--json --watch --interval" ;;
     keys) echo "--kind" ;;
     unlock) echo "--force" ;;
     demo) echo "--processes --threads --stock" ;;

@@ -60,7 +60,7 @@ int run_bench(const global_options& g, const bench_options& o, std::ostream& out
     (void)o;
     (void)out;
     err << "dlock: bench is not built in this build (configure with -DDLOCK_BUILD_BENCH=ON)\n";
-    return exit_code::failure;
+    return exit_code::unavailable;
 #endif
 }
 

@@ -7,7 +7,10 @@
 #include <CLI/CLI.hpp>
 
 #include <cstring>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <unistd.h>
 #include <vector>
 
 #ifndef DLOCK_CLI_VERSION
@@ -17,14 +20,42 @@
 namespace dlock::cli {
 namespace {
 
-constexpr const char* footer = R"(Durations: 250ms, 30s, 5m, 1h, or 0.
+std::string footer() {
+    return std::string(R"(Durations: 250ms, 30s, 5m, 1h, or 0.
 URL: --url, else $DLOCK_URL, else redis://127.0.0.1:6379; $DLOCK_PASSWORD overrides the password.
-Exit codes: exec returns the command's status (128+N when signal N killed it);
-  64 usage error, 69 Redis unreachable or authentication failed, 73 lock lost while the
-  command ran, 75 not acquired within --wait, 1 other errors.)";
+)") + exit_code_help;
+}
+
+/// The commands, for the "unknown command" message (CLI11 would say "A subcommand is
+/// required").
+constexpr const char* command_names[] = {"exec",   "status", "list", "keys",
+                                         "unlock", "demo",   "bench"};
+
+/// The first word of argv that is neither a global option nor its value, if it is no command.
+std::optional<std::string> unknown_command(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--url") {
+            ++i;
+            continue;
+        }
+        if (a.starts_with("-")) continue; // --url=U, --help, --version, or a bad option
+        for (const char* c : command_names)
+            if (a == c) return std::nullopt;
+        return std::string(a);
+    }
+    return std::nullopt;
+}
 
 /// Thrown by the --version flag's callback, which runs before the subcommand requirement.
 struct version_requested {};
+
+/// The --interval of --watch: a duration of at least 50 ms.
+std::chrono::milliseconds interval_arg(const std::string& text) {
+    const auto d = duration_arg("--interval", text);
+    if (d < std::chrono::milliseconds(50)) throw usage_error("--interval must be at least 50ms");
+    return d;
+}
 
 } // namespace
 
@@ -42,10 +73,16 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
             break;
         }
 
+    if (auto bad = unknown_command(parse_argc, argv)) {
+        err << "dlock: unknown command '" << one_line(*bad)
+            << "' (commands: exec, status, list, keys, unlock, demo, bench; see dlock --help)\n";
+        return exit_code::usage;
+    }
+
     CLI::App app{"dlock: distributed locks on Redis (Redisson-compatible)", "dlock"};
     app.require_subcommand(1);
     app.fallthrough(); // inherited: `--url` may also follow the command (`dlock demo --url U`)
-    app.footer(footer);
+    app.footer(footer());
     global_options g;
     app.add_option("--url", g.urls,
                    "Redis URL; repeatable (several mean Redlock over those masters; exec only)");
@@ -63,16 +100,24 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     exec->add_option("--kill-after", kill_after, "On loss: SIGKILL this long after SIGTERM (5s)");
     exec->add_option("name", ex.name, "Lock name")->required();
 
-    std::string status_name;
-    bool status_json = false;
+    std::vector<std::string> status_names;
+    bool status_json = false, status_watch = false;
+    std::string status_interval = "1s";
     auto* status = app.add_subcommand("status", "Holders, hold counts, lease, waiters, fencing");
-    status->add_flag("--json", status_json, "Print one JSON object");
-    status->add_option("name", status_name, "Lock name")->required();
+    status->add_flag("--json", status_json, "Print one JSON object per lock (one per line)");
+    status->add_flag("--watch", status_watch,
+                     "Live view, refreshed in place on a terminal; q or Ctrl-C quits");
+    status->add_option("--interval", status_interval, "Refresh period of --watch (1s)");
+    status->add_option("name", status_names, "Lock name(s)")->required();
 
     std::string pattern = "*";
-    bool list_json = false;
+    bool list_json = false, list_watch = false;
+    std::string list_interval = "1s";
     auto* list = app.add_subcommand("list", "Locks that exist now");
     list->add_flag("--json", list_json, "Print one JSON array");
+    list->add_flag("--watch", list_watch,
+                   "Live view, refreshed in place on a terminal; q or Ctrl-C quits");
+    list->add_option("--interval", list_interval, "Refresh period of --watch (1s)");
     list->add_option("pattern", pattern, "SCAN MATCH pattern (default *)");
 
     std::string keys_name, keys_kind = "lock";
@@ -124,6 +169,14 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     } catch (const CLI::CallForAllHelp&) {
         out << app.help("", CLI::AppFormatMode::All);
         return exit_code::ok;
+    } catch (const CLI::RequiredError& e) {
+        if (app.get_subcommands().empty()) {
+            err << "dlock: a command is required: dlock [--url URL] COMMAND ... (commands: exec, "
+                   "status, list, keys, unlock, demo, bench; see dlock --help)\n";
+            return exit_code::usage;
+        }
+        err << "dlock: " << one_line(e.what()) << " (see dlock --help)\n";
+        return exit_code::usage;
     } catch (const CLI::ParseError& e) {
         err << "dlock: " << one_line(e.what()) << " (see dlock --help)\n";
         return exit_code::usage;
@@ -144,7 +197,30 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
             return run_exec(g, ex, err);
         }
         if (has_separator) throw usage_error("'--' is only valid with exec");
-        if (status->parsed()) return run_status(g, status_name, status_json, out);
+        const bool terminal = &out == &std::cout && ::isatty(STDOUT_FILENO) == 1;
+        if (status->parsed() && status_watch) {
+            if (status_json) throw usage_error("--watch and --json do not go together");
+            return run_watch(g,
+                             {.names = status_names,
+                              .pattern = std::nullopt,
+                              .interval = interval_arg(status_interval),
+                              .terminal = terminal},
+                             out);
+        }
+        if (status->parsed() && status->count("--interval"))
+            throw usage_error("--interval goes with --watch");
+        if (status->parsed()) return run_status(g, status_names, status_json, out);
+        if (list->parsed() && list_watch) {
+            if (list_json) throw usage_error("--watch and --json do not go together");
+            return run_watch(g,
+                             {.names = {},
+                              .pattern = pattern,
+                              .interval = interval_arg(list_interval),
+                              .terminal = terminal},
+                             out);
+        }
+        if (list->parsed() && list->count("--interval"))
+            throw usage_error("--interval goes with --watch");
         if (list->parsed()) return run_list(g, pattern, list_json, out);
         if (unlock->parsed()) return run_unlock(g, unlock_name, out);
         if (keys->parsed()) return run_keys(keys_name, keys_kind, out);
@@ -153,12 +229,18 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     } catch (const usage_error& e) {
         err << "dlock: " << one_line(e.what()) << "\n";
         return exit_code::usage;
+    } catch (const failure& e) {
+        err << "dlock: " << one_line(e.what()) << "\n";
+        return e.code;
     } catch (const dlock::error& e) {
         err << "dlock: " << one_line(e.what()) << "\n";
         return exit_code_for(e.code());
-    } catch (const std::exception& e) {
+    } catch (const std::system_error& e) {
         err << "dlock: " << one_line(e.what()) << "\n";
-        return exit_code::failure;
+        return exit_code::os_error;
+    } catch (const std::exception& e) {
+        err << "dlock: internal error: " << one_line(e.what()) << "\n";
+        return exit_code::software;
     }
     return exit_code::usage;
 }

@@ -3,20 +3,20 @@
 //
 //   dlock [--url URL]... <command> [options]
 //   dlock exec [--wait D] [--lease D] [--watchdog D] [--kind K] [--kill-after D] NAME -- CMD...
-//   dlock status [--json] NAME
-//   dlock list [--json] [PATTERN]
+//   dlock status [--json] NAME...  |  status --watch [--interval D] NAME...
+//   dlock list [--json] [PATTERN]  |  list --watch [--interval D] [PATTERN]
+//   dlock keys [--kind K] NAME
 //   dlock unlock --force NAME
 //   dlock demo [--processes K] [--threads T] [--stock N]
 //   dlock bench [--json] [--workers N] [--keys N] [--seconds S] [--kind K] [--scenario X]
 //
-// Exit codes (sysexits.h where one fits):
+// Exit codes (sysexits.h; the table is exit_code_help in common.cpp, printed by --help):
 //   0..255  exec: the child's status (128 + signal number when a signal killed it;
 //           127 / 126 when the command was not found / not executable)
-//   64      usage error (EX_USAGE): bad option, duration, name or URL, unimplemented kind
-//   69      Redis unreachable or authentication failed (EX_UNAVAILABLE)
-//   73      exec: the lease was lost while the child ran (child got SIGTERM, then SIGKILL)
-//   75      exec: not acquired within --wait (EX_TEMPFAIL)
-//   1       any other failure
+//   64 usage, 65 NAME is not a lock, 69 unavailable, 70 internal, 71 system call failed,
+//   73 exec: lease lost, 75 exec: not acquired within --wait, 76 server error reply,
+//   77 authentication / ACL, 78 unsupported server or deployment, 128+N interrupted.
+//   dlock itself never exits 1, so a script can tell its command's exit 1 from dlock's.
 // Every error is one line on stderr starting with "dlock: ". Passwords (from the URL or
 // $DLOCK_PASSWORD) never appear in any output.
 #pragma once

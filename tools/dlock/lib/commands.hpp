@@ -31,14 +31,33 @@ struct exec_options {
 /// while waiting for the lock they end the wait, and dlock exits 128 + signal.
 /// Exit: the child's status (128 + signal when a signal killed it), 75 not acquired within
 /// --wait, 73 lease lost while the child ran (child sent SIGTERM, then SIGKILL after
-/// --kill-after), 69 unreachable / auth failed, 64 usage, 127 / 126 command not found / not
-/// executable.
+/// --kill-after), 127 / 126 command not found / not executable; every other failure of dlock
+/// has its own code (common.hpp: 64 usage, 65 not a lock, 69 unreachable, 76 server error, 77
+/// auth / ACL, ...).
 int run_exec(const global_options& g, const exec_options& o, std::ostream& err);
 
-/// `dlock status [--json] NAME`: holders, hold counts, remaining lease, waiters, fencing
-/// counter of one lock, read directly from the Redisson / redis-py layout.
-/// Exit: 0 (also when no lock exists: kind "none"); 1 when NAME holds something else.
-int run_status(const global_options& g, const std::string& name, bool json, std::ostream& out);
+/// `dlock status [--json] NAME...`: holders, hold counts, remaining lease, waiters, fencing
+/// counter of each lock, read directly from the Redisson / redis-py layout (--json: one object
+/// per line). Exit: 0 (also when no lock exists: kind "none"); 65 when a NAME holds something
+/// else; the codes of diagnose() for a library error.
+int run_status(const global_options& g, const std::vector<std::string>& names, bool json,
+               std::ostream& out);
+
+/// `dlock status --watch NAME...` / `dlock list --watch [PATTERN]`.
+struct watch_options {
+    std::vector<std::string> names{};   ///< status: the locks to show
+    std::optional<std::string> pattern; ///< list: the SCAN MATCH pattern (names unused)
+    std::chrono::milliseconds interval{1000};
+    bool terminal = false; ///< `out` is a terminal: refresh in place (ANSI), read keys from stdin
+};
+
+/// A live view that reads the locks every `interval` until q (terminal), Ctrl-C, SIGTERM or
+/// SIGHUP. On a terminal it redraws in place (alternate screen, ANSI; holders, hold counts,
+/// the remaining lease as a bar, waiters and the fair queue, fencing counter, read-write
+/// mode); otherwise it prints one block of plain lines per refresh, each headed by a "---"
+/// line with the time. A failure of the first read ends it (diagnose()); later failures are
+/// shown in the view, which keeps refreshing. Exit: 0 when asked to stop.
+int run_watch(const global_options& g, const watch_options& o, std::ostream& out);
 
 /// `dlock list [--json] [PATTERN]`: the locks that exist now among the keys matching PATTERN
 /// (SCAN MATCH syntax), with the fields of status. Exit: 0.
@@ -51,7 +70,7 @@ int run_keys(const std::string& name, const std::string& kind, std::ostream& out
 
 /// `dlock unlock --force NAME`: deletes the lock whoever holds it and publishes the unlock
 /// message on its channel so waiters wake. Exit: 0 whether or not a lock existed (the output
-/// says which); 1 when NAME holds something that is not a lock (left untouched).
+/// says which); 65 when NAME holds something that is not a lock (left untouched).
 int run_unlock(const global_options& g, const std::string& name, std::ostream& out);
 
 /// `dlock demo`.
@@ -64,7 +83,7 @@ struct demo_options {
 /// The stock-deduction demo: one run without a lock (lost updates), one with dlock::mutex
 /// (exact), with throughput and hand-off latency. Uses --url when given (never $DLOCK_URL),
 /// otherwise a private redis-server it starts and stops. Exit: 0 when the locked run was
-/// exact, 1 otherwise; 128 + signal when interrupted.
+/// exact, 70 otherwise (a bug); 128 + signal when interrupted.
 int run_demo(const global_options& g, const demo_options& o, std::ostream& out, std::ostream& err);
 
 /// `dlock bench`.
@@ -78,7 +97,7 @@ struct bench_options {
 };
 
 /// Runs one benchmark scenario (bench/scenarios.hpp) and prints a table or one JSON object.
-/// Exit: 0; 1 when this build has no benchmarks.
+/// Exit: 0; 69 when this build has no benchmarks.
 int run_bench(const global_options& g, const bench_options& o, std::ostream& out,
               std::ostream& err);
 

@@ -141,12 +141,113 @@ std::string url_with_password(std::string_view url, std::string_view password) {
     return std::string(scheme) + user + ':' + encoded + '@' + std::string(rest);
 }
 
+const char* const exit_code_help =
+    R"(Exit codes: exec returns the command's own status (128+N when signal N killed it,
+127 not found, 126 not executable); every failure of dlock itself has a code of its own:
+  64  usage error: unknown command or option, bad duration, lock name or URL (EX_USAGE)
+  65  NAME holds something that is not a lock, e.g. a string (EX_DATAERR)
+  69  server unreachable (refused, unknown host, timeout), busy, or connection lost (EX_UNAVAILABLE)
+  70  internal error of dlock (EX_SOFTWARE)
+  71  a system call failed: fork, pipe, signalfd (EX_OSERR)
+  73  exec: the lock was lost while the command ran; it got SIGTERM, then SIGKILL
+  75  exec: not acquired within --wait (EX_TEMPFAIL)
+  76  the server answered with an error: out of memory, script error (EX_PROTOCOL)
+  77  authentication failed or the ACL denies a command or key (EX_NOPERM)
+  78  the server or deployment is not supported (EX_CONFIG)
+  128+N  interrupted by signal N while waiting for the lock)";
+
 int exit_code_for(const std::error_code& ec) {
-    if (ec == errc::unavailable || ec == errc::timeout || ec == errc::ambiguous ||
-        ec == errc::auth_failed || ec == errc::permission_denied)
+    if (ec.category() != dlock::error_category()) return exit_code::os_error;
+    switch (static_cast<errc>(ec.value())) {
+    case errc::invalid_argument:
+        return exit_code::usage;
+    case errc::unavailable:
+    case errc::timeout:
+    case errc::ambiguous:
+    case errc::server_busy:
+    case errc::readonly:
+    case errc::not_replicated:
         return exit_code::unavailable;
-    if (ec == errc::invalid_argument || ec == errc::configuration_error) return exit_code::usage;
-    return exit_code::failure;
+    case errc::out_of_memory:
+    case errc::server_error:
+    case errc::no_script:
+    case errc::moved:
+    case errc::cross_slot:
+    case errc::protocol_error:
+        return exit_code::server_error;
+    case errc::auth_failed:
+    case errc::permission_denied:
+        return exit_code::no_permission;
+    case errc::configuration_error:
+        return exit_code::config;
+    case errc::not_owner:
+    case errc::lock_lost:
+    case errc::cancelled:
+        break;
+    }
+    return exit_code::software;
+}
+
+failure diagnose(const std::error_code& ec, std::string_view doing, std::string_view detail,
+                 std::string_view name, std::string_view held_type) {
+    const std::string d = one_line(detail);
+    const auto with = [&](std::string_view what) {
+        std::string m = std::string(doing) + ": " + std::string(what);
+        if (!d.empty()) m += " (" + d + ")";
+        return m;
+    };
+    const auto has = [&](std::string_view word) { return d.find(word) != std::string::npos; };
+    if (ec == errc::server_error && has("WRONGTYPE")) {
+        const std::string held = held_type.empty() ? "something" : "a " + std::string(held_type);
+        return {exit_code::data,
+                std::string(doing) + ": '" + one_line(name) + "' holds " + held +
+                    ", not a lock of this kind" + (d.empty() ? "" : " (" + d + ")") +
+                    "; use another lock name, check --kind, or delete the key if it is stale"};
+    }
+    const int code = exit_code_for(ec);
+    const std::string what = one_line(ec.message());
+    if (ec == errc::unavailable || ec == errc::timeout) {
+        if (d.starts_with("resolve "))
+            return {code, with(what) + ": check the host name in --url or $DLOCK_URL"};
+        if (has("no answer within"))
+            return {code, with(what) + ": check the address, the network and any firewall"};
+        if (d.empty())
+            return {code,
+                    with(what) + ": check --url or $DLOCK_URL and that redis-server runs there"};
+        return {code, with(what) + ": is redis-server running there? (--url or $DLOCK_URL)"};
+    }
+    if (ec == errc::ambiguous)
+        return {code, with(what) + "; check the server and the network, then retry"};
+    if (ec == errc::auth_failed)
+        return {code, with(what) + ": check the user and password in the URL or $DLOCK_PASSWORD"};
+    if (ec == errc::permission_denied)
+        return {code, with(what) + ": the user needs EVALSHA/EVAL, PUBLISH, SUBSCRIBE and the "
+                                   "lock's keys (dlock keys NAME lists them)"};
+    if (ec == errc::out_of_memory)
+        return {code, with(what) + ": free memory or raise maxmemory on the server "
+                                   "(with maxmemory-policy noeviction it refuses every write)"};
+    if (ec == errc::server_busy) return {code, with(what) + ": retry when the server is ready"};
+    if (ec == errc::not_replicated)
+        return {code, with(what) + ": check that the replicas are up and keep up"};
+    if (ec == errc::readonly)
+        return {code, with(what) + ": point --url at the master, not a replica"};
+    if (ec == errc::configuration_error)
+        return {code, with(what) + ": dlock needs Redis 6 or later (HELLO 3)"};
+    return {code, with(what)};
+}
+
+failure diagnose(client& c, const std::error_code& ec, std::string_view doing,
+                 std::string_view name) {
+    const auto detail = c.last_error_detail();
+    std::string type;
+    if (ec == errc::server_error && detail.find("WRONGTYPE") != std::string::npos &&
+        !name.empty()) {
+        std::error_code tec;
+        const std::string_view args[] = {"TYPE", name};
+        const auto t = c.command(args, tec);
+        if (!tec && t.is_string() && t.str != "none") type = t.str;
+    }
+    return diagnose(ec, doing, detail, name, type);
 }
 
 void json_string(std::ostream& out, std::string_view s) {

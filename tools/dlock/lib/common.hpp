@@ -15,20 +15,39 @@
 
 namespace dlock::cli {
 
-/// Exit codes of `dlock` (sysexits.h where one fits). exec also returns the child's status.
+/// Exit codes of `dlock`: sysexits.h numbers, so that no failure of dlock itself looks like a
+/// command's own exit 1. exec also returns the child's status. The table is printed by
+/// `dlock --help` (exit_code_help), docs/dlock.1 and README.md; tests/cli/man_check.sh keeps
+/// the three in step.
 namespace exit_code {
 inline constexpr int ok = 0;
-inline constexpr int failure = 1;       ///< anything else (one line on stderr)
-inline constexpr int usage = 64;        ///< EX_USAGE: bad option, duration, name or URL
-inline constexpr int unavailable = 69;  ///< EX_UNAVAILABLE: Redis unreachable, auth failed
-inline constexpr int lost = 73;         ///< exec: the lease was lost while the child ran
-inline constexpr int not_acquired = 75; ///< EX_TEMPFAIL: exec: not acquired within --wait
-inline constexpr int signalled = 128;   ///< + signal number: killed by (or stopped on) a signal
+inline constexpr int usage = 64;         ///< EX_USAGE: bad option, command, duration, name, URL
+inline constexpr int data = 65;          ///< EX_DATAERR: NAME holds something that is not a lock
+inline constexpr int unavailable = 69;   ///< EX_UNAVAILABLE: server unreachable, busy, lost
+inline constexpr int software = 70;      ///< EX_SOFTWARE: an internal error of dlock
+inline constexpr int os_error = 71;      ///< EX_OSERR: a system call failed (fork, pipe, ...)
+inline constexpr int lost = 73;          ///< exec: the lease was lost while the child ran
+inline constexpr int not_acquired = 75;  ///< EX_TEMPFAIL: not acquired within --wait
+inline constexpr int server_error = 76;  ///< EX_PROTOCOL: the server answered with an error
+inline constexpr int no_permission = 77; ///< EX_NOPERM: authentication failed, ACL denied
+inline constexpr int config = 78;        ///< EX_CONFIG: the server or deployment is unsupported
+inline constexpr int signalled = 128;    ///< + signal number: killed by (or stopped on) a signal
 } // namespace exit_code
+
+/// The exit-code table as `dlock --help` prints it (one line per code).
+extern const char* const exit_code_help;
 
 /// A usage error (exit 64). The message is printed as one line after "dlock: ".
 struct usage_error : std::runtime_error {
     using std::runtime_error::runtime_error;
+};
+
+/// A diagnosed failure: its exit code and the one line that names the cause and what to do.
+struct failure : std::runtime_error {
+    failure(int exit, const std::string& message)
+        : std::runtime_error(message)
+        , code(exit) {}
+    int code;
 };
 
 /// The CLI's name of each lock kind ("lock" is the reentrant lock), in one table.
@@ -70,9 +89,22 @@ redlock_options redlock_options_for(const global_options& g);
 /// only; other URLs are returned unchanged). For APIs that take a URL string.
 std::string url_with_password(std::string_view url, std::string_view password);
 
-/// The exit code for a library error: 69 for unavailable, timeout, ambiguous, auth_failed and
-/// permission_denied; 64 for invalid_argument and configuration_error; 1 otherwise.
+/// The exit code for a library error: 64 invalid_argument; 69 unavailable, timeout,
+/// ambiguous, server_busy, readonly, not_replicated; 76 out_of_memory, server_error, no_script,
+/// moved, cross_slot, protocol_error; 77 auth_failed, permission_denied; 78 configuration_error; 70
+/// otherwise. (A WRONGTYPE server error is 65; diagnose() tells it apart.)
 int exit_code_for(const std::error_code& ec);
+
+/// Turns a library error into a failure: exit code and one line naming the cause and what to
+/// do. `doing` says what failed ("cannot acquire 'x'"); `detail` is client::last_error_detail()
+/// (address and system reason, or the server's error text; may be empty); `held_type` is the
+/// Redis type of the lock's key when the server said WRONGTYPE (empty: unknown).
+failure diagnose(const std::error_code& ec, std::string_view doing, std::string_view detail,
+                 std::string_view name = {}, std::string_view held_type = {});
+
+/// diagnose() with what `c` knows: its last_error_detail() and, for WRONGTYPE, `TYPE name`.
+failure diagnose(client& c, const std::error_code& ec, std::string_view doing,
+                 std::string_view name = {});
 
 /// Writes `s` as a JSON string literal: quotes, backslashes and control bytes escaped (the
 /// latter as \u00XX); other bytes, including UTF-8 sequences, are copied as they are.

@@ -239,7 +239,7 @@ run_result run_once(const client_options& copts, const demo_options& o, bool loc
         ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
     }
     check_interrupted();
-    if (!ok) throw std::runtime_error("a demo worker process failed");
+    if (!ok) throw std::runtime_error("a demo worker process failed (see its message above)");
 
     run_result r;
     r.seconds = std::chrono::duration<double>(clock::now() - t0).count();
@@ -334,7 +334,7 @@ int run_demo(const global_options& g, const demo_options& o, std::ostream& out, 
         else
             out << "With dlock::mutex the stock is WRONG: " << locked.sold << " sold, final stock "
                 << locked.final_stock << ".\n";
-        return exact ? exit_code::ok : exit_code::failure;
+        return exact ? exit_code::ok : exit_code::software;
     } catch (const interrupted_error& e) {
         out << std::flush;
         err << "dlock: demo interrupted by " << signal_name(e.sig) << "\n";

@@ -7,7 +7,7 @@
 // deadline after a loss.
 //
 //   acquire (async) --+-- signal ----------------------------> exit 128+sig (lock not taken)
-//                     +-- error / not acquired ---------------> exit 69 / 64 / 75
+//                     +-- error / not acquired ---------------> exit 75 / 64..78
 //                     +-- lease --> fork+exec child --+-- child exits --> release --> its status
 //                                                     +-- signal --> forward to the child
 //                                                     +-- lease lost --> SIGTERM, later SIGKILL,
@@ -301,8 +301,9 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
         throw usage_error("invalid lock name '" + one_line(o.name) +
                           "' (empty, over 4096 bytes, or an empty hash tag {})");
     if (ec) {
-        err << "dlock: cannot acquire '" << o.name << "': " << one_line(ec.message()) << "\n";
-        return exit_code_for(ec);
+        const std::string doing = "cannot acquire '" + one_line(o.name) + "'";
+        if (c) throw diagnose(*c, ec, doing, o.name);
+        throw diagnose(ec, doing + " on a quorum of the masters", {}, o.name);
     }
     if (!held) {
         if (o.wait && o.wait->count() == 0)
@@ -380,7 +381,7 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     if (lost) return exit_code::lost;
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) return exit_code::signalled + WTERMSIG(status);
-    return exit_code::failure;
+    return exit_code::software;
 }
 
 } // namespace dlock::cli

@@ -3,6 +3,8 @@
 // (Java) and redis-py. Which keys a kind uses (N's type, its unlock channel, its fencing
 // counter) comes from the library (dlock/layout.hpp); what this file adds is recognising whose
 // data N holds: a Redisson owner field ("<uuid>:<thread>") or a 32-hex token.
+#include "inspect.hpp"
+
 #include "commands.hpp"
 
 #include <algorithm>
@@ -14,29 +16,6 @@
 
 namespace dlock::cli {
 namespace {
-
-struct holder {
-    std::string owner;
-    long long count = 0;
-};
-
-/// What one name holds, as status and list print it.
-struct lock_info {
-    std::string name;
-    std::string kind = "none"; ///< "lock", "simple", "fair", "read-write" or "none" (nothing)
-    std::string foreign_type;  ///< non-empty: N exists but holds this, which is not a lock
-    std::vector<holder> holders;
-    std::optional<long long> ttl_ms;        ///< remaining lease; -1: no expiry; nullopt: no lock
-    long long waiters = 0;                  ///< clients subscribed to N's unlock channels
-    std::optional<long long> fencing_token; ///< value of the fencing counter, if it exists
-    /// Fair lock: the waiters in queue order, each with the ms left of its place (its
-    /// deadline on the server's clock minus the server's TIME; nullopt: no deadline).
-    std::vector<std::pair<std::string, std::optional<long long>>> queue;
-    /// Read-write lock: its mode ("read" or "write"), and the PTTL of a waiting dlock writer's
-    /// marker (nullopt: no writer waits).
-    std::string mode;
-    std::optional<long long> writer_waiting_ms;
-};
 
 /// The layouts of every kind for `name` (a name no lock may have has none).
 std::vector<lock_layout> layouts_of(const std::string& name) {
@@ -83,8 +62,8 @@ bool looks_like_token(std::string_view v) {
            });
 }
 
-/// Reads what `name` holds. Not atomic (a few commands): a lock that changes meanwhile may
-/// show a mix, never a wrong kind.
+} // namespace
+
 lock_info inspect(client& c, const std::string& name) {
     lock_info info;
     info.name = name;
@@ -271,33 +250,12 @@ void print_list_text(std::ostream& out, const std::vector<lock_info>& locks) {
     print_table(out, rows);
 }
 
-void check_name(const std::string& name) {
-    if (name.empty()) throw usage_error("empty lock name");
+failure not_a_lock(const lock_info& i) {
+    return {exit_code::data, "'" + one_line(i.name) + "' holds a " + i.foreign_type +
+                                 ", not a lock; use another name (nothing was changed)"};
 }
 
-[[noreturn]] void not_a_lock(const lock_info& i) {
-    throw std::runtime_error("'" + one_line(i.name) + "' holds a " + i.foreign_type +
-                             ", not a lock");
-}
-
-} // namespace
-
-int run_status(const global_options& g, const std::string& name, bool json, std::ostream& out) {
-    check_name(name);
-    client c(connect_options(g));
-    const auto info = inspect(c, name);
-    if (!info.foreign_type.empty()) not_a_lock(info);
-    if (json) {
-        print_json(out, info);
-        out << '\n';
-    } else {
-        print_status_text(out, info);
-    }
-    return exit_code::ok;
-}
-
-int run_list(const global_options& g, const std::string& pattern, bool json, std::ostream& out) {
-    client c(connect_options(g));
+std::vector<lock_info> list_locks(client& c, const std::string& pattern) {
     std::set<std::string> candidates; // SCAN may return a key twice
     for (std::string_view type : {"hash", "string"}) {
         std::string cursor = "0";
@@ -314,6 +272,49 @@ int run_list(const global_options& g, const std::string& pattern, bool json, std
     for (const auto& name : candidates) {
         auto info = inspect(c, name);
         if (info.foreign_type.empty() && info.kind != "none") locks.push_back(std::move(info));
+    }
+    return locks;
+}
+
+namespace {
+void check_name(const std::string& name) {
+    if (name.empty()) throw usage_error("empty lock name");
+}
+} // namespace
+
+int run_status(const global_options& g, const std::vector<std::string>& names, bool json,
+               std::ostream& out) {
+    for (const auto& name : names)
+        check_name(name);
+    client c(connect_options(g));
+    std::vector<lock_info> infos;
+    for (const auto& name : names) {
+        try {
+            infos.push_back(inspect(c, name));
+        } catch (const dlock::error& e) {
+            throw diagnose(c, e.code(), "cannot read '" + one_line(name) + "'", name);
+        }
+        if (!infos.back().foreign_type.empty()) throw not_a_lock(infos.back());
+    }
+    for (std::size_t k = 0; k < infos.size(); ++k) {
+        if (json) {
+            print_json(out, infos[k]); // one object per line (JSON Lines for several names)
+            out << '\n';
+        } else {
+            if (k) out << '\n';
+            print_status_text(out, infos[k]);
+        }
+    }
+    return exit_code::ok;
+}
+
+int run_list(const global_options& g, const std::string& pattern, bool json, std::ostream& out) {
+    client c(connect_options(g));
+    std::vector<lock_info> locks;
+    try {
+        locks = list_locks(c, pattern);
+    } catch (const dlock::error& e) {
+        throw diagnose(c, e.code(), "cannot list locks");
     }
     if (json) {
         out << '[';
@@ -352,14 +353,20 @@ int run_keys(const std::string& name, const std::string& kind, std::ostream& out
 int run_unlock(const global_options& g, const std::string& name, std::ostream& out) {
     check_name(name);
     client c(connect_options(g));
-    const auto before = inspect(c, name);
-    if (!before.foreign_type.empty()) not_a_lock(before);
-    // force_unlock deletes N whatever it holds and publishes "0" on the kind's channel.
-    const auto kind = kind_from_name(before.kind);
-    const bool deleted = before.kind == "read-write" ? c.make_rw_mutex(name).force_unlock()
-                         : kind == lock_kind::simple ? c.make_simple_mutex(name).force_unlock()
-                         : kind == lock_kind::fair   ? c.make_fair_mutex(name).force_unlock()
-                                                     : c.make_mutex(name).force_unlock();
+    lock_info before;
+    bool deleted = false;
+    try {
+        before = inspect(c, name);
+        if (!before.foreign_type.empty()) throw not_a_lock(before);
+        // force_unlock deletes N whatever it holds and publishes "0" on the kind's channel.
+        const auto kind = kind_from_name(before.kind);
+        deleted = before.kind == "read-write" ? c.make_rw_mutex(name).force_unlock()
+                  : kind == lock_kind::simple ? c.make_simple_mutex(name).force_unlock()
+                  : kind == lock_kind::fair   ? c.make_fair_mutex(name).force_unlock()
+                                              : c.make_mutex(name).force_unlock();
+    } catch (const dlock::error& e) {
+        throw diagnose(c, e.code(), "cannot unlock '" + one_line(name) + "'", name);
+    }
     if (!deleted) {
         out << "no lock named '" << name << "': nothing deleted\n";
         return exit_code::ok;

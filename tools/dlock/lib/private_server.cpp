@@ -1,6 +1,8 @@
 // private_server.cpp: the throw-away redis-server of `dlock demo`.
 #include "private_server.hpp"
 
+#include "common.hpp"
+
 #include <arpa/inet.h>
 #include <cerrno>
 #include <csignal>
@@ -94,8 +96,9 @@ bool answers_ping(std::uint16_t port, std::chrono::milliseconds budget) {
 private_server::private_server(std::chrono::milliseconds ready_budget) {
     const auto binary = find_binary("DLOCK_REDIS_SERVER", "redis-server");
     if (binary.empty())
-        throw std::runtime_error("redis-server not found on PATH (install redis-server, or give "
-                                 "--url redis://HOST:PORT)");
+        throw failure(exit_code::unavailable,
+                      "redis-server not found on PATH (install redis-server, or give "
+                      "--url redis://HOST:PORT)");
     const char* base = std::getenv("TMPDIR");
     std::string tmpl = std::string(base && *base ? base : "/tmp") + "/dlock-demo-XXXXXX";
     if (!::mkdtemp(tmpl.data()))
@@ -104,7 +107,7 @@ private_server::private_server(std::chrono::milliseconds ready_budget) {
     try {
         for (int attempt = 0; attempt < 3; ++attempt)
             if (start_once(binary, ready_budget)) return;
-        throw std::runtime_error("redis-server did not start: " + last_log_line());
+        throw failure(exit_code::unavailable, "redis-server did not start: " + last_log_line());
     } catch (...) {
         stop();
         throw;
@@ -154,8 +157,8 @@ bool private_server::start_once(const std::string& binary, std::chrono::millisec
         }
         if (answers_ping(port_, std::chrono::milliseconds(200))) return true;
         if (clock::now() >= until)
-            throw std::runtime_error("redis-server did not answer PING within " +
-                                     std::to_string(budget.count()) + " ms");
+            throw failure(exit_code::unavailable, "redis-server did not answer PING within " +
+                                                      std::to_string(budget.count()) + " ms");
         std::this_thread::sleep_for(std::chrono::milliseconds(10)); // readiness poll interval
     }
 }
