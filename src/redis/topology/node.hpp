@@ -18,9 +18,11 @@ class sentinel_source;
 
 class node {
 public:
-    /// `source`: where the master is when `where` is not fixed (Sentinel); null otherwise.
+    /// `source`: where the master is when `where` is not fixed (Sentinel: the sentinel_source;
+    /// Cluster: the master of one shard); null otherwise. Cluster nodes have no sync lane (a
+    /// MOVED reply is followed on the I/O thread).
     node(asio::io_context& io, const client_options& opts, net::target where, pubsub::mode m,
-         std::shared_ptr<sentinel_source> source = nullptr);
+         std::shared_ptr<net::target_source> source = nullptr);
     ~node();
     node(const node&) = delete;
     node& operator=(const node&) = delete;
@@ -37,7 +39,7 @@ public:
     pubsub::subscriber& subscriber() noexcept { return sub_; }
     pubsub::mode pubsub_mode() const noexcept { return sub_.pubsub_mode(); }
 
-    /// The node follows a master that can move (Sentinel): topology errors and refused
+    /// The node follows a master that can move (Sentinel, Cluster shard): topology errors and refused
     /// connections are retried within the caller's wait instead of reported.
     bool follows_master() const noexcept { return source_ != nullptr; }
     /// Until when new acquisitions on this node wait (lock-delay after a master change).
@@ -46,7 +48,8 @@ public:
     void retarget();
 
 private:
-    std::shared_ptr<sentinel_source> source_;
+    std::shared_ptr<net::target_source> source_;
+    sentinel_source* sentinel_ = nullptr; // source_ when it is a Sentinel's (lock-delay)
     std::shared_ptr<net::connection> conn_;
     std::unique_ptr<net::sync_lane> lane_; // null: blocking_io::io_thread or TLS
     pubsub::subscriber sub_;

@@ -1,0 +1,334 @@
+// Redis Cluster against real processes: three masters with a replica each (tests/support,
+// redis_cluster; each test builds its own cluster, so every test checks several things). Lock
+// kinds over names on all three masters, waiters woken through sharded pub/sub (also by
+// Redisson's own unlock script with SPUBLISH), 200 renewals across slots, MOVED after a slot
+// migration, ASK during one, a held lock's slot resharded, and a failover inside the cluster.
+#include "redis/client_impl.hpp"
+#include "redis/locks/names.hpp"
+#include "redis/topology/cluster.hpp"
+#include "redis/topology/router.hpp"
+#include "test_util.hpp"
+
+#include <dlock/dlock.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <map>
+#include <set>
+#include <thread>
+
+namespace {
+
+using namespace std::chrono_literals;
+using dlock::test::eventually;
+using dlock::test::fast_options;
+using dlock::test::redis_cluster;
+
+constexpr std::string_view redisson_try_lock =
+    "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) "
+    "then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return nil; end; return redis.call('pttl', KEYS[1]);";
+
+constexpr std::string_view redisson_unlock =
+    "local val = redis.call('get', KEYS[3]); if val ~= false then return tonumber(val); end; "
+    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); "
+    "redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; "
+    "else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); "
+    "redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end;";
+
+constexpr std::string_view java_owner = "9c345276-aa6e-44c1-b478-bf4b14ba1498:805";
+
+std::uint16_t slot_of(std::string_view name) {
+    return dlock::detail::key_slot(name);
+}
+
+/// `per_master` names on each of the three masters, by the cluster's own slot map.
+std::vector<std::string> names_on_every_master(redis_cluster& c, const std::string& prefix,
+                                               std::size_t per_master) {
+    std::map<std::size_t, std::size_t> count;
+    std::vector<std::string> out;
+    for (int i = 0; out.size() < 3 * per_master && i < 10000; ++i) {
+        auto name = prefix + std::to_string(i);
+        auto& n = count[c.master_of(slot_of(name))];
+        if (n == per_master) continue;
+        ++n;
+        out.push_back(std::move(name));
+    }
+    return out;
+}
+
+/// The integer a raw command answers through a client (routed by MOVED).
+std::int64_t pttl(dlock::client& c, const std::string& key) {
+    return c.command({"PTTL", key}).integer;
+}
+
+/// Another master than `from` (by ROLE).
+std::size_t another_master(redis_cluster& c, std::size_t from) {
+    for (std::size_t n = 0; n < c.size(); ++n)
+        if (n != from && c.node(n).cli({"ROLE"}).rfind("master", 0) == 0) return n;
+    throw std::runtime_error("no other master");
+}
+
+std::size_t shard_subscribers(dlock::test::redis_server& s, const std::string& channel) {
+    const auto out = s.cli({"PUBSUB", "SHARDNUMSUB", channel});
+    return out.find("\n1") != std::string::npos ? 1 : 0;
+}
+
+} // namespace
+
+TEST(cluster, every_lock_kind_works_on_names_across_the_three_masters_and_waiters_wake_by_spublish) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_cluster c;
+    dlock::client a(fast_options(c.url()));
+    dlock::client b(fast_options(c.url()));
+    auto& impl = *dlock::detail::access::impl(a);
+    EXPECT_EQ(impl.router().masters().size(), 3u); // the slot map was loaded at start
+    EXPECT_TRUE(impl.router().batches_by_slot());
+
+    const auto names = names_on_every_master(c, "c-kind-", 2);
+    ASSERT_EQ(names.size(), 6u);
+    std::set<const dlock::detail::node*> nodes;
+    for (const auto& n : names)
+        nodes.insert(&impl.router().for_slot(slot_of(n)));
+    EXPECT_EQ(nodes.size(), 3u); // one node per master, chosen by slot
+
+    // Reentrant (lease handles, watchdog), simple, fair and read/write on every master.
+    for (const auto& n : names) {
+        SCOPED_TRACE(n);
+        auto l = a.acquire(n);
+        ASSERT_TRUE(l);
+        EXPECT_EQ(c.node(c.master_of(slot_of(n))).cli({"EXISTS", n}), "1");
+        EXPECT_FALSE(b.acquire(n, {.wait = 0ms}));
+        auto again = a.acquire(n, {.wait = 0ms}); // another lease handle: not reentrant
+        EXPECT_FALSE(again);
+        l.release();
+        EXPECT_TRUE(b.acquire(n, {.wait = 0ms}));
+
+        auto sm = a.make_simple_mutex(n + ":simple");
+        ASSERT_TRUE(sm.try_lock());
+        EXPECT_FALSE(b.make_simple_mutex(n + ":simple").try_lock());
+        sm.unlock();
+
+        auto fm = a.make_fair_mutex(n + ":fair");
+        ASSERT_TRUE(fm.try_lock());
+        EXPECT_FALSE(b.make_fair_mutex(n + ":fair").try_lock());
+        fm.unlock();
+        EXPECT_TRUE(b.acquire(n + ":fair", {.wait = 0ms, .kind = dlock::lock_kind::fair}));
+
+        auto rw = a.make_rw_mutex(n + ":rw");
+        auto rw_b = b.make_rw_mutex(n + ":rw");
+        ASSERT_TRUE(rw.try_lock_shared());
+        ASSERT_TRUE(rw_b.try_lock_shared()); // readers share
+        EXPECT_FALSE(a.acquire(n + ":rw", {.wait = 0ms, .kind = dlock::lock_kind::write}));
+        rw.unlock_shared();
+        rw_b.unlock_shared();
+        auto w = a.acquire(n + ":rw", {.wait = 0ms, .kind = dlock::lock_kind::write});
+        ASSERT_TRUE(w);
+        EXPECT_FALSE(b.acquire(n + ":rw", {.wait = 0ms, .kind = dlock::lock_kind::read}));
+        w.release();
+    }
+
+    // Waiters of another client wake by the release's SPUBLISH (sharded pub/sub on the
+    // lock's master), not by the lease: one per master, for the reentrant and the fair kind.
+    for (const auto kind : {dlock::lock_kind::reentrant, dlock::lock_kind::fair}) {
+        for (std::size_t i = 0; i < names.size(); i += 2) {
+            const auto name = names[i] + (kind == dlock::lock_kind::fair ? ":wf" : ":w");
+            SCOPED_TRACE(name);
+            auto held = a.acquire(name, {.lease = 30s, .kind = kind});
+            ASSERT_TRUE(held);
+            auto waiter = std::async(std::launch::async, [&] {
+                auto l = b.acquire(name, {.wait = 20s, .lease = 30s, .kind = kind});
+                return std::make_pair(static_cast<bool>(l), std::chrono::steady_clock::now());
+            });
+            const auto channel = std::string(kind == dlock::lock_kind::fair
+                                                 ? "redisson_lock__channel:{"
+                                                 : "redisson_lock__channel:{") +
+                                 name + "}";
+            auto& master = c.node(c.master_of(slot_of(name)));
+            if (kind == dlock::lock_kind::reentrant)
+                ASSERT_TRUE(eventually([&] { return shard_subscribers(master, channel) == 1; }, 5s));
+            else
+                ASSERT_TRUE(eventually(
+                    [&] { return master.cli({"EXISTS", "redisson_lock_queue:{" + name + "}"}) == "1"; },
+                    5s));
+            const auto released = std::chrono::steady_clock::now();
+            held.release();
+            const auto [got, at] = waiter.get();
+            EXPECT_TRUE(got);
+            EXPECT_LT(at - released, 2s); // woken, not by the 30 s lease
+        }
+    }
+
+    // Interop: Redisson's own scripts, run as another client on the Cluster, publish with
+    // SPUBLISH, and a dlock waiter wakes by it.
+    const auto java_name = names[1] + ":java";
+    auto lock_reply = a.command({"EVAL", redisson_try_lock, "1", java_name, "30000", java_owner});
+    ASSERT_TRUE(lock_reply.is_null()) << lock_reply.str; // nil = acquired
+    EXPECT_FALSE(b.acquire(java_name, {.wait = 0ms}));
+    auto java_waiter = std::async(std::launch::async, [&] {
+        auto l = b.acquire(java_name, {.wait = 20s});
+        return std::make_pair(static_cast<bool>(l), std::chrono::steady_clock::now());
+    });
+    const auto java_channel = "redisson_lock__channel:{" + java_name + "}";
+    auto& java_master = c.node(c.master_of(slot_of(java_name)));
+    ASSERT_TRUE(eventually([&] { return shard_subscribers(java_master, java_channel) == 1; }, 5s));
+    const auto unlocked = std::chrono::steady_clock::now();
+    const std::string latch = "redisson_unlock_latch:{" + java_name + "}:1";
+    auto unlock_reply = a.command({"EVAL", redisson_unlock, "3", java_name, java_channel, latch,
+                                   "0", "30000", java_owner, "SPUBLISH", "20000"});
+    EXPECT_EQ(unlock_reply.integer, 1) << unlock_reply.str;
+    const auto [java_got, java_at] = java_waiter.get();
+    EXPECT_TRUE(java_got);
+    EXPECT_LT(java_at - unlocked, 2s);
+}
+
+TEST(cluster, two_hundred_watchdog_locks_across_slots_renew_in_per_slot_batches) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_cluster c;
+    auto opts = fast_options(c.url());
+    opts.watchdog_lease = 1200ms; // renewed every 400 ms
+    dlock::client a(opts);
+    dlock::client probe(fast_options(c.url()));
+    std::vector<std::string> names;
+    std::vector<dlock::lease> holds;
+    std::set<std::uint16_t> slots;
+    for (int i = 0; i < 200; ++i) {
+        names.push_back("c-renew-" + std::to_string(i));
+        slots.insert(slot_of(names.back()));
+        holds.push_back(a.acquire(names.back()));
+        ASSERT_TRUE(holds.back());
+    }
+    EXPECT_GT(slots.size(), 190u); // nearly one slot each: a batch that mixed them would fail
+    // Every lock is seen below 800 ms of its 1200 ms lease, then back above it: renewed.
+    std::vector<int> stage(names.size(), 0);
+    const bool renewed = eventually(
+        [&] {
+            bool all = true;
+            for (std::size_t i = 0; i < names.size(); ++i) {
+                if (stage[i] == 2) continue;
+                const auto t = pttl(probe, names[i]);
+                if (stage[i] == 0 && t > 0 && t < 800) stage[i] = 1;
+                if (stage[i] == 1 && t > 900) stage[i] = 2;
+                all = all && stage[i] == 2;
+            }
+            return all;
+        },
+        10s);
+    EXPECT_TRUE(renewed);
+    for (auto& h : holds)
+        EXPECT_FALSE(h.lost());
+    for (auto& h : holds)
+        h.release();
+    for (const auto& n : names)
+        EXPECT_EQ(pttl(probe, n), -2) << n; // released: gone
+}
+
+TEST(cluster, moved_after_a_migration_and_ask_during_one_are_followed_and_a_held_lock_keeps_renewing) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_cluster c;
+    auto opts = fast_options(c.url());
+    opts.watchdog_lease = 1500ms;
+    dlock::client a(opts);
+    dlock::client b(fast_options(c.url()));
+
+    const std::string name = "c-move";
+    const auto slot = slot_of(name);
+    const auto from = c.master_of(slot);
+    const auto to = another_master(c, from);
+    auto held = a.acquire(name);
+    ASSERT_TRUE(held);
+    const auto token = held.token();
+
+    // ASK: the slot is MIGRATING; keys still on the source are served there, a new key of the
+    // slot is created on the target after ASKING.
+    c.begin_migration(slot, from, to);
+    const std::string other = "c-move-ask{" + name + "}";
+    ASSERT_EQ(slot_of(other), slot);
+    auto asked = b.acquire(other, {.wait = 0ms});
+    ASSERT_TRUE(asked);
+    EXPECT_EQ(c.node(from).cli({"EXISTS", other}), "0");
+    EXPECT_FALSE(b.acquire(name, {.wait = 0ms})); // the held lock is still on the source
+
+    // Keys moved, slot still MIGRATING: the source answers ASK for the held lock too.
+    c.move_keys(slot, from, to);
+    EXPECT_EQ(c.node(from).cli({"EXISTS", name}), "0");
+    EXPECT_FALSE(b.acquire(name, {.wait = 0ms}));
+
+    // Migration done: MOVED. The holder's watchdog renews on the new owner.
+    c.finish_migration(slot, to);
+    EXPECT_EQ(c.master_of(slot), to);
+    std::int64_t low = 0;
+    EXPECT_TRUE(eventually(
+        [&] {
+            const auto t = pttl(b, name);
+            if (t > 0 && t < 900) low = t;
+            return low != 0 && t > 1100; // dropped, then renewed on the target
+        },
+        5s));
+    EXPECT_FALSE(held.lost());
+    EXPECT_FALSE(b.acquire(name, {.wait = 0ms}));
+    asked.release();
+    held.release();
+    EXPECT_EQ(c.node(to).cli({"EXISTS", name}), "0");
+
+    // A client that has not seen the move (its map is stale) is MOVED there and counts on.
+    dlock::client fresh(fast_options(c.url()));
+    auto again = b.acquire(name, {.wait = 0ms});
+    ASSERT_TRUE(again);
+    EXPECT_GT(*again.token(), *token); // the fencing counter moved with the slot
+    EXPECT_EQ(c.node(to).cli({"EXISTS", name}), "1");
+    EXPECT_FALSE(fresh.acquire(name, {.wait = 0ms}));
+    again.release();
+    EXPECT_TRUE(fresh.acquire(name, {.wait = 0ms}));
+}
+
+TEST(cluster, a_master_failover_keeps_holds_renewing_on_the_promoted_replica_and_serves_waiters) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_cluster c;
+    auto opts = fast_options(c.url());
+    opts.watchdog_lease = 3s;
+    dlock::client a(opts);
+    dlock::client b(opts);
+    const std::string name = "c-failover";
+    const auto slot = slot_of(name);
+    const auto master = c.master_of(slot);
+    const auto replica = c.replica_of(master);
+    auto held = a.acquire(name);
+    ASSERT_TRUE(held);
+    const auto token = held.token();
+    ASSERT_TRUE(eventually(
+        [&] {
+            return c.node(replica).cli({"CLUSTER", "COUNTKEYSINSLOT", std::to_string(slot)}) != "0";
+        },
+        5s)); // replicated: the failover keeps it
+    auto waiter = std::async(std::launch::async, [&] {
+        auto l = b.acquire(name, {.wait = 30s});
+        return static_cast<bool>(l) ? l.token() : std::optional<std::uint64_t>{};
+    });
+    ASSERT_TRUE(eventually(
+        [&] { return shard_subscribers(c.node(master), "redisson_lock__channel:{" + name + "}") == 1; },
+        5s));
+
+    c.failover_to(replica, 20s);
+    ASSERT_EQ(c.master_of(slot), replica);
+    // The hold renews on the promoted replica (lease 3 s, renewed every second).
+    std::int64_t low = 0;
+    EXPECT_TRUE(eventually(
+        [&] {
+            const auto t = std::stoll(c.node(replica).cli({"PTTL", name}));
+            if (t > 0 && t < 1800) low = t;
+            return low != 0 && t > 2200;
+        },
+        10s));
+    EXPECT_FALSE(held.lost());
+    // The waiter is served on the new master once the holder releases.
+    held.release();
+    const auto got = waiter.get();
+    ASSERT_TRUE(got);
+    EXPECT_GT(*got, *token);
+    EXPECT_EQ(c.node(replica).cli({"EXISTS", name}), "1");
+}
