@@ -618,9 +618,8 @@ void redis_cluster::move_keys(std::uint16_t slot, std::size_t from, std::size_t 
         for (std::string k; std::getline(ss, k);)
             if (!trimmed(k).empty()) keys.push_back(trimmed(k));
         if (keys.empty()) return;
-        std::vector<std::string> migrate{"MIGRATE", "127.0.0.1",
-                                         std::to_string(nodes_.at(to)->port()), "", "0", "5000",
-                                         "KEYS"};
+        std::vector<std::string> migrate{
+            "MIGRATE", "127.0.0.1", std::to_string(nodes_.at(to)->port()), "", "0", "5000", "KEYS"};
         migrate.insert(migrate.end(), keys.begin(), keys.end());
         const auto out = nodes_.at(from)->cli(migrate);
         if (out.find("OK") == std::string::npos && out.find("NOKEY") == std::string::npos)

@@ -29,9 +29,8 @@ value agg(std::vector<value> e, type k = type::array) {
     return v;
 }
 value node_map(std::string id, int port, std::string role, std::string health) {
-    return agg({str("id"), str(std::move(id)), str("port"), num(port), str("ip"),
-                str("127.0.0.1"), str("role"), str(std::move(role)), str("health"),
-                str(std::move(health))},
+    return agg({str("id"), str(std::move(id)), str("port"), num(port), str("ip"), str("127.0.0.1"),
+                str("role"), str(std::move(role)), str("health"), str(std::move(health))},
                type::map);
 }
 
@@ -63,15 +62,13 @@ TEST(cluster_map, shards_reply_gives_each_shards_online_master_its_ranges_and_me
 
 TEST(cluster_map, malformed_shards_replies_and_slot_numbers_out_of_range_are_refused) {
     EXPECT_FALSE(dlock::detail::parse_cluster_shards(str("ERR unknown subcommand")));
-    const auto bad_range =
-        agg({agg({str("slots"), agg({num(0), num(16384)}), str("nodes"),
-                  agg({node_map("m1", 7001, "master", "online")})},
-                 type::map)});
+    const auto bad_range = agg({agg({str("slots"), agg({num(0), num(16384)}), str("nodes"),
+                                     agg({node_map("m1", 7001, "master", "online")})},
+                                    type::map)});
     EXPECT_FALSE(dlock::detail::parse_cluster_shards(bad_range));
-    const auto bad_port =
-        agg({agg({str("slots"), agg({num(0), num(1)}), str("nodes"),
-                  agg({node_map("m1", 70000, "master", "online")})},
-                 type::map)});
+    const auto bad_port = agg({agg({str("slots"), agg({num(0), num(1)}), str("nodes"),
+                                    agg({node_map("m1", 70000, "master", "online")})},
+                                   type::map)});
     EXPECT_FALSE(dlock::detail::parse_cluster_shards(bad_port));
 }
 

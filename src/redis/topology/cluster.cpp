@@ -22,8 +22,7 @@ std::optional<std::uint16_t> as_port(const resp3::value& v) {
     unsigned p = 0;
     const auto& s = v.str;
     auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), p);
-    if (ec != std::errc{} || end != s.data() + s.size() || p == 0 || p > 65535)
-        return std::nullopt;
+    if (ec != std::errc{} || end != s.data() + s.size() || p == 0 || p > 65535) return std::nullopt;
     return static_cast<std::uint16_t>(p);
 }
 
@@ -53,7 +52,8 @@ bool add_range(cluster_shard& s, std::int64_t lo, std::int64_t hi) {
 /// A command the router sends on its own behalf (ASKING, SCRIPT LOAD) whose reply nobody
 /// needs; it owns its words and deletes itself.
 struct owned_request final : request {
-    explicit owned_request(std::vector<std::string> w) : words(std::move(w)) {
+    explicit owned_request(std::vector<std::string> w)
+        : words(std::move(w)) {
         for (const auto& s : words)
             views.push_back(s);
         args = views;
@@ -173,7 +173,10 @@ bool parse_redirect(std::string_view error, bool& ask, std::uint16_t& slot, net:
 class cluster::shard_source final : public net::target_source,
                                     public std::enable_shared_from_this<shard_source> {
 public:
-    shard_source(cluster& c, net::target t) : c_(c), master_(t), last_(std::move(t)) {}
+    shard_source(cluster& c, net::target t)
+        : c_(c)
+        , master_(t)
+        , last_(std::move(t)) {}
 
     void resolve(resolved done) override {
         if (master_) return done({}, *master_);
@@ -197,7 +200,8 @@ public:
 /// may answer CLUSTER SHARDS, so no ROLE check.
 class cluster::seed_source final : public net::target_source {
 public:
-    explicit seed_source(std::vector<net::target> seeds) : list_(std::move(seeds)) {}
+    explicit seed_source(std::vector<net::target> seeds)
+        : list_(std::move(seeds)) {}
     void resolve(resolved done) override { done({}, list_.at(next_ % list_.size())); }
     void invalidate(const net::target&) override { ++next_; }
     bool master_only() const noexcept override { return false; }
@@ -358,7 +362,8 @@ void cluster::map_answered(bool shards_cmd, std::error_code ec, const resp3::val
         return refresh();
     }
     std::optional<std::vector<cluster_shard>> shards;
-    if (!ec && !v.is_error()) shards = shards_cmd ? parse_cluster_shards(v) : parse_cluster_slots(v);
+    if (!ec && !v.is_error())
+        shards = shards_cmd ? parse_cluster_shards(v) : parse_cluster_slots(v);
     if (shards && !shards->empty()) apply(*shards);
     finish_refresh(shards && !shards->empty());
 }
@@ -415,8 +420,9 @@ void cluster::apply(const std::vector<cluster_shard>& shards) {
         auto& src = *sources_[i];
         if (!src.ids.empty()) continue;
         // The shard whose master it was made for (a MOVED seen before the map), else slot 0's.
-        const auto it = std::find_if(shards.begin(), shards.end(),
-                                     [&](const cluster_shard& c) { return same(c.master, src.last_); });
+        const auto it = std::find_if(shards.begin(), shards.end(), [&](const cluster_shard& c) {
+            return same(c.master, src.last_);
+        });
         const auto& s = it != shards.end() ? *it : shards.front();
         src.ids = s.ids;
         const bool moved = !same(src.last_, s.master);
@@ -432,10 +438,13 @@ bool cluster::redirect(node& from, request& r, const resp3::value& reply) {
     std::uint16_t slot = 0;
     net::target to;
     if (!parse_redirect(reply.str, ask, slot, to)) {
-        // CLUSTERDOWN / TRYAGAIN: the slot has no master right now (failover) or its keys are
-        // split by a migration. Load the map again and re-send after a short pause, while the
-        // request's deadline allows (not counted as a redirect).
+        // CLUSTERDOWN / TRYAGAIN: the slot has no master right now (failover), or it is being
+        // migrated and the script's keys are not all on one side (a lock script names keys that
+        // do not exist, such as its channel, so every lock script of a migrating slot gets
+        // TRYAGAIN until the migration ends). Load the map again and start over after a short
+        // pause, while the request's deadline allows: bounded by time, not by redirects.
         refresh();
+        r.redirects = 0;
         return retry_later(from, r);
     }
     if (r.redirects >= max_redirects) return false;

@@ -94,7 +94,7 @@ private:
     struct map_request;
 
     node& add_node(const net::target& master); // I/O thread or constructor
-    node* node_at(const net::target& master);   // I/O thread
+    node* node_at(const net::target& master);  // I/O thread
     void apply(const std::vector<cluster_shard>& shards);
     void map_answered(bool shards_cmd, std::error_code ec, const resp3::value& v);
     void finish_refresh(bool ok);

@@ -39,8 +39,8 @@ public:
     pubsub::subscriber& subscriber() noexcept { return sub_; }
     pubsub::mode pubsub_mode() const noexcept { return sub_.pubsub_mode(); }
 
-    /// The node follows a master that can move (Sentinel, Cluster shard): topology errors and refused
-    /// connections are retried within the caller's wait instead of reported.
+    /// The node follows a master that can move (Sentinel, Cluster shard): topology errors and
+    /// refused connections are retried within the caller's wait instead of reported.
     bool follows_master() const noexcept { return source_ != nullptr; }
     /// Until when new acquisitions on this node wait (lock-delay after a master change).
     std::chrono::steady_clock::time_point paused_until() const noexcept;

@@ -307,8 +307,8 @@ int run_list(const global_options& g, const std::string& pattern, bool json, std
         for (std::string_view type : {"hash", "string"}) {
             std::string cursor = "0";
             do {
-                const std::string_view scan[] = {"SCAN", cursor, "MATCH", pattern, "COUNT",
-                                                  "1000", "TYPE", type};
+                const std::string_view scan[] = {"SCAN",  cursor, "MATCH", pattern,
+                                                 "COUNT", "1000", "TYPE",  type};
                 std::error_code ec;
                 const auto page = c.command_on_master(m, scan, ec);
                 if (ec) throw dlock::error(ec);
