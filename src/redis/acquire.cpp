@@ -271,9 +271,20 @@ private:
         return false;
     }
 
-    pubsub::subscriber& sub() noexcept { return req_.where->subscriber(); }
+    /// The subscriber the waiter joined (it leaves the same one), else the node's.
+    pubsub::subscriber& sub() noexcept { return joined_ ? *joined_ : req_.where->subscriber(); }
+
+    /// Cluster: the slot's node as of the latest map (a MOVED reply to an attempt updates it),
+    /// so attempts, the subscription and the hold follow a slot that moved. Elsewhere a no-op.
+    void reroute() noexcept {
+        if (c_->router().batches_by_slot()) req_.where = &c_->router().for_slot(req_.keys.slot);
+    }
 
     void join() {
+        if (!joined_) {
+            reroute();
+            joined_ = &req_.where->subscriber();
+        }
         c_->registry().waiter_added();
         sub().add(channel_, this, req_.protocol->wake_rule());
         if (req_.protocol->queues_on_server())
@@ -300,6 +311,7 @@ private:
                 });
             }
         }
+        reroute();
         slot_.op = this;
         slot_.ttl = ttl;
         if (ttl)
@@ -371,6 +383,7 @@ private:
     std::shared_ptr<acquire_op> self_;
     slot slot_;
     wait_slot wait_;
+    pubsub::subscriber* joined_ = nullptr; // I/O thread: set by join()
 };
 
 } // namespace

@@ -246,6 +246,7 @@ TEST(cluster,
     opts.watchdog_lease = 1500ms;
     dlock::client a(opts);
     dlock::client b(fast_options(c.url()));
+    dlock::client stale(fast_options(c.url())); // not used until the slot has moved
 
     const std::string name = "c-move";
     const auto slot = slot_of(name);
@@ -286,15 +287,27 @@ TEST(cluster,
     held.release();
     EXPECT_EQ(c.node(to).cli({"EXISTS", name}), "0");
 
-    // A client that has not seen the move (its map is stale) is MOVED there and counts on.
-    dlock::client fresh(fast_options(c.url()));
-    auto again = b.acquire(name, {.wait = 0ms});
+    // A client whose map still names the old owner is MOVED there; it counts on, and its
+    // waiter subscribes on the new owner, where the release's SPUBLISH wakes it (not the lease).
+    const auto refreshes = dlock::detail::access::impl(stale)->router().cluster_map()->refreshes();
+    auto again = b.acquire(name, {.wait = 0ms, .lease = 30s});
     ASSERT_TRUE(again);
     EXPECT_GT(*again.token(), *token); // the fencing counter moved with the slot
     EXPECT_EQ(c.node(to).cli({"EXISTS", name}), "1");
-    EXPECT_FALSE(fresh.acquire(name, {.wait = 0ms}));
+    auto waiter = std::async(std::launch::async, [&] {
+        auto l = stale.acquire(name, {.wait = 20s});
+        return std::make_pair(static_cast<bool>(l), std::chrono::steady_clock::now());
+    });
+    ASSERT_TRUE(eventually(
+        [&] { return shard_subscribers(c.node(to), "redisson_lock__channel:{" + name + "}") == 1; },
+        5s));
+    const auto released = std::chrono::steady_clock::now();
     again.release();
-    EXPECT_TRUE(fresh.acquire(name, {.wait = 0ms}));
+    const auto [got, at] = waiter.get();
+    EXPECT_TRUE(got);
+    EXPECT_LT(at - released, 1s);
+    // It learned the move from the MOVED reply (and loaded the map again).
+    EXPECT_GT(dlock::detail::access::impl(stale)->router().cluster_map()->refreshes(), refreshes);
 }
 
 TEST(cluster, a_master_failover_keeps_holds_renewing_on_the_promoted_replica_and_serves_waiters) {
