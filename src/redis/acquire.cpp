@@ -7,6 +7,7 @@
 #include "core/random.hpp"
 #include "redis/release.hpp"
 #include "redis/renewal.hpp"
+#include "redis/topology/cluster.hpp"
 
 #include <random>
 
@@ -127,6 +128,23 @@ public:
     // pubsub::waiter
     void on_active() override { resume({.type = wait_fsm::event_type::active}); }
     void on_wake() override { resume({.type = wait_fsm::event_type::wake}); }
+    /// Cluster: the channel's slot left the node we subscribed on. Load the map again, join
+    /// the channel on the slot's node now, and try at once (a release may have come between).
+    void on_dropped() override {
+        joined_ = nullptr; // the subscriber already forgot us
+        auto again = [w = weak_from_this()](bool) {
+            auto self = w.lock();
+            if (!self || self->finished_ || self->joined_) return;
+            self->reroute();
+            self->joined_ = &self->req_.where->subscriber();
+            self->joined_->add(self->channel_, self.get(), self->req_.protocol->wake_rule());
+            self->resume({.type = wait_fsm::event_type::wake});
+        };
+        if (auto* cl = c_->router().cluster_map())
+            cl->refresh(std::move(again));
+        else
+            again(true);
+    }
     bool takes_handover_of(const hold_state& h) const override {
         return fsm_.may_take_handover() && req_.protocol == h.protocol &&
                req_.keys.key == h.keys.key && req_.owner != h.owner;
@@ -363,6 +381,7 @@ private:
     }
 
     void finish(const wait_fsm::action& a) {
+        finished_ = true;
         cancel_timer();
         if (a.leave_channel) leave(); // the machine knows whether it joined
         const auto res = a.acquired ? acquired(*c_, req_, a.reentered, a.count, a.token, a.sent_at)
@@ -383,7 +402,8 @@ private:
     std::shared_ptr<acquire_op> self_;
     slot slot_;
     wait_slot wait_;
-    pubsub::subscriber* joined_ = nullptr; // I/O thread: set by join()
+    pubsub::subscriber* joined_ = nullptr; // I/O thread: set by join(), on_dropped()
+    bool finished_ = false;                // I/O thread
 };
 
 } // namespace

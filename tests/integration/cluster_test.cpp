@@ -255,6 +255,19 @@ TEST(cluster,
     auto held = a.acquire(name);
     ASSERT_TRUE(held);
     const auto token = held.token();
+    // A waiter of another client, on a lock of the same slot with a long lease: only a message
+    // wakes it in time, and its channel moves with the slot.
+    const std::string waited = "c-move-wait{" + name + "}";
+    const std::string waited_channel = "redisson_lock__channel:" + waited; // a name with a tag
+    auto held_long = a.acquire(waited, {.lease = 30s});
+    ASSERT_TRUE(held_long);
+    dlock::client waiting(fast_options(c.url()));
+    auto across = std::async(std::launch::async, [&] {
+        auto l = waiting.acquire(waited, {.wait = 20s});
+        return std::make_pair(static_cast<bool>(l), std::chrono::steady_clock::now());
+    });
+    ASSERT_TRUE(
+        eventually([&] { return shard_subscribers(c.node(from), waited_channel) == 1; }, 5s));
 
     // ASK: the slot is MIGRATING. A new key of the slot is created on the target (ASKING + the
     // command): a simple lock is one key. (A lock script also names its channel, a key that
@@ -282,6 +295,14 @@ TEST(cluster,
         5s));
     EXPECT_FALSE(held.lost());
     EXPECT_FALSE(b.acquire(name, {.wait = 0ms}));
+    // The source dropped the waiter's channel (sunsubscribe): it subscribed again on the target,
+    // where the release's SPUBLISH wakes it.
+    ASSERT_TRUE(eventually([&] { return shard_subscribers(c.node(to), waited_channel) == 1; }, 5s));
+    const auto released_long = std::chrono::steady_clock::now();
+    held_long.release();
+    const auto [across_got, across_at] = across.get();
+    EXPECT_TRUE(across_got);
+    EXPECT_LT(across_at - released_long, 1s);
     EXPECT_EQ(c.node(to).cli({"EXISTS", other}), "1"); // the ASKed lock is on the target
     asked.unlock();
     held.release();
