@@ -651,7 +651,11 @@ void redis_cluster::failover_to(std::size_t r, std::chrono::milliseconds budget)
             for (auto& n : nodes_)
                 if (n->cli({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos)
                     return false;
-            return true;
+            // Node 0's view (master_of reads it) names `r` a master too.
+            for (const auto& w : cluster_nodes(*nodes_[0]))
+                if (port_of(w[1].substr(0, w[1].find('@'))) == nodes_[r]->port())
+                    return w[2].find("master") != std::string::npos;
+            return false;
         },
         budget);
     if (!ok) throw std::runtime_error("cluster failover did not complete in time");

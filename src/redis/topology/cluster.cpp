@@ -192,8 +192,8 @@ public:
 
     cluster& c_;
     std::optional<net::target> master_; // what resolve() answers without a refresh
-    net::target last_;                  // the last master the map named (node_at)
-    std::vector<std::string> ids;       // the shard's node ids, master first
+    net::target last_;                  // the last master the map named; nodes_mu_
+    std::vector<std::string> ids;       // the shard's node ids, master first; nodes_mu_
 };
 
 /// The map-loading connection's target: the seeds and every master learned, in turn; any node
@@ -403,10 +403,14 @@ void cluster::apply(const std::vector<cluster_shard>& shards) {
             std::lock_guard lk(nodes_mu_);
             src = sources_.back().get();
         }
-        src->ids = s.ids;
-        const bool moved = !same(src->last_, s.master);
-        src->master_ = s.master;
-        src->last_ = s.master;
+        bool moved = false;
+        {
+            std::lock_guard lk(nodes_mu_); // masters() reads ids and last_ from any thread
+            src->ids = s.ids;
+            moved = !same(src->last_, s.master);
+            src->master_ = s.master;
+            src->last_ = s.master;
+        }
         seeds_->learn(s.master);
         if (moved) n->retarget(); // a failover inside the shard: its connections follow
         for (const auto& [lo, hi] : s.ranges)
