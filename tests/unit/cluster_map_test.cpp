@@ -117,3 +117,13 @@ TEST(cluster_map, every_key_of_every_lock_kind_shares_the_slot_of_the_lock_name)
                 << prefix << " " << name;
     }
 }
+
+TEST(cluster_map, a_tls_client_takes_the_masters_tls_port) {
+    auto master = node_map("m1", 7001, "master", "online");
+    master.elements.push_back(str("tls-port"));
+    master.elements.push_back(num(8001));
+    const auto reply = agg(
+        {agg({str("slots"), agg({num(0), num(16383)}), str("nodes"), agg({master})}, type::map)});
+    EXPECT_EQ(dlock::detail::parse_cluster_shards(reply, false)->front().master.port, 7001);
+    EXPECT_EQ(dlock::detail::parse_cluster_shards(reply, true)->front().master.port, 8001);
+}

@@ -65,7 +65,7 @@ struct owned_request final : request {
 
 } // namespace
 
-std::optional<std::vector<cluster_shard>> parse_cluster_shards(const resp3::value& v) {
+std::optional<std::vector<cluster_shard>> parse_cluster_shards(const resp3::value& v, bool tls) {
     if (!v.is_aggregate()) return std::nullopt;
     std::vector<cluster_shard> out;
     for (const auto& sh : v.elements) {
@@ -90,7 +90,8 @@ std::optional<std::vector<cluster_shard>> parse_cluster_shards(const resp3::valu
         }
         if (!master) continue; // no usable master right now (a failover in progress)
         const auto* ip = field(*master, "ip");
-        const auto* port = field(*master, "port");
+        const auto* port =
+            tls && field(*master, "tls-port") ? field(*master, "tls-port") : field(*master, "port");
         if (!ip || !port) return std::nullopt;
         const auto p = as_port(*port);
         if (!p) return std::nullopt;
@@ -363,7 +364,7 @@ void cluster::map_answered(bool shards_cmd, std::error_code ec, const resp3::val
     }
     std::optional<std::vector<cluster_shard>> shards;
     if (!ec && !v.is_error())
-        shards = shards_cmd ? parse_cluster_shards(v) : parse_cluster_slots(v);
+        shards = shards_cmd ? parse_cluster_shards(v, opts_.tls.enabled) : parse_cluster_slots(v);
     if (shards && !shards->empty()) apply(*shards);
     finish_refresh(shards && !shards->empty());
 }

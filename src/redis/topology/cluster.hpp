@@ -50,9 +50,11 @@ struct cluster_shard {
     std::vector<std::string> ids;
 };
 
-/// Parses a `CLUSTER SHARDS` reply (Redis 7). Shards without a master that is online, or
-/// without slots, are left out. nullopt when the reply is not a shard list.
-std::optional<std::vector<cluster_shard>> parse_cluster_shards(const resp3::value& v);
+/// Parses a `CLUSTER SHARDS` reply (Redis 7). Shards without a master that is online are left
+/// out. `tls`: the master's address uses its `tls-port` (when the reply has one). nullopt when
+/// the reply is not a shard list.
+std::optional<std::vector<cluster_shard>> parse_cluster_shards(const resp3::value& v,
+                                                               bool tls = false);
 /// Parses a `CLUSTER SLOTS` reply (one entry per slot range; ranges of one master merged into
 /// one shard).
 std::optional<std::vector<cluster_shard>> parse_cluster_slots(const resp3::value& v);
