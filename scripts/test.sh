@@ -53,7 +53,7 @@ cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DDLOCK_WARNINGS_AS_ERRORS=ON 
   -DDLOCK_SANITIZE=thread -DDLOCK_BUILD_BENCH=OFF -DDLOCK_BUILD_TOOLS=OFF -DDLOCK_BUILD_EXAMPLES=OFF >/dev/null
 cmake --build build/tsan -j"$jobs"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build/tsan "${ctest_args[@]}" -R '^(lock|lease|interop|connection|connection_faults|sync_lane|rwlock|rwlock_redisson|rwlock_interop|redlock|multi_lock|multi_mutex|kinds/multi_lock_kinds|sentinel)\.'
+  ctest --test-dir build/tsan "${ctest_args[@]}" -R '^(lock|lease|interop|connection|connection_faults|sync_lane|rwlock|rwlock_redisson|rwlock_interop|redlock|multi_lock|multi_mutex|kinds/multi_lock_kinds|sentinel|cluster)\.'
 
 step "7/7 parser fuzzing (${DLOCK_FUZZ_SECONDS:-60} s)"
 bash tests/fuzz/run.sh "${DLOCK_FUZZ_SECONDS:-60}"

@@ -72,6 +72,20 @@ resp3::value client::command(std::span<const std::string_view> args, std::error_
     return impl_->run(impl_->router().any(), args, ec);
 }
 
+std::size_t client::masters() const {
+    return impl_->router().masters().size();
+}
+
+resp3::value client::command_on_master(std::size_t i, std::span<const std::string_view> args,
+                                       std::error_code& ec) {
+    const auto all = impl_->router().masters();
+    if (args.empty() || i >= all.size()) {
+        ec = make_error_code(errc::invalid_argument);
+        return {};
+    }
+    return impl_->run(*all[i], args, ec);
+}
+
 mutex client::make_mutex(std::string name) {
     return mutex(*this, std::move(name));
 }

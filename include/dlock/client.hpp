@@ -81,6 +81,20 @@ public:
     resp3::value command(std::span<const std::string_view> args, std::error_code& ec);
     ///@}
 
+    /// On a Cluster, command() sends to the first seed's master; a command whose first key is
+    /// in another slot is redirected there (MOVED / ASK followed, at most 5 times). Commands
+    /// without keys that every master must answer (SCAN, DBSIZE, KEYS) go through
+    /// command_on_master() instead.
+
+    /// How many masters the client reaches: 1 on a standalone server or through Sentinel, one
+    /// per shard on a Cluster (as of the client's last slot map). Thread safety: any thread.
+    std::size_t masters() const;
+    /// Runs one command on master `i` (0 <= i < masters()), not routed by key: for keyless
+    /// commands that every master must answer (SCAN on a Cluster). Blocking and errors as
+    /// command(); errc::invalid_argument when `i` is out of range.
+    resp3::value command_on_master(std::size_t i, std::span<const std::string_view> args,
+                                   std::error_code& ec);
+
     /// Async twin of command(): completes with void(std::error_code, resp3::value) on the
     /// token's associated executor (the I/O thread by default).
     template <class CompletionToken>

@@ -7,6 +7,7 @@
 #include "core/random.hpp"
 #include "redis/release.hpp"
 #include "redis/renewal.hpp"
+#include "redis/topology/cluster.hpp"
 
 #include <random>
 
@@ -138,6 +139,23 @@ public:
         const auto now = clock::now();
         if constexpr (metrics_enabled) woken_at_ = now;
         resume({.type = wait_fsm::event_type::wake, .now = now});
+    }
+    /// Cluster: the channel's slot left the node we subscribed on. Load the map again, join
+    /// the channel on the slot's node now, and try at once (a release may have come between).
+    void on_dropped() override {
+        joined_ = nullptr; // the subscriber already forgot us
+        auto again = [w = weak_from_this()](bool) {
+            auto self = w.lock();
+            if (!self || self->finished_ || self->joined_) return;
+            self->reroute();
+            self->joined_ = &self->req_.where->subscriber();
+            self->joined_->add(self->channel_, self.get(), self->req_.protocol->wake_rule());
+            self->resume({.type = wait_fsm::event_type::wake});
+        };
+        if (auto* cl = c_->router().cluster_map())
+            cl->refresh(std::move(again));
+        else
+            again(true);
     }
     bool takes_handover_of(const hold_state& h) const override {
         return fsm_.may_take_handover() && req_.protocol == h.protocol &&
@@ -290,9 +308,20 @@ private:
         return false;
     }
 
-    pubsub::subscriber& sub() noexcept { return req_.where->subscriber(); }
+    /// The subscriber the waiter joined (it leaves the same one), else the node's.
+    pubsub::subscriber& sub() noexcept { return joined_ ? *joined_ : req_.where->subscriber(); }
+
+    /// Cluster: the slot's node as of the latest map (a MOVED reply to an attempt updates it),
+    /// so attempts, the subscription and the hold follow a slot that moved. Elsewhere a no-op.
+    void reroute() noexcept {
+        if (c_->router().batches_by_slot()) req_.where = &c_->router().for_slot(req_.keys.slot);
+    }
 
     void join() {
+        if (!joined_) {
+            reroute();
+            joined_ = &req_.where->subscriber();
+        }
         c_->registry().waiter_added();
         sub().add(channel_, this, req_.protocol->wake_rule());
         if (req_.protocol->queues_on_server())
@@ -319,6 +348,7 @@ private:
                 });
             }
         }
+        reroute();
         slot_.op = this;
         slot_.ttl = ttl;
         if (ttl)
@@ -371,6 +401,7 @@ private:
     }
 
     void finish(const wait_fsm::action& a) {
+        finished_ = true;
         cancel_timer();
         if (a.leave_channel) leave(); // the machine knows whether it joined
         const auto res = a.acquired ? acquired(*c_, req_, a.reentered, a.count, a.token, a.sent_at)
@@ -403,6 +434,8 @@ private:
     // the hand-over that may grant the lock began; empty when none.
     clock::time_point woken_at_{};
     clock::time_point handover_at_{};
+    pubsub::subscriber* joined_ = nullptr; // I/O thread: set by join(), on_dropped()
+    bool finished_ = false;                // I/O thread
 };
 
 } // namespace

@@ -71,6 +71,9 @@ void client_impl::start() {
         io_.run();
     });
     thread_id_.store(thread_.get_id(), std::memory_order_release);
+    // Cluster: the slot map, so that the first commands go to the right masters (bounded;
+    // without it they reach the first seed's master and are MOVED).
+    router_.wait_ready(std::chrono::steady_clock::now() + opts_.connect_timeout);
 }
 
 void client_impl::shutdown() {

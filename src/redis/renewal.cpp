@@ -110,10 +110,13 @@ void renewal_service::tick() {
     {
         std::lock_guard lk(mu_);
         if (stopped_) return;
+        // Cluster: the slot's node as of the latest map, not the one the hold was taken on
+        // (after a resharding that one would answer MOVED to every renewal).
         for (auto& [p, h] : holds_)
             if (h->watchdog && active(*h))
-                due[{h->where, by_slot ? h->keys.slot : std::uint16_t{0}, h->protocol}].push_back(
-                    h);
+                due[{by_slot ? &c_.router().for_slot(h->keys.slot) : h->where,
+                     by_slot ? h->keys.slot : std::uint16_t{0}, h->protocol}]
+                    .push_back(h);
     }
     const auto lease = c_.options().watchdog_lease;
     for (auto& [group, holds] : due) {

@@ -542,6 +542,125 @@ redis_cluster::redis_cluster(server_options opts) {
     if (!ok) throw std::runtime_error("cluster did not reach cluster_state:ok in 30 s");
 }
 
+namespace {
+
+/// CLUSTER NODES lines as words: id, ip:port@cport, flags, master-id, ..., slots.
+std::vector<std::vector<std::string>> cluster_nodes(const redis_server& s) {
+    std::vector<std::vector<std::string>> out;
+    std::istringstream ss(s.cli({"CLUSTER", "NODES"}));
+    for (std::string line; std::getline(ss, line);) {
+        std::istringstream ls(line);
+        std::vector<std::string> words;
+        for (std::string w; ls >> w;)
+            words.push_back(w);
+        if (words.size() >= 8) out.push_back(std::move(words));
+    }
+    return out;
+}
+
+std::uint16_t port_of(const std::string& addr) {
+    const auto colon = addr.rfind(':');
+    return static_cast<std::uint16_t>(std::stoi(addr.substr(colon + 1)));
+}
+
+std::string trimmed(std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
+        s.pop_back();
+    return s;
+}
+
+} // namespace
+
+std::string redis_cluster::node_id(std::size_t i) const {
+    return trimmed(nodes_.at(i)->cli({"CLUSTER", "MYID"}));
+}
+
+std::size_t redis_cluster::master_of(std::uint16_t slot) const {
+    for (const auto& w : cluster_nodes(*nodes_[0])) {
+        if (w[2].find("master") == std::string::npos || w[2].find("fail") != std::string::npos)
+            continue;
+        for (std::size_t i = 8; i < w.size(); ++i) {
+            if (w[i].front() == '[') continue; // a migration in progress
+            const auto dash = w[i].find('-');
+            const int lo = std::stoi(w[i].substr(0, dash));
+            const int hi = dash == std::string::npos ? lo : std::stoi(w[i].substr(dash + 1));
+            if (slot < lo || slot > hi) continue;
+            const auto port = port_of(w[1].substr(0, w[1].find('@')));
+            for (std::size_t n = 0; n < nodes_.size(); ++n)
+                if (nodes_[n]->port() == port) return n;
+        }
+    }
+    throw std::runtime_error("no master serves slot " + std::to_string(slot));
+}
+
+std::size_t redis_cluster::replica_of(std::size_t i) const {
+    const auto id = node_id(i);
+    for (const auto& w : cluster_nodes(*nodes_[0])) {
+        if (w[3] != id) continue;
+        const auto port = port_of(w[1].substr(0, w[1].find('@')));
+        for (std::size_t n = 0; n < nodes_.size(); ++n)
+            if (nodes_[n]->port() == port) return n;
+    }
+    throw std::runtime_error("node " + std::to_string(i) + " has no replica");
+}
+
+void redis_cluster::begin_migration(std::uint16_t slot, std::size_t from, std::size_t to) {
+    const auto s = std::to_string(slot);
+    nodes_.at(to)->cli({"CLUSTER", "SETSLOT", s, "IMPORTING", node_id(from)});
+    nodes_.at(from)->cli({"CLUSTER", "SETSLOT", s, "MIGRATING", node_id(to)});
+}
+
+void redis_cluster::move_keys(std::uint16_t slot, std::size_t from, std::size_t to) {
+    for (;;) {
+        std::istringstream ss(
+            nodes_.at(from)->cli({"CLUSTER", "GETKEYSINSLOT", std::to_string(slot), "100"}));
+        std::vector<std::string> keys;
+        for (std::string k; std::getline(ss, k);)
+            if (!trimmed(k).empty()) keys.push_back(trimmed(k));
+        if (keys.empty()) return;
+        std::vector<std::string> migrate{
+            "MIGRATE", "127.0.0.1", std::to_string(nodes_.at(to)->port()), "", "0", "5000", "KEYS"};
+        migrate.insert(migrate.end(), keys.begin(), keys.end());
+        const auto out = nodes_.at(from)->cli(migrate);
+        if (out.find("OK") == std::string::npos && out.find("NOKEY") == std::string::npos)
+            throw std::runtime_error("MIGRATE failed: " + out);
+    }
+}
+
+void redis_cluster::finish_migration(std::uint16_t slot, std::size_t to) {
+    const auto s = std::to_string(slot);
+    const auto id = node_id(to);
+    nodes_.at(to)->cli({"CLUSTER", "SETSLOT", s, "NODE", id});
+    for (std::size_t n = 0; n < nodes_.size(); ++n)
+        if (n != to) nodes_[n]->cli({"CLUSTER", "SETSLOT", s, "NODE", id});
+}
+
+void redis_cluster::migrate_slot(std::uint16_t slot, std::size_t from, std::size_t to) {
+    begin_migration(slot, from, to);
+    move_keys(slot, from, to);
+    finish_migration(slot, to);
+}
+
+void redis_cluster::failover_to(std::size_t r, std::chrono::milliseconds budget) {
+    const auto out = nodes_.at(r)->cli({"CLUSTER", "FAILOVER"});
+    if (out.find("OK") == std::string::npos)
+        throw std::runtime_error("CLUSTER FAILOVER refused: " + out);
+    const bool ok = eventually(
+        [&] {
+            if (nodes_[r]->cli({"ROLE"}).rfind("master", 0) != 0) return false;
+            for (auto& n : nodes_)
+                if (n->cli({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos)
+                    return false;
+            // Node 0's view (master_of reads it) names `r` a master too.
+            for (const auto& w : cluster_nodes(*nodes_[0]))
+                if (port_of(w[1].substr(0, w[1].find('@'))) == nodes_[r]->port())
+                    return w[2].find("master") != std::string::npos;
+            return false;
+        },
+        budget);
+    if (!ok) throw std::runtime_error("cluster failover did not complete in time");
+}
+
 std::string redis_cluster::url() const {
     std::string u = "redis-cluster://";
     for (std::size_t i = 0; i < 3; ++i) {

@@ -149,6 +149,24 @@ public:
     std::size_t size() const { return nodes_.size(); }
     redis_server& node(std::size_t i) { return *nodes_.at(i); }
 
+    /// CLUSTER MYID of node i.
+    std::string node_id(std::size_t i) const;
+    /// The index of the node that is master of `slot` now (by node 0's CLUSTER NODES, flags
+    /// without "fail").
+    std::size_t master_of(std::uint16_t slot) const;
+    /// The index of a replica of master `i`.
+    std::size_t replica_of(std::size_t i) const;
+    /// Slot migration by hand, in the three steps `redis-cli --cluster reshard` takes:
+    /// SETSLOT IMPORTING on `to` and MIGRATING on `from`; MIGRATE of every key of the slot;
+    /// SETSLOT NODE `to` on every master. migrate_slot() does all three.
+    void begin_migration(std::uint16_t slot, std::size_t from, std::size_t to);
+    void move_keys(std::uint16_t slot, std::size_t from, std::size_t to);
+    void finish_migration(std::uint16_t slot, std::size_t to);
+    void migrate_slot(std::uint16_t slot, std::size_t from, std::size_t to);
+    /// CLUSTER FAILOVER on replica `r`; waits until it reports ROLE master and every node
+    /// cluster_state:ok, or throws after `budget`.
+    void failover_to(std::size_t r, std::chrono::milliseconds budget);
+
 private:
     std::vector<std::unique_ptr<redis_server>> nodes_{};
 };

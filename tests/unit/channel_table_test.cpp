@@ -505,3 +505,20 @@ TEST(channel_table, a_message_on_a_lingering_channel_wakes_a_waiter_whose_attemp
         EXPECT_EQ(t.sleeping_count(ch), 1u);
     }
 }
+
+TEST(channel_table, a_channel_the_server_dropped_is_forgotten_and_its_waiters_returned_in_order) {
+    table t;
+    fake_waiter a{1}, b{2};
+    t.add(ch, &a, wake_one);
+    t.add(ch, &b, wake_one);
+    confirm(t, ch, t0);
+    EXPECT_FALSE(t.sleep(ch, &a, t0 + 1s));
+    EXPECT_TRUE(t.registered_any(ch));
+    EXPECT_EQ(t.dropped(ch), (waiters{&a, &b}));
+    EXPECT_FALSE(t.registered_any(ch));
+    EXPECT_FALSE(t.registered(ch, &a));
+    EXPECT_EQ(t.channel_count(), 0u);
+    // Joining again (on this or another node) starts from scratch: SUBSCRIBE is sent anew.
+    EXPECT_TRUE(t.add(ch, &a, wake_one).subscribe);
+    EXPECT_TRUE(t.dropped("redisson_lock__channel:{other}").empty());
+}

@@ -5,6 +5,7 @@
 #include <dlock/resp3.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <span>
 #include <string_view>
 #include <system_error>
@@ -22,6 +23,9 @@ public:
     /// args[0] must be "EVALSHA" and args[1] the SHA1 of this text.
     std::string_view eval_fallback;
     std::chrono::steady_clock::time_point deadline;
+    /// Cluster redirections (MOVED / ASK / CLUSTERDOWN retries) this request has followed since
+    /// it was submitted; the router bounds them. Reset by net::connection::submit().
+    std::uint8_t redirects = 0;
 
     virtual void complete(std::error_code ec, resp3::value&& reply) = 0;
 

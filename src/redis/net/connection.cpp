@@ -154,6 +154,7 @@ void connection::stop() {
 }
 
 void connection::submit(detail::request& r) {
+    r.redirects = 0;
     std::error_code fail;
     {
         std::lock_guard lk(mu_);
@@ -176,6 +177,28 @@ void connection::submit(detail::request& r) {
         }
     }
     r.complete(fail, {});
+}
+
+void connection::submit_group(std::span<detail::request* const> reqs) {
+    std::error_code fail;
+    {
+        std::lock_guard lk(mu_);
+        if (stopped_)
+            fail = make_error_code(errc::cancelled);
+        else if (sticky_error_)
+            fail = sticky_error_;
+        if (!fail) {
+            for (auto* r : reqs) {
+                const auto begin = pending_buf_.size();
+                resp3::encode_command(pending_buf_, r->args);
+                pending_.push_back({r, begin, pending_buf_.size()});
+            }
+            schedule_flush_locked();
+            return;
+        }
+    }
+    for (auto* r : reqs)
+        r->complete(fail, {});
 }
 
 void connection::submit_oneway(std::span<const std::string_view> args) {
@@ -329,7 +352,7 @@ void connection::handshake() {
     // commands that would run as the default user).
     write_buf_.clear();
     handshake_replies_ = encode_handshake(write_buf_, opts_);
-    role_pending_ = source_ != nullptr;
+    role_pending_ = source_ != nullptr && source_->master_only();
     if (role_pending_) {
         resp3::encode_command(write_buf_, {"ROLE"});
         ++handshake_replies_;
@@ -404,12 +427,15 @@ void connection::dispatch_reply(resp3::value&& v) {
         return;
     }
     detail::request* r = nullptr;
+    bool redirect = false;
     {
         std::lock_guard lk(mu_);
         if (!inflight_.empty()) {
             r = inflight_.front();
             inflight_.pop_front();
-            if (source_ && topology_error(v)) {
+            if (on_redirect_ && cluster_redirect(v)) {
+                redirect = true; // handed to the Cluster router below, outside the lock
+            } else if (source_ && topology_error(v)) {
                 // Not carried out here: send it again, to the master we move to.
                 requeue_front_locked(*r);
                 draining_ = true;
@@ -437,7 +463,7 @@ void connection::dispatch_reply(resp3::value&& v) {
         // A reply nobody asked for: the stream is desynchronised. Never attribute it.
         return fail_connection(make_error_code(errc::protocol_error));
     }
-    r->complete({}, std::move(v));
+    if (!redirect || !on_redirect_(*r, v)) r->complete({}, std::move(v));
     if (draining_) {
         bool empty = false;
         {

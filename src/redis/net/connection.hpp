@@ -77,6 +77,9 @@ public:
     virtual void resolve(resolved done) = 0;
     /// I/O thread: `t` is not the master (any more).
     virtual void invalidate(const target& t) = 0;
+    /// Whether the connection checks `ROLE` in its handshake and refuses a replica (false for
+    /// a Cluster's map-loading connection, which any node may serve).
+    virtual bool master_only() const noexcept { return true; }
 };
 
 /// Appends the connection handshake to `out`: HELLO 3 [AUTH user pass] [SETNAME name], then
@@ -90,6 +93,11 @@ public:
     /// (re)connect, so a subscriber can resubscribe.
     using push_handler = std::function<void(const resp3::value& push)>;
     using state_handler = std::function<void(bool connected)>;
+    /// Command mode, I/O thread: an error reply MOVED / ASK / CLUSTERDOWN / TRYAGAIN arrived for
+    /// `r`. Returns true when the handler took `r` over (it re-submits it somewhere and `r` is
+    /// completed later), false to complete `r` with the reply as usual (Cluster routing,
+    /// topology/cluster.hpp).
+    using redirect_handler = std::function<bool(detail::request& r, const resp3::value& reply)>;
 
     enum class mode { command, pubsub };
 
@@ -108,11 +116,16 @@ public:
     void retarget();
 
     void submit(detail::request& r);
+    /// Queues `reqs` back to back, in order, with nothing of other callers in between (ASKING
+    /// followed by its command). Unlike submit(), keeps each request's `redirects` count.
+    void submit_group(std::span<detail::request* const> reqs);
     /// Pubsub mode: writes a command with no reply slot (SUBSCRIBE and friends).
     void submit_oneway(std::span<const std::string_view> args);
 
     void set_push_handler(push_handler h) { on_push_ = std::move(h); }
     void set_state_handler(state_handler h) { on_state_ = std::move(h); }
+    /// Set before start().
+    void set_redirect_handler(redirect_handler h) { on_redirect_ = std::move(h); }
 
     bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
     /// True when connected and nothing is queued, being written or awaiting a reply; `epoch`
@@ -242,6 +255,7 @@ private:
     std::atomic<bool> connected_{false};
     push_handler on_push_;
     state_handler on_state_;
+    redirect_handler on_redirect_;
 };
 
 } // namespace dlock::net

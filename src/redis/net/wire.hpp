@@ -37,6 +37,14 @@ inline bool topology_error(const resp3::value& reply) noexcept {
             reply.str.starts_with("MASTERDOWN"));
 }
 
+/// A Cluster redirection or a Cluster that cannot serve the slot right now: MOVED, ASK,
+/// CLUSTERDOWN, TRYAGAIN (the command was not carried out).
+inline bool cluster_redirect(const resp3::value& reply) noexcept {
+    return reply.is_error() &&
+           (reply.str.starts_with("MOVED ") || reply.str.starts_with("ASK ") ||
+            reply.str.starts_with("CLUSTERDOWN") || reply.str.starts_with("TRYAGAIN"));
+}
+
 /// Whether a ROLE reply names a master (["master", offset, replicas]).
 inline bool role_is_master(const resp3::value& reply) noexcept {
     return reply.is_aggregate() && !reply.elements.empty() &&

@@ -82,6 +82,12 @@ public:
         return std::find(ws.begin(), ws.end(), w) != ws.end();
     }
 
+    /// Whether `channel` has a waiter.
+    bool registered_any(const std::string& channel) const {
+        auto it = channels_.find(channel);
+        return it != channels_.end() && !it->second.waiters.empty();
+    }
+
     struct removed {
         bool unsubscribe = false; ///< never confirmed and now unused: send UNSUBSCRIBE now
         bool linger = false;      ///< unused now: sweep after `linger`
@@ -101,6 +107,17 @@ public:
         }
         e.idle_since = now;
         return {false, true};
+    }
+
+    /// The server dropped `channel` on its own (Cluster: `sunsubscribe` when the channel's slot
+    /// left the node). Forgets the channel; returns its waiters (in order), who must join again
+    /// where the slot is now.
+    std::vector<W*> dropped(const std::string& channel) {
+        auto it = channels_.find(channel);
+        if (it == channels_.end()) return {};
+        std::vector<W*> out(it->second.waiters.begin(), it->second.waiters.end());
+        channels_.erase(it);
+        return out;
     }
 
     /// `w`, whose last attempt was sent at `attempt_sent_at`, is about to sleep. True: a

@@ -86,6 +86,14 @@ void subscriber::on_push(const resp3::value& v) {
             if (table_.registered(channel, w)) w->on_wake();
         return;
     }
+    if (kind == "sunsubscribe" && table_.registered_any(channel)) {
+        // Not ours (we unsubscribe only channels without waiters): the server dropped it,
+        // because its slot left this node (resharding, failover). The waiters join again on
+        // the slot's node now.
+        for (auto* w : table_.dropped(channel))
+            w->on_dropped();
+        return;
+    }
     if (kind != "message" && kind != "smessage") return;
     table_.message(channel, v.elements[2].str, wake_);
     if (wake_.size() == 1) return wake_.front()->on_wake(); // the common case: no copy

@@ -21,6 +21,9 @@ public:
     virtual void on_active() = 0;
     /// An unlock message, a stored permit or a reconnect woke this waiter.
     virtual void on_wake() = 0;
+    /// The server dropped the channel (sharded pub/sub: its slot moved to another node); the
+    /// waiter is no longer registered and should join the channel where the slot is now.
+    virtual void on_dropped() {}
     /// Asleep on the lock `h` is finally releasing, as another owner, waiting by notification:
     /// the release may hand the lock over to this waiter.
     virtual bool takes_handover_of(const detail::hold_state& h) const = 0;

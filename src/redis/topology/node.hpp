@@ -18,9 +18,11 @@ class sentinel_source;
 
 class node {
 public:
-    /// `source`: where the master is when `where` is not fixed (Sentinel); null otherwise.
+    /// `source`: where the master is when `where` is not fixed (Sentinel: the sentinel_source;
+    /// Cluster: the master of one shard); null otherwise. Cluster nodes have no sync lane (a
+    /// MOVED reply is followed on the I/O thread).
     node(asio::io_context& io, const client_options& opts, net::target where, pubsub::mode m,
-         std::shared_ptr<sentinel_source> source = nullptr);
+         std::shared_ptr<net::target_source> source = nullptr);
     ~node();
     node(const node&) = delete;
     node& operator=(const node&) = delete;
@@ -42,8 +44,8 @@ public:
         sub_.counters().add_to(s);
     }
 
-    /// The node follows a master that can move (Sentinel): topology errors and refused
-    /// connections are retried within the caller's wait instead of reported.
+    /// The node follows a master that can move (Sentinel, Cluster shard): topology errors and
+    /// refused connections are retried within the caller's wait instead of reported.
     bool follows_master() const noexcept { return source_ != nullptr; }
     /// Until when new acquisitions on this node wait (lock-delay after a master change).
     std::chrono::steady_clock::time_point paused_until() const noexcept;
@@ -51,7 +53,8 @@ public:
     void retarget();
 
 private:
-    std::shared_ptr<sentinel_source> source_;
+    std::shared_ptr<net::target_source> source_;
+    sentinel_source* sentinel_ = nullptr; // source_ when it is a Sentinel's (lock-delay)
     std::shared_ptr<net::connection> conn_;
     std::unique_ptr<net::sync_lane> lane_; // null: blocking_io::io_thread or TLS
     pubsub::subscriber sub_;

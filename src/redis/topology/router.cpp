@@ -1,5 +1,6 @@
 #include "redis/topology/router.hpp"
 
+#include "redis/topology/cluster.hpp"
 #include "redis/topology/sentinel.hpp"
 
 #include <dlock/error.hpp>
@@ -7,10 +8,10 @@
 namespace dlock::detail {
 
 router::router(asio::io_context& io, const client_options& opts) {
-    if (opts.kind == topology::cluster)
-        throw error(errc::configuration_error,
-                    "dlock: the Cluster topology is not supported by the client yet (" +
-                        to_string(opts) + ")");
+    if (opts.kind == topology::cluster) {
+        cluster_ = std::make_shared<detail::cluster>(io, opts);
+        return;
+    }
     if (opts.kind == topology::sentinel) {
         if (opts.endpoints.empty() || opts.master_name.empty())
             throw error(errc::configuration_error,
@@ -31,11 +32,27 @@ router::router(asio::io_context& io, const client_options& opts) {
     nodes_.push_back(std::make_unique<node>(io, opts, t, pubsub::mode::classic));
 }
 
-node& router::for_slot(std::uint16_t) noexcept {
-    return *nodes_.front();
+router::~router() = default;
+
+node& router::any() noexcept {
+    return cluster_ ? cluster_->first() : *nodes_.front();
+}
+
+node& router::for_slot(std::uint16_t slot) noexcept {
+    return cluster_ ? cluster_->for_slot(slot) : *nodes_.front();
+}
+
+std::vector<node*> router::masters() {
+    if (cluster_) return cluster_->masters();
+    return {nodes_.front().get()};
+}
+
+void router::wait_ready(std::chrono::steady_clock::time_point deadline) {
+    if (cluster_) cluster_->wait_ready(deadline);
 }
 
 void router::start() {
+    if (cluster_) return cluster_->start();
     if (sentinel_) {
         sentinel_->on_change([this](const net::target& t) {
             for (auto& n : nodes_)
@@ -49,6 +66,7 @@ void router::start() {
 }
 
 void router::stop() {
+    if (cluster_) return cluster_->stop();
     for (auto& n : nodes_)
         n->stop();
     if (sentinel_) sentinel_->stop();
@@ -59,6 +77,7 @@ std::uint64_t router::master_changes() const noexcept {
 }
 
 void router::stop_subscribers() {
+    if (cluster_) return cluster_->stop_subscribers();
     for (auto& n : nodes_)
         n->stop_subscriber();
 }

@@ -115,7 +115,10 @@ lock_info inspect(client& c, const std::string& name) {
             info.ttl_ms = pttl;
         }
     }
-    std::vector<std::string_view> numsub{"PUBSUB", "NUMSUB"};
+    // Waiters on a Cluster subscribe with SSUBSCRIBE (dlock and Redisson on Redis 7): count
+    // those on the lock's master (SHARDNUMSUB is routed by the channel's slot).
+    const bool sharded = c.options().kind == topology::cluster;
+    std::vector<std::string_view> numsub{"PUBSUB", sharded ? "SHARDNUMSUB" : "NUMSUB"};
     for (const auto& l : layouts) // each channel once (the read and write sides share one)
         if (std::find(numsub.begin() + 2, numsub.end(), l.channel) == numsub.end())
             numsub.push_back(l.channel);
@@ -257,16 +260,24 @@ failure not_a_lock(const lock_info& i) {
 
 std::vector<lock_info> list_locks(client& c, const std::string& pattern) {
     std::set<std::string> candidates; // SCAN may return a key twice
-    for (std::string_view type : {"hash", "string"}) {
-        std::string cursor = "0";
-        do {
-            const auto page =
-                checked(c, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000", "TYPE", type});
-            if (page.elements.size() != 2) throw dlock::error(errc::protocol_error);
-            cursor = page.elements[0].str;
-            for (const auto& k : page.elements[1].elements)
-                candidates.insert(k.str);
-        } while (cursor != "0");
+    // Every master (one per shard on a Cluster; the one server otherwise).
+    for (std::size_t m = 0; m < c.masters(); ++m) {
+        for (std::string_view type : {"hash", "string"}) {
+            std::string cursor = "0";
+            do {
+                const std::string_view scan[] = {"SCAN",  cursor, "MATCH", pattern,
+                                                 "COUNT", "1000", "TYPE",  type};
+                std::error_code ec;
+                const auto page = c.command_on_master(m, scan, ec);
+                if (ec) throw dlock::error(ec);
+                if (page.is_error())
+                    throw dlock::error(classify_server_error(page.str), one_line(page.str));
+                if (page.elements.size() != 2) throw dlock::error(errc::protocol_error);
+                cursor = page.elements[0].str;
+                for (const auto& k : page.elements[1].elements)
+                    candidates.insert(k.str);
+            } while (cursor != "0");
+        }
     }
     std::vector<lock_info> locks;
     for (const auto& name : candidates) {
