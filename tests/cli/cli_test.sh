@@ -96,10 +96,10 @@ failures)
   grep -q "raise maxmemory" "$tmp/err" || fail "no advice: $(cat "$tmp/err")"
   rcli CONFIG SET maxmemory 0 >/dev/null
   [ -e "$tmp/ran" ] && fail "the command ran without the lock"
-  # A wrong password: 77; an ACL without the scripts: 77 with the server's NOPERM text.
+  # A wrong password: 69 (the product page); an ACL without the scripts: 77 with the server's NOPERM text.
   rcli ACL SETUSER alice on '>right' '~*' '&*' '+@all' >/dev/null
   rcli ACL SETUSER bob on '>pw' '~*' '&*' '+@all' '-evalsha' '-eval' >/dev/null
-  expect_fail 77 5 "authentication failed" \
+  expect_fail 69 5 "authentication failed" \
     env DLOCK_URL="redis://alice:wrong@127.0.0.1:$port" "$dlock" exec a1 -- true
   grep -q "wrong" "$tmp/err" && fail "the password appears: $(cat "$tmp/err")"
   grep -q "WRONGPASS" "$tmp/err" || fail "the server's text is missing: $(cat "$tmp/err")"

@@ -73,7 +73,7 @@ TEST(cli_exit_codes, every_library_error_has_a_sysexits_code_and_never_1) {
     }
     EXPECT_EQ(dlock::cli::exit_code_for(errc::unavailable), 69);
     EXPECT_EQ(dlock::cli::exit_code_for(errc::out_of_memory), 76);
-    EXPECT_EQ(dlock::cli::exit_code_for(errc::auth_failed), 77);
+    EXPECT_EQ(dlock::cli::exit_code_for(errc::auth_failed), 69);
     EXPECT_EQ(dlock::cli::exit_code_for(errc::configuration_error), 78);
     EXPECT_EQ(dlock::cli::exit_code_for(std::make_error_code(std::errc::no_child_process)), 71);
 }

@@ -15,8 +15,9 @@
 //           127 / 126 when the command was not found / not executable)
 //   64 usage, 65 NAME is not a lock, 69 unavailable, 70 internal, 71 system call failed,
 //   73 exec: lease lost, 75 exec: not acquired within --wait, 76 server error reply,
-//   77 authentication / ACL, 78 unsupported server or deployment, 128+N interrupted.
-//   dlock itself never exits 1, so a script can tell its command's exit 1 from dlock's.
+//   77 ACL denied (authentication failures are 69, as the product page says), 78 unsupported server
+//   or deployment, 128+N interrupted. dlock itself never exits 1, so a script can tell its
+//   command's exit 1 from dlock's.
 // Every error is one line on stderr starting with "dlock: ". Passwords (from the URL or
 // $DLOCK_PASSWORD) never appear in any output.
 #pragma once

@@ -32,8 +32,8 @@ struct exec_options {
 /// Exit: the child's status (128 + signal when a signal killed it), 75 not acquired within
 /// --wait, 73 lease lost while the child ran (child sent SIGTERM, then SIGKILL after
 /// --kill-after), 127 / 126 command not found / not executable; every other failure of dlock
-/// has its own code (common.hpp: 64 usage, 65 not a lock, 69 unreachable, 76 server error, 77
-/// auth / ACL, ...).
+/// has its own code (common.hpp: 64 usage, 65 not a lock, 69 unreachable or auth failed, 76 server
+/// error, 77 ACL denied, ...).
 int run_exec(const global_options& g, const exec_options& o, std::ostream& err);
 
 /// `dlock status [--json] NAME...`: holders, hold counts, remaining lease, waiters, fencing

@@ -146,13 +146,14 @@ const char* const exit_code_help =
 127 not found, 126 not executable); every failure of dlock itself has a code of its own:
   64  usage error: unknown command or option, bad duration, lock name or URL (EX_USAGE)
   65  NAME holds something that is not a lock, e.g. a string (EX_DATAERR)
-  69  server unreachable (refused, unknown host, timeout), busy, or connection lost (EX_UNAVAILABLE)
+  69  server unreachable (refused, unknown host, timeout), busy, connection lost, or
+      authentication failed: wrong password, TLS certificate (EX_UNAVAILABLE)
   70  internal error of dlock (EX_SOFTWARE)
   71  a system call failed: fork, pipe, signalfd (EX_OSERR)
   73  exec: the lock was lost while the command ran; it got SIGTERM, then SIGKILL
   75  exec: not acquired within --wait (EX_TEMPFAIL)
   76  the server answered with an error: out of memory, script error (EX_PROTOCOL)
-  77  authentication failed or the ACL denies a command or key (EX_NOPERM)
+  77  the server's ACL denies a command or key (EX_NOPERM)
   78  the server or deployment is not supported (EX_CONFIG)
   128+N  interrupted by signal N while waiting for the lock)";
 
@@ -167,6 +168,7 @@ int exit_code_for(const std::error_code& ec) {
     case errc::server_busy:
     case errc::readonly:
     case errc::not_replicated:
+    case errc::auth_failed: // the product page: 69 "Redis unreachable or authentication failed"
         return exit_code::unavailable;
     case errc::out_of_memory:
     case errc::server_error:
@@ -175,7 +177,6 @@ int exit_code_for(const std::error_code& ec) {
     case errc::cross_slot:
     case errc::protocol_error:
         return exit_code::server_error;
-    case errc::auth_failed:
     case errc::permission_denied:
         return exit_code::no_permission;
     case errc::configuration_error:

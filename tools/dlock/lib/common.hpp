@@ -29,7 +29,7 @@ inline constexpr int os_error = 71;      ///< EX_OSERR: a system call failed (fo
 inline constexpr int lost = 73;          ///< exec: the lease was lost while the child ran
 inline constexpr int not_acquired = 75;  ///< EX_TEMPFAIL: not acquired within --wait
 inline constexpr int server_error = 76;  ///< EX_PROTOCOL: the server answered with an error
-inline constexpr int no_permission = 77; ///< EX_NOPERM: authentication failed, ACL denied
+inline constexpr int no_permission = 77; ///< EX_NOPERM: the ACL denied a command or key
 inline constexpr int config = 78;        ///< EX_CONFIG: the server or deployment is unsupported
 inline constexpr int signalled = 128;    ///< + signal number: killed by (or stopped on) a signal
 } // namespace exit_code
@@ -90,8 +90,9 @@ redlock_options redlock_options_for(const global_options& g);
 std::string url_with_password(std::string_view url, std::string_view password);
 
 /// The exit code for a library error: 64 invalid_argument; 69 unavailable, timeout,
-/// ambiguous, server_busy, readonly, not_replicated; 76 out_of_memory, server_error, no_script,
-/// moved, cross_slot, protocol_error; 77 auth_failed, permission_denied; 78 configuration_error; 70
+/// ambiguous, server_busy, readonly, not_replicated, auth_failed; 76 out_of_memory,
+/// server_error, no_script, moved, cross_slot, protocol_error; 77 permission_denied; 78
+/// configuration_error; 70
 /// otherwise. (A WRONGTYPE server error is 65; diagnose() tells it apart.)
 int exit_code_for(const std::error_code& ec);
 
