@@ -3,6 +3,7 @@
 // kinds over names on all three masters, waiters woken through sharded pub/sub (also by
 // Redisson's own unlock script with SPUBLISH), 200 renewals across slots, MOVED after a slot
 // migration, ASK during one, a held lock's slot resharded, and a failover inside the cluster.
+#include "core/metrics.hpp"
 #include "redis/client_impl.hpp"
 #include "redis/locks/names.hpp"
 #include "redis/topology/cluster.hpp"
@@ -336,6 +337,7 @@ TEST(cluster, a_master_failover_keeps_holds_renewing_on_the_promoted_replica_and
     redis_cluster c;
     auto opts = fast_options(c.url());
     opts.watchdog_lease = 3s;
+    opts.failover_lock_delay = 300ms;
     dlock::client a(opts);
     dlock::client b(opts);
     const std::string name = "c-failover";
@@ -381,4 +383,44 @@ TEST(cluster, a_master_failover_keeps_holds_renewing_on_the_promoted_replica_and
     ASSERT_TRUE(got);
     EXPECT_GT(*got.token(), *token);
     EXPECT_EQ(c.node(replica).cli({"EXISTS", name}), "1");
+    // Both clients saw the shard's master change (it started their lock-delay there).
+    const auto& node_b = dlock::detail::access::impl(b)->router().for_slot(slot);
+    EXPECT_GT(node_b.paused_until(), std::chrono::steady_clock::time_point{});
+    if (dlock::detail::metrics_enabled) {
+        EXPECT_GE(a.metrics().topology_changes, 1u);
+        EXPECT_GE(b.metrics().topology_changes, 1u);
+    }
+}
+
+TEST(cluster, new_acquisitions_wait_out_the_lock_delay_after_a_failover_inside_the_cluster) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_cluster c;
+    auto opts = fast_options(c.url());
+    opts.failover_lock_delay = 8s; // longer than the failover takes: still running after it
+    dlock::client a(opts);
+    const std::string name = "c-delay";
+    const auto slot = slot_of(name);
+    a.acquire(name).release(); // the client knows the shard's first master
+    const auto replica = c.replica_of(c.master_of(slot));
+    const auto failover_began = std::chrono::steady_clock::now();
+    c.failover_to(replica, 20s);
+    auto& n = dlock::detail::access::impl(a)->router().for_slot(slot);
+    // The client learns of it from a map refresh (a dropped connection during the failover,
+    // or MOVED from the demoted master): provoke one if it has not yet.
+    ASSERT_TRUE(eventually(
+        [&] {
+            std::error_code ec;
+            if (n.paused_until() > failover_began) return true;
+            (void)a.acquire(name, {.wait = 0ms}, ec);
+            return n.paused_until() > failover_began;
+        },
+        10s));
+    const auto paused_until = n.paused_until();
+    auto m = a.make_mutex(name);
+    if (std::chrono::steady_clock::now() + 200ms < paused_until) {
+        EXPECT_FALSE(m.try_lock()); // free on the server, refused by the delay
+    }
+    auto lease = a.acquire(name, {.wait = 15s});
+    EXPECT_TRUE(lease);
+    EXPECT_GE(std::chrono::steady_clock::now(), paused_until);
 }

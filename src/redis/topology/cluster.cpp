@@ -413,7 +413,10 @@ void cluster::apply(const std::vector<cluster_shard>& shards) {
             src->last_ = s.master;
         }
         seeds_->learn(s.master);
-        if (moved) n->retarget(); // a failover inside the shard: its connections follow
+        if (moved) { // a failover inside the shard: its connections follow, lock-delay starts
+            n->master_changed(lock_delay(opts_));
+            if (on_change_) on_change_(s.master.host + ':' + std::to_string(s.master.port));
+        }
         for (const auto& [lo, hi] : s.ranges)
             for (unsigned slot = lo; slot <= hi; ++slot)
                 (*slots_)[slot].store(n, std::memory_order_release);

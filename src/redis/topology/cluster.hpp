@@ -87,6 +87,10 @@ public:
     /// Map refreshes completed (tests, statistics).
     std::uint64_t refreshes() const noexcept { return refreshes_.load(std::memory_order_relaxed); }
 
+    /// Runs on the I/O thread after a shard's master changed (a failover inside the cluster),
+    /// with the new master's "host:port". Set before start().
+    void on_master_change(std::function<void(const std::string&)> f) { on_change_ = std::move(f); }
+
     /// I/O thread: loads the map again (coalesced with one in flight); `done` after it.
     void refresh(std::function<void(bool ok)> done = {});
 
@@ -121,6 +125,7 @@ private:
     std::vector<std::function<void(bool)>> refresh_waiting_;
     std::vector<std::shared_ptr<asio::steady_timer>> retry_timers_; // CLUSTERDOWN / TRYAGAIN
     std::atomic<bool> stopped_{false};
+    std::function<void(const std::string&)> on_change_;
     std::atomic<std::uint64_t> refreshes_{0};
 
     std::mutex ready_mu_;

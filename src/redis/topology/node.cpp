@@ -1,13 +1,10 @@
 #include "redis/topology/node.hpp"
 
-#include "redis/topology/sentinel.hpp"
-
 namespace dlock::detail {
 
 node::node(asio::io_context& io, const client_options& opts, net::target where, pubsub::mode m,
            std::shared_ptr<net::target_source> source)
     : source_(std::move(source))
-    , sentinel_(dynamic_cast<sentinel_source*>(source_.get()))
     , conn_(std::make_shared<net::connection>(io, opts, where, net::connection::mode::command,
                                               source_))
     , sub_(io, opts, where, m, source_) {
@@ -27,8 +24,11 @@ void node::stop() {
     conn_->stop();
 }
 
-std::chrono::steady_clock::time_point node::paused_until() const noexcept {
-    return sentinel_ ? sentinel_->paused_until() : std::chrono::steady_clock::time_point{};
+void node::master_changed(std::chrono::milliseconds lock_delay) {
+    retarget();
+    if (lock_delay.count() <= 0) return;
+    const auto until = std::chrono::steady_clock::now() + lock_delay;
+    paused_until_.store(until.time_since_epoch().count(), std::memory_order_release);
 }
 
 void node::retarget() {

@@ -14,7 +14,11 @@
 
 namespace dlock::detail {
 
-class sentinel_source;
+/// The lock-delay after a master change: client_options::failover_lock_delay, by default the
+/// watchdog lease (ARCHITECTURE.md, "Nodes, the router and the topologies").
+inline std::chrono::milliseconds lock_delay(const client_options& o) noexcept {
+    return o.failover_lock_delay ? *o.failover_lock_delay : o.watchdog_lease;
+}
 
 class node {
 public:
@@ -48,16 +52,23 @@ public:
     /// refused connections are retried within the caller's wait instead of reported.
     bool follows_master() const noexcept { return source_ != nullptr; }
     /// Until when new acquisitions on this node wait (lock-delay after a master change).
-    std::chrono::steady_clock::time_point paused_until() const noexcept;
-    /// I/O thread: the master moved; every connection of the node follows it.
+    /// Any thread.
+    std::chrono::steady_clock::time_point paused_until() const noexcept {
+        return std::chrono::steady_clock::time_point(
+            std::chrono::steady_clock::duration(paused_until_.load(std::memory_order_acquire)));
+    }
+    /// I/O thread: the master moved. Every connection of the node follows it, and new
+    /// acquisitions wait until `now + lock_delay` (client_options::failover_lock_delay).
+    void master_changed(std::chrono::milliseconds lock_delay);
+    /// I/O thread: every connection follows the master the source names now.
     void retarget();
 
 private:
     std::shared_ptr<net::target_source> source_;
-    sentinel_source* sentinel_ = nullptr; // source_ when it is a Sentinel's (lock-delay)
     std::shared_ptr<net::connection> conn_;
     std::unique_ptr<net::sync_lane> lane_; // null: blocking_io::io_thread or TLS
     pubsub::subscriber sub_;
+    std::atomic<std::chrono::steady_clock::rep> paused_until_{0};
 };
 
 } // namespace dlock::detail

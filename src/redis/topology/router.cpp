@@ -7,7 +7,8 @@
 
 namespace dlock::detail {
 
-router::router(asio::io_context& io, const client_options& opts) {
+router::router(asio::io_context& io, const client_options& opts)
+    : lock_delay_(lock_delay(opts)) {
     if (opts.kind == topology::cluster) {
         cluster_ = std::make_shared<detail::cluster>(io, opts);
         return;
@@ -52,11 +53,16 @@ void router::wait_ready(std::chrono::steady_clock::time_point deadline) {
 }
 
 void router::start() {
-    if (cluster_) return cluster_->start();
+    if (cluster_) {
+        cluster_->on_master_change([this](const std::string& address) {
+            if (on_change_) on_change_(address);
+        });
+        return cluster_->start();
+    }
     if (sentinel_) {
         sentinel_->on_change([this](const net::target& t) {
             for (auto& n : nodes_)
-                n->retarget();
+                n->master_changed(lock_delay_);
             if (on_change_) on_change_(t.host + ':' + std::to_string(t.port));
         });
         sentinel_->start();

@@ -23,6 +23,8 @@
 
 namespace dlock::detail {
 
+class sentinel_source;
+
 class cluster;
 
 class router {
@@ -65,6 +67,7 @@ private:
     std::shared_ptr<detail::cluster> cluster_;  // Cluster only (owns its nodes)
     std::vector<std::unique_ptr<node>> nodes_;
     std::function<void(const std::string&)> on_change_;
+    std::chrono::milliseconds lock_delay_{};
 };
 
 } // namespace dlock::detail

@@ -49,8 +49,7 @@ struct sentinel_source::query final : detail::request {
 
 sentinel_source::sentinel_source(asio::io_context& io, const client_options& opts)
     : io_(io)
-    , opts_(opts)
-    , lock_delay_(opts.failover_lock_delay ? *opts.failover_lock_delay : opts.watchdog_lease) {
+    , opts_(opts) {
     const auto so = sentinel_options(opts);
     for (const auto& ep : opts.endpoints) {
         net::target t;
@@ -146,10 +145,6 @@ void sentinel_source::learned(const net::target& t, bool from_switch) {
     if (!changed) return;
     (void)from_switch;
     changes_.fetch_add(1, std::memory_order_relaxed);
-    if (lock_delay_.count() > 0) {
-        const auto until = clock::now() + lock_delay_;
-        paused_until_.store(until.time_since_epoch().count(), std::memory_order_release);
-    }
     if (on_change_) on_change_(t);
 }
 

@@ -8,11 +8,11 @@
 // - +switch-master: one pub/sub connection per sentinel listens for the master's move and
 //   re-points the node at once (on_change), instead of waiting for READONLY or a refused
 //   connect.
-// - Lock-delay: when the master this source names changes (not its first answer), new
-//   acquisitions are refused until failover_lock_delay has passed (paused_until()).
+// - A change of the master this source names (not its first answer) calls on_change: the
+//   router re-points its node and starts the lock-delay there (node::master_changed).
 //
-// Thread safety: paused_until() from any thread; everything else on the I/O thread (start()
-// and stop() post there).
+// Thread safety: changes() from any thread; everything else on the I/O thread (start() and
+// stop() post there).
 #pragma once
 
 #include "redis/net/connection.hpp"
@@ -42,10 +42,6 @@ public:
 
     /// Runs on the I/O thread after the master changed (connections should follow).
     void on_change(std::function<void(const net::target&)> f) { on_change_ = std::move(f); }
-    /// Until when new acquisitions wait (lock-delay); the epoch when there was no change.
-    clock::time_point paused_until() const noexcept {
-        return clock::time_point(clock::duration(paused_until_.load(std::memory_order_acquire)));
-    }
     /// How many times the master changed since the client started.
     std::uint64_t changes() const noexcept { return changes_.load(std::memory_order_relaxed); }
 
@@ -57,8 +53,7 @@ private:
     void on_switch_message(const resp3::value& v);
 
     asio::io_context& io_;
-    client_options opts_; // of the data nodes
-    std::chrono::milliseconds lock_delay_;
+    client_options opts_;                                  // of the data nodes
     std::vector<std::shared_ptr<net::connection>> ask_;    // one command connection per sentinel
     std::vector<std::shared_ptr<net::connection>> listen_; // one +switch-master listener each
     std::optional<net::target> master_;                    // what resolve() answers without asking
@@ -68,7 +63,6 @@ private:
     std::uint64_t round_ = 0;         // late answers of an earlier round are ignored
     std::error_code round_error_;
     std::function<void(const net::target&)> on_change_;
-    std::atomic<clock::rep> paused_until_{0};
     std::atomic<std::uint64_t> changes_{0};
 };
 
