@@ -457,9 +457,19 @@ bool cluster::redirect(node& from, request& r, const resp3::value& reply) {
     }
     if (r.redirects >= max_redirects) return false;
     ++r.redirects;
-    node* n = node_at(to);
-    if (!n) n = &add_node(to);
     request* const self = &r;
+    node* n = node_at(to);
+    if (!n && !ask) {
+        // An address no shard had: a replica promoted by a failover, or a new master. Let the
+        // map say which: a failover keeps the shard's node (matched by member ids) and starts
+        // its lock-delay before anything is sent to the promoted master.
+        refresh([this, self, slot](bool) {
+            node& again = for_slot(slot);
+            again.conn().submit_group(std::span<request* const>(&self, 1));
+        });
+        return true;
+    }
+    if (!n) n = &add_node(to);
     if (!ask) {
         (*slots_)[slot].store(n, std::memory_order_release);
         refresh(); // other slots probably moved with this one
