@@ -201,6 +201,7 @@ private:
                 op->wait_.keep = std::move(self);
                 return;
             }
+            op->give_back_within_lock_delay(ev);
             op->resume(ev);
         }
     };
@@ -228,9 +229,22 @@ private:
                 ev.attempt = {};
                 ev.attempt.ec = make_error_code(errc::not_replicated);
             }
-            if (ev.type == wait_fsm::event_type::attempt_reply) op->resume(ev);
+            if (ev.type != wait_fsm::event_type::attempt_reply) return;
+            op->give_back_within_lock_delay(ev);
+            op->resume(ev);
         }
     };
+
+    /// A fresh grant that reached the node while its lock-delay runs (an attempt queued before
+    /// the master changed and delivered to the new master after it): given back at once, and
+    /// the delay waited out as if the attempt had not been sent (no second owner during it).
+    void give_back_within_lock_delay(wait_fsm::event& ev) {
+        if (ev.attempt.what != attempt_outcome::kind::acquired || !req_.fresh_owner) return;
+        const auto left = paused_for(req_, clock::now());
+        if (left.count() == 0) return;
+        undo(*c_, req_);
+        ev = {.type = wait_fsm::event_type::paused, .ttl_ms = left.count()};
+    }
 
     /// I/O thread: sleep behind this client's holder without an attempt, when the lock's
     /// channel is already subscribed here (so its release cannot be missed: it hands over to
@@ -511,6 +525,11 @@ bool first_attempt_on_lane(client_impl& c, acquire_request& req, acquire_result&
         return true;
     case attempt_outcome::kind::acquired:
     case attempt_outcome::kind::reentered:
+        if (out.what == attempt_outcome::kind::acquired && req.fresh_owner &&
+            paused_for(req, clock::now()).count() > 0) {
+            undo(c, req); // the master changed during the call: its lock-delay applies
+            return false;
+        }
         res = acquired(c, req, out.what == attempt_outcome::kind::reentered, out.count, out.token,
                        sent_at);
         return true;

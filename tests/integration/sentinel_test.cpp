@@ -141,6 +141,22 @@ TEST(sentinel, new_acquisitions_wait_out_the_lock_delay_after_a_master_change) {
     EXPECT_GE(std::chrono::steady_clock::now(), paused_until);
 }
 
+TEST(sentinel, an_attempt_queued_across_the_failover_still_waits_out_the_lock_delay) {
+    SKIP_WITHOUT_SENTINEL();
+    redis_sentinel_group g;
+    dlock::client a(sentinel_options(g, 2000ms));
+    a.acquire("s-queued").release(); // the client knows its first master
+    std::error_code ec;
+    const std::string_view shutdown[] = {"SHUTDOWN", "NOSAVE"};
+    (void)a.command(shutdown, ec); // the master dies now; the attempt below queues meanwhile
+    auto l = a.acquire("s-queued", {.wait = 30s}, ec);
+    ASSERT_TRUE(l) << ec.message();
+    const auto acquired_at = std::chrono::steady_clock::now();
+    const auto paused_until = dlock::detail::access::impl(a)->router().any().paused_until();
+    EXPECT_GT(paused_until, std::chrono::steady_clock::time_point{}); // the change was seen
+    EXPECT_GE(acquired_at, paused_until); // not granted during the delay
+}
+
 TEST(sentinel, a_killed_master_is_replaced_and_waiters_are_served_within_their_wait) {
     SKIP_WITHOUT_SENTINEL();
     redis_sentinel_group g;
