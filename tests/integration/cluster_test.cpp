@@ -7,6 +7,7 @@
 #include "redis/locks/names.hpp"
 #include "redis/topology/cluster.hpp"
 #include "redis/topology/router.hpp"
+#include "redisson_scripts.hpp"
 #include "test_util.hpp"
 
 #include <dlock/dlock.hpp>
@@ -26,21 +27,9 @@ using dlock::test::eventually;
 using dlock::test::fast_options;
 using dlock::test::redis_cluster;
 
-constexpr std::string_view redisson_try_lock =
-    "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) "
-    "then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return nil; end; return redis.call('pttl', KEYS[1]);";
-
-constexpr std::string_view redisson_unlock =
-    "local val = redis.call('get', KEYS[3]); if val ~= false then return tonumber(val); end; "
-    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
-    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-    "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); "
-    "redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; "
-    "else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); "
-    "redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end;";
-
-constexpr std::string_view java_owner = "9c345276-aa6e-44c1-b478-bf4b14ba1498:805";
+using dlock::test::java_owner;
+using dlock::test::redisson_try_lock;
+using dlock::test::redisson_unlock;
 
 std::uint16_t slot_of(std::string_view name) {
     return dlock::detail::key_slot(name);

@@ -2,6 +2,7 @@
 // RedissonLock.java tryLockInnerAsync / unlockInnerAsync) run through a plain connection play
 // the Java client.
 #include "redis/resp3/parser.hpp"
+#include "redisson_scripts.hpp"
 #include "test_util.hpp"
 
 #include <arpa/inet.h>
@@ -21,21 +22,9 @@ using dlock::test::redis_server;
 
 namespace {
 
-constexpr std::string_view redisson_try_lock =
-    "if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) "
-    "then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return nil; end; return redis.call('pttl', KEYS[1]);";
-
-constexpr std::string_view redisson_unlock =
-    "local val = redis.call('get', KEYS[3]); if val ~= false then return tonumber(val); end; "
-    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
-    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-    "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); "
-    "redis.call('set', KEYS[3], 0, 'px', ARGV[5]); return 0; "
-    "else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); "
-    "redis.call('set', KEYS[3], 1, 'px', ARGV[5]); return 1; end;";
-
-constexpr std::string_view java_owner = "9c345276-aa6e-44c1-b478-bf4b14ba1498:805";
+using dlock::test::java_owner;
+using dlock::test::redisson_try_lock;
+using dlock::test::redisson_unlock;
 
 dlock::resp3::value java_lock(dlock::client& plain, std::string_view name) {
     return plain.command({"EVAL", redisson_try_lock, "1", name, "30000", java_owner});
