@@ -189,6 +189,7 @@ void connection::submit_group(std::span<detail::request* const> reqs) {
             fail = sticky_error_;
         if (!fail) {
             for (auto* r : reqs) {
+                counters_.sent(r->args.empty() ? std::string_view{} : r->args.front());
                 const auto begin = pending_buf_.size();
                 resp3::encode_command(pending_buf_, r->args);
                 pending_.push_back({r, begin, pending_buf_.size()});
