@@ -80,8 +80,12 @@ wait_fsm::params fsm_params(const acquire_request& req) {
 }
 
 /// Lock-delay: how long acquisitions on the request's node still wait (zero: not paused).
-std::chrono::milliseconds paused_for(const acquire_request& req, clock::time_point now) {
+/// The clock is read only when a delay was ever set (after a master change): not on every
+/// acquisition of the hot path.
+std::chrono::milliseconds paused_for(const acquire_request& req) {
     const auto until = req.where->paused_until();
+    if (until == clock::time_point{}) return std::chrono::milliseconds(0);
+    const auto now = clock::now();
     if (now >= until) return std::chrono::milliseconds(0);
     return std::chrono::ceil<std::chrono::milliseconds>(until - now);
 }
@@ -240,7 +244,7 @@ private:
     /// the delay waited out as if the attempt had not been sent (no second owner during it).
     void give_back_within_lock_delay(wait_fsm::event& ev) {
         if (ev.attempt.what != attempt_outcome::kind::acquired || !req_.fresh_owner) return;
-        const auto left = paused_for(req_, clock::now());
+        const auto left = paused_for(req_);
         if (left.count() == 0) return;
         undo(*c_, req_);
         ev = {.type = wait_fsm::event_type::paused, .ttl_ms = left.count()};
@@ -355,7 +359,7 @@ private:
 
     void send(bool ttl) {
         if (!ttl) {
-            if (const auto left = paused_for(req_, clock::now()); left.count() > 0) {
+            if (const auto left = paused_for(req_); left.count() > 0) {
                 // Lock-delay after a failover: no attempt; wait it out (on the I/O thread).
                 return asio::post(c_->io(), [self = shared_from_this(), left] {
                     self->resume({.type = wait_fsm::event_type::paused, .ttl_ms = left.count()});
@@ -502,7 +506,7 @@ bool first_attempt_on_lane(client_impl& c, acquire_request& req, acquire_result&
     // Not on the lane: a WAIT that must follow the attempt on the same connection, or a
     // lock-delay that the operation waits out.
     if (!lane || c.shut_down() || c.on_io_thread() || may_queue(c, req) || polite_wait(c, req) ||
-        waits_for_replicas(c) || paused_for(req, clock::now()).count() > 0)
+        waits_for_replicas(c) || paused_for(req).count() > 0)
         return false;
     command cmd;
     build_attempt(c, req, cmd);
@@ -526,7 +530,7 @@ bool first_attempt_on_lane(client_impl& c, acquire_request& req, acquire_result&
     case attempt_outcome::kind::acquired:
     case attempt_outcome::kind::reentered:
         if (out.what == attempt_outcome::kind::acquired && req.fresh_owner &&
-            paused_for(req, clock::now()).count() > 0) {
+            paused_for(req).count() > 0) {
             undo(c, req); // the master changed during the call: its lock-delay applies
             return false;
         }
