@@ -50,6 +50,8 @@ public:
             return "invalid argument";
         case errc::not_replicated:
             return "acquisition not acknowledged by enough replicas (undone)";
+        case errc::unsupported:
+            return "not supported by this backend or build";
         }
         return "unknown dlock error";
     }

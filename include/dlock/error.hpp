@@ -50,6 +50,10 @@ enum class errc {
     // Replication (added after the codes above; their values are stable).
     not_replicated, ///< acquired, but fewer replicas than client_options::wait_replicas asked
                     ///< acknowledged it in time: the acquisition was undone
+    // Backends (added after the codes above; their values are stable).
+    unsupported, ///< the client's backend does not offer this call or lock kind (a Redis-only
+                 ///< call on ZooKeeper, a semaphore on Redis), or the library was built without
+                 ///< the backend the URL names
 };
 
 /// The category of dlock::errc; its message() gives one short sentence per code.

@@ -111,6 +111,7 @@ error_class classify(std::error_code ec) noexcept {
         return error_class::protocol;
     case errc::invalid_argument:
     case errc::configuration_error:
+    case errc::unsupported:
         return error_class::invalid;
     case errc::not_owner:
     case errc::lock_lost:

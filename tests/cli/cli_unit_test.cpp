@@ -65,7 +65,7 @@ TEST(cli_usage, an_unknown_command_is_named_and_a_missing_one_is_asked_for) {
 
 TEST(cli_exit_codes, every_library_error_has_a_sysexits_code_and_never_1) {
     using dlock::errc;
-    for (int v = static_cast<int>(errc::not_owner); v <= static_cast<int>(errc::not_replicated);
+    for (int v = static_cast<int>(errc::not_owner); v <= static_cast<int>(errc::unsupported);
          ++v) {
         const int code = dlock::cli::exit_code_for(make_error_code(static_cast<errc>(v)));
         EXPECT_GE(code, 64) << v;
@@ -75,6 +75,7 @@ TEST(cli_exit_codes, every_library_error_has_a_sysexits_code_and_never_1) {
     EXPECT_EQ(dlock::cli::exit_code_for(errc::out_of_memory), 76);
     EXPECT_EQ(dlock::cli::exit_code_for(errc::auth_failed), 69);
     EXPECT_EQ(dlock::cli::exit_code_for(errc::configuration_error), 78);
+    EXPECT_EQ(dlock::cli::exit_code_for(errc::unsupported), 78);
     EXPECT_EQ(dlock::cli::exit_code_for(std::make_error_code(std::errc::no_child_process)), 71);
 }
 

@@ -180,6 +180,7 @@ int exit_code_for(const std::error_code& ec) {
     case errc::permission_denied:
         return exit_code::no_permission;
     case errc::configuration_error:
+    case errc::unsupported:
         return exit_code::config;
     case errc::not_owner:
     case errc::lock_lost:

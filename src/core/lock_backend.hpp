@@ -1,0 +1,90 @@
+// detail::lock_backend: a lock service other than Redis (ZooKeeper, PostgreSQL) behind
+// dlock::client, dlock::lease and the thread-bound lock objects of dlock/mutex.hpp.
+//
+// dlock::client picks the backend by the URL's scheme (src/backends.cpp: redis, rediss, unix,
+// redis-sentinel, rediss-sentinel and redis-cluster stay on the Redis client; zk:// and
+// postgresql:// / postgres:// make a backend when the library was built with it). A backend
+// owns its I/O (thread, sessions, connections) and makes detail::hold objects (core/hold.hpp)
+// for what it acquires; the lease handle and the loss signal are shared with Redis.
+//
+// Contract (every implementation keeps it; client.cpp and mutex.cpp rely on it):
+// - acquire(): blocking, up to opts.wait (nullopt = forever, 0 = one attempt) plus one
+//   request timeout. Returns null and leaves ec clear when not acquired within the wait; null
+//   with ec set on an error. Never called on the backend's own I/O thread (the caller checks
+//   on_io_thread() and reports errc::invalid_argument).
+// - async_acquire(): the same without blocking; `done` runs once on the backend's I/O thread.
+// - A kind the backend does not offer is errc::unsupported_kind (synchronously from
+//   acquire(); through `done` from async_acquire()).
+// - Re-entry of thread-bound locks is counted locally by mutex.cpp (as Curator counts it): a
+//   backend sees one acquire() per first hold of a thread and one release per last unlock.
+// - The queries (is_locked, force_unlock, remaining_lease, inspect, list) answer for the lock
+//   `name` of kind `kind` as the backend stores it; remaining_lease is nullopt where the
+//   backend has no lease (a ZooKeeper node lives as long as its session).
+// - shutdown(): ends every hold still open (their locks are freed as the backend frees them:
+//   a closed ZooKeeper session deletes its ephemeral nodes, a closed PostgreSQL session drops
+//   its advisory locks; a lease-table row expires) and stops the I/O; idempotent, never throws.
+//
+// Thread safety: every member from any thread, except as noted above.
+#pragma once
+
+#include "core/hold.hpp"
+
+#include <dlock/config.hpp>
+#include <dlock/error.hpp>
+#include <dlock/inspect.hpp>
+#include <dlock/lock_options.hpp>
+#include <dlock/metrics.hpp>
+
+#include <asio/any_io_executor.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace dlock::detail {
+
+class lock_backend {
+public:
+    lock_backend() = default;
+    lock_backend(const lock_backend&) = delete;
+    lock_backend& operator=(const lock_backend&) = delete;
+    virtual ~lock_backend() = default;
+
+    /// The URL scheme's backend name for messages: "zookeeper", "postgresql".
+    virtual std::string_view backend_name() const noexcept = 0;
+    /// This client's id (a random UUID, or what the backend's owner fields carry).
+    virtual const std::string& id() const noexcept = 0;
+    /// The backend's I/O executor (where async completions run by default).
+    virtual asio::any_io_executor executor() const = 0;
+    /// True on the backend's own I/O thread (blocking calls are refused there).
+    virtual bool on_io_thread() const noexcept = 0;
+    /// Why the last request or connection failed (address and reason; never a password).
+    virtual std::string last_error_detail() const = 0;
+    /// This backend's counters and histograms (fields it does not count stay zero).
+    virtual metrics_snapshot metrics() const = 0;
+    /// Whether acquire() accepts `kind`.
+    virtual bool supports(lock_kind kind) const noexcept = 0;
+
+    virtual std::shared_ptr<hold> acquire(std::string_view name, const acquire_options& opts,
+                                          std::error_code& ec) = 0;
+    virtual void async_acquire(std::string name, const acquire_options& opts,
+                               std::function<void(std::error_code, std::shared_ptr<hold>)> done) = 0;
+
+    virtual bool is_locked(std::string_view name, lock_kind kind, std::error_code& ec) = 0;
+    virtual bool force_unlock(std::string_view name, lock_kind kind, std::error_code& ec) = 0;
+    virtual std::optional<std::chrono::milliseconds>
+    remaining_lease(std::string_view name, lock_kind kind, std::error_code& ec) = 0;
+    /// What `dlock status NAME` shows.
+    virtual lock_status inspect(std::string_view name, lock_kind kind, std::error_code& ec) = 0;
+    /// The locks that exist now whose names match `pattern` (glob: * and ?; empty = all).
+    virtual std::vector<lock_status> list(std::string_view pattern, std::error_code& ec) = 0;
+
+    virtual void shutdown() noexcept = 0;
+};
+
+} // namespace dlock::detail
