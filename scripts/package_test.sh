@@ -36,7 +36,7 @@ expect=(
   ./usr/include/dlock/dlock.hpp
   ./usr/share/bash-completion/completions/dlock
 )
-[ -f docs/dlock.1 ] && expect+=(./usr/share/man/man1/dlock.1)
+[ -f docs/dlock.1 ] && expect+=(./usr/share/man/man1/dlock.1.gz)
 for f in "${expect[@]}"; do
   grep -qxF "$f" <<<"$contents" || { echo "$f is not in the package" >&2; exit 1; }
 done
@@ -52,6 +52,10 @@ stray=$(grep -vE '^\./$|^\./(usr/?|usr/(bin|include|lib|share)/?)$|^\./usr/bin/d
 echo "-- dpkg -x into $root"
 dpkg-deb -x "$deb" "$root"
 "$root/usr/bin/dlock" --version
+if [ -f docs/dlock.1 ]; then # the gzipped man page is the one in the tree
+  gzip -dc "$root/usr/share/man/man1/dlock.1.gz" | cmp -s - docs/dlock.1 ||
+    { echo "the packaged man page differs from docs/dlock.1" >&2; exit 1; }
+fi
 
 echo "-- find_package(dlock) against the package"
 cmake -S tests/cmake_consumer -B build/consumer-deb/cmake -DCMAKE_PREFIX_PATH="$root/usr" >/dev/null

@@ -31,6 +31,7 @@ struct lock_contender {
 
 /// A lock as `dlock status` shows it.
 struct lock_status {
+    /// The lock's name, as given to client::inspect() or as list() found it.
     std::string name{};
     /// The kind as the backend names it ("lock", "read", "write", "semaphore", "shedlock", ...).
     std::string kind{};

@@ -65,8 +65,7 @@ TEST(cli_usage, an_unknown_command_is_named_and_a_missing_one_is_asked_for) {
 
 TEST(cli_exit_codes, every_library_error_has_a_sysexits_code_and_never_1) {
     using dlock::errc;
-    for (int v = static_cast<int>(errc::not_owner); v <= static_cast<int>(errc::unsupported);
-         ++v) {
+    for (int v = static_cast<int>(errc::not_owner); v <= static_cast<int>(errc::unsupported); ++v) {
         const int code = dlock::cli::exit_code_for(make_error_code(static_cast<errc>(v)));
         EXPECT_GE(code, 64) << v;
         EXPECT_LE(code, 78) << v;
