@@ -1,0 +1,127 @@
+#include "postgres/engine.hpp"
+
+#include "core/random.hpp"
+
+#include <algorithm>
+
+namespace dlock::detail::pg {
+
+engine::engine(settings s)
+    : settings_(std::make_shared<const settings>(std::move(s)))
+    , id_(random_uuid())
+    , work_(io_.get_executor()) {}
+
+engine::~engine() {
+    shutdown();
+}
+
+void engine::start() {
+    thread_ = std::thread([this] {
+        thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
+        io_.run();
+    });
+}
+
+bool engine::on_io_thread() const noexcept {
+    return thread_id_.load(std::memory_order_acquire) == std::this_thread::get_id();
+}
+
+bool engine::post(std::function<void()> fn) {
+    std::lock_guard lk(mu_);
+    if (!accepting_) return false;
+    asio::post(io_, std::move(fn));
+    return true;
+}
+
+void engine::shutdown() noexcept {
+    {
+        std::lock_guard lk(mu_);
+        if (!accepting_) return;
+        accepting_ = false;
+        shut_.store(true, std::memory_order_release);
+        asio::post(io_, [this] {
+            for (auto& w : holds_)
+                if (auto h = w.lock()) h->end_on_shutdown();
+            holds_.clear();
+            idle_.clear();
+            for (auto& w : sessions_)
+                if (auto s = w.lock()) s->close();
+            sessions_.clear();
+        });
+    }
+    work_.reset();
+    if (!thread_.joinable()) return;
+    if (on_io_thread()) {
+        thread_.detach(); // the last reference dropped on the I/O thread: it ends by itself
+        return;
+    }
+    thread_.join();
+}
+
+void engine::get_session(session_handler done) {
+    if (shut_down()) return done(make_error_code(errc::cancelled), nullptr);
+    while (!idle_.empty()) {
+        auto s = std::move(idle_.back());
+        idle_.pop_back();
+        if (s->open() && s->idle()) return done({}, std::move(s));
+    }
+    auto s = std::make_shared<connection>(io_, settings_);
+    // Prune the weak list now and then (sessions end all the time).
+    if (sessions_.size() > 64 && sessions_.size() % 64 == 0)
+        std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
+    sessions_.push_back(s);
+    s->connect([this, s, done = std::move(done)](std::error_code ec) {
+        if (ec) {
+            set_error(settings_->display + ": " + s->error_text());
+            return done(ec, nullptr);
+        }
+        done({}, s);
+    });
+}
+
+void engine::put_session(std::shared_ptr<connection> s) {
+    if (!s) return;
+    s->on_closed(nullptr);
+    if (shut_down() || !s->open() || !s->idle() || idle_.size() >= settings_->pool) {
+        s->close();
+        return;
+    }
+    idle_.push_back(std::move(s));
+}
+
+void engine::track(const std::shared_ptr<pg_hold>& h) {
+    if (holds_.size() > 64 && holds_.size() % 64 == 0)
+        std::erase_if(holds_, [](const auto& w) { return w.expired(); });
+    holds_.push_back(h);
+}
+
+void engine::query(std::vector<statement> stmts,
+                   std::function<void(std::error_code, std::vector<result>&)> done) {
+    get_session([this, stmts = std::move(stmts), done = std::move(done)](
+                    std::error_code ec, std::shared_ptr<connection> s) mutable {
+        if (ec) {
+            std::vector<result> none;
+            return done(ec, none);
+        }
+        s->run(std::move(stmts), settings_->request_timeout,
+               [this, s, done = std::move(done)](std::error_code e, std::vector<result>& r) {
+                   if (e)
+                       set_error(settings_->display + ": " + s->error_text());
+                   else
+                       put_session(s);
+                   done(e, r);
+               });
+    });
+}
+
+void engine::set_error(std::string text) {
+    std::lock_guard lk(mu_);
+    last_error_ = std::move(text);
+}
+
+std::string engine::last_error() const {
+    std::lock_guard lk(mu_);
+    return last_error_;
+}
+
+} // namespace dlock::detail::pg

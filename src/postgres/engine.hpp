@@ -1,0 +1,121 @@
+// pg::engine: what one PostgreSQL backend owns: the settings, one io_context run by one I/O
+// thread, the pool of idle sessions, the holds still open (for shutdown), the counters and the
+// last error. Acquisition and the lock kinds live in advisory.cpp (and the lease tables).
+//
+// Sessions: every advisory hold has a session of its own (PostgreSQL's session locks stack
+// per session, so two owners must never share one); a session whose lock was released cleanly
+// goes back to the idle pool (at most settings::pool) and serves the next acquisition or query
+// without a new connection.
+//
+// Thread safety: the members marked "I/O thread" run there only; the rest from any thread.
+#pragma once
+
+#include "core/hold.hpp"
+#include "core/metrics.hpp"
+#include "postgres/connection.hpp"
+#include "postgres/settings.hpp"
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
+
+#include <atomic>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dlock::detail::pg {
+
+/// A hold of this backend (advisory or lease row): the engine ends those still open on shutdown.
+class pg_hold : public hold {
+public:
+    /// I/O thread: the backend shuts down; end the hold (its lock is freed with its session or
+    /// its row expires) and signal the loss.
+    virtual void end_on_shutdown() = 0;
+};
+
+class engine : public std::enable_shared_from_this<engine> {
+public:
+    using session_handler = std::function<void(std::error_code, std::shared_ptr<connection>)>;
+
+    explicit engine(settings s);
+    ~engine();
+    engine(const engine&) = delete;
+    engine& operator=(const engine&) = delete;
+
+    void start();
+    /// Closes every session, ends every hold, stops and joins the I/O thread. Idempotent.
+    void shutdown() noexcept;
+
+    asio::io_context& io() noexcept { return io_; }
+    bool on_io_thread() const noexcept;
+    bool shut_down() const noexcept { return shut_.load(std::memory_order_acquire); }
+    const settings& config() const noexcept { return *settings_; }
+    const std::string& id() const noexcept { return id_; }
+    client_metrics& metrics() noexcept { return metrics_; }
+
+    /// Runs `fn` on the I/O thread; false (and `fn` dropped) once shutdown has begun.
+    bool post(std::function<void()> fn);
+    /// Runs `start(complete)` on the I/O thread and blocks until `complete(value)` is called
+    /// (once); `fallback` at once when the engine no longer accepts work. Never call it on the
+    /// I/O thread.
+    template <class T>
+    T call(std::function<void(std::function<void(T)>)> start, T fallback);
+
+    /// I/O thread: an idle pooled session, else a new one (connected within connect_timeout).
+    void get_session(session_handler done);
+    /// I/O thread: `s` holds nothing and may serve again (closed when the pool is full).
+    void put_session(std::shared_ptr<connection> s);
+    /// I/O thread: ends holds on shutdown.
+    void track(const std::shared_ptr<pg_hold>& h);
+    /// I/O thread: one batch on a pooled session, the session returned afterwards.
+    void query(std::vector<statement> stmts,
+               std::function<void(std::error_code, std::vector<result>&)> done);
+
+    /// I/O thread: the sequence dlock_fence is known to exist (checked by the first
+    /// fenced acquisition).
+    bool fence_ready = false;
+    /// I/O thread: the ShedLock table is known to exist.
+    bool shedlock_ready = false;
+
+    /// The last failure, for client::last_error_detail() ("" when none); any thread.
+    void set_error(std::string text);
+    std::string last_error() const;
+
+private:
+    std::atomic<bool> shut_{false};
+    std::shared_ptr<const settings> settings_;
+    std::string id_;
+    client_metrics metrics_;
+    asio::io_context io_;
+    asio::executor_work_guard<asio::io_context::executor_type> work_;
+    std::thread thread_;
+    std::atomic<std::thread::id> thread_id_{};
+    mutable std::mutex mu_;
+    bool accepting_ = true;    // guarded by mu_
+    std::string last_error_{}; // guarded by mu_
+    // I/O thread only:
+    std::vector<std::shared_ptr<connection>> idle_{};
+    std::vector<std::weak_ptr<connection>> sessions_{};
+    std::vector<std::weak_ptr<pg_hold>> holds_{};
+};
+
+template <class T>
+T engine::call(std::function<void(std::function<void(T)>)> start, T fallback) {
+    auto p = std::make_shared<std::promise<T>>();
+    auto once = std::make_shared<std::atomic<bool>>(false);
+    auto f = p->get_future();
+    const bool posted = post([p, once, start = std::move(start)] {
+        start([p, once](T v) {
+            if (!once->exchange(true)) p->set_value(std::move(v));
+        });
+    });
+    if (!posted) return fallback;
+    return f.get();
+}
+
+} // namespace dlock::detail::pg
