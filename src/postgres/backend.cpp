@@ -145,8 +145,8 @@ public:
                     list_shedlock(e, p,
                                   [v = std::move(v), done](std::error_code ec3,
                                                            std::vector<lock_status> rows) mutable {
-                                      for (auto& r : rows)
-                                          v.push_back(std::move(r));
+                                      for (auto& row : rows)
+                                          v.push_back(std::move(row));
                                       done({ec3, std::move(v)});
                                   });
                 });
