@@ -4,6 +4,8 @@
 #include "postgres/errors.hpp"
 #include "postgres/settings.hpp"
 
+#include <dlock/layout.hpp>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -145,6 +147,20 @@ TEST(PgList, GlobMatchesLikeTheRedisList) {
     EXPECT_FALSE(pg::glob_match("jobs:?", "jobs:12"));
     EXPECT_TRUE(pg::glob_match("*:1*", "jobs:12"));
     EXPECT_FALSE(pg::glob_match("a*b", "acbd"));
+}
+
+} // namespace
+
+namespace {
+
+TEST(PgKinds, RedisAnswersTheLeaseTableKindsWithUnsupported) {
+    std::error_code ec;
+    dlock::layout_of("report", dlock::lock_kind::shedlock, ec);
+    EXPECT_EQ(ec, errc::unsupported);
+    dlock::layout_of("report", dlock::lock_kind::write, ec);
+    EXPECT_FALSE(ec); // the Redis kinds are unchanged
+    for (auto k : dlock::lock_kinds())
+        EXPECT_NE(k, dlock::lock_kind::shedlock);
 }
 
 } // namespace

@@ -31,7 +31,7 @@ TEST_F(PgAdvisory, ExclusionAmongClientsAndThreads) {
             ts.emplace_back([&, c] {
                 for (int i = 0; i < rounds; ++i) {
                     std::error_code ec;
-                    auto h = bs[c]->acquire("excl", wait_for(20s), ec);
+                    auto h = bs[static_cast<std::size_t>(c)]->acquire("excl", wait_for(20s), ec);
                     if (ec || !h) {
                         ++errors;
                         continue;
