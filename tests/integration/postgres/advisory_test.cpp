@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <future>
 #include <mutex>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace dlock::test {
@@ -289,6 +292,47 @@ TEST_F(PgAdvisory, ShutdownEndsHoldsAndFreesTheirLocks) {
     ASSERT_TRUE(eventually([&] { return granted() == 0; }, 5s));
     EXPECT_FALSE(b->acquire("down", wait_for(0ms), ec));
     EXPECT_EQ(ec, errc::cancelled);
+}
+
+} // namespace
+} // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// A holder process killed with SIGKILL: its kernel closes the socket, the server ends the
+// session and frees the lock at once (the keepalive bound is for a host that vanished).
+TEST_F(PgAdvisory, KilledHolderProcessFreesTheLock) {
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
+    const std::string url = server().url();
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::close(ready[0]);
+        std::error_code ec;
+        std::string why;
+        auto b = detail::make_postgres_backend(url, ec, &why);
+        auto h = b ? b->acquire("process", wait_for(5s), ec) : nullptr;
+        const char ok = h ? '1' : '0';
+        (void)!::write(ready[1], &ok, 1);
+        for (;;)
+            ::pause(); // hold until killed
+    }
+    ::close(ready[1]);
+    char ok = 0;
+    ASSERT_EQ(::read(ready[0], &ok, 1), 1);
+    ::close(ready[0]);
+    ASSERT_EQ(ok, '1');
+    auto b = backend();
+    std::error_code ec;
+    EXPECT_FALSE(b->acquire("process", wait_for(0ms), ec));
+    const auto t0 = clock::now();
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    auto h = b->acquire("process", wait_for(5s), ec);
+    ASSERT_TRUE(h) << ec.message();
+    EXPECT_LT(clock::now() - t0, 2s);
 }
 
 } // namespace
