@@ -37,6 +37,10 @@ public:
     bool supports(lock_kind kind) const noexcept override {
         return advisory_kind(kind) || kind == lock_kind::shedlock;
     }
+    bool reentrant(lock_kind kind) const noexcept override {
+        // A ShedLock row is one owner's, like the simple lock's key.
+        return kind != lock_kind::simple && kind != lock_kind::shedlock;
+    }
 
     std::shared_ptr<hold> acquire(std::string_view name, const acquire_options& opts,
                                   std::error_code& ec) override {
