@@ -62,7 +62,7 @@ class advisory_hold final : public pg_hold {
 public:
     advisory_hold(std::shared_ptr<engine> e, std::string name, advisory_key key, lock_kind kind,
                   std::optional<std::uint64_t> token, std::shared_ptr<connection> session)
-        : engine_(std::move(e))
+        : pg_hold(std::move(e))
         , name_(std::move(name))
         , key_(std::move(key))
         , kind_(kind)
@@ -90,48 +90,6 @@ public:
 
     const std::string& name() const noexcept override { return name_; }
     std::optional<std::uint64_t> fencing_token() const noexcept override { return token_; }
-    asio::any_io_executor executor() const override {
-        if (engine_->shut_down()) return {};
-        return engine_->io().get_executor();
-    }
-
-    void release_blocking(std::error_code& ec) override {
-        ec.clear();
-        if (engine_->on_io_thread()) return release_async([](std::error_code) {});
-        ec = engine_->call<std::error_code>(
-            [self = self()](std::function<void(std::error_code)> done) {
-                self->release_io(std::move(done));
-            },
-            lost() ? make_error_code(errc::not_owner) : std::error_code{});
-    }
-    void release_async(std::function<void(std::error_code)> done) override {
-        auto self = this->self();
-        if (!engine_->post([self, done] { self->release_io(done); }))
-            done(lost() ? make_error_code(errc::not_owner) : std::error_code{});
-    }
-    void extend(milliseconds lease, std::error_code& ec) override {
-        ec.clear();
-        if (lease < milliseconds(1)) {
-            ec = make_error_code(errc::invalid_argument);
-            return;
-        }
-        if (engine_->on_io_thread()) {
-            ec = make_error_code(errc::invalid_argument);
-            return;
-        }
-        ec = engine_->call<std::error_code>(
-            [self = self(), lease](std::function<void(std::error_code)> done) {
-                self->extend_io(lease, std::move(done));
-            },
-            make_error_code(errc::not_owner));
-    }
-    void extend_async(milliseconds lease, std::function<void(std::error_code)> done) override {
-        if (lease < milliseconds(1)) return done(make_error_code(errc::invalid_argument));
-        auto self = this->self();
-        if (!engine_->post([self, lease, done] { self->extend_io(lease, done); }))
-            done(make_error_code(errc::not_owner));
-    }
-
     void end_on_shutdown() override { lose(loss_cause::gone); }
 
 private:
@@ -190,7 +148,7 @@ private:
         });
     }
 
-    void extend_io(milliseconds lease, std::function<void(std::error_code)> done) {
+    void extend_io(milliseconds lease, std::function<void(std::error_code)> done) override {
         if (ended() || releasing_) return done(make_error_code(errc::not_owner));
         if (lease_end_) arm_lease(lease);
         if (checking_ || !session_->idle()) {
@@ -200,7 +158,7 @@ private:
         prove(std::move(done));
     }
 
-    void release_io(std::function<void(std::error_code)> done) {
+    void release_io(std::function<void(std::error_code)> done) override {
         if (lost()) return done(make_error_code(errc::not_owner));
         if (ended() || releasing_) return done({});
         releasing_ = true;
@@ -258,7 +216,6 @@ private:
         mark_lost();
     }
 
-    std::shared_ptr<engine> engine_;
     std::string name_;
     advisory_key key_;
     lock_kind kind_;

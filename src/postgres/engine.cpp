@@ -124,4 +124,44 @@ std::string engine::last_error() const {
     return last_error_;
 }
 
+// --- pg_hold ----------------------------------------------------------------------------------
+
+void pg_hold::release_blocking(std::error_code& ec) {
+    ec.clear();
+    if (engine_->on_io_thread()) return release_async([](std::error_code) {});
+    ec = engine_->call<std::error_code>(
+        [h = self()](std::function<void(std::error_code)> done) { h->release_io(std::move(done)); },
+        lost() ? make_error_code(errc::not_owner) : std::error_code{});
+}
+
+void pg_hold::release_async(std::function<void(std::error_code)> done) {
+    if (!engine_->post([h = self(), done] { h->release_io(done); }))
+        done(lost() ? make_error_code(errc::not_owner) : std::error_code{});
+}
+
+void pg_hold::extend(std::chrono::milliseconds lease, std::error_code& ec) {
+    ec.clear();
+    if (lease < std::chrono::milliseconds(1) || engine_->on_io_thread()) {
+        ec = make_error_code(errc::invalid_argument);
+        return;
+    }
+    ec = engine_->call<std::error_code>(
+        [h = self(), lease](std::function<void(std::error_code)> done) {
+            h->extend_io(lease, std::move(done));
+        },
+        make_error_code(errc::not_owner));
+}
+
+void pg_hold::extend_async(std::chrono::milliseconds lease,
+                           std::function<void(std::error_code)> done) {
+    if (lease < std::chrono::milliseconds(1)) return done(make_error_code(errc::invalid_argument));
+    if (!engine_->post([h = self(), lease, done] { h->extend_io(lease, done); }))
+        done(make_error_code(errc::not_owner));
+}
+
+asio::any_io_executor pg_hold::executor() const {
+    if (engine_->shut_down()) return {};
+    return engine_->io().get_executor();
+}
+
 } // namespace dlock::detail::pg

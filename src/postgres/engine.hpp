@@ -30,12 +30,38 @@
 
 namespace dlock::detail::pg {
 
-/// A hold of this backend (advisory or lease row): the engine ends those still open on shutdown.
+class engine;
+
+/// A hold of this backend (advisory or lease row). The blocking and async members of
+/// detail::hold are written once here over the kind's release_io() / extend_io(), which run on
+/// the I/O thread; the engine ends the holds still open on shutdown.
 class pg_hold : public hold {
 public:
+    void release_blocking(std::error_code& ec) override;
+    void release_async(std::function<void(std::error_code)> done) override;
+    void extend(std::chrono::milliseconds lease, std::error_code& ec) override;
+    void extend_async(std::chrono::milliseconds lease,
+                      std::function<void(std::error_code)> done) override;
+    asio::any_io_executor executor() const override;
     /// I/O thread: the backend shuts down; end the hold (its lock is freed with its session or
     /// its row expires) and signal the loss.
     virtual void end_on_shutdown() = 0;
+
+protected:
+    explicit pg_hold(std::shared_ptr<engine> e)
+        : engine_(std::move(e)) {}
+    /// I/O thread: the release (done: clear, or errc::not_owner when it was lost).
+    virtual void release_io(std::function<void(std::error_code)> done) = 0;
+    /// I/O thread: the extension (done: clear, or errc::not_owner when it was lost).
+    virtual void extend_io(std::chrono::milliseconds lease,
+                           std::function<void(std::error_code)> done) = 0;
+
+    std::shared_ptr<engine> engine_;
+
+private:
+    std::shared_ptr<pg_hold> self() {
+        return std::static_pointer_cast<pg_hold>(shared_from_this());
+    }
 };
 
 class engine : public std::enable_shared_from_this<engine> {

@@ -65,11 +65,35 @@ std::string remaining_sql(const std::string& t) {
            ")) * 1000)::bigint) FROM " + t + " WHERE name = $1";
 }
 
+/// How a query on the table ended: nullopt when its first result is rows to read; else the
+/// error to report, clear for "no table yet" (then there is no lock).
+std::optional<std::error_code> table_outcome(std::error_code ec, const std::vector<result>& r) {
+    if (ec) return ec;
+    if (!r.empty() && r[0].ok()) return std::nullopt;
+    if (!r.empty() && r[0].sqlstate() == sqlstate::undefined_table) return std::error_code{};
+    return make_error_code(r.empty() ? errc::unavailable : classify_sqlstate(r[0].sqlstate()));
+}
+
+lock_status row_status(std::string name, std::string locked_by, std::int64_t left_ms) {
+    lock_status st;
+    st.name = std::move(name);
+    st.kind = "shedlock";
+    if (left_ms <= 0) return st;
+    st.exists = true;
+    st.remaining_lease = milliseconds(left_ms);
+    lock_contender c;
+    c.owner = std::move(locked_by);
+    c.entry = "row " + st.name;
+    c.holds = true;
+    st.contenders.push_back(std::move(c));
+    return st;
+}
+
 class shedlock_hold final : public pg_hold {
 public:
     shedlock_hold(std::shared_ptr<engine> e, std::string name, std::string owner,
                   milliseconds lease, bool watchdog)
-        : engine_(std::move(e))
+        : pg_hold(std::move(e))
         , name_(std::move(name))
         , owner_(std::move(owner))
         , lease_(lease)
@@ -85,42 +109,6 @@ public:
 
     const std::string& name() const noexcept override { return name_; }
     std::optional<std::uint64_t> fencing_token() const noexcept override { return std::nullopt; }
-    asio::any_io_executor executor() const override {
-        if (engine_->shut_down()) return {};
-        return engine_->io().get_executor();
-    }
-    void release_blocking(std::error_code& ec) override {
-        ec.clear();
-        if (engine_->on_io_thread()) return release_async([](std::error_code) {});
-        ec = engine_->call<std::error_code>(
-            [self = self()](std::function<void(std::error_code)> done) {
-                self->release_io(std::move(done));
-            },
-            lost() ? make_error_code(errc::not_owner) : std::error_code{});
-    }
-    void release_async(std::function<void(std::error_code)> done) override {
-        auto self = this->self();
-        if (!engine_->post([self, done] { self->release_io(done); }))
-            done(lost() ? make_error_code(errc::not_owner) : std::error_code{});
-    }
-    void extend(milliseconds lease, std::error_code& ec) override {
-        ec.clear();
-        if (lease < milliseconds(1) || engine_->on_io_thread()) {
-            ec = make_error_code(errc::invalid_argument);
-            return;
-        }
-        ec = engine_->call<std::error_code>(
-            [self = self(), lease](std::function<void(std::error_code)> done) {
-                self->extend_io(lease, std::move(done));
-            },
-            make_error_code(errc::not_owner));
-    }
-    void extend_async(milliseconds lease, std::function<void(std::error_code)> done) override {
-        if (lease < milliseconds(1)) return done(make_error_code(errc::invalid_argument));
-        auto self = this->self();
-        if (!engine_->post([self, lease, done] { self->extend_io(lease, done); }))
-            done(make_error_code(errc::not_owner));
-    }
     void end_on_shutdown() override {
         // The row expires by itself at lock_until; the holder must stop now.
         lose(loss_cause::deadline);
@@ -149,7 +137,7 @@ private:
         });
     }
 
-    void extend_io(milliseconds lease, std::function<void(std::error_code)> done) {
+    void extend_io(milliseconds lease, std::function<void(std::error_code)> done) override {
         if (ended_ || releasing_) return done(make_error_code(errc::not_owner));
         extending_ = true;
         const auto sent = clock::now();
@@ -178,7 +166,7 @@ private:
             });
     }
 
-    void release_io(std::function<void(std::error_code)> done) {
+    void release_io(std::function<void(std::error_code)> done) override {
         if (lost()) return done(make_error_code(errc::not_owner));
         if (ended_ || releasing_) return done({});
         releasing_ = true;
@@ -221,7 +209,6 @@ private:
         mark_lost();
     }
 
-    std::shared_ptr<engine> engine_;
     std::string name_;
     std::string owner_;
     // I/O thread only:
@@ -333,28 +320,13 @@ void inspect_shedlock(const std::shared_ptr<engine>& e, std::string name,
         "(lock_until - " +
         db_now + ")) * 1000)::bigint) FROM " + t + " WHERE name = $1";
     e->query({{sql, {name}}}, [st, done](std::error_code ec, std::vector<result>& r) mutable {
-        if (ec) return done(ec, st);
-        if (r.empty() || !r[0].ok()) {
-            // No table: no lock.
-            if (!r.empty() && r[0].sqlstate() == sqlstate::undefined_table) return done({}, st);
-            return done(
-                make_error_code(r.empty() ? errc::unavailable : classify_sqlstate(r[0].sqlstate())),
-                st);
-        }
+        if (auto out = table_outcome(ec, r)) return done(*out, st);
         if (r[0].rows() == 0) return done({}, st);
-        const auto left = r[0].int_value(0, 3).value_or(0);
-        st.detail = "locked_at " + std::string(r[0].value(0, 1)) + " UTC, lock_until " +
-                    std::string(r[0].value(0, 2)) + " UTC (row kept)";
-        if (left > 0) {
-            st.exists = true;
-            st.remaining_lease = milliseconds(left);
-            lock_contender c;
-            c.owner = std::string(r[0].value(0, 0));
-            c.entry = "row " + st.name;
-            c.holds = true;
-            st.contenders.push_back(std::move(c));
-        }
-        done({}, st);
+        auto found =
+            row_status(st.name, std::string(r[0].value(0, 0)), r[0].int_value(0, 3).value_or(0));
+        found.detail = "locked_at " + std::string(r[0].value(0, 1)) + " UTC, lock_until " +
+                       std::string(r[0].value(0, 2)) + " UTC (row kept)";
+        done({}, std::move(found));
     });
 }
 
@@ -365,14 +337,7 @@ void force_unlock_shedlock(const std::shared_ptr<engine>& e, std::string name,
                    " WHERE name = $1 AND lock_until > " + db_now,
                {name}}},
              [done](std::error_code ec, std::vector<result>& r) {
-                 if (ec) return done(ec, false);
-                 if (r.empty() || !r[0].ok()) {
-                     if (!r.empty() && r[0].sqlstate() == sqlstate::undefined_table)
-                         return done({}, false);
-                     return done(make_error_code(r.empty() ? errc::unavailable
-                                                           : classify_sqlstate(r[0].sqlstate())),
-                                 false);
-                 }
+                 if (auto out = table_outcome(ec, r)) return done(*out, false);
                  done({}, r[0].affected() > 0);
              });
 }
@@ -385,26 +350,12 @@ void list_shedlock(const std::shared_ptr<engine>& e, std::string pattern,
         ")) * 1000)::bigint) FROM " + t + " WHERE lock_until > " + db_now + " ORDER BY name";
     e->query({{sql}}, [pattern, done](std::error_code ec, std::vector<result>& r) {
         std::vector<lock_status> out;
-        if (ec) return done(ec, out);
-        if (r.empty() || !r[0].ok()) {
-            if (!r.empty() && r[0].sqlstate() == sqlstate::undefined_table) return done({}, out);
-            return done(
-                make_error_code(r.empty() ? errc::unavailable : classify_sqlstate(r[0].sqlstate())),
-                out);
-        }
+        if (auto o = table_outcome(ec, r)) return done(*o, out);
         for (int i = 0; i < r[0].rows(); ++i) {
-            lock_status st;
-            st.name = std::string(r[0].value(i, 0));
-            if (!glob_match(pattern, st.name)) continue;
-            st.kind = "shedlock";
-            st.exists = true;
-            st.remaining_lease = milliseconds(r[0].int_value(i, 2).value_or(0));
-            lock_contender c;
-            c.owner = std::string(r[0].value(i, 1));
-            c.entry = "row " + st.name;
-            c.holds = true;
-            st.contenders.push_back(std::move(c));
-            out.push_back(std::move(st));
+            std::string name(r[0].value(i, 0));
+            if (!glob_match(pattern, name)) continue;
+            out.push_back(row_status(std::move(name), std::string(r[0].value(i, 1)),
+                                     std::max<std::int64_t>(r[0].int_value(i, 2).value_or(0), 1)));
         }
         done({}, std::move(out));
     });
