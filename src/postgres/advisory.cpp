@@ -360,6 +360,7 @@ bool advisory_kind(lock_kind kind) noexcept {
     case lock_kind::write:
         return true;
     case lock_kind::shedlock:
+    case lock_kind::lease:
         return false;
     }
     return false;

@@ -4,7 +4,7 @@
 #include "backends.hpp"
 #include "postgres/advisory.hpp"
 #include "postgres/engine.hpp"
-#include "postgres/shedlock.hpp"
+#include "postgres/rows.hpp"
 
 #include <algorithm>
 
@@ -14,8 +14,8 @@ namespace {
 
 void start_acquire(const std::shared_ptr<engine>& e, std::string name, const acquire_options& opts,
                    acquire_handler done) {
-    if (opts.kind == lock_kind::shedlock)
-        acquire_shedlock(e, std::move(name), opts, std::move(done));
+    if (row_kind(opts.kind))
+        acquire_row(e, opts.kind, std::move(name), opts, std::move(done));
     else
         acquire_advisory(e, std::move(name), opts, std::move(done));
 }
@@ -35,11 +35,11 @@ public:
     std::string last_error_detail() const override { return engine_->last_error(); }
     metrics_snapshot metrics() const override { return engine_->metrics().snapshot(); }
     bool supports(lock_kind kind) const noexcept override {
-        return advisory_kind(kind) || kind == lock_kind::shedlock;
+        return advisory_kind(kind) || row_kind(kind);
     }
     bool reentrant(lock_kind kind) const noexcept override {
-        // A ShedLock row is one owner's, like the simple lock's key.
-        return kind != lock_kind::simple && kind != lock_kind::shedlock;
+        // A lease row is one owner's, like the simple lock's key.
+        return kind != lock_kind::simple && !row_kind(kind);
     }
 
     std::shared_ptr<hold> acquire(std::string_view name, const acquire_options& opts,
@@ -95,8 +95,8 @@ public:
         auto r = engine_->call<out>(
             [e, n = std::string(name), kind](std::function<void(out)> done) {
                 auto cb = [done](std::error_code ec2, bool any) { done({ec2, any}); };
-                if (kind == lock_kind::shedlock)
-                    force_unlock_shedlock(e, n, cb);
+                if (row_kind(kind))
+                    force_unlock_row(e, kind, n, cb);
                 else
                     force_unlock_advisory(e, n, cb);
             },
@@ -109,7 +109,7 @@ public:
                                                              std::error_code& ec) override {
         ec.clear();
         if (!check(kind, ec)) return std::nullopt;
-        if (kind != lock_kind::shedlock) return std::nullopt; // lives as long as its session
+        if (!row_kind(kind)) return std::nullopt; // lives as long as its session
         return inspect(name, kind, ec).remaining_lease;
     }
 
@@ -123,8 +123,8 @@ public:
                 auto cb = [done](std::error_code ec2, lock_status st) {
                     done({ec2, std::move(st)});
                 };
-                if (kind == lock_kind::shedlock)
-                    inspect_shedlock(e, n, cb);
+                if (row_kind(kind))
+                    inspect_row(e, kind, n, cb);
                 else
                     inspect_advisory(e, n, kind, cb);
             },
@@ -143,16 +143,25 @@ public:
         auto e = engine_;
         auto r = engine_->call<out>(
             [e, p = std::string(pattern)](std::function<void(out)> done) {
-                // Advisory locks first, then ShedLock rows (a missing table lists none).
+                // Advisory locks, then ShedLock rows, then lease rows (a missing table lists
+                // none).
                 list_advisory(e, p, [e, p, done](std::error_code ec2, std::vector<lock_status> v) {
                     if (ec2) return done({ec2, std::move(v)});
-                    list_shedlock(e, p,
-                                  [v = std::move(v), done](std::error_code ec3,
-                                                           std::vector<lock_status> rows) mutable {
-                                      for (auto& row : rows)
-                                          v.push_back(std::move(row));
-                                      done({ec3, std::move(v)});
-                                  });
+                    list_rows(e, lock_kind::shedlock, p,
+                              [e, p, v = std::move(v), done](std::error_code ec3,
+                                                             std::vector<lock_status> a) mutable {
+                                  for (auto& row : a)
+                                      v.push_back(std::move(row));
+                                  if (ec3) return done({ec3, std::move(v)});
+                                  list_rows(
+                                      e, lock_kind::lease, p,
+                                      [v = std::move(v), done](std::error_code ec4,
+                                                               std::vector<lock_status> b) mutable {
+                                          for (auto& row : b)
+                                              v.push_back(std::move(row));
+                                          done({ec4, std::move(v)});
+                                      });
+                              });
                 });
             },
             {make_error_code(errc::cancelled), {}});

@@ -189,6 +189,12 @@ void connection::on_readable() {
         }
         process_results();
         if (closed_) return;
+        while (PGnotify* n = PQnotifies(conn_)) {
+            const std::string channel = n->relname, payload = n->extra ? n->extra : "";
+            PQfreemem(n);
+            if (on_notify_) on_notify_(channel, payload);
+            if (closed_) return;
+        }
         if (!readable_now(PQsocket(conn_))) break;
     }
     if (writing_) flush();
@@ -319,6 +325,7 @@ void connection::finish(std::error_code ec, bool notify) {
     inflight_.clear();
     auto closed_cb = std::move(on_closed_);
     on_closed_ = nullptr;
+    on_notify_ = nullptr;
     if (connect_done) connect_done(ec);
     for (auto& b : batches)
         if (b.done) b.done(ec, b.results);

@@ -94,6 +94,10 @@ public:
     void run(std::vector<statement> stmts, std::chrono::milliseconds timeout, batch_handler done);
     /// `cb` runs once when the session ends other than by close(): server or socket.
     void on_closed(std::function<void(std::error_code)> cb) { on_closed_ = std::move(cb); }
+    /// `cb(channel, payload)` runs for every NOTIFY this session receives (after LISTEN).
+    void on_notify(std::function<void(std::string_view, std::string_view)> cb) {
+        on_notify_ = std::move(cb);
+    }
     /// Ends the session now; batches in flight complete with `why`. Idempotent.
     void close(std::error_code why = make_error_code(errc::cancelled));
 
@@ -133,6 +137,7 @@ private:
     asio::steady_timer timer_;
     std::function<void(std::error_code)> connect_done_{};
     std::function<void(std::error_code)> on_closed_{};
+    std::function<void(std::string_view, std::string_view)> on_notify_{};
     std::deque<batch> inflight_{};
     std::string error_text_{};
     std::chrono::steady_clock::time_point last_ok_send_{};

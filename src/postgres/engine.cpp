@@ -44,6 +44,7 @@ void engine::shutdown() noexcept {
                 if (auto h = w.lock()) h->end_on_shutdown();
             holds_.clear();
             idle_.clear();
+            if (listener_) listener_->close();
             for (auto& w : sessions_)
                 if (auto s = w.lock()) s->close();
             sessions_.clear();
@@ -112,6 +113,73 @@ void engine::query(std::vector<statement> stmts,
                    done(e, r);
                });
     });
+}
+
+void engine::listen(const std::string& channel, std::function<void(std::error_code)> ready) {
+    if (listening_) return ready({});
+    listen_waiters_.push_back(std::move(ready));
+    if (listener_ || shut_down()) {
+        if (shut_down()) {
+            auto ws = std::move(listen_waiters_);
+            listen_waiters_.clear();
+            for (auto& w : ws)
+                w(make_error_code(errc::cancelled));
+        }
+        return;
+    }
+    auto s = std::make_shared<connection>(io_, settings_);
+    listener_ = s;
+    sessions_.push_back(s);
+    const auto fail_all = [this](std::error_code ec) {
+        listening_ = false;
+        listener_.reset();
+        auto ws = std::move(listen_waiters_);
+        listen_waiters_.clear();
+        for (auto& w : ws)
+            w(ec);
+        // Sleepers wake and try again (they poll until a new session listens).
+        auto ss = std::move(sleepers_);
+        sleepers_.clear();
+        for (auto& [id, z] : ss)
+            z.wake();
+    };
+    s->connect([this, s, channel, fail_all](std::error_code ec) {
+        if (ec) return fail_all(ec);
+        s->on_notify([this](std::string_view, std::string_view payload) {
+            const std::string p(payload);
+            std::vector<std::function<void()>> wake;
+            for (auto it = sleepers_.begin(); it != sleepers_.end();)
+                if (it->second.payload == p) {
+                    wake.push_back(std::move(it->second.wake));
+                    it = sleepers_.erase(it);
+                } else {
+                    ++it;
+                }
+            for (auto& w : wake)
+                w();
+        });
+        s->on_closed(fail_all);
+        s->run({{"LISTEN " + channel}}, settings_->request_timeout,
+               [this, fail_all](std::error_code e, std::vector<result>& r) {
+                   if (e || r.empty() || !r[0].ok())
+                       return fail_all(e ? e : make_error_code(errc::server_error));
+                   listening_ = true;
+                   auto ws = std::move(listen_waiters_);
+                   listen_waiters_.clear();
+                   for (auto& w : ws)
+                       w({});
+               });
+    });
+}
+
+std::uint64_t engine::on_notified(const std::string& payload, std::function<void()> wake) {
+    const auto id = next_sleeper_++;
+    sleepers_.emplace(id, sleeper{payload, std::move(wake)});
+    return id;
+}
+
+void engine::forget(std::uint64_t id) {
+    sleepers_.erase(id);
 }
 
 void engine::set_error(std::string text) {

@@ -15,6 +15,8 @@
 #include "postgres/connection.hpp"
 #include "postgres/settings.hpp"
 
+#include <dlock/lock_options.hpp>
+
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
@@ -22,8 +24,10 @@
 #include <atomic>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -105,8 +109,19 @@ public:
     /// I/O thread: the sequence dlock_fence is known to exist (checked by the first
     /// fenced acquisition).
     bool fence_ready = false;
-    /// I/O thread: the ShedLock table is known to exist.
-    bool shedlock_ready = false;
+    /// I/O thread: the lease tables known to exist (by kind).
+    std::set<lock_kind> tables_ready{};
+
+    /// I/O thread: `ready` runs once the session that LISTENs on `channel` is up (at once when
+    /// it is; with an error when it cannot be set up: the caller then polls).
+    void listen(const std::string& channel, std::function<void(std::error_code)> ready);
+    /// I/O thread: whether the LISTEN session is up now.
+    bool listening() const noexcept { return listening_; }
+    /// I/O thread: `wake` runs once, at the next notification named `payload` or when the
+    /// LISTEN session ends. Returns an id for forget(). An attempt registers before it sends,
+    /// so a release that lands while its statement is in flight still wakes it.
+    std::uint64_t on_notified(const std::string& payload, std::function<void()> wake);
+    void forget(std::uint64_t id);
 
     /// The last failure, for client::last_error_detail() ("" when none); any thread.
     void set_error(std::string text);
@@ -128,6 +143,15 @@ private:
     std::vector<std::shared_ptr<connection>> idle_{};
     std::vector<std::weak_ptr<connection>> sessions_{};
     std::vector<std::weak_ptr<pg_hold>> holds_{};
+    std::shared_ptr<connection> listener_{};
+    bool listening_ = false;
+    std::vector<std::function<void(std::error_code)>> listen_waiters_{};
+    struct sleeper {
+        std::string payload;
+        std::function<void()> wake;
+    };
+    std::map<std::uint64_t, sleeper> sleepers_{};
+    std::uint64_t next_sleeper_ = 1;
 };
 
 template <class T>

@@ -61,6 +61,9 @@ TEST_F(PgCli, ExecExcludesAmongProcesses) {
     // ShedLock rows too.
     EXPECT_EQ(dlock("exec --kind shedlock --wait 0 cli:shed -- true").code, 0);
     EXPECT_EQ(server().psql("SELECT count(*) FROM shedlock WHERE name = 'cli:shed'"), "1");
+    // dlock's lease rows: the row is deleted on release.
+    EXPECT_EQ(dlock("exec --kind lease --wait 0 cli:lease -- true").code, 0);
+    EXPECT_EQ(server().psql("SELECT count(*) FROM dlock_lease"), "0");
 }
 
 TEST_F(PgCli, StatusListAndUnlockForceOnAHeldLock) {

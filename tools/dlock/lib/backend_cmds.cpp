@@ -9,8 +9,8 @@
 namespace dlock::cli {
 namespace {
 
-/// The kinds `status` looks at on a backend: its default lock, then ShedLock rows.
-constexpr lock_kind status_kinds[] = {lock_kind::reentrant, lock_kind::shedlock};
+/// The kinds `status` looks at on a backend: its default lock, then the lease rows.
+constexpr lock_kind status_kinds[] = {lock_kind::reentrant, lock_kind::shedlock, lock_kind::lease};
 
 void print_text(std::ostream& out, const lock_status& s) {
     out << "lock     " << s.name << '\n';
@@ -140,11 +140,12 @@ int run_unlock_backend(const std::string& url, const std::string& name, std::ost
     bool ended = false;
     if (before.exists) {
         std::error_code ec;
-        if (before.kind == "shedlock") {
-            // No public lock object of this kind yet (client::force_unlock(name, kind) would be
-            // the seam); the row's lease ends when its holder stops extending it.
+        if (before.kind != "lock" && before.kind != "read" && before.kind != "write") {
+            // No public lock object of the row kinds (client::force_unlock(name, kind) would be
+            // the seam); a row's lease ends when its holder stops extending it.
             throw diagnose(make_error_code(errc::unsupported), "cannot unlock '" + name + "'",
-                           "unlock --force of a ShedLock row is not offered by the CLI yet");
+                           "unlock --force of a " + before.kind +
+                               " row is not offered by the CLI yet");
         }
         ended = c.make_mutex(name).force_unlock(ec);
         if (ec) throw diagnose(c, ec, "cannot unlock '" + one_line(name) + "'", name);
