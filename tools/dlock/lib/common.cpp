@@ -18,7 +18,8 @@ struct named_kind {
 constexpr named_kind kind_names[] = {
     {"lock", lock_kind::reentrant}, {"simple", lock_kind::simple},
     {"fair", lock_kind::fair},      {"read", lock_kind::read},
-    {"write", lock_kind::write},    {"shedlock", lock_kind::shedlock}};
+    {"write", lock_kind::write},    {"shedlock", lock_kind::shedlock},
+    {"lease", lock_kind::lease}};
 } // namespace
 
 std::vector<std::string> kind_choices() {
