@@ -44,6 +44,11 @@ void engine::shutdown() noexcept {
                 if (auto h = w.lock()) h->end_on_shutdown();
             holds_.clear();
             idle_.clear();
+            // Acquisitions asleep until a notification wake now and end as cancelled.
+            auto sleeping = std::move(sleepers_);
+            sleepers_.clear();
+            for (auto& [id, z] : sleeping)
+                z.wake();
             if (listener_) listener_->close();
             for (auto& w : sessions_)
                 if (auto s = w.lock()) s->close();

@@ -94,7 +94,7 @@ TEST_F(PgLease, ForceUnlockDeletesTheRowAndWakesItsWaiter) {
     ASSERT_EQ(st.contenders.size(), 1U);
     EXPECT_EQ(st.contenders[0].token, holder->fencing_token());
     EXPECT_EQ(st.fencing_counter, holder->fencing_token());
-    EXPECT_EQ(b->list("lease:*", ec).size(), 1U);
+    EXPECT_EQ(b->list("lease:forc?", ec).size(), 1U);
     auto got = std::async(std::launch::async, [&] {
         std::error_code e;
         return backend()->acquire("lease:force", lease_kind(20s), e) != nullptr;
@@ -105,6 +105,31 @@ TEST_F(PgLease, ForceUnlockDeletesTheRowAndWakesItsWaiter) {
     EXPECT_TRUE(got.get());
     holder->extend(30s, ec); // the old holder learns it at its next extend
     EXPECT_EQ(ec, errc::not_owner);
+}
+
+} // namespace
+} // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+TEST_F(PgLease, ShutdownEndsAWaitAtOnce) {
+    auto holder = backend();
+    std::error_code ec;
+    auto h = holder->acquire("lease:down", lease_kind(0ms), ec); // 30 s lease
+    ASSERT_TRUE(h);
+    auto b = backend();
+    auto got = std::async(std::launch::async, [&] {
+        std::error_code e;
+        auto w = b->acquire("lease:down", lease_kind(25s), e);
+        return e;
+    });
+    ASSERT_EQ(got.wait_for(300ms), std::future_status::timeout); // asleep until NOTIFY/expiry
+    const auto t0 = clock::now();
+    b->shutdown();
+    ASSERT_EQ(got.wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(got.get(), errc::cancelled);
+    EXPECT_LT(clock::now() - t0, 2s);
 }
 
 } // namespace
