@@ -339,3 +339,30 @@ TEST_F(PgAdvisory, KilledHolderProcessFreesTheLock) {
 
 } // namespace
 } // namespace dlock::test
+
+namespace dlock::test {
+namespace {
+
+// A session that stops answering (its server process stopped: a hung server, a partition) is
+// lost when valid_until passes unproven, within the check period, and the hold closes it.
+TEST_F(PgAdvisory, AnUnansweredCheckIsALossAtValidUntil) {
+    auto b = backend("dlock_check=300");
+    std::error_code ec;
+    auto h = b->acquire("silent", wait_for(5s), ec);
+    ASSERT_TRUE(h) << ec.message();
+    const auto pid = std::stoi(
+        server().psql("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted LIMIT 1"));
+    std::atomic<clock::rep> lost_at{0};
+    h->on_lost([&] { lost_at = clock::now().time_since_epoch().count(); });
+    ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+    const auto t0 = clock::now();
+    const auto until = h->valid_until(); // may still move once: a check sent before the stop
+    const bool lost = eventually([&] { return h->lost(); }, 3s);
+    ::kill(pid, SIGCONT);
+    ASSERT_TRUE(lost);
+    EXPECT_GE(lost_at.load(), until.time_since_epoch().count()); // not before its promise
+    EXPECT_LT(clock::now() - t0, 1s); // within about one check period (300 ms) and a tick
+}
+
+} // namespace
+} // namespace dlock::test
