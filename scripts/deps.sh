@@ -8,6 +8,7 @@ packages=(
   libasio-dev libssl-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   prometheus-cpp-dev
   redis-server redis-tools redis-sentinel openssl
+  libpq-dev postgresql libpostgresql-jdbc-java default-jre-headless
   clang libclang-rt-14-dev clang-format clang-tidy
   doxygen file dpkg-dev
   tmux groff-base
@@ -35,4 +36,6 @@ export DEBIAN_FRONTEND=noninteractive
 # The distribution's redis service is never used by dlock; tests start their own servers.
 if command -v systemctl >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
   systemctl disable --now redis-server redis-sentinel >/dev/null 2>&1 || true
+  # Nor the distribution's PostgreSQL cluster (tests run initdb + pg_ctl in a temp dir).
+  systemctl disable --now postgresql >/dev/null 2>&1 || true
 fi

@@ -13,6 +13,9 @@ enum class lock_kind {
     fair,      ///< Redisson RFairLock layout: reentrant, waiters served in arrival order
     read,      ///< shared side of a Redisson RReadWriteLock-compatible lock (no fencing token)
     write,     ///< exclusive side of the same lock, fencing token; see dlock/rw_mutex.hpp
+    // Kinds of other backends (Redis answers them with errc::unsupported):
+    shedlock, ///< PostgreSQL: a row of ShedLock's `shedlock` table (database time, no token)
+    lease,    ///< PostgreSQL: a row of dlock's `dlock_lease` table (token, NOTIFY wake-up)
 };
 
 /// A fixed lease: the lock expires after it and is not renewed (the watchdog is not used).

@@ -34,6 +34,10 @@ command& command::own(std::string s) {
 lock_keys lock_protocol::keys(std::string_view name, std::error_code& ec) const {
     ec.clear();
     lock_keys k;
+    if (!offered()) {
+        ec = make_error_code(errc::unsupported);
+        return k;
+    }
     if (name.empty() || name.size() > 4096) {
         ec = make_error_code(errc::invalid_argument);
         return k;

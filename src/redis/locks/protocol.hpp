@@ -117,6 +117,9 @@ public:
     /// handle); otherwise every acquisition has a fresh random token as its owner.
     virtual bool reentrant() const noexcept = 0;
     virtual bool has_fencing_token() const noexcept = 0;
+    /// False for the stand-in of a lock_kind only other backends offer (registry.cpp): its
+    /// keys() fail with errc::unsupported, so nothing of it is ever sent.
+    virtual bool offered() const noexcept { return true; }
     virtual layout_info layout() const noexcept = 0;
 
     /// The attempt of `owner` with `lease_ms`.
@@ -235,7 +238,8 @@ private:
     std::size_t index_ = 0;
 };
 
-/// The protocol of a public lock kind.
+/// The protocol of a public lock kind; for a kind Redis does not offer (the lease tables of
+/// other backends), a stand-in whose keys() fail with errc::unsupported.
 const lock_protocol& protocol_of(lock_kind kind) noexcept;
 /// How many kinds are built in: the lock_kind values 0 .. builtin_kinds() - 1.
 std::size_t builtin_kinds() noexcept;

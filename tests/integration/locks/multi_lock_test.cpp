@@ -51,6 +51,9 @@ std::string kind_name(lock_kind k) {
         return "read";
     case lock_kind::write:
         return "write";
+    case lock_kind::shedlock: // PostgreSQL kinds: not in these Redis tables
+    case lock_kind::lease:
+        break;
     }
     return "kind" + std::to_string(static_cast<int>(k));
 }

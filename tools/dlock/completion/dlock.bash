@@ -3,7 +3,7 @@
 # `dlock SUBCOMMAND --help`; tests/packaging/completion_test.sh checks both ways.
 
 _dlock_subcommands="exec status list keys unlock demo bench"
-_dlock_kinds="lock simple fair read write"
+_dlock_kinds="lock simple fair read write shedlock lease"
 _dlock_global_opts="--url --help --version"
 
 # Options of one subcommand (the global ones are accepted after it too).

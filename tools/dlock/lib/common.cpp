@@ -15,11 +15,11 @@ struct named_kind {
     std::string_view name;
     lock_kind kind;
 };
-constexpr named_kind kind_names[] = {{"lock", lock_kind::reentrant},
-                                     {"simple", lock_kind::simple},
-                                     {"fair", lock_kind::fair},
-                                     {"read", lock_kind::read},
-                                     {"write", lock_kind::write}};
+constexpr named_kind kind_names[] = {
+    {"lock", lock_kind::reentrant}, {"simple", lock_kind::simple},
+    {"fair", lock_kind::fair},      {"read", lock_kind::read},
+    {"write", lock_kind::write},    {"shedlock", lock_kind::shedlock},
+    {"lease", lock_kind::lease}};
 } // namespace
 
 std::vector<std::string> kind_choices() {

@@ -231,9 +231,10 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     // Several --url: Redlock over those masters (simple-lock layout on each, no fencing token).
     std::optional<redlock_options> ropts;
     client_options copts;
+    const std::string other_backend = backend_url(g); // postgresql://, zk://: client(url)
     if (effective_urls(g).size() > 1)
         ropts = redlock_options_for(g);
-    else
+    else if (other_backend.empty())
         copts = connect_options(g);
     if (o.watchdog) {
         if (o.watchdog->count() < 30) throw usage_error("--watchdog must be at least 30ms");
@@ -272,7 +273,10 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
         rl.emplace(std::move(*ropts));
         rl->async_acquire(o.name, ao, std::move(on_acquired));
     } else {
-        c.emplace(copts);
+        if (other_backend.empty())
+            c.emplace(copts);
+        else
+            c.emplace(backend_client(other_backend));
         c->async_acquire(o.name, ao, std::move(on_acquired));
     }
     int interrupted_by = 0;

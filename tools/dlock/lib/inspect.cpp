@@ -297,6 +297,7 @@ int run_status(const global_options& g, const std::vector<std::string>& names, b
                std::ostream& out) {
     for (const auto& name : names)
         check_name(name);
+    if (auto u = backend_url(g); !u.empty()) return run_status_backend(u, names, json, out);
     client c(connect_options(g));
     std::vector<lock_info> infos;
     for (const auto& name : names) {
@@ -320,6 +321,7 @@ int run_status(const global_options& g, const std::vector<std::string>& names, b
 }
 
 int run_list(const global_options& g, const std::string& pattern, bool json, std::ostream& out) {
+    if (auto u = backend_url(g); !u.empty()) return run_list_backend(u, pattern, json, out);
     client c(connect_options(g));
     std::vector<lock_info> locks;
     try {
@@ -363,6 +365,7 @@ int run_keys(const std::string& name, const std::string& kind, std::ostream& out
 
 int run_unlock(const global_options& g, const std::string& name, std::ostream& out) {
     check_name(name);
+    if (auto u = backend_url(g); !u.empty()) return run_unlock_backend(u, name, out);
     client c(connect_options(g));
     lock_info before;
     bool deleted = false;

@@ -1,0 +1,196 @@
+// The PostgreSQL backend behind dlock::client (postgresql:// and postgres:// URLs): the
+// lock_backend seam (core/lock_backend.hpp) over pg::engine, dispatching each kind to its
+// implementation (advisory.cpp).
+#include "backends.hpp"
+#include "postgres/advisory.hpp"
+#include "postgres/engine.hpp"
+#include "postgres/rows.hpp"
+
+#include <algorithm>
+
+namespace dlock::detail {
+namespace pg {
+namespace {
+
+void start_acquire(const std::shared_ptr<engine>& e, std::string name, const acquire_options& opts,
+                   acquire_handler done) {
+    if (row_kind(opts.kind))
+        acquire_row(e, opts.kind, std::move(name), opts, std::move(done));
+    else
+        acquire_advisory(e, std::move(name), opts, std::move(done));
+}
+
+class pg_backend final : public lock_backend {
+public:
+    explicit pg_backend(settings s)
+        : engine_(std::make_shared<engine>(std::move(s))) {
+        engine_->start();
+    }
+    ~pg_backend() override { engine_->shutdown(); }
+
+    std::string_view backend_name() const noexcept override { return "postgresql"; }
+    const std::string& id() const noexcept override { return engine_->id(); }
+    asio::any_io_executor executor() const override { return engine_->io().get_executor(); }
+    bool on_io_thread() const noexcept override { return engine_->on_io_thread(); }
+    std::string last_error_detail() const override { return engine_->last_error(); }
+    metrics_snapshot metrics() const override { return engine_->metrics().snapshot(); }
+    bool supports(lock_kind kind) const noexcept override {
+        return advisory_kind(kind) || row_kind(kind);
+    }
+    bool reentrant(lock_kind kind) const noexcept override {
+        // A lease row is one owner's, like the simple lock's key.
+        return kind != lock_kind::simple && !row_kind(kind);
+    }
+
+    std::shared_ptr<hold> acquire(std::string_view name, const acquire_options& opts,
+                                  std::error_code& ec) override {
+        ec.clear();
+        if (engine_->on_io_thread()) {
+            ec = make_error_code(errc::invalid_argument);
+            return nullptr;
+        }
+        if (!supports(opts.kind)) {
+            ec = make_error_code(errc::unsupported);
+            return nullptr;
+        }
+        using out = std::pair<std::error_code, std::shared_ptr<hold>>;
+        auto e = engine_;
+        auto r = engine_->call<out>(
+            [e, n = std::string(name), opts](std::function<void(out)> done) {
+                start_acquire(e, n, opts, [done](std::error_code ec2, std::shared_ptr<hold> h) {
+                    done({ec2, std::move(h)});
+                });
+            },
+            {make_error_code(errc::cancelled), nullptr});
+        ec = r.first;
+        return std::move(r.second);
+    }
+
+    void async_acquire(std::string name, const acquire_options& opts,
+                       std::function<void(std::error_code, std::shared_ptr<hold>)> done) override {
+        if (!supports(opts.kind)) {
+            if (!engine_->post([done] { done(make_error_code(errc::unsupported), nullptr); }))
+                done(make_error_code(errc::cancelled), nullptr);
+            return;
+        }
+        auto e = engine_;
+        if (!engine_->post([e, name = std::move(name), opts, done]() mutable {
+                start_acquire(e, std::move(name), opts, std::move(done));
+            }))
+            done(make_error_code(errc::cancelled), nullptr);
+    }
+
+    bool is_locked(std::string_view name, lock_kind kind, std::error_code& ec) override {
+        const auto st = inspect(name, kind, ec);
+        if (ec) return false;
+        return std::any_of(st.contenders.begin(), st.contenders.end(),
+                           [](const lock_contender& c) { return c.holds; });
+    }
+
+    bool force_unlock(std::string_view name, lock_kind kind, std::error_code& ec) override {
+        ec.clear();
+        if (!check(kind, ec)) return false;
+        using out = std::pair<std::error_code, bool>;
+        auto e = engine_;
+        auto r = engine_->call<out>(
+            [e, n = std::string(name), kind](std::function<void(out)> done) {
+                auto cb = [done](std::error_code ec2, bool any) { done({ec2, any}); };
+                if (row_kind(kind))
+                    force_unlock_row(e, kind, n, cb);
+                else
+                    force_unlock_advisory(e, n, cb);
+            },
+            {make_error_code(errc::cancelled), false});
+        ec = r.first;
+        return r.second;
+    }
+
+    std::optional<std::chrono::milliseconds> remaining_lease(std::string_view name, lock_kind kind,
+                                                             std::error_code& ec) override {
+        ec.clear();
+        if (!check(kind, ec)) return std::nullopt;
+        if (!row_kind(kind)) return std::nullopt; // lives as long as its session
+        return inspect(name, kind, ec).remaining_lease;
+    }
+
+    lock_status inspect(std::string_view name, lock_kind kind, std::error_code& ec) override {
+        ec.clear();
+        if (!check(kind, ec)) return {};
+        using out = std::pair<std::error_code, lock_status>;
+        auto e = engine_;
+        auto r = engine_->call<out>(
+            [e, n = std::string(name), kind](std::function<void(out)> done) {
+                auto cb = [done](std::error_code ec2, lock_status st) {
+                    done({ec2, std::move(st)});
+                };
+                if (row_kind(kind))
+                    inspect_row(e, kind, n, cb);
+                else
+                    inspect_advisory(e, n, kind, cb);
+            },
+            {make_error_code(errc::cancelled), {}});
+        ec = r.first;
+        return std::move(r.second);
+    }
+
+    std::vector<lock_status> list(std::string_view pattern, std::error_code& ec) override {
+        ec.clear();
+        if (engine_->on_io_thread()) {
+            ec = make_error_code(errc::invalid_argument);
+            return {};
+        }
+        using out = std::pair<std::error_code, std::vector<lock_status>>;
+        auto e = engine_;
+        auto r = engine_->call<out>(
+            [e, p = std::string(pattern)](std::function<void(out)> done) {
+                // Advisory locks, then ShedLock rows, then lease rows (a missing table lists
+                // none).
+                list_advisory(e, p, [e, p, done](std::error_code ec2, std::vector<lock_status> v) {
+                    if (ec2) return done({ec2, std::move(v)});
+                    list_rows(e, lock_kind::shedlock, p,
+                              [e, p, v = std::move(v), done](std::error_code ec3,
+                                                             std::vector<lock_status> a) mutable {
+                                  for (auto& row : a)
+                                      v.push_back(std::move(row));
+                                  if (ec3) return done({ec3, std::move(v)});
+                                  list_rows(
+                                      e, lock_kind::lease, p,
+                                      [v = std::move(v), done](std::error_code ec4,
+                                                               std::vector<lock_status> b) mutable {
+                                          for (auto& row : b)
+                                              v.push_back(std::move(row));
+                                          done({ec4, std::move(v)});
+                                      });
+                              });
+                });
+            },
+            {make_error_code(errc::cancelled), {}});
+        ec = r.first;
+        return std::move(r.second);
+    }
+
+    void shutdown() noexcept override { engine_->shutdown(); }
+
+private:
+    bool check(lock_kind kind, std::error_code& ec) const {
+        if (engine_->on_io_thread())
+            ec = make_error_code(errc::invalid_argument);
+        else if (!supports(kind))
+            ec = make_error_code(errc::unsupported);
+        return !ec;
+    }
+
+    std::shared_ptr<engine> engine_;
+};
+
+} // namespace
+} // namespace pg
+
+std::shared_ptr<lock_backend> make_postgres_backend(std::string_view url, std::error_code& ec,
+                                                    std::string* why) {
+    auto s = pg::parse_settings(url, ec, why);
+    if (ec) return nullptr;
+    return std::make_shared<pg::pg_backend>(std::move(s));
+}
+
+} // namespace dlock::detail

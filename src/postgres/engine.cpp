@@ -1,0 +1,240 @@
+#include "postgres/engine.hpp"
+
+#include "core/random.hpp"
+
+#include <algorithm>
+
+namespace dlock::detail::pg {
+
+engine::engine(settings s)
+    : settings_(std::make_shared<const settings>(std::move(s)))
+    , id_(random_uuid())
+    , work_(io_.get_executor()) {}
+
+engine::~engine() {
+    shutdown();
+}
+
+void engine::start() {
+    thread_ = std::thread([this] {
+        thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
+        io_.run();
+    });
+}
+
+bool engine::on_io_thread() const noexcept {
+    return thread_id_.load(std::memory_order_acquire) == std::this_thread::get_id();
+}
+
+bool engine::post(std::function<void()> fn) {
+    std::lock_guard lk(mu_);
+    if (!accepting_) return false;
+    asio::post(io_, std::move(fn));
+    return true;
+}
+
+void engine::shutdown() noexcept {
+    {
+        std::lock_guard lk(mu_);
+        if (!accepting_) return;
+        accepting_ = false;
+        shut_.store(true, std::memory_order_release);
+        asio::post(io_, [this] {
+            for (auto& w : holds_)
+                if (auto h = w.lock()) h->end_on_shutdown();
+            holds_.clear();
+            idle_.clear();
+            // Acquisitions asleep until a notification wake now and end as cancelled.
+            auto sleeping = std::move(sleepers_);
+            sleepers_.clear();
+            for (auto& [id, z] : sleeping)
+                z.wake();
+            if (listener_) listener_->close();
+            for (auto& w : sessions_)
+                if (auto s = w.lock()) s->close();
+            sessions_.clear();
+        });
+    }
+    work_.reset();
+    if (!thread_.joinable()) return;
+    if (on_io_thread()) {
+        thread_.detach(); // the last reference dropped on the I/O thread: it ends by itself
+        return;
+    }
+    thread_.join();
+}
+
+void engine::get_session(session_handler done) {
+    if (shut_down()) return done(make_error_code(errc::cancelled), nullptr);
+    while (!idle_.empty()) {
+        auto s = std::move(idle_.back());
+        idle_.pop_back();
+        if (s->open() && s->idle()) return done({}, std::move(s));
+    }
+    auto s = std::make_shared<connection>(io_, settings_);
+    // Prune the weak list now and then (sessions end all the time).
+    if (sessions_.size() > 64 && sessions_.size() % 64 == 0)
+        std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
+    sessions_.push_back(s);
+    s->connect([this, s, done = std::move(done)](std::error_code ec) {
+        if (ec) {
+            set_error(settings_->display + ": " + s->error_text());
+            return done(ec, nullptr);
+        }
+        done({}, s);
+    });
+}
+
+void engine::put_session(std::shared_ptr<connection> s) {
+    if (!s) return;
+    s->on_closed(nullptr);
+    if (shut_down() || !s->open() || !s->idle() || idle_.size() >= settings_->pool) {
+        s->close();
+        return;
+    }
+    idle_.push_back(std::move(s));
+}
+
+void engine::track(const std::shared_ptr<pg_hold>& h) {
+    if (holds_.size() > 64 && holds_.size() % 64 == 0)
+        std::erase_if(holds_, [](const auto& w) { return w.expired(); });
+    holds_.push_back(h);
+}
+
+void engine::query(std::vector<statement> stmts,
+                   std::function<void(std::error_code, std::vector<result>&)> done) {
+    get_session([this, stmts = std::move(stmts), done = std::move(done)](
+                    std::error_code ec, std::shared_ptr<connection> s) mutable {
+        if (ec) {
+            std::vector<result> none;
+            return done(ec, none);
+        }
+        s->run(std::move(stmts), settings_->request_timeout,
+               [this, s, done = std::move(done)](std::error_code e, std::vector<result>& r) {
+                   if (e)
+                       set_error(settings_->display + ": " + s->error_text());
+                   else
+                       put_session(s);
+                   done(e, r);
+               });
+    });
+}
+
+void engine::listen(const std::string& channel, std::function<void(std::error_code)> ready) {
+    if (listening_) return ready({});
+    listen_waiters_.push_back(std::move(ready));
+    if (listener_ || shut_down()) {
+        if (shut_down()) {
+            auto ws = std::move(listen_waiters_);
+            listen_waiters_.clear();
+            for (auto& w : ws)
+                w(make_error_code(errc::cancelled));
+        }
+        return;
+    }
+    auto s = std::make_shared<connection>(io_, settings_);
+    listener_ = s;
+    sessions_.push_back(s);
+    const auto fail_all = [this](std::error_code ec) {
+        listening_ = false;
+        listener_.reset();
+        auto ws = std::move(listen_waiters_);
+        listen_waiters_.clear();
+        for (auto& w : ws)
+            w(ec);
+        // Sleepers wake and try again (they poll until a new session listens).
+        auto ss = std::move(sleepers_);
+        sleepers_.clear();
+        for (auto& [id, z] : ss)
+            z.wake();
+    };
+    s->connect([this, s, channel, fail_all](std::error_code ec) {
+        if (ec) return fail_all(ec);
+        s->on_notify([this](std::string_view, std::string_view payload) {
+            const std::string p(payload);
+            std::vector<std::function<void()>> wake;
+            for (auto it = sleepers_.begin(); it != sleepers_.end();)
+                if (it->second.payload == p) {
+                    wake.push_back(std::move(it->second.wake));
+                    it = sleepers_.erase(it);
+                } else {
+                    ++it;
+                }
+            for (auto& w : wake)
+                w();
+        });
+        s->on_closed(fail_all);
+        s->run({{"LISTEN " + channel}}, settings_->request_timeout,
+               [this, fail_all](std::error_code e, std::vector<result>& r) {
+                   if (e || r.empty() || !r[0].ok())
+                       return fail_all(e ? e : make_error_code(errc::server_error));
+                   listening_ = true;
+                   auto ws = std::move(listen_waiters_);
+                   listen_waiters_.clear();
+                   for (auto& w : ws)
+                       w({});
+               });
+    });
+}
+
+std::uint64_t engine::on_notified(const std::string& payload, std::function<void()> wake) {
+    const auto id = next_sleeper_++;
+    sleepers_.emplace(id, sleeper{payload, std::move(wake)});
+    return id;
+}
+
+void engine::forget(std::uint64_t id) {
+    sleepers_.erase(id);
+}
+
+void engine::set_error(std::string text) {
+    std::lock_guard lk(mu_);
+    last_error_ = std::move(text);
+}
+
+std::string engine::last_error() const {
+    std::lock_guard lk(mu_);
+    return last_error_;
+}
+
+// --- pg_hold ----------------------------------------------------------------------------------
+
+void pg_hold::release_blocking(std::error_code& ec) {
+    ec.clear();
+    if (engine_->on_io_thread()) return release_async([](std::error_code) {});
+    ec = engine_->call<std::error_code>(
+        [h = self()](std::function<void(std::error_code)> done) { h->release_io(std::move(done)); },
+        lost() ? make_error_code(errc::not_owner) : std::error_code{});
+}
+
+void pg_hold::release_async(std::function<void(std::error_code)> done) {
+    if (!engine_->post([h = self(), done] { h->release_io(done); }))
+        done(lost() ? make_error_code(errc::not_owner) : std::error_code{});
+}
+
+void pg_hold::extend(std::chrono::milliseconds lease, std::error_code& ec) {
+    ec.clear();
+    if (lease < std::chrono::milliseconds(1) || engine_->on_io_thread()) {
+        ec = make_error_code(errc::invalid_argument);
+        return;
+    }
+    ec = engine_->call<std::error_code>(
+        [h = self(), lease](std::function<void(std::error_code)> done) {
+            h->extend_io(lease, std::move(done));
+        },
+        make_error_code(errc::not_owner));
+}
+
+void pg_hold::extend_async(std::chrono::milliseconds lease,
+                           std::function<void(std::error_code)> done) {
+    if (lease < std::chrono::milliseconds(1)) return done(make_error_code(errc::invalid_argument));
+    if (!engine_->post([h = self(), lease, done] { h->extend_io(lease, done); }))
+        done(make_error_code(errc::not_owner));
+}
+
+asio::any_io_executor pg_hold::executor() const {
+    if (engine_->shut_down()) return {};
+    return engine_->io().get_executor();
+}
+
+} // namespace dlock::detail::pg

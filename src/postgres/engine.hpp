@@ -1,0 +1,171 @@
+// pg::engine: what one PostgreSQL backend owns: the settings, one io_context run by one I/O
+// thread, the pool of idle sessions, the holds still open (for shutdown), the counters and the
+// last error. Acquisition and the lock kinds live in advisory.cpp (and the lease tables).
+//
+// Sessions: every advisory hold has a session of its own (PostgreSQL's session locks stack
+// per session, so two owners must never share one); a session whose lock was released cleanly
+// goes back to the idle pool (at most settings::pool) and serves the next acquisition or query
+// without a new connection.
+//
+// Thread safety: the members marked "I/O thread" run there only; the rest from any thread.
+#pragma once
+
+#include "core/hold.hpp"
+#include "core/metrics.hpp"
+#include "postgres/connection.hpp"
+#include "postgres/settings.hpp"
+
+#include <dlock/lock_options.hpp>
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
+
+#include <atomic>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dlock::detail::pg {
+
+class engine;
+
+/// A hold of this backend (advisory or lease row). The blocking and async members of
+/// detail::hold are written once here over the kind's release_io() / extend_io(), which run on
+/// the I/O thread; the engine ends the holds still open on shutdown.
+class pg_hold : public hold {
+public:
+    void release_blocking(std::error_code& ec) override;
+    void release_async(std::function<void(std::error_code)> done) override;
+    void extend(std::chrono::milliseconds lease, std::error_code& ec) override;
+    void extend_async(std::chrono::milliseconds lease,
+                      std::function<void(std::error_code)> done) override;
+    asio::any_io_executor executor() const override;
+    /// I/O thread: the backend shuts down; end the hold (its lock is freed with its session or
+    /// its row expires) and signal the loss.
+    virtual void end_on_shutdown() = 0;
+
+protected:
+    explicit pg_hold(std::shared_ptr<engine> e)
+        : engine_(std::move(e)) {}
+    /// I/O thread: the release (done: clear, or errc::not_owner when it was lost).
+    virtual void release_io(std::function<void(std::error_code)> done) = 0;
+    /// I/O thread: the extension (done: clear, or errc::not_owner when it was lost).
+    virtual void extend_io(std::chrono::milliseconds lease,
+                           std::function<void(std::error_code)> done) = 0;
+
+    std::shared_ptr<engine> engine_;
+
+private:
+    std::shared_ptr<pg_hold> self() {
+        return std::static_pointer_cast<pg_hold>(shared_from_this());
+    }
+};
+
+class engine : public std::enable_shared_from_this<engine> {
+public:
+    using session_handler = std::function<void(std::error_code, std::shared_ptr<connection>)>;
+
+    explicit engine(settings s);
+    ~engine();
+    engine(const engine&) = delete;
+    engine& operator=(const engine&) = delete;
+
+    void start();
+    /// Closes every session, ends every hold, stops and joins the I/O thread. Idempotent.
+    void shutdown() noexcept;
+
+    asio::io_context& io() noexcept { return io_; }
+    bool on_io_thread() const noexcept;
+    bool shut_down() const noexcept { return shut_.load(std::memory_order_acquire); }
+    const settings& config() const noexcept { return *settings_; }
+    const std::string& id() const noexcept { return id_; }
+    client_metrics& metrics() noexcept { return metrics_; }
+
+    /// Runs `fn` on the I/O thread; false (and `fn` dropped) once shutdown has begun.
+    bool post(std::function<void()> fn);
+    /// Runs `start(complete)` on the I/O thread and blocks until `complete(value)` is called
+    /// (once); `fallback` at once when the engine no longer accepts work. Never call it on the
+    /// I/O thread.
+    template <class T>
+    T call(std::function<void(std::function<void(T)>)> start, T fallback);
+
+    /// I/O thread: an idle pooled session, else a new one (connected within connect_timeout).
+    void get_session(session_handler done);
+    /// I/O thread: `s` holds nothing and may serve again (closed when the pool is full).
+    void put_session(std::shared_ptr<connection> s);
+    /// I/O thread: ends holds on shutdown.
+    void track(const std::shared_ptr<pg_hold>& h);
+    /// I/O thread: one batch on a pooled session, the session returned afterwards.
+    void query(std::vector<statement> stmts,
+               std::function<void(std::error_code, std::vector<result>&)> done);
+
+    /// I/O thread: the sequence dlock_fence is known to exist (checked by the first
+    /// fenced acquisition).
+    bool fence_ready = false;
+    /// I/O thread: the lease tables known to exist (by kind).
+    std::set<lock_kind> tables_ready{};
+
+    /// I/O thread: `ready` runs once the session that LISTENs on `channel` is up (at once when
+    /// it is; with an error when it cannot be set up: the caller then polls).
+    void listen(const std::string& channel, std::function<void(std::error_code)> ready);
+    /// I/O thread: whether the LISTEN session is up now.
+    bool listening() const noexcept { return listening_; }
+    /// I/O thread: `wake` runs once, at the next notification named `payload` or when the
+    /// LISTEN session ends. Returns an id for forget(). An attempt registers before it sends,
+    /// so a release that lands while its statement is in flight still wakes it.
+    std::uint64_t on_notified(const std::string& payload, std::function<void()> wake);
+    void forget(std::uint64_t id);
+
+    /// The last failure, for client::last_error_detail() ("" when none); any thread.
+    void set_error(std::string text);
+    std::string last_error() const;
+
+private:
+    std::atomic<bool> shut_{false};
+    std::shared_ptr<const settings> settings_;
+    std::string id_;
+    client_metrics metrics_;
+    asio::io_context io_;
+    asio::executor_work_guard<asio::io_context::executor_type> work_;
+    std::thread thread_;
+    std::atomic<std::thread::id> thread_id_{};
+    mutable std::mutex mu_;
+    bool accepting_ = true;    // guarded by mu_
+    std::string last_error_{}; // guarded by mu_
+    // I/O thread only:
+    std::vector<std::shared_ptr<connection>> idle_{};
+    std::vector<std::weak_ptr<connection>> sessions_{};
+    std::vector<std::weak_ptr<pg_hold>> holds_{};
+    std::shared_ptr<connection> listener_{};
+    bool listening_ = false;
+    std::vector<std::function<void(std::error_code)>> listen_waiters_{};
+    struct sleeper {
+        std::string payload;
+        std::function<void()> wake;
+    };
+    std::map<std::uint64_t, sleeper> sleepers_{};
+    std::uint64_t next_sleeper_ = 1;
+};
+
+template <class T>
+T engine::call(std::function<void(std::function<void(T)>)> start, T fallback) {
+    auto p = std::make_shared<std::promise<T>>();
+    auto once = std::make_shared<std::atomic<bool>>(false);
+    auto f = p->get_future();
+    const bool posted = post([p, once, start = std::move(start)] {
+        start([p, once](T v) {
+            if (!once->exchange(true)) p->set_value(std::move(v));
+        });
+    });
+    if (!posted) return fallback;
+    return f.get();
+}
+
+} // namespace dlock::detail::pg

@@ -1,0 +1,65 @@
+// Lease rows: locks kept as rows of a table with an expiry in database time, renewed by a
+// watchdog, released by the owner's own statement. Two kinds share the machinery (one hold
+// class, one attempt loop, one set of queries) and differ in their statements:
+//
+// lock_kind::shedlock: ShedLock's `shedlock` table (net.javacrumbs.shedlock) and its
+// database-time statements verbatim but for the parameter numbering (research/zookeeper-sql.md
+// §2b, PostgresSqlServerTimeStatementsSource):
+//   CREATE TABLE shedlock(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL,
+//       locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name));
+//   acquire  INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE shedlock.lock_until <= now
+//   extend   UPDATE ... SET lock_until = now + lease WHERE name AND locked_by AND lock_until > now
+//   release  UPDATE ... SET lock_until = greatest(now, locked_at + lockAtLeastFor(0))
+//            WHERE name AND locked_by                       -- rows are never deleted
+// with now = timezone('utc', CURRENT_TIMESTAMP). A Java service must use ShedLock's
+// usingDbTime() (or UTC with synchronised clocks). locked_by is "<hostname>/<uuid>" per
+// acquisition (ShedLock's own is the bare hostname), so a dlock holder and a Java node on one
+// host never extend or release each other's lock. Names are at most 64 characters. No fencing
+// token. Waiting polls (ShedLock itself never waits): at most every 250 ms, bounded by the
+// holder's lock_until.
+//
+// lock_kind::lease: dlock's own table (§2c), with a fencing token from the sequence
+// dlock_fence taken in the same statement as the row, and LISTEN/NOTIFY wake-ups:
+//   CREATE TABLE dlock_lease(name text PRIMARY KEY, owner text NOT NULL, token bigint NOT NULL,
+//       expires_at timestamptz NOT NULL, acquired_at timestamptz NOT NULL)
+//   acquire  INSERT ... VALUES (.., nextval('dlock_fence'), now() + lease, now())
+//            ON CONFLICT (name) DO UPDATE ... WHERE dlock_lease.expires_at <= now() RETURNING token
+//   extend   UPDATE ... SET expires_at = now() + lease WHERE name AND token AND expires_at > now()
+//   release  DELETE ... WHERE name AND token, with pg_notify('dlock_lease', name) in the same
+//            transaction (delivered on commit)
+// Waiters LISTEN dlock_lease on one session per client (set up before their first attempt, so
+// no release between an attempt and the wait is missed) and sleep until a notification for
+// their name or the holder's expires_at, whichever comes first: no polling.
+//
+// Both: the table (and sequence) is created when missing (errc::permission_denied when the
+// role may not). The lease is the watchdog's 30 s (extended every 10 s) or
+// acquire_options::lease (fixed, not extended); valid_until = the send time of the last
+// successful acquire or extend + lease - (lease / 100 + 2 ms); a hold that reaches it without a
+// successful extend is lost. What they cannot guarantee: the database wall clock decides
+// expiry (a forward step shortens every lease); a row lost by an asynchronous failover means
+// two holders; no loss is noticed faster than the extend period.
+#pragma once
+
+#include "postgres/advisory.hpp"
+
+namespace dlock::detail::pg {
+
+/// The watchdog lease of the row kinds (ShedLock's usual lockAtMostFor is 30 s too).
+inline constexpr std::chrono::milliseconds table_watchdog_lease{30000};
+
+/// True for lock_kind::shedlock and lock_kind::lease.
+bool row_kind(lock_kind kind) noexcept;
+
+/// I/O thread, as acquire_advisory() (advisory.hpp).
+void acquire_row(const std::shared_ptr<engine>& e, lock_kind kind, std::string name,
+                 const acquire_options& opts, acquire_handler done);
+void inspect_row(const std::shared_ptr<engine>& e, lock_kind kind, std::string name,
+                 std::function<void(std::error_code, lock_status)> done);
+/// ShedLock: ends the lease now (lock_until = now; the row stays, as ShedLock requires).
+/// Lease: deletes the row and notifies its waiters.
+void force_unlock_row(const std::shared_ptr<engine>& e, lock_kind kind, std::string name,
+                      std::function<void(std::error_code, bool)> done);
+void list_rows(const std::shared_ptr<engine>& e, lock_kind kind, std::string pattern,
+               std::function<void(std::error_code, std::vector<lock_status>)> done);
+
+} // namespace dlock::detail::pg

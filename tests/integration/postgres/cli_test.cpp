@@ -1,0 +1,102 @@
+// The dlock command on postgresql:// URLs: exec (exclusion among processes, --kind shedlock),
+// status and list from pg_locks, unlock --force ending the holding session (the exec child is
+// stopped as after any loss: exit 73).
+#include "pg_test_util.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+#include <thread>
+#include <vector>
+
+namespace dlock::test {
+namespace {
+
+class PgCli : public pg_suite {
+public:
+    struct outcome {
+        int code = -1;
+        std::string out;
+    };
+    /// Runs `dlock --url URL ARGS` through sh; returns its exit code and stdout.
+    static outcome dlock(const std::string& args) {
+        const std::string cmd =
+            std::string(DLOCK_CLI_BINARY) + " --url '" + server().url() + "' " + args + " 2>&1";
+        outcome o;
+        if (FILE* p = ::popen(cmd.c_str(), "r")) {
+            char buf[512];
+            while (std::fgets(buf, sizeof buf, p))
+                o.out += buf;
+            const int st = ::pclose(p);
+            o.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+        }
+        return o;
+    }
+};
+
+TEST_F(PgCli, ExecExcludesAmongProcesses) {
+    const auto dir = std::filesystem::path(server().dir()) / "cs";
+    std::filesystem::create_directory(dir);
+    const std::string d = dir.string();
+    // Each child checks that nobody else is inside, stays a while, and leaves.
+    const std::string body = "sh -c 'if [ -e " + d + "/inside ]; then echo x >> " + d +
+                             "/overlap; fi; touch " + d + "/inside; sleep 0.05; rm " + d +
+                             "/inside; echo done >> " + d + "/log'";
+    std::vector<std::thread> ts;
+    std::vector<int> codes(6, -1);
+    for (std::size_t i = 0; i < codes.size(); ++i)
+        ts.emplace_back([&, i] { codes[i] = dlock("exec --wait 20s cli:mutex -- " + body).code; });
+    for (auto& t : ts)
+        t.join();
+    for (int c : codes)
+        EXPECT_EQ(c, 0);
+    EXPECT_FALSE(std::filesystem::exists(dir / "overlap"));
+    std::ifstream log(dir / "log");
+    int lines = 0;
+    for (std::string l; std::getline(log, l);)
+        ++lines;
+    EXPECT_EQ(lines, 6);
+    // ShedLock rows too.
+    EXPECT_EQ(dlock("exec --kind shedlock --wait 0 cli:shed -- true").code, 0);
+    EXPECT_EQ(server().psql("SELECT count(*) FROM shedlock WHERE name = 'cli:shed'"), "1");
+    // dlock's lease rows: the row is deleted on release.
+    EXPECT_EQ(dlock("exec --kind lease --wait 0 cli:lease -- true").code, 0);
+    EXPECT_EQ(server().psql("SELECT count(*) FROM dlock_lease"), "0");
+}
+
+TEST_F(PgCli, StatusListAndUnlockForceOnAHeldLock) {
+    outcome held;
+    std::thread holder([&] { held = dlock("exec cli:held -- sleep 20"); });
+    ASSERT_TRUE(eventually([&] { return granted() == 1; }, 10s));
+    const auto st = dlock("status cli:held");
+    EXPECT_EQ(st.code, 0);
+    EXPECT_NE(st.out.find("holder   dlock:cli:held"), std::string::npos) << st.out;
+    EXPECT_NE(st.out.find("advisory key bigint"), std::string::npos) << st.out;
+    const auto js = dlock("status --json cli:held");
+    EXPECT_NE(js.out.find("\"holds\":true"), std::string::npos) << js.out;
+    const auto ls = dlock("list 'cli:*'");
+    EXPECT_NE(ls.out.find("cli:held"), std::string::npos) << ls.out;
+    EXPECT_EQ(dlock("exec --wait 0 cli:held -- true").code, 75); // not acquired
+    const auto un = dlock("unlock --force cli:held");
+    EXPECT_EQ(un.code, 0) << un.out;
+    holder.join();
+    EXPECT_EQ(held.code, 73) << held.out; // the child was stopped: the lock was lost
+    EXPECT_EQ(dlock("exec --wait 0 cli:held -- true").code, 0);
+    EXPECT_NE(dlock("status cli:free").out.find("kind     none"), std::string::npos);
+}
+
+TEST_F(PgCli, BadUrlsAndUnreachableServersHaveTheirExitCodes) {
+    const std::string bin = DLOCK_CLI_BINARY;
+    const auto run = [&](const std::string& url) {
+        const int st = std::system((bin + " --url '" + url + "' status x >/dev/null 2>&1").c_str());
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    };
+    EXPECT_EQ(run(server().url("dlock_key=nope")), 64);
+    EXPECT_EQ(run("postgresql://postgres:pw@127.0.0.1:" + std::to_string(free_port()) + "/x"), 69);
+    EXPECT_EQ(run(server().url_as("postgres", "wrong")), 69);
+}
+
+} // namespace
+} // namespace dlock::test

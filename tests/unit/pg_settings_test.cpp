@@ -1,0 +1,166 @@
+// postgresql:// URLs (postgres/settings.hpp), error classification (postgres/errors.hpp) and
+// the glob of `dlock list` (postgres/advisory.hpp): no server.
+#include "postgres/advisory.hpp"
+#include "postgres/errors.hpp"
+#include "postgres/settings.hpp"
+
+#include <dlock/layout.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace pg = dlock::detail::pg;
+using dlock::errc;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string param(const pg::settings& s, std::string_view k) {
+    for (const auto& [key, v] : s.params)
+        if (key == k) return v;
+    return "<unset>";
+}
+
+TEST(PgSettings, AUrlBecomesLibpqParametersAndADisplayWithoutThePassword) {
+    std::error_code ec;
+    auto s =
+        pg::parse_settings("postgresql://alice:s3cr%40t@db.example:5433/app?sslmode=require", ec);
+    ASSERT_FALSE(ec);
+    EXPECT_EQ(s.display, "postgresql://alice@db.example:5433/app");
+    EXPECT_EQ(param(s, "password"), "s3cr@t");
+    EXPECT_EQ(param(s, "sslmode"), "require");
+    EXPECT_EQ(param(s, "fallback_application_name"), "dlock");
+    EXPECT_EQ(s.key, pg::key_scheme::sha256_le64);
+    EXPECT_TRUE(s.fence);
+    EXPECT_EQ(s.check_period, 2000ms);
+    // Both spellings of the password are redacted from any message.
+    EXPECT_EQ(pg::redact("x s3cr%40t y s3cr@t", s.secrets), "x *** y ***");
+    EXPECT_FALSE(pg::parse_settings("postgres://h/db", ec).display.empty());
+    EXPECT_FALSE(ec);
+}
+
+TEST(PgSettings, KeepaliveIsSetOnBothEndsUnlessTheUrlSaysOtherwise) {
+    std::error_code ec;
+    auto s = pg::parse_settings("postgresql://h/db", ec);
+    ASSERT_FALSE(ec);
+    EXPECT_EQ(param(s, "keepalives_idle"), "5");
+    EXPECT_EQ(param(s, "tcp_user_timeout"), "10000");
+    const auto opts = param(s, "options");
+    EXPECT_NE(opts.find("-c tcp_keepalives_idle=5"), std::string::npos);
+    EXPECT_NE(opts.find("-c tcp_keepalives_count=3"), std::string::npos);
+    EXPECT_NE(opts.find("-c client_connection_check_interval=1000"), std::string::npos);
+    EXPECT_EQ(s.keep.server_bound(), 11000ms);
+
+    s = pg::parse_settings("postgresql://h/db?keepalives_idle=30&options=-c%20work_mem%3D1MB"
+                           "&dlock_keepalive=2:1:3:4000",
+                           ec);
+    ASSERT_FALSE(ec);
+    EXPECT_EQ(param(s, "keepalives_idle"), "30"); // the URL's own wins
+    EXPECT_EQ(std::count_if(s.params.begin(), s.params.end(),
+                            [](const auto& p) { return p.first == "keepalives_idle"; }),
+              1);
+    EXPECT_NE(param(s, "options").find("tcp_keepalives_idle=2"), std::string::npos);
+    EXPECT_NE(param(s, "options").find("-c work_mem=1MB"), std::string::npos); // after ours
+    EXPECT_EQ(s.keep.server_bound(), 4000ms);
+
+    s = pg::parse_settings("postgresql://h/db?dlock_keepalive=off", ec);
+    ASSERT_FALSE(ec);
+    EXPECT_EQ(param(s, "keepalives_idle"), "<unset>");
+    EXPECT_EQ(param(s, "options").find("tcp_keepalives"), std::string::npos);
+}
+
+TEST(PgSettings, DlockParametersAreReadAndRemoved) {
+    std::error_code ec;
+    auto s = pg::parse_settings("postgresql://h/db?dlock_key=crc32-pair&dlock_fence=off&"
+                                "dlock_check=500&dlock_pool=2&dlock_timeout=700&"
+                                "dlock_connect_timeout=800&dlock_table=jobs_lock",
+                                ec);
+    ASSERT_FALSE(ec);
+    EXPECT_EQ(s.key, pg::key_scheme::crc32_pair);
+    EXPECT_FALSE(s.fence);
+    EXPECT_EQ(s.check_period, 500ms);
+    EXPECT_EQ(s.pool, 2U);
+    EXPECT_EQ(s.request_timeout, 700ms);
+    EXPECT_EQ(s.connect_timeout, 800ms);
+    EXPECT_EQ(s.shedlock_table, "jobs_lock");
+    for (const auto& [k, v] : s.params)
+        EXPECT_NE(k.substr(0, 6), "dlock_");
+}
+
+TEST(PgSettings, BadUrlsAreConfigurationErrorsThatNeverShowThePassword) {
+    const char* bad[] = {
+        "redis://h",
+        "postgresql://h/db?dlock_nope=1",
+        "postgresql://h/db?dlock_key=md5",
+        "postgresql://h/db?dlock_check=5",
+        "postgresql://h/db?dlock_fence=maybe",
+        "postgresql://h/db?dlock_keepalive=1:2",
+        "postgresql://h/db?dlock_timeout",
+        "postgresql://u:hunter2@h/db?nosuchparam=1",
+    };
+    for (const char* u : bad) {
+        std::error_code ec;
+        std::string why;
+        pg::parse_settings(u, ec, &why);
+        EXPECT_EQ(ec, errc::configuration_error) << u;
+        EXPECT_FALSE(why.empty()) << u;
+        EXPECT_EQ(why.find("hunter2"), std::string::npos) << why;
+    }
+}
+
+TEST(PgErrors, SqlstatesMapOntoDlockCodes) {
+    EXPECT_EQ(pg::classify_sqlstate("42501"), errc::permission_denied);
+    EXPECT_EQ(pg::classify_sqlstate("28P01"), errc::auth_failed);
+    EXPECT_EQ(pg::classify_sqlstate("53200"), errc::out_of_memory);
+    EXPECT_EQ(pg::classify_sqlstate("53300"), errc::server_busy);
+    EXPECT_EQ(pg::classify_sqlstate("57P01"), errc::unavailable);
+    EXPECT_EQ(pg::classify_sqlstate("08006"), errc::unavailable);
+    EXPECT_EQ(pg::classify_sqlstate("57014"), errc::cancelled);
+    EXPECT_EQ(pg::classify_sqlstate("25006"), errc::readonly);
+    EXPECT_EQ(pg::classify_sqlstate("42P01"), errc::server_error);
+    EXPECT_EQ(pg::classify_sqlstate("42P01", true), errc::invalid_argument);
+    EXPECT_EQ(pg::classify_sqlstate("XX000"), errc::server_error);
+}
+
+TEST(PgErrors, ConnectionFailuresAreClassifiedByTheirWording) {
+    EXPECT_EQ(pg::classify_connect_failure(
+                  "connection to server at \"127.0.0.1\", port 1 failed: Connection refused"),
+              errc::unavailable);
+    EXPECT_EQ(pg::classify_connect_failure("connection to server at \"127.0.0.1\", port 5432 "
+                                           "failed: FATAL:  password authentication failed for "
+                                           "user \"postgres\""),
+              errc::auth_failed);
+    EXPECT_EQ(pg::classify_connect_failure("FATAL:  role \"x\" does not exist"), errc::auth_failed);
+    EXPECT_EQ(pg::classify_connect_failure("FATAL:  database \"x\" does not exist"),
+              errc::configuration_error);
+    EXPECT_EQ(pg::classify_connect_failure("FATAL:  sorry, too many clients already"),
+              errc::server_busy);
+    EXPECT_EQ(pg::classify_connect_failure("could not translate host name \"x\" to address"),
+              errc::unavailable);
+}
+
+TEST(PgList, GlobMatchesLikeTheRedisList) {
+    EXPECT_TRUE(pg::glob_match("", "anything"));
+    EXPECT_TRUE(pg::glob_match("jobs:*", "jobs:1"));
+    EXPECT_TRUE(pg::glob_match("jobs:?", "jobs:1"));
+    EXPECT_FALSE(pg::glob_match("jobs:?", "jobs:12"));
+    EXPECT_TRUE(pg::glob_match("*:1*", "jobs:12"));
+    EXPECT_FALSE(pg::glob_match("a*b", "acbd"));
+}
+
+} // namespace
+
+namespace {
+
+TEST(PgKinds, RedisAnswersTheLeaseTableKindsWithUnsupported) {
+    std::error_code ec;
+    dlock::layout_of("report", dlock::lock_kind::shedlock, ec);
+    EXPECT_EQ(ec, errc::unsupported);
+    dlock::layout_of("report", dlock::lock_kind::write, ec);
+    EXPECT_FALSE(ec); // the Redis kinds are unchanged
+    for (auto k : dlock::lock_kinds())
+        EXPECT_NE(k, dlock::lock_kind::shedlock);
+}
+
+} // namespace
