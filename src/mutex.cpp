@@ -51,6 +51,9 @@ public:
         , p_(protocol_of(kind)) {
         std::error_code ec;
         keys_ = p_.keys(name_, ec);
+        if (ec == errc::unsupported)
+            throw error(ec, "dlock: this lock kind is not offered on Redis (a kind of another "
+                            "backend, such as PostgreSQL's lease rows)");
         if (ec)
             throw error(errc::invalid_argument,
                         "dlock: invalid lock name (empty, over 4096 bytes, or an empty hash tag)");

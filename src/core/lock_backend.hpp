@@ -13,7 +13,7 @@
 //   with ec set on an error. Never called on the backend's own I/O thread (the caller checks
 //   on_io_thread() and reports errc::invalid_argument).
 // - async_acquire(): the same without blocking; `done` runs once on the backend's I/O thread.
-// - A kind the backend does not offer is errc::unsupported_kind (synchronously from
+// - A kind the backend does not offer is errc::unsupported (synchronously from
 //   acquire(); through `done` from async_acquire()).
 // - Re-entry of thread-bound locks is counted locally by mutex.cpp (as Curator counts it): a
 //   backend sees one acquire() per first hold of a thread and one release per last unlock.

@@ -54,6 +54,16 @@ acquire_result acquired(client_impl& c, const acquire_request& req, bool reenter
     return {true, reentered, count, token, sent_at};
 }
 
+/// A fresh grant whose lease ended before its reply was read (the reply was delayed, or this
+/// process paused between the request and the reply, for longer than the lease; reliability.md
+/// F03/F04): measured from before the send, as the hold's valid_until would be, it is valid
+/// nowhere any more, so it is no acquisition. The caller deletes its own token
+/// (compare-and-delete: harmless when the key expired and another owner holds it now) and
+/// treats the lock as found gone (`held`, PTTL -2: try again within the wait).
+bool late_grant(const acquire_request& req, clock::time_point sent_at) {
+    return req.fresh_owner && sent_at + req.lease - drift_for(req.lease) <= clock::now();
+}
+
 /// Counts one acquisition's end in the client's metrics (both paths, exactly once each).
 void count(client_impl& c, const acquire_request& req, std::error_code ec,
            const acquire_result& r) noexcept {
@@ -205,7 +215,7 @@ private:
                 op->wait_.keep = std::move(self);
                 return;
             }
-            op->give_back_within_lock_delay(ev);
+            op->give_back_unusable_grant(ev);
             op->resume(ev);
         }
     };
@@ -234,16 +244,23 @@ private:
                 ev.attempt.ec = make_error_code(errc::not_replicated);
             }
             if (ev.type != wait_fsm::event_type::attempt_reply) return;
-            op->give_back_within_lock_delay(ev);
+            op->give_back_unusable_grant(ev);
             op->resume(ev);
         }
     };
 
-    /// A fresh grant that reached the node while its lock-delay runs (an attempt queued before
-    /// the master changed and delivered to the new master after it): given back at once, and
-    /// the delay waited out as if the attempt had not been sent (no second owner during it).
-    void give_back_within_lock_delay(wait_fsm::event& ev) {
+    /// A fresh grant that cannot be used, given back at once: one whose lease ended before its
+    /// reply was read (late_grant(): tried again as if the lock had been found gone), and one
+    /// that reached the node while its lock-delay runs (an attempt queued before the master
+    /// changed and delivered to the new master after it: the delay is waited out as if the
+    /// attempt had not been sent, no second owner during it).
+    void give_back_unusable_grant(wait_fsm::event& ev) {
         if (ev.attempt.what != attempt_outcome::kind::acquired || !req_.fresh_owner) return;
+        if (late_grant(req_, fsm_.sent_at())) { // see late_grant()
+            undo(*c_, req_);
+            ev.attempt = {.what = attempt_outcome::kind::held, .ttl_ms = -2};
+            return;
+        }
         const auto left = paused_for(req_);
         if (left.count() == 0) return;
         undo(*c_, req_);
@@ -533,6 +550,10 @@ bool first_attempt_on_lane(client_impl& c, acquire_request& req, acquire_result&
             paused_for(req).count() > 0) {
             undo(c, req); // the master changed during the call: its lock-delay applies
             return false;
+        }
+        if (out.what == attempt_outcome::kind::acquired && late_grant(req, sent_at)) {
+            undo(c, req); // valid nowhere any more (see late_grant): not acquired
+            return req.wait && req.wait->count() == 0;
         }
         res = acquired(c, req, out.what == attempt_outcome::kind::reentered, out.count, out.token,
                        sent_at);

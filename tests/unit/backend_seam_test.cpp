@@ -330,6 +330,9 @@ TEST(seam_redis, inspect_and_list_are_not_answered_on_redis) {
     EXPECT_EQ(ec, errc::unsupported);
     r.list("*", ec);
     EXPECT_EQ(ec, errc::unsupported);
+    // A kind only another backend offers is refused before anything is sent.
+    EXPECT_FALSE(r.acquire("x", {.wait = 0ms, .kind = lock_kind::shedlock}, ec));
+    EXPECT_EQ(ec, errc::unsupported);
 }
 
 TEST(seam_urls, a_backend_this_build_lacks_is_unsupported_with_the_package_named) {

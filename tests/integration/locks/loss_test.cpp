@@ -76,3 +76,32 @@ TEST(lock, a_fixed_lease_that_ends_unreleased_is_signalled_as_lost) {
     l.release(ec);
     EXPECT_EQ(ec, errc::not_owner);
 }
+
+// reliability.md F03/F04: the reply to an acquisition arrives after the lease it asked for has
+// run out, counted from before the send (here the server is paused for longer than the lease;
+// a delayed reply or a paused client look the same to the client). Such a grant is valid
+// nowhere any more: it is not reported as acquired, and the client deletes its own token.
+TEST(lock, a_grant_whose_reply_comes_after_its_lease_is_not_an_acquisition) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    for (const auto kind : {dlock::lock_kind::reentrant, dlock::lock_kind::simple}) {
+        SCOPED_TRACE(static_cast<int>(kind));
+        c.acquire("warm", {.wait = 0ms, .kind = kind}).release(); // connected, scripts loaded
+        s.cli({"CLIENT", "PAUSE", "700"});
+        std::error_code ec;
+        auto once = c.acquire("late", {.wait = 0ms, .lease = 300ms, .kind = kind}, ec);
+        EXPECT_FALSE(ec) << ec.message();
+        EXPECT_FALSE(once); // one try, its grant came too late: not acquired
+        // Deleted by the client, not expired: the key would live 300 ms after the grant.
+        EXPECT_TRUE(eventually([&] { return s.cli({"EXISTS", "late"}) == "0"; }, 150ms));
+
+        // With a wait, the late grant is given back and the next attempt acquires.
+        s.cli({"CLIENT", "PAUSE", "700"});
+        auto waited = c.acquire("late", {.wait = 3s, .lease = 300ms, .kind = kind}, ec);
+        EXPECT_FALSE(ec) << ec.message();
+        ASSERT_TRUE(waited);
+        EXPECT_GT(waited.valid_until(), std::chrono::steady_clock::now());
+        waited.release();
+    }
+}
