@@ -383,7 +383,7 @@ std::vector<lock_status> zk_backend::list(std::string_view pattern, std::error_c
     using result = std::pair<std::error_code, std::vector<lock_status>>;
     auto [e, out] = call<result>(
         [this, pat = std::string(pattern)](std::function<void(result)> done) {
-            with_session([this, pat, done](std::error_code e2, std::shared_ptr<session> s) {
+            with_session([pat, done](std::error_code e2, std::shared_ptr<session> s) {
                 if (e2) return done({e2, {}});
                 // Breadth-first walk: a node with lock children is a lock directory.
                 struct walk : std::enable_shared_from_this<walk> {
@@ -395,7 +395,7 @@ std::vector<lock_status> zk_backend::list(std::string_view pattern, std::error_c
                     std::function<void(result)> done;
                     void next() {
                         if (todo.empty() || visited >= max_list_nodes)
-                            return done({{}, std::move(found)});
+                            return done(result{std::error_code{}, std::move(found)});
                         auto path = std::move(todo.front());
                         todo.pop_front();
                         ++visited;

@@ -125,7 +125,8 @@ std::shared_ptr<session> session::start(asio::any_io_executor ex, const zk_url& 
         ec = errc::unavailable;
         if (why)
             *why = "cannot open a ZooKeeper session to " + cs + ": " +
-                   (errno ? std::strerror(errno) : "the C client refused the host list");
+                   (errno ? std::error_code(errno, std::generic_category()).message()
+                          : std::string("the C client refused the host list"));
         s->ended_ = true;
         return nullptr;
     }
@@ -142,7 +143,7 @@ void session::close() noexcept {
     zookeeper_close(zh); // joins the C client's threads: no callback after this
 }
 
-void session::global_watcher(_zhandle*, int type, int state, const char*, void* ctx) {
+void session::global_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
     if (type != ZOO_SESSION_EVENT) return;
     auto* self = static_cast<session*>(ctx);
     asio::post(self->ex_, [w = self->weak_from_this(), state] {
@@ -150,7 +151,7 @@ void session::global_watcher(_zhandle*, int type, int state, const char*, void* 
     });
 }
 
-void session::path_watcher(_zhandle*, int type, int, const char* path, void* ctx) {
+void session::path_watcher(zhandle_t*, int type, int, const char* path, void* ctx) {
     if (type == ZOO_SESSION_EVENT || !path) return; // state changes come to global_watcher
     auto* self = static_cast<session*>(ctx);
     asio::post(self->ex_, [w = self->weak_from_this(), type, p = std::string(path)] {

@@ -38,8 +38,7 @@
 #include <system_error>
 #include <utility>
 #include <vector>
-
-struct _zhandle; // zookeeper.h's zhandle_t
+#include <zookeeper/zookeeper.h>
 
 namespace dlock::detail::zk {
 
@@ -134,8 +133,8 @@ private:
     session(asio::any_io_executor ex, zk_url url);
     friend struct session_access;
 
-    static void global_watcher(_zhandle*, int type, int state, const char* path, void* ctx);
-    static void path_watcher(_zhandle*, int type, int state, const char* path, void* ctx);
+    static void global_watcher(zhandle_t*, int type, int state, const char* path, void* ctx);
+    static void path_watcher(zhandle_t*, int type, int state, const char* path, void* ctx);
     void on_state(int state);
     void on_path_event(int type, const std::string& path);
     op* make_op(callback done);
@@ -150,7 +149,7 @@ private:
 
     asio::any_io_executor ex_;
     zk_url url_;
-    _zhandle* zh_ = nullptr;
+    zhandle_t* zh_ = nullptr;
     asio::steady_timer timer_;
     std::atomic<bool> ended_{false};
     std::atomic<bool> connected_{false};
