@@ -10,6 +10,7 @@
 #   --quick     shorter runs: A/B 1 s instead of 3 s, C 500 ops instead of 2000, D 100 hand-offs
 #               instead of 300 (hold is unchanged).
 #   OUT=dir     where results go (default /tmp/dlock-compare-<time>).
+#   ROWS=regex  only the rows whose name matches (default: all), e.g. ROWS='^(A|B)_'.
 #
 # Procedure (the pinning of ../shared/bench/peers/README.md and bench/run_side_by_side.sh):
 # its own redis-server (no persistence, temp dir, free loopback port) pinned with `taskset -c 1`,
@@ -28,7 +29,7 @@
 # Needs: bash, taskset, redis-server/-cli/-benchmark, timeout, awk, python3 (standard library).
 set -euo pipefail
 
-usage() { sed -n '6,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
+usage() { sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 64; }
 ROUNDS=3 QUICK=
 args=()
 while [ $# -gt 0 ]; do
@@ -111,9 +112,13 @@ lb() {
   fi
 }
 
+ROWS=${ROWS:-.}
+wanted() { [[ $1 =~ $ROWS ]]; }
+
 # pair ROW ROUND ARGS...: the row with both builds, order by round.
 pair() {
   local row=$1 round=$2; shift 2
+  wanted "$row" || return 0
   if [ $((round % 2)) -eq 1 ]; then
     lb "$row" old "$round" 1 "$@"; lb "$row" new "$round" 2 "$@"
   else
@@ -124,6 +129,7 @@ pair() {
 # ping ROW ROUND: A's unit right before the A pair.
 ping_unit() {
   local row=$1 round=$2 csv p50
+  wanted "$row" || return 0
   rcli FLUSHALL >/dev/null
   log "r$round ping_before_$row: $C0 redis-benchmark -p $port -c 1 -P 1 -n 30000 --csv PING"
   csv=$(timeout $RUN_TIMEOUT $C0 redis-benchmark -p "$port" -c 1 -P 1 -n 30000 --csv PING || true)

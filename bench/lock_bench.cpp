@@ -4,8 +4,8 @@
 //   lock_bench URL A|B|C|D|hold [--kind lock|simple|fair] [--workers N] [--keys N] [--seconds S]
 //              [--ops N] [--client-per-worker] [--async] [--io-thread] [--no-handover]
 //              [--locks N] [--watchdog-ms MS] [--samples FILE] [--rounds N]
-// failover (Sentinel URL): kills the master with SHUTDOWN NOSAVE and measures the time to the
-// first acquisition on its successor, --rounds times (see failover() below).
+// failover (Sentinel or Cluster URL): kills the lock's master with SHUTDOWN NOSAVE and measures
+// the time to the first acquisition on its successor, --rounds times (see failover() below).
 // --samples FILE: C and D also write every hand-off sample (us, one per line, sorted) to FILE,
 // for the latency CDFs of bench/charts.py.
 // --io-thread: blocking calls go through the I/O thread (client_options::sync_io).
@@ -168,25 +168,47 @@ int redlock_pairs(const std::string& urls, std::chrono::milliseconds d) {
 }
 
 /// Failover: the time from a killed master to the first successful acquisition on its
-/// successor. The client (Sentinel URL) takes and releases one lock, then sends SHUTDOWN
-/// NOSAVE to the master it is connected to (the master dies at once, like kill -9 but with the
-/// client knowing the instant), then acquires the same lock with a long wait. `rounds` times;
-/// the topology must be able to fail over that many times (the old master is gone for good).
-/// Measures the deployment's detection (down-after-milliseconds, election) plus dlock's
-/// following and its lock-delay (set it with ?lock_delay=MS in the URL).
+/// successor. The client (Sentinel or Cluster URL) takes and releases one lock, then sends
+/// SHUTDOWN NOSAVE to the master that serves it (the master dies at once, like kill -9 but with
+/// the client knowing the instant), then acquires the same lock with a long wait. `rounds`
+/// times; the topology must be able to fail over that many times (the old master is gone for
+/// good). Measures the deployment's detection (down-after-milliseconds or cluster-node-timeout,
+/// election) plus dlock's following and its lock-delay (set it with ?lock_delay=MS in the URL).
+/// On a Cluster the master to kill is the one that holds a probe key in the lock's slot (the
+/// lock name and the probe share a hash tag): CLUSTER COUNTKEYSINSLOT asked of every master.
 int failover(const std::string& url, unsigned rounds) {
     auto o = dlock::parse_url(url);
     o.command_timeout = std::chrono::milliseconds(1000);
     o.connect_timeout = std::chrono::milliseconds(1000);
+    const bool cluster = o.kind == dlock::topology::cluster;
+    const std::string name = "{dlock-bench-failover}lock";
+    const std::string probe = "{dlock-bench-failover}probe";
     std::vector<double> ms;
     for (unsigned r = 0; r < rounds; ++r) {
         dlock::client c(o);
-        c.acquire("dlock-bench:failover").release();
+        c.acquire(name).release();
         std::error_code ec;
+        std::size_t victim = 0;
+        if (cluster) {
+            c.command({"SET", probe, "1"});
+            const auto slot = std::to_string(c.command({"CLUSTER", "KEYSLOT", probe}).integer);
+            const std::string_view count[] = {"CLUSTER", "COUNTKEYSINSLOT", slot};
+            victim = c.masters();
+            for (std::size_t i = 0; i < c.masters(); ++i)
+                if (auto v = c.command_on_master(i, count, ec); !ec && v.integer > 0) victim = i;
+            if (victim == c.masters()) {
+                std::cerr << "round " << r << ": no master holds the probe's slot\n";
+                return 1;
+            }
+        }
         const std::string_view shutdown[] = {"SHUTDOWN", "NOSAVE"};
         const auto killed = std::chrono::steady_clock::now();
-        (void)c.command(shutdown, ec); // no reply: the connection closes
-        auto l = c.acquire("dlock-bench:failover", {.wait = std::chrono::seconds(60)}, ec);
+        // No reply: the connection closes.
+        if (cluster)
+            (void)c.command_on_master(victim, shutdown, ec);
+        else
+            (void)c.command(shutdown, ec);
+        auto l = c.acquire(name, {.wait = std::chrono::seconds(60)}, ec);
         const auto took = std::chrono::steady_clock::now() - killed;
         if (!l) {
             std::cerr << "round " << r << ": not acquired (" << ec.message() << ")\n";

@@ -1,4 +1,6 @@
-// dlock::client: the public facade over detail::client_impl.
+// dlock::client: the public facade over detail::client_impl (Redis) or a detail::lock_backend
+// (any other backend, chosen by the URL's scheme in backends.cpp).
+#include "backends.hpp"
 #include "redis/acquire.hpp"
 #include "redis/client_impl.hpp"
 
@@ -7,31 +9,55 @@
 
 namespace dlock {
 
+namespace {
+std::shared_ptr<detail::lock_backend> backend_for(std::string_view url) {
+    std::error_code ec;
+    std::string why;
+    auto b = detail::make_backend(url, ec, &why);
+    if (ec) throw error(ec, why);
+    return b;
+}
+} // namespace
+
 client::client(std::string_view url)
-    : client(parse_url(url)) {}
+    : backend_(backend_for(url)) {
+    if (backend_) return;
+    impl_ = std::make_shared<detail::client_impl>(parse_url(url));
+    impl_->start();
+}
 
 client::client(client_options opts)
     : impl_(std::make_shared<detail::client_impl>(std::move(opts))) {
     impl_->start();
 }
 
+client::client(std::shared_ptr<detail::lock_backend> backend)
+    : backend_(std::move(backend)) {}
+
 client::~client() {
     if (impl_) impl_->shutdown();
+    if (backend_) backend_->shutdown();
 }
 client::client(client&&) noexcept = default;
 client& client::operator=(client&& o) noexcept {
     if (this != &o) {
         if (impl_) impl_->shutdown();
+        if (backend_) backend_->shutdown();
         impl_ = std::move(o.impl_);
+        backend_ = std::move(o.backend_);
     }
     return *this;
 }
 
 const client_options& client::options() const noexcept {
-    return impl_->options();
+    static const client_options defaults{};
+    return impl_ ? impl_->options() : defaults;
 }
 const std::string& client::id() const noexcept {
-    return impl_->id();
+    return impl_ ? impl_->id() : backend_->id();
+}
+std::string_view client::backend_name() const noexcept {
+    return impl_ ? std::string_view("redis") : backend_->backend_name();
 }
 
 namespace {
@@ -44,6 +70,7 @@ bool has_detail(const std::error_code& ec) {
 } // namespace
 
 std::string client::last_error_detail() const {
+    if (backend_) return backend_->last_error_detail();
     return impl_->router().any().conn().last_failure();
 }
 
@@ -65,6 +92,10 @@ resp3::value client::command(std::span<const std::string_view> args) {
 }
 
 resp3::value client::command(std::span<const std::string_view> args, std::error_code& ec) {
+    if (backend_) {
+        ec = make_error_code(errc::unsupported);
+        return {};
+    }
     if (args.empty()) {
         ec = make_error_code(errc::invalid_argument);
         return {};
@@ -73,11 +104,15 @@ resp3::value client::command(std::span<const std::string_view> args, std::error_
 }
 
 std::size_t client::masters() const {
-    return impl_->router().masters().size();
+    return impl_ ? impl_->router().masters().size() : 0;
 }
 
 resp3::value client::command_on_master(std::size_t i, std::span<const std::string_view> args,
                                        std::error_code& ec) {
+    if (backend_) {
+        ec = make_error_code(errc::unsupported);
+        return {};
+    }
     const auto all = impl_->router().masters();
     if (args.empty() || i >= all.size()) {
         ec = make_error_code(errc::invalid_argument);
@@ -107,8 +142,40 @@ lease client::acquire(std::string_view name, const acquire_options& opts) {
     return l;
 }
 
+namespace {
+/// The backend that answers inspect() and list(), or null with `ec` set: errc::unsupported on
+/// Redis, errc::invalid_argument on the backend's own I/O thread (these calls block).
+detail::lock_backend* querying(const std::shared_ptr<detail::lock_backend>& b,
+                               std::error_code& ec) {
+    ec.clear();
+    if (!b)
+        ec = make_error_code(errc::unsupported);
+    else if (b->on_io_thread())
+        ec = make_error_code(errc::invalid_argument);
+    return ec ? nullptr : b.get();
+}
+} // namespace
+
+lock_status client::inspect(std::string_view name, lock_kind kind, std::error_code& ec) {
+    auto* b = querying(backend_, ec);
+    return b ? b->inspect(name, kind, ec) : lock_status{};
+}
+
+std::vector<lock_status> client::list(std::string_view pattern, std::error_code& ec) {
+    auto* b = querying(backend_, ec);
+    return b ? b->list(pattern, ec) : std::vector<lock_status>{};
+}
+
 lease client::acquire(std::string_view name, const acquire_options& opts, std::error_code& ec) {
     ec.clear();
+    if (backend_) {
+        if (backend_->on_io_thread()) {
+            ec = make_error_code(errc::invalid_argument);
+            return {};
+        }
+        auto h = backend_->acquire(name, opts, ec);
+        return h && !ec ? detail::access::make_lease(std::move(h)) : lease{};
+    }
     auto& c = *impl_;
     if (c.on_io_thread()) {
         ec = make_error_code(errc::invalid_argument);
@@ -127,6 +194,12 @@ lease client::acquire(std::string_view name, const acquire_options& opts, std::e
 
 void client::start_async_acquire(std::string name, const acquire_options& opts,
                                  std::function<void(std::error_code, lease)> done) {
+    if (backend_)
+        return backend_->async_acquire(
+            std::move(name), opts,
+            [done = std::move(done)](std::error_code e, std::shared_ptr<detail::hold> h) {
+                done(e, h && !e ? detail::access::make_lease(std::move(h)) : lease{});
+            });
     auto c = impl_;
     const auto& p = detail::protocol_of(opts.kind);
     detail::acquire_request req;
@@ -144,17 +217,18 @@ void client::start_async_acquire(std::string name, const acquire_options& opts,
 }
 
 void client::submit(detail::request& r) {
+    if (backend_) return r.complete(make_error_code(errc::unsupported), {});
     if (r.deadline == std::chrono::steady_clock::time_point{})
         r.deadline = std::chrono::steady_clock::now() + impl_->options().command_timeout;
     impl_->router().any().conn().submit(r);
 }
 
 metrics_snapshot client::metrics() const {
-    return impl_->metrics_snapshot_now();
+    return backend_ ? backend_->metrics() : impl_->metrics_snapshot_now();
 }
 
 asio::any_io_executor client::get_executor() const {
-    return impl_->io().get_executor();
+    return backend_ ? backend_->executor() : impl_->io().get_executor();
 }
 
 } // namespace dlock

@@ -1,5 +1,9 @@
-// dlock::basic_mutex: thread-bound TimedLockable locks over the acquisition front-end. The
-// calling thread's hold lives in the client's hold registry, keyed by kind, owner and name.
+// dlock::basic_mutex: thread-bound TimedLockable locks. On Redis they run over the acquisition
+// front-end and the calling thread's hold lives in the client's hold registry, keyed by kind,
+// owner and name (redis_lock_object). On any other backend (core/lock_backend.hpp) the thread's
+// hold and its re-entry count live here, and the backend sees one acquisition per first hold
+// (backend_lock_object), as Curator counts re-entries of its InterProcessMutex.
+#include "core/lock_backend.hpp"
 #include "redis/acquire.hpp"
 #include "redis/release.hpp"
 #include "redis/renewal.hpp"
@@ -8,13 +12,40 @@
 #include <dlock/mutex.hpp>
 
 #include <algorithm>
+#include <thread>
+#include <unordered_map>
 
 namespace dlock {
 namespace detail {
 
+/// What basic_mutex asks of its lock, on any backend.
 class lock_object {
 public:
-    lock_object(std::shared_ptr<client_impl> c, std::string name, lock_kind kind)
+    lock_object() = default;
+    lock_object(const lock_object&) = delete;
+    lock_object& operator=(const lock_object&) = delete;
+    virtual ~lock_object() = default;
+
+    virtual const std::string& name() const noexcept = 0;
+    virtual bool acquire(std::optional<std::chrono::milliseconds> wait,
+                         std::optional<std::chrono::milliseconds> lease, std::error_code& ec) = 0;
+    virtual void release(std::error_code& ec) = 0;
+    virtual bool force_unlock(std::error_code& ec) = 0;
+    virtual bool is_locked(std::error_code& ec) = 0;
+    virtual int hold_count(std::error_code& ec) = 0;
+    virtual std::optional<std::chrono::milliseconds> remaining_lease(std::error_code& ec) = 0;
+    /// The calling thread's hold (also when lost, for its stop token), or null.
+    virtual std::shared_ptr<hold> thread_hold() const = 0;
+    /// The calling thread's live hold, or null.
+    std::shared_ptr<hold> current() const {
+        auto h = thread_hold();
+        return h && !h->lost() && !h->released() ? h : nullptr;
+    }
+};
+
+class redis_lock_object final : public lock_object {
+public:
+    redis_lock_object(std::shared_ptr<client_impl> c, std::string name, lock_kind kind)
         : c_(std::move(c))
         , name_(std::move(name))
         , p_(protocol_of(kind)) {
@@ -26,7 +57,7 @@ public:
     }
 
     /// The owner objects die: stop renewing what they still hold (the keys then expire).
-    ~lock_object() {
+    ~redis_lock_object() override {
         for (auto& [key, w] : created_) {
             auto h = w.lock();
             if (!h || h->released() || h->lost()) continue;
@@ -35,7 +66,7 @@ public:
         }
     }
 
-    const std::string& name() const noexcept { return name_; }
+    const std::string& name() const noexcept override { return name_; }
 
     std::string owner_of_this_thread() const {
         return c_->id() + ':' + std::to_string(this_thread_owner_id());
@@ -47,17 +78,13 @@ public:
         k.append(p_.name()).append(1, '\n').append(owner).append(1, '\n').append(name_);
         return k;
     }
-    std::shared_ptr<hold_state> thread_hold() const {
+    std::shared_ptr<hold> thread_hold() const override { return thread_state(); }
+    std::shared_ptr<hold_state> thread_state() const {
         return c_->registry().find_thread_hold(registry_key());
-    }
-    /// The calling thread's live hold, or null.
-    std::shared_ptr<hold_state> current() const {
-        auto h = thread_hold();
-        return h && !h->lost() && !h->released() ? h : nullptr;
     }
 
     bool acquire(std::optional<std::chrono::milliseconds> wait,
-                 std::optional<std::chrono::milliseconds> lease, std::error_code& ec) {
+                 std::optional<std::chrono::milliseconds> lease, std::error_code& ec) override {
         ec.clear();
         if (c_->on_io_thread()) {
             ec = make_error_code(errc::invalid_argument);
@@ -99,7 +126,7 @@ public:
         return true;
     }
 
-    void release(std::error_code& ec) {
+    void release(std::error_code& ec) override {
         ec.clear();
         if (c_->on_io_thread()) {
             ec = make_error_code(errc::invalid_argument);
@@ -149,27 +176,27 @@ public:
         return v;
     }
 
-    bool force_unlock(std::error_code& ec) {
+    bool force_unlock(std::error_code& ec) override {
         command cmd;
         p_.force_unlock(cmd, keys_, c_->router().for_slot(keys_.slot).pubsub_mode());
         const auto v = query(cmd, ec);
         return !ec && v.is_integer() && v.integer == 1;
     }
 
-    bool is_locked(std::error_code& ec) {
+    bool is_locked(std::error_code& ec) override {
         command cmd;
         p_.locked_query(cmd, keys_);
         const auto v = query(cmd, ec);
         return !ec && v.is_integer() && v.integer == 1;
     }
 
-    int hold_count(std::error_code& ec) {
+    int hold_count(std::error_code& ec) override {
         ec.clear();
         // A reentrant kind's owner is the thread's; otherwise it is the current hold's token.
         std::string owner;
         if (p_.reentrant()) {
             owner = owner_of_this_thread();
-        } else if (auto h = current()) {
+        } else if (auto h = thread_state(); h && !h->lost() && !h->released()) {
             owner = h->owner;
         } else {
             return 0;
@@ -182,7 +209,7 @@ public:
         return ec ? 0 : static_cast<int>(n);
     }
 
-    std::optional<std::chrono::milliseconds> remaining_lease(std::error_code& ec) {
+    std::optional<std::chrono::milliseconds> remaining_lease(std::error_code& ec) override {
         command cmd;
         cmd.plain("PTTL").arg(keys_.key);
         const auto v = query(cmd, ec);
@@ -199,6 +226,122 @@ private:
     std::vector<std::pair<std::string, std::weak_ptr<hold_state>>> created_; // guarded
 };
 
+/// A thread-bound lock on a backend other than Redis: one backend acquisition per first hold
+/// of a thread, re-entries counted here.
+class backend_lock_object final : public lock_object {
+public:
+    backend_lock_object(std::shared_ptr<lock_backend> b, std::string name, lock_kind kind)
+        : b_(std::move(b))
+        , name_(std::move(name))
+        , kind_(kind) {
+        if (name_.empty() || name_.size() > 4096)
+            throw error(errc::invalid_argument,
+                        "dlock: invalid lock name (empty or over 4096 bytes)");
+        if (!b_->supports(kind_))
+            throw error(errc::unsupported, "dlock: the " + std::string(b_->backend_name()) +
+                                               " backend does not offer this lock kind");
+    }
+
+    /// The owner objects die: holds still open are released without waiting (a backend hold
+    /// has no lease that would end it otherwise).
+    ~backend_lock_object() override {
+        for (auto& [id, e] : holds_)
+            if (!e.h->lost() && !e.h->released()) e.h->release_async([](std::error_code) {});
+    }
+
+    const std::string& name() const noexcept override { return name_; }
+
+    bool acquire(std::optional<std::chrono::milliseconds> wait,
+                 std::optional<std::chrono::milliseconds> lease, std::error_code& ec) override {
+        ec.clear();
+        if (b_->on_io_thread()) {
+            ec = make_error_code(errc::invalid_argument);
+            return false;
+        }
+        {
+            std::lock_guard lk(mu_);
+            if (auto it = holds_.find(std::this_thread::get_id()); it != holds_.end()) {
+                if (it->second.h->lost() || it->second.h->released()) {
+                    holds_.erase(it);
+                } else if (!b_->reentrant(kind_)) {
+                    ec = make_error_code(errc::invalid_argument); // would wait for itself
+                    return false;
+                } else {
+                    ++it->second.count; // a re-entry keeps the first hold's lease
+                    return true;
+                }
+            }
+        }
+        auto h = b_->acquire(name_, {.wait = wait, .lease = lease, .kind = kind_}, ec);
+        if (ec || !h) return false;
+        std::lock_guard lk(mu_);
+        holds_[std::this_thread::get_id()] = {std::move(h), 1};
+        return true;
+    }
+
+    void release(std::error_code& ec) override {
+        ec.clear();
+        if (b_->on_io_thread()) {
+            ec = make_error_code(errc::invalid_argument);
+            return;
+        }
+        std::shared_ptr<hold> h;
+        {
+            std::lock_guard lk(mu_);
+            const auto it = holds_.find(std::this_thread::get_id());
+            if (it == holds_.end() || it->second.h->released()) {
+                ec = make_error_code(errc::not_owner);
+                return;
+            }
+            if (it->second.h->lost()) {
+                holds_.erase(it);
+                ec = make_error_code(errc::not_owner);
+                return;
+            }
+            if (it->second.count > 1) {
+                --it->second.count;
+                return;
+            }
+            h = it->second.h;
+        }
+        h->release_blocking(ec);
+        if (ec && ec != errc::not_owner) return; // still ours: unlock() may be called again
+        std::lock_guard lk(mu_);
+        if (auto it = holds_.find(std::this_thread::get_id());
+            it != holds_.end() && it->second.h == h)
+            holds_.erase(it);
+    }
+
+    bool force_unlock(std::error_code& ec) override { return b_->force_unlock(name_, kind_, ec); }
+    bool is_locked(std::error_code& ec) override { return b_->is_locked(name_, kind_, ec); }
+    int hold_count(std::error_code& ec) override {
+        ec.clear();
+        std::lock_guard lk(mu_);
+        const auto it = holds_.find(std::this_thread::get_id());
+        if (it == holds_.end() || it->second.h->lost() || it->second.h->released()) return 0;
+        return it->second.count;
+    }
+    std::optional<std::chrono::milliseconds> remaining_lease(std::error_code& ec) override {
+        return b_->remaining_lease(name_, kind_, ec);
+    }
+    std::shared_ptr<hold> thread_hold() const override {
+        std::lock_guard lk(mu_);
+        const auto it = holds_.find(std::this_thread::get_id());
+        return it == holds_.end() ? nullptr : it->second.h;
+    }
+
+private:
+    struct entry {
+        std::shared_ptr<hold> h;
+        int count = 0;
+    };
+    std::shared_ptr<lock_backend> b_;
+    std::string name_;
+    lock_kind kind_;
+    mutable std::mutex mu_;
+    std::unordered_map<std::thread::id, entry> holds_; // guarded by mu_
+};
+
 } // namespace detail
 
 namespace {
@@ -212,8 +355,17 @@ auto or_throw(F&& f) {
 }
 } // namespace
 
+namespace {
+std::shared_ptr<detail::lock_object> make_lock_object(client& c, std::string name, lock_kind kind) {
+    if (const auto& b = detail::access::backend(c))
+        return std::make_shared<detail::backend_lock_object>(b, std::move(name), kind);
+    return std::make_shared<detail::redis_lock_object>(detail::access::impl(c), std::move(name),
+                                                       kind);
+}
+} // namespace
+
 basic_mutex::basic_mutex(client& c, std::string name, lock_kind kind)
-    : obj_(std::make_shared<detail::lock_object>(detail::access::impl(c), std::move(name), kind)) {}
+    : obj_(make_lock_object(c, std::move(name), kind)) {}
 basic_mutex::basic_mutex(basic_mutex&&) noexcept = default;
 basic_mutex& basic_mutex::operator=(basic_mutex&&) noexcept = default;
 basic_mutex::~basic_mutex() = default;
@@ -295,7 +447,7 @@ std::optional<std::chrono::milliseconds> basic_mutex::remaining_lease(std::error
 
 std::optional<std::uint64_t> basic_mutex::fencing_token() const {
     auto h = obj_->current();
-    return h ? h->token : std::nullopt;
+    return h ? h->fencing_token() : std::nullopt;
 }
 
 std::stop_token basic_mutex::stop_token() const {

@@ -3,6 +3,12 @@
 // one pub/sub connection shared by every waiter; one watchdog renews all the locks it holds in
 // batches. It is thread-safe; share one per process (or per Redis topology).
 //
+// The URL's scheme picks the backend: redis://, rediss://, unix://, redis-sentinel:// and
+// redis-cluster:// are Redis; zk:// (ZooKeeper) and postgresql:// (PostgreSQL) are the other
+// backends, when this build has them. Leases, lock objects, inspect() and list() work on every
+// backend; command(), masters() and command_on_master() are Redis's alone and fail elsewhere
+// with errc::unsupported.
+//
 //   dlock::client c("redis://127.0.0.1:6379");
 //   dlock::mutex m = c.make_mutex("orders:42");          // Redisson RLock-compatible
 //   { std::scoped_lock g(m); ... }                        // TimedLockable
@@ -14,6 +20,7 @@
 #include <dlock/detail/deliver.hpp>
 #include <dlock/detail/request.hpp>
 #include <dlock/error.hpp>
+#include <dlock/inspect.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lock_options.hpp>
 #include <dlock/metrics.hpp>
@@ -45,6 +52,7 @@ class rw_mutex;
 
 namespace detail {
 class client_impl;
+class lock_backend;
 struct access;
 } // namespace detail
 
@@ -54,7 +62,8 @@ class client {
 public:
     ///@{
     /// Connects lazily: the constructor never blocks on the network.
-    /// Errors: dlock::error(errc::configuration_error) for a bad URL or unsupported topology.
+    /// Errors: dlock::error(errc::configuration_error) for a bad URL or unsupported topology,
+    /// errc::unsupported for a backend this build lacks (zk:// without libzookeeper-mt).
     explicit client(std::string_view url);
     explicit client(client_options opts);
     ///@}
@@ -66,8 +75,11 @@ public:
     /// Shuts this client down (as the destructor), then takes the other's connections.
     client& operator=(client&&) noexcept;
 
-    /// The options in effect (parsed from the URL, or as given).
+    /// The options in effect (parsed from the URL, or as given); default options on a backend
+    /// other than Redis (its URL carries its own settings).
     const client_options& options() const noexcept;
+    /// The backend this client stands on: "redis", "zookeeper" or "postgresql".
+    std::string_view backend_name() const noexcept;
     /// This client's id: a random UUID, the first half of every owner field it writes.
     const std::string& id() const noexcept;
 
@@ -109,6 +121,16 @@ public:
     fair_mutex make_fair_mutex(std::string name);
     /// A Redisson RReadWriteLock-compatible read-write lock object (dlock/rw_mutex.hpp).
     rw_mutex make_rw_mutex(std::string name);
+
+    ///@{
+    /// What the lock `name` of `kind` looks like on the server (holders, waiters, lease,
+    /// fencing counter), and the locks that exist now whose names match `pattern` (glob with
+    /// `*` and `?`; empty = all). Blocking: one or a few round trips.
+    /// Errors: as acquire(); errc::unsupported on Redis, where dlock status reads the keys of
+    /// dlock/layout.hpp itself.
+    lock_status inspect(std::string_view name, lock_kind kind, std::error_code& ec);
+    std::vector<lock_status> list(std::string_view pattern, std::error_code& ec);
+    ///@}
 
     ///@{
     /// Takes a lock for a lease handle. Returns an empty lease when not acquired within
@@ -170,7 +192,11 @@ private:
     void start_async_acquire_all(std::vector<lock_ref> locks, const acquire_options& opts,
                                  std::function<void(std::error_code, multi_lease)> done);
 
-    std::shared_ptr<detail::client_impl> impl_{};
+    /// A client over `backend` (detail::access::make_client: the URL constructor and tests).
+    explicit client(std::shared_ptr<detail::lock_backend> backend);
+
+    std::shared_ptr<detail::client_impl> impl_{};     // Redis
+    std::shared_ptr<detail::lock_backend> backend_{}; // any other backend (then impl_ is null)
 };
 
 // ---- async templates ---------------------------------------------------------------------

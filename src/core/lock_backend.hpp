@@ -69,11 +69,15 @@ public:
     virtual metrics_snapshot metrics() const = 0;
     /// Whether acquire() accepts `kind`.
     virtual bool supports(lock_kind kind) const noexcept = 0;
+    /// Whether a thread that holds `kind` may take it again (mutex.cpp counts re-entries
+    /// locally; a non-reentrant kind's second lock() by the holder is errc::invalid_argument).
+    virtual bool reentrant(lock_kind kind) const noexcept { return kind != lock_kind::simple; }
 
     virtual std::shared_ptr<hold> acquire(std::string_view name, const acquire_options& opts,
                                           std::error_code& ec) = 0;
-    virtual void async_acquire(std::string name, const acquire_options& opts,
-                               std::function<void(std::error_code, std::shared_ptr<hold>)> done) = 0;
+    virtual void
+    async_acquire(std::string name, const acquire_options& opts,
+                  std::function<void(std::error_code, std::shared_ptr<hold>)> done) = 0;
 
     virtual bool is_locked(std::string_view name, lock_kind kind, std::error_code& ec) = 0;
     virtual bool force_unlock(std::string_view name, lock_kind kind, std::error_code& ec) = 0;

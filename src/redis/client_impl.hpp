@@ -21,6 +21,7 @@ namespace dlock::detail {
 class renewal_service;
 class hold_state;
 class hold;
+class lock_backend;
 
 /// Process-wide unique owner ids: one per thread (thread-bound locks) and one per lease handle.
 std::uint64_t this_thread_owner_id() noexcept;
@@ -104,6 +105,12 @@ private:
 /// Internal access to the public objects' implementation (facades, tests, benchmarks).
 struct access {
     static const std::shared_ptr<client_impl>& impl(const client& c) noexcept { return c.impl_; }
+    /// The client's non-Redis backend, null on Redis.
+    static const std::shared_ptr<lock_backend>& backend(const client& c) noexcept {
+        return c.backend_;
+    }
+    /// A client over `b` (what client(url) makes for a zk:// or postgresql:// URL).
+    static client make_client(std::shared_ptr<lock_backend> b) { return client(std::move(b)); }
     static lease make_lease(std::shared_ptr<hold> h) noexcept { return lease(std::move(h)); }
     static const std::shared_ptr<hold>& state(const lease& l) noexcept { return l.state_; }
     static multi_lease make_multi(std::shared_ptr<multi_state> s) noexcept {
