@@ -321,7 +321,7 @@ lock_status zk_backend::inspect(std::string_view name, lock_kind kind, std::erro
         {make_error_code(errc::unavailable), {}});
     ec = e;
     st.name = std::string(name);
-    st.kind = std::string(kind_label(kind));
+    if (st.kind.empty()) st.kind = std::string(kind_label(kind)); // else what the nodes show
     return st;
 }
 

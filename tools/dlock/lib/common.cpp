@@ -82,6 +82,13 @@ std::vector<std::string> effective_urls(const global_options& g) {
     return {std::string(default_url)};
 }
 
+bool backend_url(const global_options& g) {
+    const auto url = effective_urls(g).front();
+    for (std::string_view s : {"zk://", "zks://", "postgresql://", "postgres://"})
+        if (url.starts_with(s)) return true;
+    return false;
+}
+
 namespace {
 client_options one_master(const std::string& url) {
     std::error_code ec;

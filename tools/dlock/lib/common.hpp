@@ -76,6 +76,10 @@ inline constexpr std::string_view default_url = "redis://127.0.0.1:6379";
 /// The URLs to use: --url values, else $DLOCK_URL, else default_url.
 std::vector<std::string> effective_urls(const global_options& g);
 
+/// True when the first URL of `g` names a backend other than Redis (zk://, postgresql://,
+/// postgres://): the commands then go through backend_cmds.hpp.
+bool backend_url(const global_options& g);
+
 /// Client options for the single URL of `g`, with $DLOCK_PASSWORD (when set and non-empty)
 /// replacing the URL's password. Errors: usage_error for a bad URL (the message never holds the
 /// password) or for several URLs (Redlock: only `exec` takes them, via redlock_options_for).

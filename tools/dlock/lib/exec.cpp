@@ -12,6 +12,7 @@
 //                                                     +-- signal --> forward to the child
 //                                                     +-- lease lost --> SIGTERM, later SIGKILL,
 //                                                                        exit 73
+#include "backend_cmds.hpp"
 #include "commands.hpp"
 
 #include <algorithm>
@@ -231,9 +232,10 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     // Several --url: Redlock over those masters (simple-lock layout on each, no fencing token).
     std::optional<redlock_options> ropts;
     client_options copts;
+    const bool on_backend = backend_url(g); // zk:// etc.: dlock::client(url), no Redis options
     if (effective_urls(g).size() > 1)
         ropts = redlock_options_for(g);
-    else
+    else if (!on_backend)
         copts = connect_options(g);
     if (o.watchdog) {
         if (o.watchdog->count() < 30) throw usage_error("--watchdog must be at least 30ms");
@@ -272,7 +274,10 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
         rl.emplace(std::move(*ropts));
         rl->async_acquire(o.name, ao, std::move(on_acquired));
     } else {
-        c.emplace(copts);
+        if (on_backend)
+            c.emplace(backend_client(g));
+        else
+            c.emplace(copts);
         c->async_acquire(o.name, ao, std::move(on_acquired));
     }
     int interrupted_by = 0;

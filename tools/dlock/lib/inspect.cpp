@@ -5,6 +5,7 @@
 // data N holds: a Redisson owner field ("<uuid>:<thread>") or a 32-hex token.
 #include "inspect.hpp"
 
+#include "backend_cmds.hpp"
 #include "commands.hpp"
 
 #include <algorithm>
@@ -297,6 +298,7 @@ int run_status(const global_options& g, const std::vector<std::string>& names, b
                std::ostream& out) {
     for (const auto& name : names)
         check_name(name);
+    if (backend_url(g)) return run_backend_status(g, names, json, out);
     client c(connect_options(g));
     std::vector<lock_info> infos;
     for (const auto& name : names) {
@@ -320,6 +322,7 @@ int run_status(const global_options& g, const std::vector<std::string>& names, b
 }
 
 int run_list(const global_options& g, const std::string& pattern, bool json, std::ostream& out) {
+    if (backend_url(g)) return run_backend_list(g, pattern, json, out);
     client c(connect_options(g));
     std::vector<lock_info> locks;
     try {
@@ -363,6 +366,7 @@ int run_keys(const std::string& name, const std::string& kind, std::ostream& out
 
 int run_unlock(const global_options& g, const std::string& name, std::ostream& out) {
     check_name(name);
+    if (backend_url(g)) return run_backend_unlock(g, name, out);
     client c(connect_options(g));
     lock_info before;
     bool deleted = false;
