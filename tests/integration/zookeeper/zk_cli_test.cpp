@@ -41,7 +41,8 @@ protected:
 };
 
 TEST_F(ZkCli, ExecStatusListAndForcedUnlock) {
-    auto r = dlock_cli(url_ + " exec --wait 5s jobs/nightly -- sh -c 'echo token=$DLOCK_FENCING_TOKEN'");
+    auto r =
+        dlock_cli(url_ + " exec --wait 5s jobs/nightly -- sh -c 'echo token=$DLOCK_FENCING_TOKEN'");
     EXPECT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("token="), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("token=\n"), std::string::npos) << "a czxid token: " << r.out;
