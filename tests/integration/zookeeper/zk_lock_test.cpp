@@ -4,6 +4,7 @@
 // expiry, on the session deadline while the server is unreachable and on a deleted node,
 // inspection, the read-write rules, and typed errors for every bad input.
 #include "../locks/critical_section_checker.hpp"
+#include "zk_fault_proxy.hpp"
 #include "zk_test_util.hpp"
 
 #include <dlock/error.hpp>
@@ -137,6 +138,32 @@ TEST_F(ZkLock, ExclusionAmongEightProcesses) {
     EXPECT_EQ(failed, 0);
     EXPECT_EQ(check->violations(), 0);
     ::munmap(mem, sizeof(critical_section_checker));
+}
+
+TEST_F(ZkLock, ProtectedModeAdoptsTheNodeOfACreateWhoseAnswerWasLost) {
+    zk_fault_proxy proxy(server_->port());
+    auto b = zk_backend_for("zk://127.0.0.1:" + std::to_string(proxy.port()) +
+                            "?session_timeout=4000&connect_timeout=3000");
+    std::error_code ec;
+    // Connect (and check the chroot) first and make the directory, so that the armed create
+    // is the lock node's.
+    EXPECT_FALSE(b->is_locked("protected", lock_kind::reentrant, ec));
+    ASSERT_FALSE(ec) << b->last_error_detail();
+    raw_zk raw(server_->host_port());
+    ASSERT_EQ(raw.create("/protected"), ZOK);
+    proxy.arm();
+    auto h = b->acquire("protected", waiting(10s), ec);
+    ASSERT_TRUE(h) << ec.message() << ": " << b->last_error_detail();
+    EXPECT_EQ(proxy.dropped(), 1) << "the create's answer was lost";
+    EXPECT_GE(b->metrics().reconnects, 1u);
+    const auto kids = raw.children("/protected");
+    ASSERT_EQ(kids.size(), 1u) << "the node was found by its _c_<uuid> prefix, not created twice";
+    Stat st{};
+    ASSERT_TRUE(raw.exists("/protected/" + kids[0], &st));
+    EXPECT_EQ(h->fencing_token(), static_cast<std::uint64_t>(st.czxid));
+    h->release_blocking(ec);
+    EXPECT_FALSE(ec);
+    EXPECT_TRUE(raw.children("/protected").empty());
 }
 
 TEST_F(ZkLock, FifoHandOffFiresOneWatchPerRelease) {
