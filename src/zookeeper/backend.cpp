@@ -89,9 +89,12 @@ zk_backend::zk_backend(zk_url url)
     , id_(random_uuid())
     , node_data_(local_address())
     , work_(asio::make_work_guard(io_)) {
-    thread_ = std::thread([this] {
+    auto drained = std::make_shared<std::promise<void>>();
+    drained_ = drained->get_future();
+    thread_ = std::thread([this, drained] {
         io_id_.store(std::this_thread::get_id(), std::memory_order_release);
         io_.run();
+        drained->set_value();
     });
 }
 
@@ -446,12 +449,16 @@ void zk_backend::shutdown() noexcept {
         // Closing the session deletes its ephemeral nodes; the holds count as lost.
         if (s) s->shut_down();
     });
+    // Let the loop drain (cancelled timers and acquisitions complete, and with them the
+    // references they hold to this backend); stop it if that takes longer than a moment.
     work_.reset();
-    asio::post(io_, [this] { io_.stop(); });
-    if (on_io_thread())
+    if (on_io_thread()) {
+        asio::post(io_, [this] { io_.stop(); });
         thread_.detach();
-    else
-        thread_.join();
+        return;
+    }
+    if (drained_.wait_for(std::chrono::seconds(2)) != std::future_status::ready) io_.stop();
+    thread_.join();
 }
 
 } // namespace dlock::detail::zk

@@ -91,6 +91,7 @@ private:
     mutable asio::io_context io_{1};
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     std::thread thread_;
+    std::future<void> drained_; ///< ready when the I/O loop returned
     std::atomic<std::thread::id> io_id_{};
     std::atomic<bool> shut_{false};
     client_metrics metrics_{};
