@@ -9,9 +9,9 @@
 
 #include <dlock/error.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
-#include <regex>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,8 +43,14 @@ TEST_F(ZkLock, NodesFollowCuratorsLayoutAndTheTokenIsTheCzxid) {
     ASSERT_TRUE(h);
     const auto kids = raw.children("/svc/locks/orders");
     ASSERT_EQ(kids.size(), 1u);
-    EXPECT_TRUE(std::regex_match(kids[0], std::regex("_c_[0-9a-f-]{36}-lock-[0-9]{10}")))
-        << kids[0];
+    // _c_<36-character uuid>-lock-<10 digits>
+    const auto& n = kids[0];
+    ASSERT_EQ(n.size(), 3u + 36 + 6 + 10) << n;
+    EXPECT_TRUE(n.starts_with("_c_")) << n;
+    EXPECT_EQ(n.substr(39, 6), "-lock-") << n;
+    EXPECT_TRUE(std::all_of(n.begin() + 45, n.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        << n;
+    EXPECT_EQ(std::count(n.begin() + 3, n.begin() + 39, '-'), 4) << n;
     Stat st{};
     ASSERT_TRUE(raw.exists("/svc/locks/orders/" + kids[0], &st));
     EXPECT_EQ(h->fencing_token(), static_cast<std::uint64_t>(st.czxid));

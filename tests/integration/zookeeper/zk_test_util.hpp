@@ -57,8 +57,8 @@ inline bool eventually(const std::function<bool()>& pred, std::chrono::milliseco
 class raw_zk {
 public:
     explicit raw_zk(const std::string& host_port, const clientid_t* cid = nullptr) {
-        zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-        zh_ = zookeeper_init(host_port.c_str(), &ignore_events, 10000, cid, nullptr, 0);
+        zh_ =
+            zookeeper_init2(host_port.c_str(), &ignore_events, 10000, cid, nullptr, 0, &ignore_log);
         if (!zh_ || !eventually([&] { return zoo_state(zh_) == ZOO_CONNECTED_STATE; }))
             throw std::runtime_error("raw ZooKeeper client did not connect to " + host_port);
     }
@@ -96,6 +96,7 @@ public:
 
 private:
     static void ignore_events(zhandle_t*, int, int, const char*, void*) {}
+    static void ignore_log(const char*) {}
     zhandle_t* zh_ = nullptr;
 };
 
