@@ -310,6 +310,8 @@ void acquisition::finish(std::error_code ec, std::shared_ptr<hold> h) {
     ++gen_;
     wait_timer_.cancel();
     hard_timer_.cancel();
+    auto self = shared_from_this(); // untrack() may drop the last other reference
+    backend_->untrack(this);
     auto done = std::move(done_);
     done(ec, std::move(h));
 }

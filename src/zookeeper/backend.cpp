@@ -134,9 +134,12 @@ metrics_snapshot zk_backend::metrics() const {
     return s;
 }
 
-void zk_backend::track(std::weak_ptr<acquisition> a) {
-    std::erase_if(active_, [](const auto& w) { return w.expired(); });
+void zk_backend::track(std::shared_ptr<acquisition> a) {
     active_.push_back(std::move(a));
+}
+
+void zk_backend::untrack(const acquisition* a) {
+    std::erase_if(active_, [a](const auto& p) { return p.get() == a; });
 }
 
 void zk_backend::with_session(std::function<void(std::error_code, std::shared_ptr<session>)> fn) {
@@ -438,9 +441,10 @@ void zk_backend::shutdown() noexcept {
     if (shut_.exchange(true, std::memory_order_acq_rel)) return;
     if (!thread_.joinable()) return;
     asio::post(io_, [this] {
-        for (auto& w : active_)
-            if (auto a = w.lock()) a->cancel();
+        auto active = std::move(active_);
         active_.clear();
+        for (auto& a : active)
+            a->cancel();
         std::shared_ptr<session> s;
         {
             std::lock_guard lk(mu_);

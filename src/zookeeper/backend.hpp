@@ -70,7 +70,10 @@ public:
     /// after connect_timeout, configuration_error for a missing chroot).
     void with_session(std::function<void(std::error_code, std::shared_ptr<session>)> fn);
     void set_error(std::string why);
-    void track(std::weak_ptr<acquisition> a);
+    /// Keeps `a` alive until it finishes (an acquisition without a deadline is referenced by
+    /// nothing else while it waits for a watch); untrack() when it finished.
+    void track(std::shared_ptr<acquisition> a);
+    void untrack(const acquisition* a);
     /// A waiter's predecessor watch fired (counted for the no-herd test).
     void note_wake() noexcept { wakes_.fetch_add(1, std::memory_order_relaxed); }
     std::uint64_t wakes() const noexcept { return wakes_.load(std::memory_order_relaxed); }
@@ -103,7 +106,7 @@ private:
     std::atomic<std::uint64_t> old_reconnects_{0};
     std::atomic<std::uint64_t> old_requests_{0};
     std::atomic<std::uint64_t> wakes_{0};
-    std::vector<std::weak_ptr<acquisition>> active_{}; // I/O thread
+    std::vector<std::shared_ptr<acquisition>> active_{}; // I/O thread
 };
 
 } // namespace dlock::detail::zk

@@ -1,6 +1,7 @@
 // The dlock command on zk:// URLs: exec runs a command under the lock (DLOCK_FENCING_TOKEN = the
 // node's czxid), status shows holder and waiters with sessions, list finds the lock, unlock
-// --force deletes the holder's node, and a bad URL exits 78 or 64.
+// --force deletes the holder's node, a bad URL exits 78, and the demo runs with its lock on
+// a private ZooKeeper.
 #include "zk_test_util.hpp"
 
 #include <array>
@@ -71,6 +72,14 @@ TEST_F(ZkCli, ExecStatusListAndForcedUnlock) {
     EXPECT_TRUE(eventually([&] { return h->lost(); }, 5s)) << "the holder learns its node is gone";
     r = dlock_cli(url_ + " status jobs/nightly");
     EXPECT_NE(r.out.find("not locked"), std::string::npos) << r.out;
+}
+
+TEST_F(ZkCli, DemoOnAPrivateZooKeeper) {
+    if (!redis_available()) GTEST_SKIP() << "the demo's stock lives in redis-server";
+    const auto r = dlock_cli("demo --backend zookeeper --stock 30 --processes 2 --threads 2");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("lock: private ZooKeeper on zk://127.0.0.1:"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("the stock is exact: 30 sold"), std::string::npos) << r.out;
 }
 
 TEST_F(ZkCli, BadUrlsAndMissingChroot) {

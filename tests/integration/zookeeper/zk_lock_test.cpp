@@ -212,6 +212,30 @@ TEST_F(ZkLock, FifoHandOffFiresOneWatchPerRelease) {
     EXPECT_EQ(wakes, static_cast<std::uint64_t>(n)) << "each release wakes its successor only";
 }
 
+TEST_F(ZkLock, WaitingWithoutADeadlineIsWokenByTheRelease) {
+    // Threads of one client, lock() without a wait bound (acquire_options{}): nothing but the
+    // backend keeps a waiting acquisition alive while it sits on its watch.
+    auto b = zk_backend_for(url());
+    critical_section_checker check;
+    std::atomic<int> done{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t)
+        threads.emplace_back([&] {
+            for (int i = 0; i < 5; ++i) {
+                std::error_code ec;
+                auto h = b->acquire("forever", acquire_options{}, ec);
+                if (!h) return;
+                { auto in = check.enter_write(); }
+                h->release_blocking(ec);
+                ++done;
+            }
+        });
+    for (auto& t : threads)
+        t.join();
+    EXPECT_EQ(done, 15);
+    EXPECT_EQ(check.violations(), 0);
+}
+
 TEST_F(ZkLock, TryOnceAndBoundedWaitLeaveNoNodeBehind) {
     auto a = zk_backend_for(url());
     auto b = zk_backend_for(url());
