@@ -22,9 +22,9 @@ bool session_gone(int rc) {
 
 } // namespace
 
-acquisition::acquisition(std::shared_ptr<zk_backend> b, std::string name, std::string dir,
+acquisition::acquisition(zk_backend& b, std::string name, std::string dir,
                          const acquire_options& opts, done_fn done)
-    : backend_(std::move(b))
+    : backend_(&b)
     , name_(std::move(name))
     , dir_(std::move(dir))
     , kind_(opts.kind)
@@ -243,7 +243,7 @@ void acquisition::watch(const std::string& child) {
 }
 
 void acquisition::granted() {
-    auto h = std::make_shared<zk_hold>(backend_, session_, name_, dir_ + "/" + own_, czxid_,
+    auto h = std::make_shared<zk_hold>(*backend_, session_, name_, dir_ + "/" + own_, czxid_,
                                        kind_ == lock_kind::read);
     h->start();
     own_.clear(); // the hold owns the node now

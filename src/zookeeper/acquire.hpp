@@ -27,8 +27,10 @@ public:
     using clock = std::chrono::steady_clock;
     using done_fn = std::function<void(std::error_code, std::shared_ptr<hold>)>;
 
-    acquisition(std::shared_ptr<zk_backend> b, std::string name, std::string dir,
-                const acquire_options& opts, done_fn done);
+    /// `b` outlives every handler of the acquisition: its destruction drains the I/O loop
+    /// first. (A shared_ptr here could make the I/O thread destroy the backend.)
+    acquisition(zk_backend& b, std::string name, std::string dir, const acquire_options& opts,
+                done_fn done);
     void start();
     /// Ends the acquisition with errc::cancelled (backend shutdown).
     void cancel();
@@ -57,7 +59,7 @@ private:
     bool wait_over() const;
     void retry_when_connected(void (acquisition::*step)());
 
-    std::shared_ptr<zk_backend> backend_;
+    zk_backend* backend_;
     std::string name_;
     std::string dir_;
     lock_kind kind_;

@@ -239,12 +239,13 @@ void zk_backend::async_acquire(std::string name, const acquire_options& opts,
     std::string why;
     auto dir = lock_dir(name, &why);
     if (dir.empty()) return post_error(errc::invalid_argument, why);
-    auto self = shared_from_this();
-    asio::post(io_, [self, name = std::move(name), dir = std::move(dir), opts,
+    // `this`, not a shared_ptr: the I/O thread must never hold the last reference (the
+    // destructor drains the loop, so the handler runs before the backend goes).
+    asio::post(io_, [this, name = std::move(name), dir = std::move(dir), opts,
                      done = std::move(done)]() mutable {
-        auto a = std::make_shared<acquisition>(self, std::move(name), std::move(dir), opts,
+        auto a = std::make_shared<acquisition>(*this, std::move(name), std::move(dir), opts,
                                                std::move(done));
-        self->track(a);
+        track(a);
         a->start();
     });
 }

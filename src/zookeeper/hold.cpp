@@ -45,16 +45,17 @@ void guaranteed_delete(const std::shared_ptr<session>& s, std::string path,
     st->attempt();
 }
 
-zk_hold::zk_hold(std::weak_ptr<zk_backend> backend, std::shared_ptr<session> s, std::string name,
+zk_hold::zk_hold(zk_backend& backend, std::shared_ptr<session> s, std::string name,
                  std::string path, std::int64_t czxid, bool shared)
-    : backend_(std::move(backend))
+    : backend_(backend.weak_from_this())
+    , raw_(&backend)
+    , ex_(backend.executor())
     , session_(std::move(s))
     , name_(std::move(name))
     , path_(std::move(path))
     , czxid_(czxid)
     , shared_(shared)
     , acquired_at_(std::chrono::steady_clock::now()) {
-    if (auto b = backend_.lock()) ex_ = b->executor();
     set_valid_until(session_->valid_until());
 }
 
@@ -109,7 +110,7 @@ void zk_hold::session_ended(session_end why) {
 
 void zk_hold::lose(loss_cause cause) {
     if (lost() || released()) return;
-    if (auto b = backend_.lock()) {
+    if (auto* b = live()) {
         b->counters().loss(cause);
         b->counters().hold_ended(std::chrono::steady_clock::now() - acquired_at_);
     }
@@ -122,13 +123,12 @@ void zk_hold::finish_release(std::error_code ec) {
     releasing_ = false;
     if (!ec) {
         if (mark_released())
-            if (auto b = backend_.lock()) {
+            if (auto* b = live()) {
                 b->counters().release(client_metrics::release_result::released);
                 b->counters().hold_ended(std::chrono::steady_clock::now() - acquired_at_);
             }
     } else if (ec == errc::not_owner) {
-        if (auto b = backend_.lock())
-            b->counters().release(client_metrics::release_result::not_owner);
+        if (auto* b = live()) b->counters().release(client_metrics::release_result::not_owner);
         lose(loss_cause::taken);
     }
     auto waiters = std::move(release_waiters_);
@@ -149,7 +149,7 @@ void zk_hold::start_release(std::function<void(std::error_code)> done) {
         if (!h || !h->releasing_) return;
         if (rc == ZOK || rc == ZSESSIONEXPIRED) return h->finish_release({});
         if (rc == ZNONODE) return h->finish_release(make_error_code(errc::not_owner));
-        if (auto b = h->backend_.lock()) {
+        if (auto* b = h->live()) {
             b->counters().release(client_metrics::release_result::failed);
             b->set_error(std::string("release of ") + h->path_ + " failed: " + zerror(rc));
         }
@@ -166,13 +166,13 @@ void zk_hold::release_async(std::function<void(std::error_code)> done) {
 
 void zk_hold::release_blocking(std::error_code& ec) {
     ec.clear();
-    auto b = backend_.lock();
-    if (!b || b->shut()) {
-        if (lost()) ec = errc::not_owner;
+    if (auto* live_b = live(); live_b && live_b->on_io_thread()) {
+        release_async([](std::error_code) {}); // must not block there
         return;
     }
-    if (b->on_io_thread()) {
-        release_async([](std::error_code) {});
+    auto b = backend_.lock(); // a user's thread: may be the last reference, which is fine here
+    if (!b || b->shut()) {
+        if (lost()) ec = errc::not_owner;
         return;
     }
     auto p = std::make_shared<std::promise<std::error_code>>();
@@ -204,7 +204,7 @@ void zk_hold::extend_async(std::chrono::milliseconds lease,
 }
 
 asio::any_io_executor zk_hold::executor() const {
-    if (auto b = backend_.lock(); b && !b->shut()) return ex_;
+    if (auto* b = live(); b && !b->shut()) return ex_;
     return {};
 }
 

@@ -35,8 +35,8 @@ void guaranteed_delete(const std::shared_ptr<session>& s, std::string path,
 
 class zk_hold final : public hold, public session_observer {
 public:
-    zk_hold(std::weak_ptr<zk_backend> backend, std::shared_ptr<session> s, std::string name,
-            std::string path, std::int64_t czxid, bool shared);
+    zk_hold(zk_backend& backend, std::shared_ptr<session> s, std::string name, std::string path,
+            std::int64_t czxid, bool shared);
 
     /// Arms the own-node watch and joins the session's observers (I/O thread, once).
     void start();
@@ -56,13 +56,19 @@ public:
     const std::string& path() const noexcept { return path_; }
 
 private:
+    /// The backend while it lives, from the I/O thread (its destruction drains the loop first,
+    /// so it cannot go away under a running handler).
+    zk_backend* live() const noexcept { return backend_.expired() ? nullptr : raw_; }
     void arm_watch();
     void lose(loss_cause cause);
     void finish_release(std::error_code ec);
     void start_release(std::function<void(std::error_code)> done);
     std::error_code check_extend(std::chrono::milliseconds lease) const;
 
+    /// The backend, for calls from the user's threads (lock(): never the last reference on
+    /// the I/O thread, where live() is used instead).
     std::weak_ptr<zk_backend> backend_;
+    zk_backend* raw_;
     asio::any_io_executor ex_;
     std::shared_ptr<session> session_;
     std::string name_;
