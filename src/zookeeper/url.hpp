@@ -3,7 +3,8 @@
 // The host list and chroot go to the C client as its connect string ("h1:p1,h2:p2/chroot").
 // Parameters: session_timeout (ms, default 10000; the server clamps it to [2, 20] x tickTime
 // and the negotiated value is what counts), connect_timeout (ms, default 5000: how long a first
-// connect or a request may wait for a server), deterministic=1 (try hosts in the given order).
+// connect or a request may wait for a server), deterministic=1 (try hosts in the given order;
+// the C client keeps this setting process-wide, so it then holds for every session).
 // Refused with errc::unsupported: zks:// and tls=..., user:password@ and sasl=/auth=... (the
 // C client Debian ships, libzookeeper-mt 3.8.0, is built without TLS and SASL). Anything else
 // malformed is errc::configuration_error with one line in `why`.
