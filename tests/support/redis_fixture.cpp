@@ -519,7 +519,9 @@ void redis_sentinel_group::failover_and_wait(std::chrono::milliseconds budget) {
 redis_cluster::redis_cluster(server_options opts) {
     opts.extra_config.insert(opts.extra_config.end(),
                              {"cluster-enabled yes", "cluster-config-file nodes.conf",
-                              "cluster-node-timeout 2000", "cluster-require-full-coverage yes"});
+                              "cluster-node-timeout 2000", "cluster-require-full-coverage yes",
+                              // Replicas sync at once (Redis 7.0 waits 5 s for more of them).
+                              "repl-diskless-sync-delay 0"});
     for (int i = 0; i < 6; ++i)
         nodes_.push_back(std::make_unique<redis_server>(opts));
     std::vector<std::string> create{cli_binary(), "--cluster", "create"};
@@ -544,7 +546,15 @@ redis_cluster::redis_cluster(server_options opts) {
                 if (line.find("master") != std::string::npos) ++masters;
                 if (line.find("slave") != std::string::npos) ++replicas;
             }
-            return masters == 3 && replicas == 3;
+            if (masters != 3 || replicas != 3) return false;
+            // ... and in sync, so that a write reaches it (tests that fail over rely on it).
+            for (auto& n : nodes_) {
+                const auto info = n->cli({"INFO", "replication"});
+                if (info.find("role:slave") != std::string::npos &&
+                    info.find("master_link_status:up") == std::string::npos)
+                    return false;
+            }
+            return true;
         },
         30s);
     if (!ok) throw std::runtime_error("cluster did not reach cluster_state:ok in 30 s");
@@ -650,23 +660,47 @@ void redis_cluster::migrate_slot(std::uint16_t slot, std::size_t from, std::size
 }
 
 void redis_cluster::failover_to(std::size_t r, std::chrono::milliseconds budget) {
-    const auto out = nodes_.at(r)->cli({"CLUSTER", "FAILOVER"});
-    if (out.find("OK") == std::string::npos)
-        throw std::runtime_error("CLUSTER FAILOVER refused: " + out);
+    // A manual failover needs the old master's cooperation within the server's manual-failover
+    // timeout (5 s); on a loaded machine it can time out and leave everything as it was. Then
+    // it is asked again with FORCE (no handshake with the master; the replica is in sync here),
+    // once, after a third of the budget.
+    const auto started = std::chrono::steady_clock::now();
+    const auto ask = [&](bool force) {
+        auto args = std::vector<std::string>{"CLUSTER", "FAILOVER"};
+        if (force) args.emplace_back("FORCE");
+        const auto out = nodes_.at(r)->cli(args);
+        if (out.find("OK") == std::string::npos)
+            throw std::runtime_error("CLUSTER FAILOVER refused: " + out);
+    };
+    ask(false);
+    bool forced = false;
+    std::string waiting_for;
     const bool ok = eventually(
         [&] {
-            if (nodes_[r]->cli({"ROLE"}).rfind("master", 0) != 0) return false;
+            if (nodes_[r]->cli({"ROLE"}).rfind("master", 0) != 0) {
+                if (!forced && std::chrono::steady_clock::now() - started > budget / 3) {
+                    forced = true;
+                    ask(true);
+                }
+                waiting_for = "the replica to become master";
+                return false;
+            }
             for (auto& n : nodes_)
-                if (n->cli({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos)
+                if (n->cli({"CLUSTER", "INFO"}).find("cluster_state:ok") == std::string::npos) {
+                    waiting_for = "cluster_state:ok on node " + std::to_string(n->port());
                     return false;
+                }
             // Node 0's view (master_of reads it) names `r` a master too.
+            waiting_for = "node 0's view to name the new master";
             for (const auto& w : cluster_nodes(*nodes_[0]))
                 if (port_of(w[1].substr(0, w[1].find('@'))) == nodes_[r]->port())
                     return w[2].find("master") != std::string::npos;
             return false;
         },
         budget);
-    if (!ok) throw std::runtime_error("cluster failover did not complete in time");
+    if (!ok)
+        throw std::runtime_error("cluster failover did not complete in time (waiting for " +
+                                 waiting_for + (forced ? ", FORCE sent)" : ")"));
 }
 
 std::string redis_cluster::url() const {

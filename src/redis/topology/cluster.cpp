@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 
 namespace dlock::detail {
 namespace {
@@ -383,14 +384,39 @@ void cluster::finish_refresh(bool ok) {
         w(ok);
 }
 
-void cluster::apply(const std::vector<cluster_shard>& shards) {
+void cluster::apply(const std::vector<cluster_shard>& all) {
+    // Only masters that serve slots: a master listed without any (the old master right after a
+    // failover, in a node's view that has not yet made it a replica; an empty new master) has
+    // nothing to route, and matching it by member ids would take its shard's node away from
+    // the promoted replica that now serves the slots (and then no lock-delay would start).
+    std::vector<cluster_shard> shards;
+    std::copy_if(all.begin(), all.end(), std::back_inserter(shards),
+                 [](const cluster_shard& s) { return !s.ranges.empty(); });
+    if (shards.empty()) return;
     const auto owner_of = [&](const cluster_shard& s) -> std::pair<node*, shard_source*> {
         std::lock_guard lk(nodes_mu_);
+        const auto shares_a_member = [&](const shard_source& src) {
+            return std::any_of(src.ids.begin(), src.ids.end(), [&](const std::string& id) {
+                return std::find(s.ids.begin(), s.ids.end(), id) != s.ids.end();
+            });
+        };
+        // First the node that served the shard's slots until now, so that a failover keeps the
+        // slots on the node whose lock-delay starts: it is this shard's node when they share a
+        // member id, or when its master serves no slots in the new map (demoted or dead; the
+        // ids may not say so in a view that lists the promoted replica alone). A resharding
+        // moves slots to a master that keeps serving others, and is not matched here.
+        const node* cur = (*slots_)[s.ranges.front().first].load(std::memory_order_acquire);
+        for (std::size_t i = 0; cur && i < nodes_.size(); ++i) {
+            const auto& src = *sources_[i];
+            if (nodes_[i].get() != cur || src.ids.empty()) continue;
+            const bool master_gone =
+                std::none_of(shards.begin(), shards.end(),
+                             [&](const cluster_shard& o) { return same(o.master, src.last_); });
+            if (shares_a_member(src) || master_gone) return {nodes_[i].get(), sources_[i].get()};
+        }
         // The same shard: a member id in common (a failover keeps the shard, not the master).
         for (std::size_t i = 0; i < nodes_.size(); ++i)
-            for (const auto& id : sources_[i]->ids)
-                if (std::find(s.ids.begin(), s.ids.end(), id) != s.ids.end())
-                    return {nodes_[i].get(), sources_[i].get()};
+            if (shares_a_member(*sources_[i])) return {nodes_[i].get(), sources_[i].get()};
         // A node made for this address before its shard was known (first seed, MOVED).
         for (std::size_t i = 0; i < nodes_.size(); ++i)
             if (sources_[i]->ids.empty() && same(sources_[i]->last_, s.master))

@@ -99,9 +99,9 @@ private:
     class seed_source;
     struct map_request;
 
-    node& add_node(const net::target& master); // I/O thread or constructor
-    node* node_at(const net::target& master);  // I/O thread
-    void apply(const std::vector<cluster_shard>& shards);
+    node& add_node(const net::target& master);         // I/O thread or constructor
+    node* node_at(const net::target& master);          // I/O thread
+    void apply(const std::vector<cluster_shard>& all); // shards without slots are skipped
     void map_answered(bool shards_cmd, std::error_code ec, const resp3::value& v);
     void finish_refresh(bool ok);
     bool redirect(node& from, request& r, const resp3::value& reply);
