@@ -9,6 +9,7 @@ packages=(
   prometheus-cpp-dev
   redis-server redis-tools redis-sentinel openssl
   libpq-dev postgresql libpostgresql-jdbc-java default-jre-headless
+  zookeeper libzookeeper-mt-dev libcurator-recipes-java
   clang libclang-rt-14-dev clang-format clang-tidy
   doxygen file dpkg-dev
   tmux groff-base

@@ -236,6 +236,14 @@ bool sentinel_available() {
     return redis_available() && !sentinel_binary().empty();
 }
 
+pid_t spawn_child(const std::vector<std::string>& argv, const std::filesystem::path& log) {
+    return spawn(argv, log);
+}
+
+bool reap_child(pid_t pid, std::chrono::milliseconds budget) {
+    return reap(pid, budget);
+}
+
 std::uint16_t free_port(bool with_bus) {
     thread_local std::mt19937 rng{std::random_device{}() ^ static_cast<unsigned>(::getpid())};
     std::uniform_int_distribution<int> dist(20000, 39999);

@@ -14,7 +14,7 @@ _dlock_options_of() {
     list) echo "--json --watch --interval" ;;
     keys) echo "--kind" ;;
     unlock) echo "--force" ;;
-    demo) echo "--processes --threads --stock" ;;
+    demo) echo "--processes --threads --stock --backend" ;;
     bench) echo "--scenario --kind --workers --keys --seconds --json" ;;
     esac
 }
@@ -57,8 +57,12 @@ _dlock() {
         mapfile -t COMPREPLY < <(compgen -W "A B C D" -- "$cur")
         return 0
         ;;
+    --backend)
+        mapfile -t COMPREPLY < <(compgen -W "redis zookeeper" -- "$cur")
+        return 0
+        ;;
     --url)
-        mapfile -t COMPREPLY < <(compgen -W "redis:// rediss:// unix://" -- "$cur")
+        mapfile -t COMPREPLY < <(compgen -W "redis:// rediss:// unix:// zk://" -- "$cur")
         compopt -o nospace 2>/dev/null
         return 0
         ;;

@@ -14,13 +14,25 @@ constexpr lock_kind status_kinds[] = {lock_kind::reentrant, lock_kind::shedlock,
 
 void print_text(std::ostream& out, const lock_status& s) {
     out << "lock     " << s.name << '\n';
-    out << "kind     " << (s.exists ? s.kind : "none") << '\n';
+    if (!s.exists) {
+        out << "kind     none (not locked)\n";
+        if (!s.detail.empty()) out << "detail   " << s.detail << '\n';
+        return;
+    }
+    std::size_t holders = 0;
+    for (const auto& c : s.contenders)
+        holders += c.holds ? 1 : 0;
+    out << "kind     " << s.kind << '\n';
+    out << "state    " << holders << " holder(s), " << s.contenders.size() - holders
+        << " waiter(s)\n";
     if (s.remaining_lease) out << "lease    " << s.remaining_lease->count() << " ms left\n";
     if (s.fencing_counter) out << "fencing  " << *s.fencing_counter << '\n';
     for (const auto& c : s.contenders) {
         out << (c.holds ? "holder   " : "waiter   ") << c.owner;
         if (!c.entry.empty()) out << "  [" << c.entry << ']';
         if (c.position) out << "  #" << *c.position;
+        if (!c.session.empty()) out << "  session " << c.session;
+        if (c.token) out << "  token " << *c.token;
         out << '\n';
     }
     if (!s.detail.empty()) out << "detail   " << s.detail << '\n';
@@ -74,7 +86,7 @@ std::string backend_url(const global_options& g) {
     const auto urls = effective_urls(g);
     if (urls.size() != 1) return {};
     const auto& u = urls[0];
-    for (std::string_view s : {"postgresql://", "postgres://", "zk://"})
+    for (std::string_view s : {"postgresql://", "postgres://", "zk://", "zks://"})
         if (u.compare(0, s.size(), s) == 0) return u;
     return {};
 }
@@ -140,7 +152,7 @@ int run_unlock_backend(const std::string& url, const std::string& name, std::ost
     bool ended = false;
     if (before.exists) {
         std::error_code ec;
-        if (before.kind != "lock" && before.kind != "read" && before.kind != "write") {
+        if (before.kind == "shedlock" || before.kind == "lease") {
             // No public lock object of the row kinds (client::force_unlock(name, kind) would be
             // the seam); a row's lease ends when its holder stops extending it.
             throw diagnose(make_error_code(errc::unsupported), "cannot unlock '" + name + "'",

@@ -90,9 +90,10 @@ int run_unlock_backend(const std::string& url, const std::string& name, std::ost
 
 /// `dlock demo`.
 struct demo_options {
-    int processes = 2; ///< worker processes, each with its own client
-    int threads = 4;   ///< threads per process
-    int stock = 200;   ///< initial stock of each run
+    int processes = 2;             ///< worker processes, each with its own client
+    int threads = 4;               ///< threads per process
+    int stock = 200;               ///< initial stock of each run
+    std::string backend = "redis"; ///< the lock's server: redis, or zookeeper (a private one)
 };
 
 /// The stock-deduction demo: one run without a lock (lost updates), one with dlock::mutex

@@ -2,7 +2,9 @@
 // items from a stock counter in Redis by read-modify-write (GET stock, then SET stock-1).
 // Run 1 has no lock: workers read the same value and sell the same item twice (lost updates).
 // Run 2 wraps the read-modify-write in dlock::mutex: the stock is exact. Each worker process
-// has its own dlock::client (own connections), as separate service instances would.
+// has its own dlock::client (own connections), as separate service instances would. With
+// --backend zookeeper the lock is on a private ZooKeeper (Curator's layout), the stock stays in
+// Redis: a ZooKeeper lock guarding another service's data.
 //
 // Hand-off latency is the time from one worker starting its release to the next acquisition by
 // another worker, measured with steady_clock (CLOCK_MONOTONIC, one clock for all processes)
@@ -19,6 +21,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -102,9 +105,9 @@ long long get_stock(client& c) {
     return std::stoll(v.str);
 }
 
-/// One worker thread: sell until the stock is gone.
-void worker(client& c, bool locked, int id, shared_state& sh) {
-    dlock::mutex m = c.make_mutex(std::string(lock_name));
+/// One worker thread: sell until the stock is gone (the lock through `lc`, the stock through `c`).
+void worker(client& c, client& lc, bool locked, int id, shared_state& sh) {
+    dlock::mutex m = lc.make_mutex(std::string(lock_name));
     for (;;) {
         if (locked) {
             m.lock();
@@ -135,16 +138,19 @@ void worker(client& c, bool locked, int id, shared_state& sh) {
 }
 
 /// The body of one worker process: its own client, `threads` workers. Returns the exit code.
-int worker_process(const client_options& copts, const demo_options& o, bool locked, int p,
-                   shared_state& sh) {
+int worker_process(const client_options& copts, const std::string& lock_url, const demo_options& o,
+                   bool locked, int p, shared_state& sh) {
     try {
         client c(copts);
+        std::optional<client> other;
+        if (!lock_url.empty()) other.emplace(lock_url);
+        client& lc = other ? *other : c;
         std::atomic<bool> failed{false};
         std::vector<std::thread> ts;
         for (int t = 0; t < o.threads; ++t)
             ts.emplace_back([&, t] {
                 try {
-                    worker(c, locked, p * 1000 + t, sh);
+                    worker(c, lc, locked, p * 1000 + t, sh);
                 } catch (const std::exception& e) {
                     if (!failed.exchange(true))
                         std::cerr << "dlock demo: worker: " << e.what() << "\n";
@@ -200,14 +206,15 @@ struct worker_reaper {
     }
 };
 
-run_result run_once(const client_options& copts, const demo_options& o, bool locked) {
+run_result run_once(const client_options& copts, const std::string& lock_url, const demo_options& o,
+                    bool locked) {
     shared_mapping mapping;
     shared_state& sh = *mapping;
     {
         // No client may be alive at fork(): its I/O thread would not exist in the child.
         client c(copts);
         c.command({"SET", stock_key, std::to_string(o.stock)});
-        if (locked) c.make_mutex(std::string(lock_name)).force_unlock();
+        if (locked && lock_url.empty()) c.make_mutex(std::string(lock_name)).force_unlock();
     }
     check_interrupted();
     const auto t0 = clock::now();
@@ -220,7 +227,7 @@ run_result run_once(const client_options& copts, const demo_options& o, bool loc
             interrupt_guard::reset_in_child();
             ::prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (::getppid() != parent) ::_exit(1);
-            const int rc = worker_process(copts, o, locked, p, sh);
+            const int rc = worker_process(copts, lock_url, o, locked, p, sh);
             std::cerr.flush();
             ::_exit(rc);
         }
@@ -292,9 +299,13 @@ void print_results(std::ostream& out, const demo_options& o, const run_result& u
 int run_demo(const global_options& g, const demo_options& o, std::ostream& out, std::ostream& err) {
     interrupt_guard guard;
     std::unique_ptr<private_server> server;
+    std::unique_ptr<private_server> zookeeper; // --backend zookeeper: the lock's server
     client_options copts;
     std::string where;
     try {
+        if (o.backend == "zookeeper")
+            zookeeper = std::make_unique<private_server>(std::chrono::seconds(30),
+                                                         private_server::kind::zookeeper);
         if (g.urls.empty()) { // never $DLOCK_URL: the demo must not write to a shared server
             server = std::make_unique<private_server>();
             copts = parse_url(server->url());
@@ -308,11 +319,14 @@ int run_demo(const global_options& g, const demo_options& o, std::ostream& out, 
         out << "dlock demo: " << o.processes << " processes x " << o.threads
             << " threads sell a stock of " << o.stock
             << " items, each sale a GET then a SET of stock-1 (read-modify-write)\n"
-            << "server: " << where << "\n\n"
-            << std::flush;
+            << "server: " << where << "\n";
+        if (zookeeper)
+            out << "lock: private ZooKeeper on " << zookeeper->url() << " (stopped at the end)\n";
+        out << '\n' << std::flush;
 
-        const auto unlocked = run_once(copts, o, false);
-        const auto locked = run_once(copts, o, true);
+        const auto lock_url = zookeeper ? zookeeper->url() : std::string{};
+        const auto unlocked = run_once(copts, lock_url, o, false);
+        const auto locked = run_once(copts, lock_url, o, true);
         if (!server) { // leave a shared server as we found it
             client c(copts);
             const auto fence = layout_of(lock_name, lock_kind::reentrant).fencing_key;

@@ -70,35 +70,55 @@ std::uint16_t pick_free_port() {
     return ntohs(a.sin_port);
 }
 
-bool answers_ping(std::uint16_t port, std::chrono::milliseconds budget) {
+namespace {
+/// Sends `request` to 127.0.0.1:`port` and reads until `done(reply)` or `budget` passed.
+std::string ask(std::uint16_t port, std::string_view request, std::chrono::milliseconds budget,
+                bool (*done)(const std::string&)) {
     socket_fd s{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
-    if (s.fd < 0) return false;
+    if (s.fd < 0) return {};
     auto a = loopback(port);
-    if (::connect(s.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return false;
-    static constexpr char ping[] = "PING\r\n";
-    if (::send(s.fd, ping, sizeof ping - 1, MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof ping - 1))
-        return false;
+    if (::connect(s.fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return {};
+    if (::send(s.fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+        static_cast<ssize_t>(request.size()))
+        return {};
     std::string reply;
     const auto until = clock::now() + budget;
-    while (reply.find("\r\n") == std::string::npos) {
+    while (!done(reply)) {
         const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - clock::now());
-        if (left.count() <= 0) return false;
+        if (left.count() <= 0) return reply;
         pollfd p{s.fd, POLLIN, 0};
-        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return false;
+        if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return reply;
         char buf[64];
         const auto n = ::recv(s.fd, buf, sizeof buf, 0);
-        if (n <= 0) return false;
+        if (n <= 0) return reply;
         reply.append(buf, static_cast<std::size_t>(n));
     }
+    return reply;
+}
+} // namespace
+
+bool answers_ping(std::uint16_t port, std::chrono::milliseconds budget) {
+    const auto reply = ask(port, "PING\r\n", budget, [](const std::string& r) {
+        return r.find("\r\n") != std::string::npos;
+    });
     return reply.rfind("+PONG", 0) == 0;
 }
 
-private_server::private_server(std::chrono::milliseconds ready_budget) {
-    const auto binary = find_binary("DLOCK_REDIS_SERVER", "redis-server");
+bool answers_ruok(std::uint16_t port, std::chrono::milliseconds budget) {
+    // The server closes the connection after its answer; "imok" is all of it.
+    return ask(port, "ruok", budget, [](const std::string& r) { return r.size() >= 4; }) == "imok";
+}
+
+private_server::private_server(std::chrono::milliseconds ready_budget, kind k)
+    : kind_(k) {
+    const bool zk = k == kind::zookeeper;
+    const auto binary =
+        zk ? find_binary("DLOCK_JAVA", "java") : find_binary("DLOCK_REDIS_SERVER", "redis-server");
     if (binary.empty())
         throw failure(exit_code::unavailable,
-                      "redis-server not found on PATH (install redis-server, or give "
-                      "--url redis://HOST:PORT)");
+                      zk ? "java not found on PATH (install Debian's zookeeper package)"
+                         : "redis-server not found on PATH (install redis-server, or give "
+                           "--url redis://HOST:PORT)");
     const char* base = std::getenv("TMPDIR");
     std::string tmpl = std::string(base && *base ? base : "/tmp") + "/dlock-demo-XXXXXX";
     if (!::mkdtemp(tmpl.data()))
@@ -107,7 +127,8 @@ private_server::private_server(std::chrono::milliseconds ready_budget) {
     try {
         for (int attempt = 0; attempt < 3; ++attempt)
             if (start_once(binary, ready_budget)) return;
-        throw failure(exit_code::unavailable, "redis-server did not start: " + last_log_line());
+        throw failure(exit_code::unavailable, std::string(zk ? "ZooKeeper" : "redis-server") +
+                                                  " did not start: " + last_log_line());
     } catch (...) {
         stop();
         throw;
@@ -119,19 +140,43 @@ private_server::~private_server() {
 }
 
 std::string private_server::url() const {
-    return "redis://127.0.0.1:" + std::to_string(port_);
+    return (kind_ == kind::zookeeper ? "zk://127.0.0.1:" : "redis://127.0.0.1:") +
+           std::to_string(port_);
+}
+
+std::vector<std::string> private_server::arguments(const std::string& binary) const {
+    if (kind_ == kind::redis)
+        return {binary,        "--port",    std::to_string(port_), "--bind",      "127.0.0.1",
+                "--save",      "",          "--appendonly",        "no",          "--dir",
+                dir_.string(), "--logfile", "redis.log",           "--daemonize", "no"};
+    // ZooKeeper standalone: zoo.cfg in the directory (no admin server, `ruok` allowed).
+    std::ofstream cfg(dir_ / "zoo.cfg");
+    cfg << "tickTime=2000\ndataDir=" << (dir_ / "data").string()
+        << "\nclientPortAddress=127.0.0.1\nclientPort=" << port_
+        << "\nadmin.enableServer=false\n4lw.commands.whitelist=ruok\n";
+    const char* jar = std::getenv("DLOCK_ZOOKEEPER_JAR");
+    return {binary,
+            "-Xmx128m",
+            "-XX:+UseSerialGC",
+            "-cp",
+            jar && *jar ? jar : "/usr/share/java/zookeeper.jar",
+            "org.apache.zookeeper.server.ZooKeeperServerMain",
+            (dir_ / "zoo.cfg").string()};
+}
+
+bool private_server::ready() const {
+    return kind_ == kind::zookeeper ? answers_ruok(port_, std::chrono::milliseconds(200))
+                                    : answers_ping(port_, std::chrono::milliseconds(200));
 }
 
 bool private_server::start_once(const std::string& binary, std::chrono::milliseconds budget) {
     port_ = pick_free_port();
-    const std::vector<std::string> args = {
-        binary,        "--port",    std::to_string(port_), "--bind",      "127.0.0.1",
-        "--save",      "",          "--appendonly",        "no",          "--dir",
-        dir_.string(), "--logfile", "redis.log",           "--daemonize", "no"};
+    const auto args = arguments(binary);
     std::vector<char*> argv;
     for (const auto& a : args)
         argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
+    const auto log_path = (dir_ / "server.log").string();
     const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ < 0) throw std::system_error(errno, std::generic_category(), "fork");
@@ -139,9 +184,11 @@ bool private_server::start_once(const std::string& binary, std::chrono::millisec
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != parent) ::_exit(127);
         const int devnull = ::open("/dev/null", O_RDWR);
-        if (devnull >= 0)
-            for (int fd = 0; fd < 3; ++fd)
-                ::dup2(devnull, fd);
+        if (devnull >= 0) ::dup2(devnull, 0);
+        // ZooKeeper logs to stderr (when an SLF4J binding is present); redis to its logfile.
+        const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        for (int fd = 1; fd < 3; ++fd)
+            ::dup2(log >= 0 ? log : devnull, fd);
         sigset_t none;
         sigemptyset(&none);
         ::pthread_sigmask(SIG_SETMASK, &none, nullptr);
@@ -155,10 +202,13 @@ bool private_server::start_once(const std::string& binary, std::chrono::millisec
             pid_ = -1;
             return false; // exited: port taken meanwhile, or a broken binary
         }
-        if (answers_ping(port_, std::chrono::milliseconds(200))) return true;
+        if (ready()) return true;
         if (clock::now() >= until)
-            throw failure(exit_code::unavailable, "redis-server did not answer PING within " +
-                                                      std::to_string(budget.count()) + " ms");
+            throw failure(exit_code::unavailable,
+                          std::string(kind_ == kind::zookeeper
+                                          ? "ZooKeeper did not answer ruok"
+                                          : "redis-server did not answer PING") +
+                              " within " + std::to_string(budget.count()) + " ms");
         std::this_thread::sleep_for(std::chrono::milliseconds(10)); // readiness poll interval
     }
 }
@@ -178,11 +228,11 @@ void private_server::stop() noexcept {
 }
 
 std::string private_server::last_log_line() const {
-    std::ifstream log(dir_ / "redis.log");
+    std::ifstream log(dir_ / (kind_ == kind::zookeeper ? "server.log" : "redis.log"));
     std::string line, last;
     while (std::getline(log, line))
         if (!line.empty()) last = line;
-    return last.empty() ? "no log output (is redis-server working?)" : last;
+    return last.empty() ? "no log output (is the server binary working?)" : last;
 }
 
 } // namespace dlock::cli

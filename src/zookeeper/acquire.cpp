@@ -1,0 +1,319 @@
+#include "zookeeper/acquire.hpp"
+
+#include "core/random.hpp"
+#include "zookeeper/hold.hpp"
+
+#include <dlock/error.hpp>
+
+#include <zookeeper/zookeeper.h>
+
+namespace dlock::detail::zk {
+namespace {
+
+constexpr int max_restarts = 20;
+constexpr int max_parent_rounds = 5;
+
+bool transport_loss(int rc) {
+    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
+}
+bool session_gone(int rc) {
+    return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING;
+}
+
+} // namespace
+
+acquisition::acquisition(zk_backend& b, std::string name, std::string dir,
+                         const acquire_options& opts, done_fn done)
+    : backend_(&b)
+    , name_(std::move(name))
+    , dir_(std::move(dir))
+    , kind_(opts.kind)
+    , infix_(infix_of(opts.kind))
+    , started_(clock::now())
+    , done_(std::move(done))
+    , wait_timer_(backend_->executor())
+    , hard_timer_(backend_->executor()) {
+    if (opts.wait) {
+        const auto w = std::max(*opts.wait, std::chrono::milliseconds(0));
+        deadline_ = started_ + w;
+    }
+}
+
+void acquisition::start() {
+    auto self = shared_from_this();
+    if (deadline_) {
+        wait_timer_.expires_at(*deadline_);
+        wait_timer_.async_wait([self](std::error_code ec) {
+            if (ec || self->finished_) return;
+            if (self->waiting_)
+                self->give_up();
+            else
+                self->late_ = true; // decided at the next answer
+        });
+        hard_timer_.expires_at(*deadline_ + backend_->url().connect_timeout);
+        hard_timer_.async_wait([self](std::error_code ec) {
+            if (ec || self->finished_) return;
+            self->fail(make_error_code(errc::unavailable),
+                       "no answer from ZooKeeper " + self->backend_->url().display() +
+                           " within the wait plus connect_timeout");
+        });
+    }
+    connect();
+}
+
+bool acquisition::wait_over() const {
+    return late_ || (deadline_ && clock::now() >= *deadline_);
+}
+
+void acquisition::connect() {
+    backend_->with_session(
+        [self = shared_from_this()](std::error_code ec, std::shared_ptr<session> s) {
+            if (self->finished_) return;
+            if (ec) return self->fail(ec, {});
+            if (s != self->session_) {
+                self->session_ = std::move(s);
+                self->session_->add_observer(std::weak_ptr<session_observer>(self));
+            }
+            self->prefix_ = node_prefix(random_uuid(), self->infix_);
+            self->create();
+        });
+}
+
+void acquisition::retry_when_connected(void (acquisition::*step)()) {
+    session_->when_connected([self = shared_from_this(), step, gen = gen_](std::error_code ec) {
+        if (self->finished_ || gen != self->gen_) return;
+        if (ec) return; // session_ended() restarts
+        ((*self).*step)();
+    });
+}
+
+void acquisition::create() {
+    create_in_flight_ = true;
+    session_->create(dir_ + "/" + prefix_, backend_->node_data(), ZOO_EPHEMERAL_SEQUENTIAL,
+                     [self = shared_from_this(), s = session_](reply&& r) {
+                         self->create_in_flight_ = false;
+                         if (self->finished_ || s != self->session_) {
+                             // Too late or from an old session: never leave the node behind.
+                             if (r.rc == ZOK) guaranteed_delete(s, r.path, [](int) {});
+                             return;
+                         }
+                         self->on_created(std::move(r));
+                     });
+}
+
+void acquisition::on_created(reply&& r) {
+    if (r.rc == ZOK) {
+        own_ = r.path.substr(r.path.rfind('/') + 1);
+        czxid_ = r.stat ? r.stat->czxid : 0;
+        if (r.stat && r.stat->ephemeral_owner != session_->id()) {
+            // Not ours (CURATOR-604): never adopt a node of another session.
+            return restart();
+        }
+        return list();
+    }
+    if (r.rc == ZNONODE) {
+        if (++parent_rounds_ > max_parent_rounds)
+            return fail(make_error_code(errc::server_error),
+                        "cannot create the lock directory " + dir_);
+        return make_parents(1);
+    }
+    if (r.rc == ZNOCHILDRENFOREPHEMERALS)
+        return fail(make_error_code(errc::configuration_error),
+                    "the lock directory " + dir_ + " is an ephemeral node (not a lock name)");
+    if (transport_loss(r.rc)) return retry_when_connected(&acquisition::recover);
+    if (session_gone(r.rc)) return restart();
+    fail(make_error_code(r.rc == ZNOAUTH ? errc::permission_denied : errc::server_error),
+         std::string("create under ") + dir_ + ": " + zerror(r.rc));
+}
+
+void acquisition::make_parents(std::size_t pos) {
+    // Create /a, /a/b, ... as CONTAINER nodes (Curator's creatingParentContainersIfNeeded).
+    const auto slash = dir_.find('/', pos);
+    const auto path = dir_.substr(0, slash);
+    session_->create(path, {}, ZOO_CONTAINER, [self = shared_from_this(), slash](reply&& r) {
+        if (self->finished_) return;
+        if (r.rc == ZOK || r.rc == ZNODEEXISTS) {
+            if (slash == std::string::npos) return self->create();
+            return self->make_parents(slash + 1);
+        }
+        if (transport_loss(r.rc)) return self->retry_when_connected(&acquisition::create);
+        if (session_gone(r.rc)) return self->restart();
+        if (r.rc == ZNOCHILDRENFOREPHEMERALS)
+            return self->fail(make_error_code(errc::configuration_error),
+                              "a parent of " + self->dir_ + " is an ephemeral node");
+        self->fail(make_error_code(errc::server_error),
+                   std::string("create parent of ") + self->dir_ + ": " + zerror(r.rc));
+    });
+}
+
+void acquisition::recover() {
+    // Protected mode: did the lost create succeed? Look for our prefix among the children.
+    session_->children(dir_, {}, [self = shared_from_this()](reply&& r) {
+        if (self->finished_) return;
+        if (r.rc == ZOK) {
+            const auto uuid_part = self->prefix_.substr(0, protected_length);
+            if (auto found = find_protected(r.children, uuid_part)) return self->adopt(*found);
+            return self->create();
+        }
+        if (r.rc == ZNONODE) return self->create();
+        if (transport_loss(r.rc)) return self->retry_when_connected(&acquisition::recover);
+        if (session_gone(r.rc)) return self->restart();
+        self->fail(make_error_code(errc::server_error),
+                   std::string("list ") + self->dir_ + ": " + zerror(r.rc));
+    });
+}
+
+void acquisition::adopt(const std::string& child) {
+    // Only if the node belongs to this session (CURATOR-498): read its Stat first.
+    session_->exists(dir_ + "/" + child, {}, [self = shared_from_this(), child](reply&& r) {
+        if (self->finished_) return;
+        if (r.rc == ZOK && r.stat && r.stat->ephemeral_owner == self->session_->id()) {
+            self->own_ = child;
+            self->czxid_ = r.stat->czxid;
+            return self->list();
+        }
+        if (r.rc == ZOK || r.rc == ZNONODE) return self->create();
+        if (transport_loss(r.rc)) return self->retry_when_connected(&acquisition::recover);
+        self->restart();
+    });
+}
+
+void acquisition::list() {
+    ++gen_;
+    waiting_ = false;
+    session_->children(dir_, {}, [self = shared_from_this(), gen = gen_](reply&& r) {
+        if (self->finished_ || gen != self->gen_) return;
+        self->on_children(std::move(r));
+    });
+}
+
+void acquisition::on_children(reply&& r) {
+    if (transport_loss(r.rc)) return retry_when_connected(&acquisition::list);
+    if (session_gone(r.rc)) return restart();
+    if (r.rc == ZNONODE) return restart(); // directory reaped: our node is gone with it
+    if (r.rc != ZOK)
+        return fail(make_error_code(errc::server_error),
+                    std::string("list ") + dir_ + ": " + zerror(r.rc));
+    std::vector<std::string> strangers;
+    const auto sorted = sort_children(r.children, &strangers);
+    if (!strangers.empty()) {
+        // The server answers: report after our node is gone again (as give_up() does).
+        const auto path = dir_ + "/" + own_;
+        own_.clear();
+        ++gen_;
+        guaranteed_delete(session_, path, [self = shared_from_this(), strangers](int) {
+            self->fail(make_error_code(errc::configuration_error),
+                       "the lock directory " + self->dir_ +
+                           " holds a child that is not a lock node ('" + strangers.front() +
+                           "'); keep other data out of lock directories (Curator would sort "
+                           "it by its whole name)");
+        });
+        return;
+    }
+    const auto d = decide(sorted, own_);
+    if (!d.found) return restart(); // deleted under us (unlock --force, expiry)
+    if (d.holds) return granted();
+    if (wait_over()) return give_up();
+    watch(d.watch);
+}
+
+void acquisition::watch(const std::string& child) {
+    waiting_ = true;
+    const auto gen = gen_;
+    std::weak_ptr<acquisition> w = shared_from_this();
+    session_->get(
+        dir_ + "/" + child,
+        [w, gen](int) {
+            auto self = w.lock();
+            if (!self || self->finished_ || gen != self->gen_) return;
+            ++self->wakes_;
+            self->backend_->note_wake();
+            self->list();
+        },
+        [w, gen](reply&& r) {
+            auto self = w.lock();
+            if (!self || self->finished_ || gen != self->gen_) return;
+            if (r.rc == ZOK) return;                  // wait for the watch
+            if (r.rc == ZNONODE) return self->list(); // gone already
+            if (transport_loss(r.rc)) return self->retry_when_connected(&acquisition::list);
+            if (session_gone(r.rc)) return self->restart();
+            self->fail(make_error_code(errc::server_error),
+                       std::string("watch ") + self->dir_ + ": " + zerror(r.rc));
+        });
+}
+
+void acquisition::granted() {
+    auto h = std::make_shared<zk_hold>(*backend_, session_, name_, dir_ + "/" + own_, czxid_,
+                                       kind_ == lock_kind::read);
+    h->start();
+    own_.clear(); // the hold owns the node now
+    backend_->counters().acquisition(static_cast<std::size_t>(kind_), {}, true, false,
+                                     clock::now() - started_);
+    finish({}, std::move(h));
+}
+
+void acquisition::give_up() {
+    ++gen_;
+    waiting_ = false;
+    if (own_.empty()) {
+        backend_->counters().acquisition(static_cast<std::size_t>(kind_), {}, false, false,
+                                         clock::now() - started_);
+        return finish({}, nullptr);
+    }
+    // Curator's deleteOurPath: a guaranteed delete; the result waits for its answer so that a
+    // retry by the same caller does not queue behind its own old node.
+    const auto path = dir_ + "/" + own_;
+    own_.clear();
+    guaranteed_delete(session_, path, [self = shared_from_this()](int) {
+        self->backend_->counters().acquisition(static_cast<std::size_t>(self->kind_), {}, false,
+                                               false, clock::now() - self->started_);
+        self->finish({}, nullptr);
+    });
+}
+
+void acquisition::restart() {
+    if (finished_) return;
+    ++gen_;
+    waiting_ = false;
+    own_.clear();
+    if (wait_over()) return give_up();
+    if (++restarts_ > max_restarts)
+        return fail(make_error_code(errc::unavailable),
+                    "lock node of " + dir_ + " kept vanishing (session expiries)");
+    connect();
+}
+
+void acquisition::session_ended(session_end) {
+    if (finished_ || !session_) return;
+    own_.clear(); // gone with the session
+    restart();
+}
+
+void acquisition::cancel() {
+    if (finished_) return;
+    fail(make_error_code(errc::cancelled), "the ZooKeeper backend shut down");
+}
+
+void acquisition::fail(std::error_code ec, std::string why) {
+    if (finished_) return;
+    if (!why.empty()) backend_->set_error(why);
+    if (!own_.empty() && session_) guaranteed_delete(session_, dir_ + "/" + own_, [](int) {});
+    own_.clear();
+    backend_->counters().acquisition(static_cast<std::size_t>(kind_), ec, false, false,
+                                     clock::now() - started_);
+    finish(ec, nullptr);
+}
+
+void acquisition::finish(std::error_code ec, std::shared_ptr<hold> h) {
+    if (finished_) return;
+    finished_ = true;
+    ++gen_;
+    wait_timer_.cancel();
+    hard_timer_.cancel();
+    auto self = shared_from_this(); // untrack() may drop the last other reference
+    backend_->untrack(this);
+    auto done = std::move(done_);
+    done(ec, std::move(h));
+}
+
+} // namespace dlock::detail::zk

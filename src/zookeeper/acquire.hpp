@@ -1,0 +1,86 @@
+// zookeeper/acquire.hpp: one acquisition of a ZooKeeper lock, as Curator's LockInternals
+// does it, on the backend's I/O thread.
+//
+// States: connect (backend::with_session) -> create the protected node (parents made as
+// CONTAINERs on NONODE; after a connection loss, find the node by its "_c_<uuid>-" prefix
+// before creating again: protected mode) -> list the children and decide (names.hpp) ->
+// hold, or getData+watch the predecessor and list again when the watch fires.
+// The wait deadline (opts.wait) ends a watch at once; a request in flight at the deadline may
+// still grant the lock at its decision, otherwise the node is deleted (guaranteed) and the
+// result is "not acquired". A hard deadline of wait + connect_timeout bounds requests that get
+// no answer (errc::unavailable). If the session expires or the node vanishes while waiting,
+// the acquisition starts again with a new node on a (new) session, while the wait lasts.
+// A directory child that is not a lock node is errc::configuration_error.
+#pragma once
+
+#include "zookeeper/backend.hpp"
+
+#include <asio/steady_timer.hpp>
+
+#include <optional>
+
+namespace dlock::detail::zk {
+
+class acquisition final : public std::enable_shared_from_this<acquisition>,
+                          public session_observer {
+public:
+    using clock = std::chrono::steady_clock;
+    using done_fn = std::function<void(std::error_code, std::shared_ptr<hold>)>;
+
+    /// `b` outlives every handler of the acquisition: its destruction drains the I/O loop
+    /// first. (A shared_ptr here could make the I/O thread destroy the backend.)
+    acquisition(zk_backend& b, std::string name, std::string dir, const acquire_options& opts,
+                done_fn done);
+    void start();
+    /// Ends the acquisition with errc::cancelled (backend shutdown).
+    void cancel();
+
+    void session_valid_until(clock::time_point) override {}
+    void session_ended(session_end why) override;
+
+    /// How many times a predecessor watch woke this acquisition (tests: no herd).
+    std::size_t wakes() const noexcept { return wakes_; }
+
+private:
+    void connect();
+    void create();
+    void on_created(reply&& r);
+    void make_parents(std::size_t pos);
+    void recover();
+    void adopt(const std::string& child);
+    void list();
+    void on_children(reply&& r);
+    void watch(const std::string& child);
+    void granted();
+    void give_up();
+    void restart();
+    void fail(std::error_code ec, std::string why);
+    void finish(std::error_code ec, std::shared_ptr<hold> h);
+    bool wait_over() const;
+    void retry_when_connected(void (acquisition::*step)());
+
+    zk_backend* backend_;
+    std::string name_;
+    std::string dir_;
+    lock_kind kind_;
+    std::string_view infix_;
+    std::optional<clock::time_point> deadline_;
+    clock::time_point started_;
+    done_fn done_;
+    asio::steady_timer wait_timer_;
+    asio::steady_timer hard_timer_;
+    std::shared_ptr<session> session_{};
+    std::string prefix_{}; ///< "_c_<uuid>-<infix>"
+    std::string own_{};    ///< own child name, once known
+    std::int64_t czxid_ = 0;
+    std::uint64_t gen_ = 0; ///< bumped per decision round: stale watches are ignored
+    bool waiting_ = false;  ///< on a predecessor watch
+    bool create_in_flight_ = false;
+    bool finished_ = false;
+    bool late_ = false; ///< the wait deadline passed while a request was in flight
+    int restarts_ = 0;
+    int parent_rounds_ = 0;
+    std::size_t wakes_ = 0;
+};
+
+} // namespace dlock::detail::zk

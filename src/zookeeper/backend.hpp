@@ -1,0 +1,112 @@
+// zookeeper/backend.hpp: detail::lock_backend over ZooKeeper, in Apache Curator's layout.
+//
+// zk_backend owns one I/O thread (an asio::io_context) and at most one live session
+// (session.hpp); an expired session is replaced by a new one on the next request. Each
+// acquisition is an `acquisition` (acquire.cpp) run on the I/O thread: create a protected
+// EPHEMERAL_SEQUENTIAL child `_c_<uuid>-<infix>` under the lock's directory (CONTAINER
+// parents created on demand), list the children, hold when first (names.hpp decides), else
+// getData+watch the predecessor and list again when it fires. A granted acquisition becomes a
+// zk_hold (hold.cpp): fencing token = the node's czxid, valid_until from the session, loss on
+// session expiry / session deadline / own node deleted, release = delete retried until the
+// server confirms it (or the session is gone, which deletes the node too).
+#pragma once
+
+#include "core/lock_backend.hpp"
+#include "core/metrics.hpp"
+#include "zookeeper/names.hpp"
+#include "zookeeper/session.hpp"
+#include "zookeeper/url.hpp"
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+
+#include <atomic>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dlock::detail::zk {
+
+class acquisition;
+
+/// The node infix Curator uses for `kind`, or empty when ZooKeeper does not offer the kind.
+std::string_view infix_of(lock_kind kind) noexcept;
+
+class zk_backend final : public lock_backend, public std::enable_shared_from_this<zk_backend> {
+public:
+    explicit zk_backend(zk_url url);
+    ~zk_backend() override;
+
+    std::string_view backend_name() const noexcept override { return "zookeeper"; }
+    const std::string& id() const noexcept override { return id_; }
+    asio::any_io_executor executor() const override { return io_.get_executor(); }
+    bool on_io_thread() const noexcept override;
+    std::string last_error_detail() const override;
+    metrics_snapshot metrics() const override;
+    bool supports(lock_kind kind) const noexcept override { return !infix_of(kind).empty(); }
+
+    std::shared_ptr<hold> acquire(std::string_view name, const acquire_options& opts,
+                                  std::error_code& ec) override;
+    void async_acquire(std::string name, const acquire_options& opts,
+                       std::function<void(std::error_code, std::shared_ptr<hold>)> done) override;
+
+    bool is_locked(std::string_view name, lock_kind kind, std::error_code& ec) override;
+    bool force_unlock(std::string_view name, lock_kind kind, std::error_code& ec) override;
+    std::optional<std::chrono::milliseconds> remaining_lease(std::string_view name, lock_kind kind,
+                                                             std::error_code& ec) override;
+    lock_status inspect(std::string_view name, lock_kind kind, std::error_code& ec) override;
+    std::vector<lock_status> list(std::string_view pattern, std::error_code& ec) override;
+    void shutdown() noexcept override;
+
+    // For the acquisitions and holds (I/O thread).
+    const zk_url& url() const noexcept { return url_; }
+    const std::string& node_data() const noexcept { return node_data_; }
+    client_metrics& counters() noexcept { return metrics_; }
+    bool shut() const noexcept { return shut_.load(std::memory_order_acquire); }
+    /// The live session, connected and with its chroot checked, or an error (unavailable
+    /// after connect_timeout, configuration_error for a missing chroot).
+    void with_session(std::function<void(std::error_code, std::shared_ptr<session>)> fn);
+    void set_error(std::string why);
+    /// Keeps `a` alive until it finishes (an acquisition without a deadline is referenced by
+    /// nothing else while it waits for a watch); untrack() when it finished.
+    void track(std::shared_ptr<acquisition> a);
+    void untrack(const acquisition* a);
+    /// A waiter's predecessor watch fired (counted for the no-herd test).
+    void note_wake() noexcept { wakes_.fetch_add(1, std::memory_order_relaxed); }
+    std::uint64_t wakes() const noexcept { return wakes_.load(std::memory_order_relaxed); }
+
+    /// The current session if there is one (any thread; for tests: its id and timeout).
+    std::shared_ptr<session> current_session() const;
+
+private:
+    /// Runs `start` on the I/O thread and waits (up to connect_timeout x 2) for its result.
+    template <class T>
+    T call(std::function<void(std::function<void(T)>)> start, T on_timeout);
+    void snapshot_dir(const std::string& dir, bool stats,
+                      std::function<void(std::error_code, lock_status)> done);
+
+    zk_url url_;
+    std::string id_;
+    std::string node_data_;
+    mutable asio::io_context io_{1};
+    asio::executor_work_guard<asio::io_context::executor_type> work_;
+    std::thread thread_;
+    std::future<void> drained_; ///< ready when the I/O loop returned
+    std::atomic<std::thread::id> io_id_{};
+    std::atomic<bool> shut_{false};
+    client_metrics metrics_{};
+    mutable std::mutex mu_;
+    std::shared_ptr<session> session_{}; // guarded by mu_ (written on the I/O thread)
+    bool chroot_checked_ = false;        // for session_ (I/O thread)
+    std::string last_error_{};           // guarded by mu_
+    std::atomic<std::uint64_t> old_connects_{0};
+    std::atomic<std::uint64_t> old_reconnects_{0};
+    std::atomic<std::uint64_t> old_requests_{0};
+    std::atomic<std::uint64_t> wakes_{0};
+    std::vector<std::shared_ptr<acquisition>> active_{}; // I/O thread
+};
+
+} // namespace dlock::detail::zk

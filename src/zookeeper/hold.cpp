@@ -1,0 +1,211 @@
+#include "zookeeper/hold.hpp"
+
+#include "zookeeper/backend.hpp"
+
+#include <dlock/error.hpp>
+
+#include <asio/post.hpp>
+
+#include <future>
+#include <zookeeper/zookeeper.h>
+
+namespace dlock::detail::zk {
+
+void guaranteed_delete(const std::shared_ptr<session>& s, std::string path,
+                       std::function<void(int rc)> done) {
+    struct state : std::enable_shared_from_this<state> {
+        std::weak_ptr<session> s;
+        std::string path;
+        std::function<void(int)> done;
+        bool sent_once = false;
+        void attempt() {
+            auto sp = s.lock();
+            if (!sp || sp->ended()) return done(ZSESSIONEXPIRED);
+            sp->when_connected([self = shared_from_this()](std::error_code ec) {
+                if (ec) return self->done(ZSESSIONEXPIRED);
+                auto sp2 = self->s.lock();
+                if (!sp2) return self->done(ZSESSIONEXPIRED);
+                sp2->remove(self->path, [self](reply&& r) {
+                    if (r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) {
+                        self->sent_once = true;
+                        return self->attempt();
+                    }
+                    if (r.rc == ZNONODE && self->sent_once) return self->done(ZOK);
+                    if (r.rc == ZINVALIDSTATE || r.rc == ZCLOSING)
+                        return self->done(ZSESSIONEXPIRED);
+                    self->done(r.rc);
+                });
+            });
+        }
+    };
+    auto st = std::make_shared<state>();
+    st->s = s;
+    st->path = std::move(path);
+    st->done = std::move(done);
+    st->attempt();
+}
+
+zk_hold::zk_hold(zk_backend& backend, std::shared_ptr<session> s, std::string name,
+                 std::string path, std::int64_t czxid, bool shared)
+    : backend_(backend.weak_from_this())
+    , raw_(&backend)
+    , ex_(backend.executor())
+    , session_(std::move(s))
+    , name_(std::move(name))
+    , path_(std::move(path))
+    , czxid_(czxid)
+    , shared_(shared)
+    , acquired_at_(std::chrono::steady_clock::now()) {
+    set_valid_until(session_->valid_until());
+}
+
+void zk_hold::start() {
+    auto self = std::static_pointer_cast<zk_hold>(shared_from_this());
+    session_->add_observer(std::weak_ptr<session_observer>(self));
+    if (session_->ended()) return lose(loss_cause::gone);
+    arm_watch();
+}
+
+void zk_hold::arm_watch() {
+    std::weak_ptr<hold> w = weak_from_this();
+    session_->exists(
+        path_,
+        [w](int type) {
+            auto h = std::static_pointer_cast<zk_hold>(w.lock());
+            if (!h || h->lost() || h->released()) return;
+            if (type == ZOO_DELETED_EVENT) {
+                if (!h->releasing_) h->lose(loss_cause::taken);
+                return;
+            }
+            h->arm_watch(); // data changed (a revoke request): keep watching
+        },
+        [w](reply&& r) {
+            auto h = std::static_pointer_cast<zk_hold>(w.lock());
+            if (!h || h->lost() || h->released() || h->releasing_) return;
+            if (r.rc == ZNONODE) h->lose(loss_cause::taken);
+            // Connection loss: the watch is re-armed when the session comes back.
+            if (r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT)
+                h->session_->when_connected([w](std::error_code ec) {
+                    auto h2 = std::static_pointer_cast<zk_hold>(w.lock());
+                    if (!ec && h2 && !h2->lost() && !h2->released() && !h2->releasing_)
+                        h2->arm_watch();
+                });
+        });
+}
+
+std::optional<std::uint64_t> zk_hold::fencing_token() const noexcept {
+    if (shared_) return std::nullopt;
+    return static_cast<std::uint64_t>(czxid_);
+}
+
+void zk_hold::session_valid_until(std::chrono::steady_clock::time_point t) {
+    if (!lost() && !released()) set_valid_until(t);
+}
+
+void zk_hold::session_ended(session_end why) {
+    if (lost() || released()) return;
+    if (releasing_) return finish_release({}); // the node went with the session
+    lose(why == session_end::deadline ? loss_cause::deadline : loss_cause::gone);
+}
+
+void zk_hold::lose(loss_cause cause) {
+    if (lost() || released()) return;
+    if (auto* b = live()) {
+        b->counters().loss(cause);
+        b->counters().hold_ended(std::chrono::steady_clock::now() - acquired_at_);
+    }
+    mark_lost();
+    // If only our view ended (deadline) and the session comes back, the node must not
+    // linger: the session was closed (session::end), which deletes it.
+}
+
+void zk_hold::finish_release(std::error_code ec) {
+    releasing_ = false;
+    if (!ec) {
+        if (mark_released())
+            if (auto* b = live()) {
+                b->counters().release(client_metrics::release_result::released);
+                b->counters().hold_ended(std::chrono::steady_clock::now() - acquired_at_);
+            }
+    } else if (ec == errc::not_owner) {
+        if (auto* b = live()) b->counters().release(client_metrics::release_result::not_owner);
+        lose(loss_cause::taken);
+    }
+    auto waiters = std::move(release_waiters_);
+    release_waiters_.clear();
+    for (auto& w : waiters)
+        w(ec);
+}
+
+void zk_hold::start_release(std::function<void(std::error_code)> done) {
+    if (lost()) return done(make_error_code(errc::not_owner));
+    if (released()) return done({});
+    release_waiters_.push_back(std::move(done));
+    if (releasing_) return;
+    releasing_ = true;
+    std::weak_ptr<hold> w = weak_from_this();
+    guaranteed_delete(session_, path_, [w](int rc) {
+        auto h = std::static_pointer_cast<zk_hold>(w.lock());
+        if (!h || !h->releasing_) return;
+        if (rc == ZOK || rc == ZSESSIONEXPIRED) return h->finish_release({});
+        if (rc == ZNONODE) return h->finish_release(make_error_code(errc::not_owner));
+        if (auto* b = h->live()) {
+            b->counters().release(client_metrics::release_result::failed);
+            b->set_error(std::string("release of ") + h->path_ + " failed: " + zerror(rc));
+        }
+        h->finish_release(make_error_code(errc::server_error));
+    });
+}
+
+void zk_hold::release_async(std::function<void(std::error_code)> done) {
+    if (!ex_) return done(lost() ? make_error_code(errc::not_owner) : std::error_code{});
+    asio::post(ex_, [self = shared_from_this(), done = std::move(done)]() mutable {
+        std::static_pointer_cast<zk_hold>(self)->start_release(std::move(done));
+    });
+}
+
+void zk_hold::release_blocking(std::error_code& ec) {
+    ec.clear();
+    if (auto* live_b = live(); live_b && live_b->on_io_thread()) {
+        release_async([](std::error_code) {}); // must not block there
+        return;
+    }
+    auto b = backend_.lock(); // a user's thread: may be the last reference, which is fine here
+    if (!b || b->shut()) {
+        if (lost()) ec = errc::not_owner;
+        return;
+    }
+    auto p = std::make_shared<std::promise<std::error_code>>();
+    auto f = p->get_future();
+    release_async([p](std::error_code e) { p->set_value(e); });
+    // Bounded: the delete is answered, or the session's deadline ends the session (the
+    // extra connect timeout covers a backend shutting down meanwhile).
+    const auto budget = session_->url().session_timeout + b->url().connect_timeout;
+    if (f.wait_for(budget) != std::future_status::ready) {
+        ec = errc::ambiguous;
+        return;
+    }
+    ec = f.get();
+}
+
+std::error_code zk_hold::check_extend(std::chrono::milliseconds lease) const {
+    if (lease < std::chrono::milliseconds(1)) return make_error_code(errc::invalid_argument);
+    if (lost() || released()) return make_error_code(errc::not_owner);
+    return {};
+}
+
+void zk_hold::extend(std::chrono::milliseconds lease, std::error_code& ec) {
+    ec = check_extend(lease); // the session renews itself: nothing to send
+}
+
+void zk_hold::extend_async(std::chrono::milliseconds lease,
+                           std::function<void(std::error_code)> done) {
+    done(check_extend(lease));
+}
+
+asio::any_io_executor zk_hold::executor() const {
+    if (auto* b = live(); b && !b->shut()) return ex_;
+    return {};
+}
+
+} // namespace dlock::detail::zk

@@ -1,0 +1,161 @@
+#include "zookeeper/names.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+
+namespace dlock::detail::zk {
+
+bool valid_segment(std::string_view s) noexcept {
+    if (s.empty() || s == "." || s == "..") return false;
+    return std::none_of(s.begin(), s.end(), [](char c) {
+        const auto u = static_cast<unsigned char>(c);
+        return c == '/' || u < 0x20 || u == 0x7f;
+    });
+}
+
+std::string lock_dir(std::string_view name, std::string* why) {
+    const auto fail = [&](const std::string& m) {
+        if (why) *why = m;
+        return std::string{};
+    };
+    if (name.empty()) return fail("the lock name is empty");
+    while (!name.empty() && name.front() == '/')
+        name.remove_prefix(1);
+    while (!name.empty() && name.back() == '/')
+        name.remove_suffix(1);
+    if (name.empty()) return fail("the lock name names the root (give a znode path: \"orders\")");
+    std::string path;
+    std::size_t pos = 0;
+    while (pos <= name.size()) {
+        const auto slash = name.find('/', pos);
+        const auto seg =
+            name.substr(pos, slash == std::string_view::npos ? name.npos : slash - pos);
+        if (!valid_segment(seg))
+            return fail("lock name '" + std::string(name) +
+                        "' has an empty, '.', '..' or control-character path segment");
+        if (path.empty() && seg == "zookeeper")
+            return fail("lock name '" + std::string(name) +
+                        "' is under ZooKeeper's reserved /zookeeper");
+        path += '/';
+        path += seg;
+        if (slash == std::string_view::npos) break;
+        pos = slash + 1;
+    }
+    return path;
+}
+
+std::string node_prefix(std::string_view uuid, std::string_view infix) {
+    std::string s;
+    s.reserve(protect_prefix.size() + uuid.size() + 1 + infix.size());
+    s += protect_prefix;
+    s += uuid;
+    s += '-';
+    s += infix;
+    return s;
+}
+
+std::optional<contender> parse_child(std::string_view name) {
+    constexpr std::size_t digits = 10;
+    if (name.size() < digits) return std::nullopt;
+    const auto tail = name.substr(name.size() - digits);
+    std::int64_t v = 0;
+    for (const char c : tail) {
+        if (c < '0' || c > '9') return std::nullopt;
+        v = v * 10 + (c - '0');
+    }
+    contender c;
+    c.name = std::string(name);
+    c.seq = v;
+    c.shared = name.find(read_infix) != std::string_view::npos;
+    const auto head = name.substr(0, name.size() - digits);
+    if (head.size() >= protected_length && head.starts_with(protect_prefix) &&
+        head[protected_length - 1] == '-')
+        c.owner = std::string(head.substr(0, protected_length - 1));
+    else
+        c.owner = std::string(head);
+    return c;
+}
+
+std::vector<contender> sort_children(const std::vector<std::string>& children,
+                                     std::vector<std::string>* strangers) {
+    std::vector<contender> out;
+    out.reserve(children.size());
+    for (const auto& ch : children) {
+        if (auto c = parse_child(ch))
+            out.push_back(std::move(*c));
+        else if (strangers)
+            strangers->push_back(ch);
+    }
+    std::sort(out.begin(), out.end(), [](const contender& a, const contender& b) {
+        return a.seq != b.seq ? a.seq < b.seq : a.name < b.name;
+    });
+    return out;
+}
+
+bool holds_at(const std::vector<contender>& sorted, std::size_t i) noexcept {
+    if (i >= sorted.size()) return false;
+    if (i == 0) return true;
+    if (!sorted[i].shared) return false;
+    return std::all_of(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(i),
+                       [](const contender& c) { return c.shared; });
+}
+
+decision decide(const std::vector<contender>& sorted, std::string_view own) {
+    decision d;
+    const auto it = std::find_if(sorted.begin(), sorted.end(),
+                                 [&](const contender& c) { return c.name == own; });
+    if (it == sorted.end()) return d;
+    d.found = true;
+    d.position = static_cast<std::size_t>(it - sorted.begin());
+    d.holds = holds_at(sorted, d.position);
+    if (d.holds) return d;
+    if (!it->shared) {
+        d.watch = sorted[d.position - 1].name; // the immediate predecessor
+        return d;
+    }
+    // A blocked reader watches the first exclusive contender before it (Curator's rule).
+    const auto w = std::find_if(sorted.begin(), it, [](const contender& c) { return !c.shared; });
+    d.watch = w->name;
+    return d;
+}
+
+std::optional<std::string> find_protected(const std::vector<std::string>& children,
+                                          std::string_view prefix) {
+    for (const auto& c : children)
+        if (c.starts_with(prefix)) return c;
+    return std::nullopt;
+}
+
+bool glob_match(std::string_view p, std::string_view t) noexcept {
+    if (p.empty()) return true; // no pattern: everything
+    std::size_t pi = 0;
+    std::size_t ti = 0;
+    std::size_t star = std::string_view::npos;
+    std::size_t mark = 0;
+    while (ti < t.size()) {
+        if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) {
+            ++pi;
+            ++ti;
+        } else if (pi < p.size() && p[pi] == '*') {
+            star = pi++;
+            mark = ti;
+        } else if (star != std::string_view::npos) {
+            pi = star + 1;
+            ti = ++mark;
+        } else {
+            return false;
+        }
+    }
+    while (pi < p.size() && p[pi] == '*')
+        ++pi;
+    return pi == p.size();
+}
+
+std::string session_hex(std::int64_t session) {
+    std::array<char, 24> buf{};
+    std::snprintf(buf.data(), buf.size(), "0x%016llx", static_cast<unsigned long long>(session));
+    return buf.data();
+}
+
+} // namespace dlock::detail::zk

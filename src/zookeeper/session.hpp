@@ -1,0 +1,176 @@
+// zookeeper/session.hpp: one ZooKeeper session over Apache's C client (libzookeeper-mt), with
+// every completion and watch delivered on dlock's own I/O thread.
+//
+// The C client runs two threads of its own (I/O and completions). Its callbacks never block
+// and never call back into the client: they copy the result and post it to the backend's Asio
+// executor, where the lock logic runs. Requests are made on that executor too.
+//
+// Lease of the session (zookeeper-sql.md §3): valid_until = send time of the last request the
+// server answered + negotiated session timeout - margin (timeout/100 + 2 ms), on the steady
+// clock. The server expires a session `timeout` after the last packet it received, which is
+// after that send, so the bound is never later than the server's own. A ping (exists on the
+// chroot) every timeout/3 keeps it fresh while connected; when it passes while disconnected
+// the observers are told (their locks count as lost), without waiting for the server's
+// Expired event that a partitioned client never gets.
+//
+// Reconnects within the session are the C client's (it re-sends the session id and password
+// and re-registers watches). An expired session is final: the handle is closed and the
+// backend opens a new session for later acquisitions; holds of the old one are lost.
+//
+// Thread safety: start() from any thread; everything else on the I/O thread (the executor),
+// except id(), negotiated(), connected() and valid_until() (atomics, any thread).
+#pragma once
+
+#include "zookeeper/url.hpp"
+
+#include <asio/any_io_executor.hpp>
+#include <asio/steady_timer.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+#include <zookeeper/zookeeper.h>
+
+namespace dlock::detail::zk {
+
+/// The parts of a znode's Stat that dlock reads.
+struct node_stat {
+    std::int64_t czxid = 0;
+    std::int64_t ctime = 0;
+    std::int64_t ephemeral_owner = 0;
+    std::int32_t cversion = 0;
+    std::int32_t num_children = 0;
+};
+
+/// One request's answer, copied out of the C client.
+struct reply {
+    int rc = 0;         ///< ZOK or a ZOO_ERRORS code
+    std::string path{}; ///< create: the created path
+    std::optional<node_stat> stat{};
+    std::vector<std::string> children{};
+    std::string data{};
+};
+
+/// Why the session told its observers that their locks are gone.
+enum class session_end { expired, deadline, closed };
+
+/// What holds on a session implement (all on the I/O thread).
+class session_observer {
+public:
+    virtual void session_valid_until(std::chrono::steady_clock::time_point t) = 0;
+    virtual void session_ended(session_end why) = 0;
+
+protected:
+    ~session_observer() = default;
+};
+
+class session : public std::enable_shared_from_this<session> {
+public:
+    using clock = std::chrono::steady_clock;
+    using callback = std::function<void(reply&&)>;
+    /// A one-shot watch fired with the event type (ZOO_DELETED_EVENT, ...).
+    using watch_fn = std::function<void(int type)>;
+
+    /// Opens a session (the connect completes in the background). Errors: errc::unavailable
+    /// when the C client refuses the connect string (unresolvable host) with `why`.
+    static std::shared_ptr<session> start(asio::any_io_executor ex, const zk_url& url,
+                                          std::error_code& ec, std::string* why);
+    ~session();
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+
+    // Requests (I/O thread); `done` runs once on the I/O thread.
+    void create(const std::string& path, const std::string& data, int mode, callback done);
+    void remove(const std::string& path, callback done);
+    void exists(const std::string& path, watch_fn watch, callback done);
+    void get(const std::string& path, watch_fn watch, callback done);
+    void children(const std::string& path, watch_fn watch, callback done);
+
+    /// Runs `fn` with {} once connected (at once when connected), or with errc::unavailable
+    /// when the session ended first.
+    void when_connected(std::function<void(std::error_code)> fn);
+    /// Closes the handle (its ephemeral nodes go at once); idempotent. I/O thread or after
+    /// the I/O thread stopped.
+    void close() noexcept;
+    /// Ends the session for good: observers are told (session_end::closed), the handle is
+    /// closed. I/O thread.
+    void shut_down() { end(session_end::closed); }
+
+    void add_observer(std::weak_ptr<session_observer> o);
+
+    bool ended() const noexcept { return ended_.load(std::memory_order_acquire); }
+    bool connected() const noexcept { return connected_.load(std::memory_order_acquire); }
+    std::int64_t id() const noexcept { return id_.load(std::memory_order_acquire); }
+    std::chrono::milliseconds negotiated() const noexcept {
+        return std::chrono::milliseconds(negotiated_ms_.load(std::memory_order_acquire));
+    }
+    clock::time_point valid_until() const noexcept {
+        return clock::time_point(clock::duration(valid_until_.load(std::memory_order_acquire)));
+    }
+    const zk_url& url() const noexcept { return url_; }
+    /// Connection events seen: first connects and reconnects.
+    std::uint64_t connects() const noexcept { return connects_.load(std::memory_order_relaxed); }
+    std::uint64_t reconnects() const noexcept {
+        return reconnects_.load(std::memory_order_relaxed);
+    }
+    std::uint64_t requests() const noexcept { return requests_.load(std::memory_order_relaxed); }
+    /// The session id and password (tests expire a session with them; never logged).
+    std::pair<std::int64_t, std::string> credentials() const;
+    /// The last thing that went wrong (state change or request error), for messages.
+    std::string last_error() const;
+
+private:
+    struct op;
+    session(asio::any_io_executor ex, zk_url url);
+    friend struct session_access;
+
+    static void global_watcher(zhandle_t*, int type, int state, const char* path, void* ctx);
+    static void path_watcher(zhandle_t*, int type, int state, const char* path, void* ctx);
+    void on_state(int state);
+    void on_path_event(int type, const std::string& path);
+    op* make_op(callback done);
+    void add_watch(op* o, const std::string& path, bool child, watch_fn watch);
+    void submit(op* o, int rc);
+    void complete(op* o, reply&& r);
+    void answered(clock::time_point sent);
+    void end(session_end why);
+    void schedule_tick();
+    void tick();
+    void note_error(std::string m);
+
+    asio::any_io_executor ex_;
+    zk_url url_;
+    zhandle_t* zh_ = nullptr;
+    asio::steady_timer timer_;
+    std::atomic<bool> ended_{false};
+    std::atomic<bool> connected_{false};
+    std::atomic<std::int64_t> id_{0};
+    std::atomic<std::int64_t> negotiated_ms_{0};
+    std::atomic<clock::rep> valid_until_{0};
+    std::atomic<std::uint64_t> connects_{0};
+    std::atomic<std::uint64_t> reconnects_{0};
+    std::atomic<std::uint64_t> requests_{0};
+    clock::time_point last_ping_{};
+    bool ping_in_flight_ = false;
+    bool ever_connected_ = false;
+    std::vector<std::function<void(std::error_code)>> connect_waiters_{};
+    std::vector<std::weak_ptr<session_observer>> observers_{};
+    // Watches by (path, is_child); fired (and dropped) on the path's next event.
+    std::map<std::pair<std::string, bool>, std::vector<std::pair<std::uint64_t, watch_fn>>>
+        watches_{};
+    std::uint64_t next_watch_ = 1;
+    mutable std::mutex err_mu_;
+    std::string last_error_{}; // guarded by err_mu_
+    std::string password_{};   // guarded by err_mu_
+};
+
+} // namespace dlock::detail::zk

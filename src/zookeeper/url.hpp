@@ -1,0 +1,42 @@
+// zookeeper/url.hpp: `zk://host:port[,host:port...][/chroot][?key=value&...]`, parsed without I/O.
+//
+// The host list and chroot go to the C client as its connect string ("h1:p1,h2:p2/chroot").
+// Parameters: session_timeout (ms, default 10000; the server clamps it to [2, 20] x tickTime
+// and the negotiated value is what counts), connect_timeout (ms, default 5000: how long a first
+// connect or a request may wait for a server), deterministic=1 (try hosts in the given order;
+// the C client keeps this setting process-wide, so it then holds for every session).
+// Refused with errc::unsupported: zks:// and tls=..., user:password@ and sasl=/auth=... (the
+// C client Debian ships, libzookeeper-mt 3.8.0, is built without TLS and SASL). Anything else
+// malformed is errc::configuration_error with one line in `why`.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace dlock::detail::zk {
+
+struct zk_url {
+    struct host {
+        std::string name;
+        std::uint16_t port = 2181;
+    };
+    std::vector<host> hosts{};
+    std::string chroot{}; ///< "" or "/a/b" (no trailing slash)
+    std::chrono::milliseconds session_timeout{10000};
+    std::chrono::milliseconds connect_timeout{5000};
+    bool deterministic = false;
+
+    /// "h1:p1,h2:p2/chroot", the C client's connect string.
+    std::string connect_string() const;
+    /// "h1:p1,h2:p2/chroot" for messages (the same: a zk:// URL carries no secret).
+    std::string display() const { return connect_string(); }
+};
+
+/// Parses `url`; on error returns {} with `ec` set and `why` (when given) filled.
+zk_url parse_zk_url(std::string_view url, std::error_code& ec, std::string* why);
+
+} // namespace dlock::detail::zk

@@ -1,0 +1,116 @@
+// Helpers of the ZooKeeper backend's integration tests: a backend from a URL, a raw C-client
+// handle for arranging server state (stray nodes, session expiry), bounded condition waits.
+#pragma once
+
+#include "backends.hpp"
+#include "redis_fixture.hpp" // free_port()
+#include "zk_fixture.hpp"
+#include "zookeeper/backend.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <zookeeper/zookeeper.h>
+
+#define DLOCK_SKIP_WITHOUT_ZOOKEEPER()                                                             \
+    if (!dlock::test::zookeeper_available())                                                       \
+    GTEST_SKIP() << "java or Debian's zookeeper package not installed"
+
+namespace dlock::test {
+
+using namespace std::chrono_literals;
+
+/// The ZooKeeper backend for `url` (asserts it was made).
+inline std::shared_ptr<detail::zk::zk_backend> zk_backend_for(const std::string& url) {
+    std::error_code ec;
+    std::string why;
+    auto b = detail::make_zookeeper_backend(url, ec, &why);
+    EXPECT_FALSE(ec) << why;
+    return std::dynamic_pointer_cast<detail::zk::zk_backend>(b);
+}
+
+/// Options waiting up to `w` for a lock of `kind`.
+inline acquire_options waiting(std::chrono::milliseconds w, lock_kind kind = lock_kind::reentrant) {
+    acquire_options o;
+    o.wait = w;
+    o.kind = kind;
+    return o;
+}
+
+/// Polls `pred` every 5 ms until it holds or `budget` passed (a bounded wait for a state
+/// the server reaches asynchronously, not a sleep standing in for synchronisation).
+inline bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds budget = 10s) {
+    const auto until = std::chrono::steady_clock::now() + budget;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() >= until) return false;
+        std::this_thread::sleep_for(5ms);
+    }
+    return true;
+}
+
+/// A plain C-client handle (sync API), connected within 10 s, closed on destruction.
+class raw_zk {
+public:
+    explicit raw_zk(const std::string& host_port, const clientid_t* cid = nullptr) {
+        zh_ =
+            zookeeper_init2(host_port.c_str(), &ignore_events, 10000, cid, nullptr, 0, &ignore_log);
+        if (!zh_ || !eventually([&] { return zoo_state(zh_) == ZOO_CONNECTED_STATE; }))
+            throw std::runtime_error("raw ZooKeeper client did not connect to " + host_port);
+    }
+    ~raw_zk() {
+        if (zh_) zookeeper_close(zh_);
+    }
+    raw_zk(const raw_zk&) = delete;
+    raw_zk& operator=(const raw_zk&) = delete;
+
+    int create(const std::string& path, int mode = ZOO_PERSISTENT, const std::string& data = {}) {
+        return zoo_create(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
+                          &ZOO_OPEN_ACL_UNSAFE, mode, nullptr, 0);
+    }
+    std::vector<std::string> children(const std::string& path) {
+        String_vector v{};
+        std::vector<std::string> out;
+        if (zoo_get_children(zh_, path.c_str(), 0, &v) != ZOK) return out;
+        for (int i = 0; i < v.count; ++i)
+            out.emplace_back(v.data[i]);
+        deallocate_String_vector(&v);
+        return out;
+    }
+    bool exists(const std::string& path, Stat* st = nullptr) {
+        Stat s{};
+        return zoo_exists(zh_, path.c_str(), 0, st ? st : &s) == ZOK;
+    }
+    std::string get(const std::string& path) {
+        char buf[512];
+        int len = sizeof buf;
+        Stat s{};
+        if (zoo_get(zh_, path.c_str(), 0, buf, &len, &s) != ZOK || len < 0) return {};
+        return std::string(buf, static_cast<std::size_t>(len));
+    }
+    int remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1); }
+
+private:
+    static void ignore_events(zhandle_t*, int, int, const char*, void*) {}
+    static void ignore_log(const char*) {}
+    zhandle_t* zh_ = nullptr;
+};
+
+/// Expires `b`'s current session the classic way: a second handle with the same session id
+/// and password, then closed (the server ends the session; the victim gets Expired).
+inline void expire_session(const std::string& host_port, detail::zk::zk_backend& b) {
+    auto s = b.current_session();
+    ASSERT_TRUE(s);
+    auto [id, pw] = s->credentials();
+    ASSERT_EQ(pw.size(), 16u);
+    clientid_t cid{};
+    cid.client_id = id;
+    std::memcpy(cid.passwd, pw.data(), sizeof cid.passwd);
+    raw_zk twin(host_port, &cid);
+}
+
+} // namespace dlock::test
