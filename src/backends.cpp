@@ -4,8 +4,8 @@
 namespace dlock::detail {
 
 namespace {
-std::shared_ptr<lock_backend> missing(std::string_view what, std::string_view package,
-                                      std::error_code& ec, std::string* why) {
+[[maybe_unused]] std::shared_ptr<lock_backend>
+missing(std::string_view what, std::string_view package, std::error_code& ec, std::string* why) {
     ec = make_error_code(errc::unsupported);
     if (why)
         *why = "this dlock was built without the " + std::string(what) + " backend (" +
