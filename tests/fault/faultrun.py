@@ -386,7 +386,7 @@ class Run:
     def setup(self, workers=3, ttl_ms=1000, persistence="none", resource=None, hold_ms=100,
               duration_ms=4500, command_timeout_ms=500, wait_ms=3000, poll_ms=0,
               worker_extra=None, lock_extra=None, resource_via_proxy=False, lock_skew=None,
-              worker_skew=None):
+              worker_skew=None, think_ms=100):
         """Starts lock servers (1, or 3 masters for R), the resource server, the proxy and
         prepares (does not start) the workers."""
         self.ttl_ms = ttl_ms
@@ -416,7 +416,8 @@ class Run:
                     "--wait-ms", str(wait_ms), "--poll-ms", str(poll_ms),
                     "--command-timeout-ms", str(command_timeout_ms), "--hold-ms", str(hold_ms),
                     "--duration-ms", str(duration_ms), "--ops", "100000",
-                    "--seed", str(self.seed), "--resource", resource]
+                    "--seed", str(self.seed), "--resource", resource,
+                    "--think-ms", str(think_ms)]
             args += ["--masters", ",".join(urls)] if self.mode == "R" else ["--url", urls[0]]
             if self.resource:
                 port = (self.proxy.ports["w%d-res" % w] if resource_via_proxy
@@ -871,9 +872,10 @@ def f22(run):
           "before the run (emulated lost fsync window)",
           "the lost key lets a second holder in; the fence counter goes back", "SF",
           expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
-                  "F": {"FENCE": "violated", "MUTEX": "any", "USE_WITHIN_HOLD": "any"}},
+                  "F": {"FENCE": "violated", "MUTEX": "any", "USE_WITHIN_HOLD": "any",
+                        "RESOURCE": "any"}},
           outcome={"S": "EXPECT-VIOL", "F": "fence regression detected (EXPECT-VIOL on "
-                   "fences); resource still RES-SAFE"})
+                   "fences); a repeated fence can also defeat the fenced resource"})
 def f23(run):
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30, persistence="aof")
     snap = os.path.join(run.out, "lock0-snapshot")
@@ -912,7 +914,7 @@ def fast_servers(run):
 
 
 def f15(run, rate):
-    run.setup(ttl_ms=2000, hold_ms=4000, poll_ms=10, duration_ms=9000, wait_ms=5000,
+    run.setup(ttl_ms=2000, hold_ms=4000, poll_ms=10, duration_ms=7000, wait_ms=5000,
               lock_skew={i: "0 %s" % rate for i in fast_servers(run)})
     run.nemesis("skew-rate", ",".join("lock%d" % i for i in fast_servers(run)), rate)
     run.start_workers()

@@ -71,6 +71,7 @@ struct config {
     std::int64_t duration_ms = 10000;
     std::int64_t seed = 1;
     std::int64_t expire_pct = 0;
+    std::int64_t think_ms = 0;
     bool careless = false;
     std::string log;
 };
@@ -217,7 +218,9 @@ private:
                        deadline - c_.ttl_ms * 1'000'000 + dlock::fault::drift_ns(c_.ttl_ms));
             put(w, t_done);
         }
-        use(++op_, l, token_h, fence);
+        // A careful holder looks at its lease before it starts (an acquisition can return
+        // after its validity, F03/F04); only the write of a --careless one is unchecked.
+        if (clock_type::now() < l.valid_until()) use(++op_, l, token_h, fence);
         std::uniform_int_distribution<std::int64_t> pct(0, 99);
         if (pct(rng_) < c_.expire_pct) {
             // Let it expire: keep the handle (no release) until its validity has passed.
@@ -236,6 +239,9 @@ private:
         if (ec == dlock::errc::not_owner) w.field("deleted", std::int64_t{0});
         if (ec) w.field("err", ec.message());
         put(w, t_rel);
+        // Think time, so that a Redlock poller (no wake-up message) gets its turn.
+        std::uniform_int_distribution<std::int64_t> think(0, c_.think_ms);
+        std::this_thread::sleep_for(ms(think(rng_)));
     }
 
     void sleep_in_section() {
@@ -357,7 +363,7 @@ int usage(const std::string& why) {
                  "  [--id N] [--lock NAME] [--resource none|counter|fenced|file]\n"
                  "  [--resource-url URL] [--file PATH] [--ttl-ms N] [--wait-ms N] [--poll-ms N]\n"
                  "  [--command-timeout-ms N] [--node-timeout-ms N] [--hold-ms N] [--ops N]\n"
-                 "  [--duration-ms N] [--seed N] [--expire-pct N] [--careless]\n";
+                 "  [--duration-ms N] [--seed N] [--expire-pct N] [--think-ms N] [--careless]\n";
     return 64;
 }
 
@@ -416,6 +422,8 @@ int main(int argc, char** argv) {
                 good = num(c.duration_ms);
             else if (a == "--seed")
                 good = num(c.seed);
+            else if (a == "--think-ms")
+                good = num(c.think_ms);
             else if (a == "--expire-pct")
                 good = num(c.expire_pct) && c.expire_pct <= 100;
             else if (a == "--log")
