@@ -258,7 +258,9 @@ class Proxy:
     def __init__(self, run, routes):
         self.run = run
         self.log = os.path.join(run.out, "proxy.jsonl")
-        args = [run.env.proxy, "--log", self.log, "--max-seconds", "600"]
+        self.fwd_log = os.path.join(run.out, "forwards.jsonl")
+        args = [run.env.proxy, "--log", self.log, "--fwd-log", self.fwd_log,
+                "--max-seconds", "600"]
         for name, port in routes.items():
             args += ["--route", "%s=%d" % (name, port)]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -593,8 +595,37 @@ class Run:
                  if e.get("f") == "acquire" and e.get("type") == "ok")
         self.probe("at least %d acquisitions" % n, ok >= n, "%d acquisitions" % ok)
 
+    def join_forwards(self, w):
+        """Copies worker w's log with t_first_fwd added to each acquire ok: when the requests
+        of the attempt that won reached the proxy (the last lock request before the ok, and,
+        for a Redlock round, the others of the same burst: within 5 ms before it; rounds are
+        at least the retry delay apart). The checker then requires t_start <= t_first_fwd:
+        the validity was measured from before the send."""
+        fwd = []
+        try:
+            with open(self.proxy.fwd_log) as f:
+                for line in f:
+                    e = json.loads(line)
+                    wanted = e["fence_key"] if self.mode == "F" else e["cmd"] == "SET"
+                    if wanted and e["route"].startswith("w%d-l" % w.id):
+                        fwd.append(e["t"])
+        except (OSError, ValueError):
+            return w.log
+        out = w.log.replace(".jsonl", ".joined.jsonl")
+        inv = {}
+        with open(out, "w") as f:
+            for e in w.events():
+                if e.get("f") == "acquire" and e["type"] == "invoke":
+                    inv[e["op"]] = e["t"]
+                if e.get("f") == "acquire" and e["type"] == "ok" and e["op"] in inv:
+                    mine = [t for t in fwd if inv[e["op"]] <= t <= e["t"]]
+                    if mine:
+                        e["t_first_fwd"] = min(t for t in mine if t >= max(mine) - 5_000_000)
+                f.write(json.dumps(e, separators=(",", ":")) + "\n")
+        return out
+
     def check(self, expect, max_gap_ms=None):
-        files = [w.log for w in self.workers if os.path.exists(w.log)]
+        files = [self.join_forwards(w) for w in self.workers if os.path.exists(w.log)]
         for extra in ("nemesis.jsonl", "proxy.jsonl"):
             p = os.path.join(self.out, extra)
             if os.path.exists(p):

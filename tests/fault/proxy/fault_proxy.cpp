@@ -3,7 +3,7 @@
 // routes, one per (worker, server) pair; each route listens on a free 127.0.0.1 port and
 // forwards to one target port. The test process steers it over a line-based control socket.
 //
-//   dlock_fault_proxy --route NAME=TARGET_PORT... [--log FILE] [--max-seconds N]
+//   dlock_fault_proxy --route NAME=TARGET_PORT... [--log FILE] [--fwd-log FILE] [--max-seconds N]
 //   stdout: "control PORT", then "route NAME PORT" per route, then "ready".
 //
 // Control commands (one line each, answered by one line "ok ..." or "err ..."):
@@ -61,6 +61,24 @@ std::int64_t now_ns() {
 }
 
 int log_fd = -1;
+int fwd_fd = -1;
+
+/// --fwd-log: when each lock request (SET, EVAL, EVALSHA) reached the proxy, so that the
+/// orchestrator can check that a lease's validity was measured from before its send.
+void log_forward(const std::string& route, const dlock::fault::resp_request& req) {
+    if (fwd_fd < 0 || (req.command != "SET" && req.command != "EVAL" && req.command != "EVALSHA"))
+        return;
+    bool fence = std::any_of(req.args.begin(), req.args.end(), [](const std::string& a) {
+        return a.find("redisson_lock_token") != std::string::npos;
+    });
+    jsonl_writer w;
+    std::string line = w.field("route", route)
+                           .field("cmd", req.command)
+                           .field("fence_key", fence)
+                           .field("t", now_ns())
+                           .line();
+    (void)!::write(fwd_fd, line.data(), line.size());
+}
 
 void log_event(const std::string& what, const std::string& route, const std::string& value) {
     if (log_fd < 0) return;
@@ -271,6 +289,7 @@ private:
         c.due = clock_type::now();
         c.data = std::move(bytes);
         if (r.what == fault::delay_up) c.due += std::chrono::milliseconds(r.arg);
+        if (parsed) log_forward(rt_.name, req);
         if (parsed && r.matches(req)) {
             if (r.count > 0) --r.count;
             ++r.triggered;
@@ -556,7 +575,7 @@ private:
 int usage(const std::string& why) {
     std::cerr << "dlock_fault_proxy: " << why << "\n"
               << "usage: dlock_fault_proxy --route NAME=TARGET_PORT... [--log FILE]"
-                 " [--max-seconds N]\n";
+                 " [--fwd-log FILE] [--max-seconds N]\n";
     return 64;
 }
 
@@ -584,6 +603,9 @@ int main(int argc, char** argv) {
             } else if (a == "--log") {
                 log_fd = ::open(v.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
                 if (log_fd < 0) return usage("cannot open " + v);
+            } else if (a == "--fwd-log") {
+                fwd_fd = ::open(v.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+                if (fwd_fd < 0) return usage("cannot open " + v);
             } else if (a == "--max-seconds") {
                 max_seconds = std::stol(v);
                 if (max_seconds <= 0) return usage("--max-seconds must be positive");
