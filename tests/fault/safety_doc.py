@@ -120,6 +120,15 @@ def render(results_dir, scenarios):
             r["id"], r["mode"], r["title"].replace("|", "/"), r["checks"].replace("|", "/"),
             expected_text(r).replace("|", "/"), measured_text(r).replace("|", "/"),
             r["verdict"], r["seed"], r["duration_s"]))
+    bad = [r for r in rows if r["verdict"] != "as expected"]
+    out += ["", "## Runs that did not go as expected", ""]
+    if not bad:
+        out.append("None.")
+    for r in bad:
+        out.append("- **%s %s** (%s): expected %s; measured %s. The run's artifacts (histories, "
+                   "checker report with witnesses) were kept in `%s` on the machine that ran it."
+                   % (r["id"], r["mode"], r["title"], expected_text(r), measured_text(r),
+                      r.get("artifacts", "?")))
     out += ["", "## Rows of reliability.md §7.3 not covered yet", "",
             "| ID | Fault | Why not |", "|---|---|---|"]
     for sid, what, why in NOT_COVERED:

@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <fcntl.h>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -36,6 +37,7 @@
 #include <string>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -367,6 +369,37 @@ int usage(const std::string& why) {
     return 64;
 }
 
+struct number_option {
+    const char* name;
+    std::int64_t config::*field;
+    std::int64_t min;
+    std::int64_t max;
+};
+constexpr std::int64_t any = std::numeric_limits<std::int64_t>::max();
+constexpr number_option number_options[] = {
+    {"--id", &config::id, 0, any},
+    {"--ttl-ms", &config::ttl_ms, 1, any},
+    {"--wait-ms", &config::wait_ms, 0, any},
+    {"--poll-ms", &config::poll_ms, 0, any},
+    {"--command-timeout-ms", &config::command_timeout_ms, 1, any},
+    {"--node-timeout-ms", &config::node_timeout_ms, 1, any},
+    {"--hold-ms", &config::hold_ms, 0, any},
+    {"--ops", &config::ops, 0, any},
+    {"--duration-ms", &config::duration_ms, 0, any},
+    {"--seed", &config::seed, 0, any},
+    {"--think-ms", &config::think_ms, 0, any},
+    {"--expire-pct", &config::expire_pct, 0, 100},
+};
+constexpr std::pair<const char*, std::string config::*> string_options[] = {
+    {"--mode", &config::mode},
+    {"--lock", &config::lock},
+    {"--url", &config::url},
+    {"--resource", &config::resource},
+    {"--resource-url", &config::resource_url},
+    {"--file", &config::file},
+    {"--log", &config::log},
+};
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -380,60 +413,30 @@ int main(int argc, char** argv) {
         }
         if (i + 1 >= args.size()) return usage("option " + a + " needs a value");
         const std::string& v = args[++i];
-        auto num = [&](std::int64_t& out) {
-            out = std::stoll(v);
-            return out >= 0;
-        };
-        try {
-            bool good = true;
-            if (a == "--id")
-                good = num(c.id);
-            else if (a == "--mode")
-                c.mode = v;
-            else if (a == "--lock")
-                c.lock = v;
-            else if (a == "--url")
-                c.url = v;
-            else if (a == "--masters") {
-                std::istringstream in(v);
-                for (std::string u; std::getline(in, u, ',');)
-                    c.masters.push_back(u);
-            } else if (a == "--resource")
-                c.resource = v;
-            else if (a == "--resource-url")
-                c.resource_url = v;
-            else if (a == "--file")
-                c.file = v;
-            else if (a == "--ttl-ms")
-                good = num(c.ttl_ms) && c.ttl_ms > 0;
-            else if (a == "--wait-ms")
-                good = num(c.wait_ms);
-            else if (a == "--poll-ms")
-                good = num(c.poll_ms);
-            else if (a == "--command-timeout-ms")
-                good = num(c.command_timeout_ms) && c.command_timeout_ms > 0;
-            else if (a == "--node-timeout-ms")
-                good = num(c.node_timeout_ms) && c.node_timeout_ms > 0;
-            else if (a == "--hold-ms")
-                good = num(c.hold_ms);
-            else if (a == "--ops")
-                good = num(c.ops);
-            else if (a == "--duration-ms")
-                good = num(c.duration_ms);
-            else if (a == "--seed")
-                good = num(c.seed);
-            else if (a == "--think-ms")
-                good = num(c.think_ms);
-            else if (a == "--expire-pct")
-                good = num(c.expire_pct) && c.expire_pct <= 100;
-            else if (a == "--log")
-                c.log = v;
-            else
-                return usage("unknown option " + a);
-            if (!good) return usage("bad value for " + a + ": \"" + v + "\"");
-        } catch (const std::exception&) {
-            return usage("bad number for " + a + ": \"" + v + "\"");
+        if (a == "--masters") {
+            std::istringstream in(v);
+            for (std::string u; std::getline(in, u, ',');)
+                c.masters.push_back(u);
+            continue;
         }
+        bool known = false;
+        for (const auto& [name, field] : string_options)
+            if (a == name) {
+                c.*field = v;
+                known = true;
+            }
+        for (const auto& o : number_options) {
+            if (a != o.name) continue;
+            known = true;
+            try {
+                c.*o.field = std::stoll(v);
+            } catch (const std::exception&) {
+                return usage("bad number for " + a + ": \"" + v + "\"");
+            }
+            if (c.*o.field < o.min || c.*o.field > o.max)
+                return usage("bad value for " + a + ": \"" + v + "\"");
+        }
+        if (!known) return usage("unknown option " + a);
     }
     if (c.log.empty()) return usage("--log is required");
     if (c.mode != "S" && c.mode != "F" && c.mode != "R") return usage("--mode must be S, F or R");
