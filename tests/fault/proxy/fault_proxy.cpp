@@ -579,10 +579,7 @@ int usage(const std::string& why) {
     return 64;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
-    std::signal(SIGPIPE, SIG_IGN);
+int run(int argc, char** argv) {
     asio::io_context io;
     proxy p(io);
     long max_seconds = 600;
@@ -624,4 +621,16 @@ int main(int argc, char** argv) {
     p.start();
     io.run();
     return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::signal(SIGPIPE, SIG_IGN);
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::cerr << "dlock_fault_proxy: " << e.what() << "\n";
+        return 70;
+    }
 }

@@ -75,7 +75,8 @@ int gettimeofday(timeval* tv, void* /*tz*/) noexcept {
     return 0;
 }
 
-time_t time(time_t* t) noexcept {
+// glibc names the parameter __timer (a reserved name we may not use).
+time_t time(time_t* t) noexcept { // NOLINT(readability-inconsistent-declaration-parameter-name)
     auto s = static_cast<time_t>(skewed(raw_ns(CLOCK_REALTIME)) / 1'000'000'000);
     if (t) *t = s;
     return s;
