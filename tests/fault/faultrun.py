@@ -1365,6 +1365,7 @@ def run_one(env, sc, mode, seed, results, keep, body=None):
         "measured": measured, "probes": run.probes, "verdict": verdict, "error": error,
         "seed": seed, "duration_s": round(duration, 1), "max_gap_ms": sc.max_gap_ms,
         "artifacts": base, "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "report": out,
     }
     print(out)
     for p in run.probes:

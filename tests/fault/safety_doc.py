@@ -80,6 +80,17 @@ def measured_text(r):
     return text
 
 
+def witness_lines(r, most=12):
+    """The violated checks of the run's checker report, with their witnesses."""
+    out, inside = [], False
+    for ln in r.get("report", "").splitlines():
+        if ln and not ln.startswith(" "):
+            inside = "VIOLATED" in ln
+        if inside and not ln.lstrip().startswith("#"):
+            out.append(ln)
+    return out[:most] or ["(no checker violation: see the probes)"]
+
+
 def expected_text(r):
     asserted = [c + "=" + v for c, v in sorted(r.get("expect", {}).items()) if v != "ok"]
     base = r.get("expected", "")
@@ -125,10 +136,9 @@ def render(results_dir, scenarios):
     if not bad:
         out.append("None.")
     for r in bad:
-        out.append("- **%s %s** (%s): expected %s; measured %s. The run's artifacts (histories, "
-                   "checker report with witnesses) were kept in `%s` on the machine that ran it."
-                   % (r["id"], r["mode"], r["title"], expected_text(r), measured_text(r),
-                      r.get("artifacts", "?")))
+        out.append("- **%s %s** (%s): expected %s; measured %s. Witness from the checker:"
+                   % (r["id"], r["mode"], r["title"], expected_text(r), measured_text(r)))
+        out += ["", "  ```"] + ["  " + ln for ln in witness_lines(r)] + ["  ```", ""]
     out += ["", "## Rows of reliability.md §7.3 not covered yet", "",
             "| ID | Fault | Why not |", "|---|---|---|"]
     for sid, what, why in NOT_COVERED:
