@@ -1434,6 +1434,9 @@ def main():
         sys.stdout.write(safety_doc.render(a.results, SCENARIOS))
         return 0
     env = Env(a)
+    if not shutil.which(env.redis_server):
+        print("redis-server not found: skipped", file=sys.stderr)
+        return 77  # ctest SKIP_RETURN_CODE, as the integration tests skip without servers
     if a.cmd == "proxy-selftest":
         return proxy_selftest(env)
     if a.cmd == "run":
