@@ -1424,6 +1424,7 @@ def main():
     sub.add_parser("proxy-selftest")
     d = sub.add_parser("safety-doc")
     d.add_argument("results")
+    d.add_argument("random_results", nargs="?")
     a = ap.parse_args()
     if a.cmd == "list":
         for sc in SCENARIOS.values():
@@ -1431,7 +1432,7 @@ def main():
         return 0
     if a.cmd == "safety-doc":
         import safety_doc
-        sys.stdout.write(safety_doc.render(a.results, SCENARIOS))
+        sys.stdout.write(safety_doc.render(a.results, SCENARIOS, a.random_results))
         return 0
     env = Env(a)
     if not shutil.which(env.redis_server):

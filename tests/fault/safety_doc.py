@@ -1,6 +1,7 @@
 """Renders docs/SAFETY.md from the outcomes the fault scenarios recorded (faultrun.py --results).
 
-  python3 tests/fault/faultrun.py safety-doc build/ci/fault-results > docs/SAFETY.md
+  python3 tests/fault/faultrun.py safety-doc build/ci/fault-results \
+      [build/ci/fault-results-random] > docs/SAFETY.md
 """
 
 import glob
@@ -97,7 +98,27 @@ def expected_text(r):
     return base + (" [" + ", ".join(asserted) + "]" if asserted else "")
 
 
-def render(results_dir, scenarios):
+def random_section(random_dir):
+    """The randomised tier's runs (tests/fault/random.sh writes them to their own folder)."""
+    runs = []
+    for path in sorted(glob.glob(os.path.join(random_dir or "", "RND-*.json"))):
+        with open(path) as f:
+            runs.append(json.load(f))
+    if not runs:
+        return []
+    out = ["", "## Randomised runs (last one per mode)", "",
+           "`tests/fault/random.sh SECONDS SEED MODE`: a seeded schedule of faults that keep the "
+           "model (dropped, held and slow replies, resets, blackholes, server stalls, worker "
+           "kill -9 with a replacement, SCRIPT FLUSH, server kill -9 with `appendfsync always`; "
+           "no restarts for Redlock), judged as SAFE.", "",
+           "| Mode | Seed | Duration | Measured | Verdict |", "|---|---|---|---|---|"]
+    for r in runs:
+        out.append("| %s | %d | %.0f s | %s | %s |" % (r["mode"], r["seed"], r["duration_s"],
+                                                    measured_text(r), r["verdict"]))
+    return out
+
+
+def render(results_dir, scenarios, random_dir=None):
     rows = []
     for path in sorted(glob.glob(os.path.join(results_dir, "*.json"))):
         with open(path) as f:
@@ -139,6 +160,7 @@ def render(results_dir, scenarios):
         out.append("- **%s %s** (%s): expected %s; measured %s. Witness from the checker:"
                    % (r["id"], r["mode"], r["title"], expected_text(r), measured_text(r)))
         out += ["", "  ```"] + ["  " + ln for ln in witness_lines(r)] + ["  ```", ""]
+    out += random_section(random_dir)
     out += ["", "## Rows of reliability.md §7.3 not covered yet", "",
             "| ID | Fault | Why not |", "|---|---|---|"]
     for sid, what, why in NOT_COVERED:
@@ -146,7 +168,8 @@ def render(results_dir, scenarios):
     out += ["", "## Running it", "",
             "- Deterministic tier (fixed seeds, what CI runs): `ctest --test-dir build/ci -L "
             "fault`; then regenerate this page with `python3 tests/fault/faultrun.py "
-            "safety-doc build/ci/fault-results > docs/SAFETY.md`.",
+            "safety-doc build/ci/fault-results build/ci/fault-results-random > "
+            "docs/SAFETY.md`.",
             "- One scenario: `python3 tests/fault/faultrun.py --worker "
             "build/ci/tests/fault/dlock_fault_worker --proxy build/ci/tests/fault/"
             "dlock_fault_proxy --check build/ci/tests/fault/dlock_check run F02 F --seed 7 "
@@ -161,4 +184,5 @@ if __name__ == "__main__":
     import sys
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import faultrun
-    sys.stdout.write(render(sys.argv[1], faultrun.SCENARIOS))
+    sys.stdout.write(render(sys.argv[1], faultrun.SCENARIOS,
+                            sys.argv[2] if len(sys.argv) > 2 else None))
