@@ -781,20 +781,26 @@ def f04(run):
     run.wait_workers()
 
 
+def fault_first_acquire(run, fault, count=1, others_after_ms=300):
+    """`fault` on worker 1's first acquisition request(s) (to its first server), met while the
+    lock is free; the victim must report it as unknown or failed, and locking goes on."""
+    run.setup()
+    run.start_workers(arm=lambda _: run.proxy.ctl(
+        "rule %s %s %s count %d" % (run.route(1), fault, run.acquire_rule(), count)),
+        others_after_ms=others_after_ms)
+    run.wait_for(lambda: run.proxy.triggered(run.route(1)), 8, "the fault to trigger")
+    run.wait_workers()
+    run.min_acquisitions(5)
+    if run.mode != "R":  # a Redlock round survives one faulted master
+        run.victim_told_ambiguous()
+
+
 @scenario("F05", "acquire request delayed 1.5 s in the network; the client times out, "
           "releases on a new connection, then the SET lands",
           "no belief; the orphan key lives at most TTL", "SFR",
           outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE", "R": "SAFE, LIVE"}, max_gap_ms=2500)
 def f05(run):
-    run.setup()
-    run.start_workers(arm=lambda _: run.proxy.ctl(
-        "rule %s delay-req 1500 %s count 1" % (run.route(1), run.acquire_rule())),
-        others_after_ms=100)
-    run.wait_for(lambda: run.proxy.triggered(run.route(1)), 8, "a delayed acquire")
-    run.wait_workers()
-    run.min_acquisitions(5)
-    if run.mode != "R":  # a Redlock round survives one faulted master
-        run.victim_told_ambiguous()
+    fault_first_acquire(run, "delay-req 1500", others_after_ms=100)
 
 
 @scenario("F06", "data-plane delay: the holder's write reaches the resource 2 x TTL late",
@@ -815,28 +821,14 @@ def f06(run):
           outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE (fence may be burned)", "R": "SAFE"},
           max_gap_ms=2500)
 def f09(run):
-    run.setup()
-    run.start_workers(arm=lambda _: run.proxy.ctl(
-        "rule %s drop %s count 1" % (run.route(1), run.acquire_rule())))
-    run.wait_for(lambda: run.proxy.triggered(run.route(1)), 8, "a dropped reply")
-    run.wait_workers()
-    run.min_acquisitions(5)
-    if run.mode != "R":  # a Redlock round survives one faulted master
-        run.victim_told_ambiguous()
+    fault_first_acquire(run, "drop")
 
 
 @scenario("F10", "connection reset right after the acquire request was forwarded",
           "idempotent retry or ambiguity, never a false hold", "SFR",
           outcome={m: "SAFE" for m in "SFR"}, max_gap_ms=2500)
 def f10(run):
-    run.setup()
-    run.start_workers(arm=lambda _: run.proxy.ctl(
-        "rule %s reset %s count 3" % (run.route(1), run.acquire_rule())))
-    run.wait_for(lambda: run.proxy.triggered(run.route(1)), 8, "a reset")
-    run.wait_workers()
-    run.min_acquisitions(5)
-    if run.mode != "R":  # a Redlock round survives one faulted master
-        run.victim_told_ambiguous()
+    fault_first_acquire(run, "reset", count=3)
 
 
 def cut_victim(run, rule):
