@@ -2,6 +2,10 @@
 # The README's second command and what CI runs (.ci/run): installs what is missing, then
 #   1. a warnings-as-errors build of everything, the whole test suite (unit + integration
 #      against real redis-server processes the tests start), and the examples;
+#   1b. the deterministic fault tier (`ctest -L fault`, fixed seeds, tests/fault/faultrun.py):
+#      the scenarios of reliability.md §7.3 judged by the history checker; it writes
+#      build/ci/fault-results, from which docs/SAFETY.md is generated. Steps 1 and 5 leave it
+#      out (-LE fault): it is timing-based and runs once, here;
 #   2. lint: the clang-format check and clang-tidy (scripts/lint.sh, checks in .clang-tidy);
 #   3. the find_package(dlock) consumer test against an installed copy;
 #   4. the Debian package (scripts/package_test.sh): `cpack -G DEB`, its contents, `dpkg -x`
@@ -17,7 +21,7 @@ bash scripts/deps.sh
 jobs=$(nproc)
 # Serial: the integration tests start their own servers and some assert time bounds (a wait
 # deadline honoured within milliseconds); running them side by side on 2 cores adds jitter.
-ctest_args=(--output-on-failure --timeout 300 --no-tests=error)
+ctest_args=(--output-on-failure --timeout 300 --no-tests=error -LE fault)
 
 step() { printf '\n==== %s ====\n' "$*"; }
 
@@ -26,6 +30,10 @@ cmake -S . -B build/ci -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDLOCK_WARNINGS_AS_ERR
 cmake --build build/ci -j"$jobs"
 ctest --test-dir build/ci "${ctest_args[@]}"
 [ "${DLOCK_TEST_QUICK:-0}" = 1 ] && exit 0
+
+step "1b/7 fault tier: the scenarios of reliability.md §7.3 (fixed seeds)"
+rm -rf build/ci/fault-results
+ctest --test-dir build/ci --output-on-failure --timeout 300 --no-tests=error -L fault
 
 step "2/7 lint: clang-format check and clang-tidy"
 bash scripts/lint.sh build/ci

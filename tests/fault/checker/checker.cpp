@@ -169,8 +169,10 @@ derivation derive(const history& h) {
 
 void check_mutex(const history& h, const std::vector<hold>& holds, check_result& r) {
     std::map<std::string, std::vector<const hold*>> by_lock;
+    // An empty window (the acquisition returned at or after its deadline) is no belief: DEADLINE
+    // reports it as EXPIRED_ON_ARRIVAL; it cannot overlap anything.
     for (const auto& x : holds)
-        by_lock[x.lock].push_back(&x);
+        if (x.t_end > x.t_ok) by_lock[x.lock].push_back(&x);
     std::int64_t max_overlap = 0;
     for (auto& [lock, hs] : by_lock) {
         std::stable_sort(hs.begin(), hs.end(),

@@ -309,6 +309,16 @@ TEST(CheckerMustFail, AnAcquireThatReturnsAtOrAfterItsDeadlineIsCaught) {
     EXPECT_TRUE(has_kind(r, check::deadline, "EXPIRED_ON_ARRIVAL"));
 }
 
+TEST(CheckerMustFail, AnAcquireReturningLateIsADeadlineViolationNotAnOverlap) {
+    // w1's reply came 500 ms after its deadline, while w2 held the lock: an empty window.
+    builder b;
+    b.acquire(1, 1, 0, deadline_for(0, 1000) + 500 * ms);
+    b.acquire(2, 1, 1100 * ms, 1200 * ms).release(2, 2, 1600 * ms, 1601 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::deadline});
+    EXPECT_TRUE(has_kind(r, check::deadline, "EXPIRED_ON_ARRIVAL"));
+}
+
 TEST(CheckerMustFail, AReleaseDeletingTheKeyWhileAnotherHoldsIsCaught) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms);               // deadline 988 ms

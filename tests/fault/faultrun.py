@@ -1,0 +1,1451 @@
+#!/usr/bin/env python3
+"""faultrun: the orchestrator of dlock's fault suite (issue 11, reliability.md §7).
+
+One scenario run: start redis-server processes (lock servers and a "resource" server with an
+append-only file), the fault proxy (one route per worker and server), N workers; apply the
+nemesis; collect the histories (worker logs, nemesis log, proxy log, the resource log rebuilt
+from the resource server's AOF in the server's order); run dlock_check with the expectation the
+scenario's row of reliability.md §7.3 names; record seed, duration and verdicts as JSON.
+
+  faultrun.py [paths] list
+  faultrun.py [paths] run ID MODE [--seed N] [--results DIR] [--keep]
+  faultrun.py [paths] random --seconds S --seed N [--mode S|F|R]
+  faultrun.py safety-doc RESULTS_DIR > docs/SAFETY.md
+
+Standard library only. Everything is bounded: every wait has a deadline, every process is
+killed at the end, every loop has a count or a time limit. All traffic stays on 127.0.0.1.
+"""
+
+import argparse
+import json
+import os
+import random
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+# ---------------------------------------------------------------------------------------------
+# small helpers
+
+
+def mono_ns():
+    """CLOCK_MONOTONIC in ns: the clock of every history (the workers use steady_clock)."""
+    return time.monotonic_ns()
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class HarnessError(Exception):
+    """The harness itself failed (a server did not start, a fault did not take effect)."""
+
+
+def resp_encode(args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        b = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(out)
+
+
+class RespReader:
+    """Reads RESP2 replies from a socket (the orchestrator's own admin client)."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = b""
+
+    def _line(self):
+        for _ in range(1 << 20):
+            i = self.buf.find(b"\r\n")
+            if i >= 0:
+                line, self.buf = self.buf[:i], self.buf[i + 2:]
+                return line
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("connection closed")
+            self.buf += chunk
+        raise HarnessError("reply line too long")
+
+    def _exact(self, n):
+        for _ in range(1 << 20):
+            if len(self.buf) >= n + 2:
+                data, self.buf = self.buf[:n], self.buf[n + 2:]
+                return data
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("connection closed")
+            self.buf += chunk
+        raise HarnessError("reply too long")
+
+    def read(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            return RedisReplyError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            return None if n < 0 else self._exact(n).decode(errors="replace")
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        raise HarnessError("unexpected reply %r" % line)
+
+
+class RedisReplyError(str):
+    pass
+
+
+def redis_call(port, *args, timeout=3.0):
+    """One command on a fresh connection; returns the reply (errors as RedisReplyError)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(resp_encode(args))
+        return RespReader(s).read()
+
+
+def parse_resp_commands(data):
+    """The commands of an AOF (RESP arrays of bulk strings), in file order; a truncated tail
+    (kill -9 mid-write) is ignored."""
+    cmds, i, n = [], 0, len(data)
+    while i < n:
+        if data[i:i + 1] != b"*":
+            break
+        j = data.find(b"\r\n", i)
+        if j < 0:
+            break
+        count, i, cmd = int(data[i + 1:j]), j + 2, []
+        for _ in range(count):
+            j = data.find(b"\r\n", i)
+            if j < 0 or data[i:i + 1] != b"$":
+                return cmds
+            ln = int(data[i + 1:j])
+            if j + 2 + ln + 2 > n:
+                return cmds
+            cmd.append(data[j + 2:j + 2 + ln].decode(errors="replace"))
+            i = j + 2 + ln + 2
+        cmds.append(cmd)
+    return cmds
+
+
+# ---------------------------------------------------------------------------------------------
+# processes
+
+
+class Redis:
+    """One redis-server on a free loopback port, with its own directory and config."""
+
+    def __init__(self, run, name, persistence="none", extra=None, skew=None):
+        self.run, self.name = run, name
+        self.skew_file = os.path.join(run.out, name + ".skew") if skew else None
+        if skew:
+            with open(self.skew_file, "w") as f:
+                f.write(skew)
+        self.port = free_port()
+        self.dir = os.path.join(run.out, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.persistence = persistence  # none | aof
+        self.extra = extra or []
+        self.proc = None
+
+    def conf(self):
+        lines = [
+            "port %d" % self.port, "bind 127.0.0.1", "dir %s" % self.dir, 'save ""',
+            "daemonize no", "protected-mode no", "logfile %s" % os.path.join(self.dir, "redis.log"),
+            "maxmemory-policy noeviction", "auto-aof-rewrite-percentage 0",
+        ]
+        if self.persistence == "aof":
+            lines += ["appendonly yes", "appendfsync always"]
+        else:
+            lines += ["appendonly no"]
+        return "\n".join(lines + self.extra) + "\n"
+
+    def start(self, budget=10.0):
+        path = os.path.join(self.dir, "redis.conf")
+        with open(path, "w") as f:
+            f.write(self.conf())
+        env = dict(os.environ)
+        if self.skew_file:
+            env.update(LD_PRELOAD=self.run.env.skew, DLOCK_SKEW_FILE=self.skew_file)
+        self.proc = subprocess.Popen([self.run.env.redis_server, path], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True, env=env)
+        end = time.monotonic() + budget
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise HarnessError("%s exited at start; see %s/redis.log" % (self.name, self.dir))
+            try:
+                r = redis_call(self.port, "PING", timeout=0.5)
+                if r == "PONG":
+                    return
+            except OSError:
+                pass
+            time.sleep(0.02)
+        raise HarnessError("%s did not answer PING within %.0f s" % (self.name, budget))
+
+    def pid(self):
+        return self.proc.pid
+
+    def set_skew(self, offset_ms, rate=1.0):
+        """Steps this server's wall clock (the skew shim re-reads the file every ms)."""
+        with open(self.skew_file + ".tmp", "w") as f:
+            f.write("%d %s" % (offset_ms, rate))
+        os.replace(self.skew_file + ".tmp", self.skew_file)
+        self.run.nemesis("skew", self.name, "%d %s" % (offset_ms, rate))
+
+    def signal(self, sig):
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+
+    def kill9(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def stop(self):
+        if not self.proc:
+            return
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except OSError:
+                pass
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+
+    def call(self, *args, timeout=3.0):
+        return redis_call(self.port, *args, timeout=timeout)
+
+    def url(self):
+        return "redis://127.0.0.1:%d" % self.port
+
+    def aof_commands(self):
+        d = os.path.join(self.dir, "appendonlydir")
+        manifest = os.path.join(d, "appendonly.aof.manifest")
+        if not os.path.exists(manifest):
+            return []
+        files = []
+        with open(manifest) as f:
+            for line in f:
+                parts = line.split()
+                kv = dict(zip(parts[0::2], parts[1::2]))
+                if kv.get("type") == "i":
+                    files.append((int(kv.get("seq", 0)), kv["file"]))
+        cmds = []
+        for _, name in sorted(files):
+            with open(os.path.join(d, name), "rb") as f:
+                cmds += parse_resp_commands(f.read())
+        return cmds
+
+
+class Proxy:
+    """dlock_fault_proxy with one route per (worker, server)."""
+
+    def __init__(self, run, routes):
+        self.run = run
+        self.log = os.path.join(run.out, "proxy.jsonl")
+        self.fwd_log = os.path.join(run.out, "forwards.jsonl")
+        args = [run.env.proxy, "--log", self.log, "--fwd-log", self.fwd_log,
+                "--max-seconds", "600"]
+        for name, port in routes.items():
+            args += ["--route", "%s=%d" % (name, port)]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        self.ports, self.control = {}, None
+        end, buf = time.monotonic() + 10, b""
+        while time.monotonic() < end:
+            r, _, _ = select.select([self.proc.stdout], [], [], 0.2)
+            if r:
+                chunk = os.read(self.proc.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                buf += chunk
+                if b"ready\n" in buf:
+                    break
+        for line in buf.decode().splitlines():
+            p = line.split()
+            if p[:1] == ["control"]:
+                self.control = int(p[1])
+            elif p[:1] == ["route"]:
+                self.ports[p[1]] = int(p[2])
+        if self.control is None or len(self.ports) != len(routes):
+            raise HarnessError("fault proxy did not start: %r" % buf)
+
+    def ctl(self, line):
+        with socket.create_connection(("127.0.0.1", self.control), timeout=3) as s:
+            s.sendall(line.encode() + b"\n")
+            reply = b""
+            end = time.monotonic() + 3
+            while not reply.endswith(b"\n") and time.monotonic() < end:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+        reply = reply.decode().strip()
+        if not reply.startswith("ok"):
+            raise HarnessError("proxy: %s -> %s" % (line, reply))
+        return reply  # the proxy logs rules, triggers, releases and clears itself
+
+    def triggered(self, route):
+        reply = self.ctl("stats %s" % route)
+        return int(reply.split("triggered=")[1].split()[0])
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+
+class Worker:
+    def __init__(self, run, wid, args, skew_file=None):
+        self.run, self.id, self.skew_file = run, wid, skew_file
+        self.log = os.path.join(run.out, "w%d.jsonl" % wid)
+        self.args = [run.env.worker, "--id", str(wid), "--log", self.log] + args
+        self.proc = None
+        self.crashed = False
+
+    def start(self):
+        env = dict(os.environ)
+        if self.skew_file:
+            env.update(LD_PRELOAD=self.run.env.skew, DLOCK_SKEW_FILE=self.skew_file)
+        with open(self.log + ".err", "w") as err:
+            self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=err,
+                                         start_new_session=True, env=env)
+
+    def pid(self):
+        return self.proc.pid
+
+    def kill9(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+            self.crashed = True
+            # The checker's synthetic end of a crashed worker (ARCHITECTURE.md).
+            self.run.append(os.path.join(self.run.out, "nemesis.jsonl"),
+                            {"w": self.id, "f": "crash", "type": "info", "t": mono_ns()})
+
+    def events(self):
+        out = []
+        try:
+            with open(self.log) as f:
+                for line in f:
+                    if line.endswith("\n"):
+                        out.append(json.loads(line))
+        except FileNotFoundError:
+            pass
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# one run
+
+
+CHECKS = ["MUTEX", "EXTEND_EXPIRED", "DEADLINE", "USE_WITHIN_HOLD", "FENCE", "RESOURCE",
+          "FOREIGN_RELEASE", "ORPHANS", "LIVENESS"]
+
+
+class Run:
+    """The context of one scenario run: servers, proxy, workers, logs, probes."""
+
+    def __init__(self, env, scenario, mode, seed, out):
+        self.env, self.scenario, self.mode, self.seed, self.out = env, scenario, mode, seed, out
+        self.rng = random.Random(seed)
+        self.lock = "fault-%s" % scenario.id.lower()
+        self.ttl_ms = 1000
+        self.lock_servers, self.workers, self.proxy, self.resource = [], [], None, None
+        self.resource_kind = "none"
+        self.file = os.path.join(out, "resource.txt")
+        self.probes = []  # (name, passed, detail)
+        self.t0 = mono_ns()
+
+    # logs -------------------------------------------------------------------------------
+    def append(self, path, obj):
+        with open(path, "a") as f:
+            f.write(json.dumps(obj, separators=(",", ":")) + "\n")
+
+    def nemesis(self, what, target, value=""):
+        self.append(os.path.join(self.out, "nemesis.jsonl"),
+                    {"nemesis": what, "target": target, "value": str(value), "t": mono_ns()})
+
+    def probe(self, name, passed, detail=""):
+        self.probes.append({"name": name, "passed": bool(passed), "detail": detail})
+
+    # topology ---------------------------------------------------------------------------
+    def setup(self, workers=3, ttl_ms=1000, persistence="none", resource=None, hold_ms=100,
+              duration_ms=4500, command_timeout_ms=500, wait_ms=3000, poll_ms=0,
+              worker_extra=None, lock_extra=None, resource_via_proxy=False, lock_skew=None,
+              worker_skew=None, think_ms=100):
+        """Starts lock servers (1, or 3 masters for R), the resource server, the proxy and
+        prepares (does not start) the workers."""
+        self.ttl_ms = ttl_ms
+        n_lock = 3 if self.mode == "R" else 1
+        for i in range(n_lock):
+            r = Redis(self, "lock%d" % i, persistence=persistence, extra=lock_extra,
+                      skew=(lock_skew or {}).get(i))
+            r.start()
+            self.lock_servers.append(r)
+        if resource is None:
+            resource = "fenced" if self.mode == "F" else "counter"
+        self.resource_kind = resource
+        if resource in ("counter", "fenced"):
+            self.resource = Redis(self, "resource", persistence="aof")
+            self.resource.start()
+        routes = {}
+        for w in range(1, workers + 1):
+            for i, r in enumerate(self.lock_servers):
+                routes["w%d-l%d" % (w, i)] = r.port
+            if self.resource and resource_via_proxy:
+                routes["w%d-res" % w] = self.resource.port
+        self.proxy = Proxy(self, routes)
+        for w in range(1, workers + 1):
+            urls = ["redis://127.0.0.1:%d" % self.proxy.ports["w%d-l%d" % (w, i)]
+                    for i in range(n_lock)]
+            args = ["--mode", self.mode, "--lock", self.lock, "--ttl-ms", str(ttl_ms),
+                    "--wait-ms", str(wait_ms), "--poll-ms", str(poll_ms),
+                    "--command-timeout-ms", str(command_timeout_ms), "--hold-ms", str(hold_ms),
+                    "--duration-ms", str(duration_ms), "--ops", "100000",
+                    "--seed", str(self.seed), "--resource", resource,
+                    "--think-ms", str(think_ms)]
+            args += ["--masters", ",".join(urls)] if self.mode == "R" else ["--url", urls[0]]
+            if self.resource:
+                port = (self.proxy.ports["w%d-res" % w] if resource_via_proxy
+                        else self.resource.port)
+                args += ["--resource-url", "redis://127.0.0.1:%d" % port]
+            if resource == "file":
+                args += ["--file", self.file]
+            args += (worker_extra or {}).get(w, [])
+            self.workers.append(Worker(self, w, args, worker_skew))
+
+    def start_workers(self, arm=None, others_after_ms=300):
+        """Starts every worker. With `arm`, worker 1 starts alone, arm(worker 1) sets up the
+        fault, and the others follow after others_after_ms: the victim's first acquisition
+        then meets a free lock, so the faulted request is one the server grants."""
+        if arm:
+            self.workers[0].start()
+            arm(self.workers[0])
+            self.sleep_ms(others_after_ms)
+        for w in self.workers:
+            if not w.proc:
+                w.start()
+
+    def route(self, w, server=0):
+        return "w%d-l%d" % (w, server)
+
+    def acquire_rule(self):
+        """What the proxy matches for an acquisition request in this mode."""
+        return "cmd SET" if self.mode in ("S", "R") else "arg redisson_lock_token"
+
+    def write_rule(self):
+        return "cmd SET" if self.resource_kind == "counter" else "cmd EVALSHA|EVAL arg :value"
+
+    # waiting ----------------------------------------------------------------------------
+    def sleep_ms(self, ms):
+        time.sleep(ms / 1000.0)
+
+    def wait_for(self, pred, timeout_s, what):
+        """Polls every 10 ms until pred() is truthy; HarnessError after timeout_s."""
+        end = time.monotonic() + timeout_s
+        while time.monotonic() < end:
+            v = pred()
+            if v:
+                return v
+            time.sleep(0.01)
+        raise HarnessError("timed out after %.1f s waiting for %s" % (timeout_s, what))
+
+    def acquired_since(self, t_ns, workers=None):
+        """The first (worker, event) with an acquire ok after t_ns."""
+        for w in self.workers:
+            if workers and w.id not in workers:
+                continue
+            for e in w.events():
+                if e.get("f") == "acquire" and e.get("type") == "ok" and e["t"] >= t_ns:
+                    return (w, e)
+        return None
+
+    def stopped(self, pid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t")
+        except OSError:
+            return False
+
+    def wait_workers(self, extra_s=15):
+        budget = max(w_duration(w) for w in self.workers) / 1000.0 + extra_s
+        end = time.monotonic() + budget
+        for w in self.workers:
+            left = max(0.1, end - time.monotonic())
+            try:
+                w.proc.wait(timeout=left)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.kill(w.proc.pid, signal.SIGCONT)
+                except OSError:
+                    pass
+                w.kill9()
+                self.probe("workers end within their duration", False,
+                           "worker %d killed after %.0f s" % (w.id, budget))
+
+    # results ----------------------------------------------------------------------------
+    def resource_log(self):
+        """The resource's log in the server's order: the SETs of the AOF (fenced_set's effects
+        are a MULTI/SET/SET/EXEC), each value naming its writer; then the final value."""
+        path = os.path.join(self.out, "resource.jsonl")
+        entries = []
+        vkey, okey = "res:{%s}:value" % self.lock, "res:{%s}:open" % self.lock
+        if self.resource_kind == "file":
+            try:
+                with open(self.file) as f:
+                    lines = [ln.split() for ln in f if ln.strip()]
+            except FileNotFoundError:
+                lines = []
+            for p in lines:
+                entries.append({"kind": "write", "after": int(p[0]), "before": int(p[1]),
+                                "w": int(p[2]), "op": int(p[3]), "fence": int(p[4])})
+            final = entries[-1]["after"] if entries else 0
+        elif self.resource:
+            for c in self.resource.aof_commands():
+                if len(c) >= 3 and c[0].upper() == "SET" and c[1] in (vkey, okey):
+                    p = c[2].split("|")
+                    if c[1] == okey:
+                        entries.append({"kind": "open", "w": int(p[1]), "op": int(p[2]),
+                                        "fence": int(p[3])})
+                    else:
+                        entries.append({"kind": "write", "after": int(p[0]),
+                                        "before": int(p[1]), "w": int(p[2]), "op": int(p[3]),
+                                        "fence": int(p[4])})
+            v = self.resource.call("GET", vkey)
+            final = int(v.split("|")[0]) if v else 0
+        else:
+            return None
+        with open(path, "w") as f:
+            for i, e in enumerate(entries, 1):
+                rec = {"seq": i, "lock": self.lock, "kind": e["kind"], "accepted": True}
+                if e.get("fence"):
+                    rec["fence"] = e["fence"]
+                for k in ("before", "after"):
+                    if k in e:
+                        rec[k] = e[k]
+                f.write(json.dumps(rec, separators=(",", ":")) + "\n")
+            f.write(json.dumps({"seq": len(entries) + 1, "lock": self.lock, "kind": "final",
+                                "after": final}, separators=(",", ":")) + "\n")
+        # ACK probe: what the workers were told agrees with what the server applied.
+        applied = {(e["w"], e["op"]) for e in entries if e["kind"] == "write"}
+        bad = []
+        for w in self.workers:
+            for e in w.events():
+                if e.get("f") != "use" or "value" not in e:
+                    continue
+                key = (e["w"], e["op"])
+                if e["type"] == "ok" and key not in applied:
+                    bad.append("w%d op %d told ok, not applied" % key)
+                if e["type"] == "fail" and key in applied:
+                    bad.append("w%d op %d told rejected, applied" % key)
+        self.probe("resource acknowledgements match the server's log", not bad, "; ".join(bad[:5]))
+        return path
+
+    def leftovers(self):
+        """ORPHANS: keys with a TTL still on the lock servers after every worker ended and
+        TTL + 500 ms passed (persistent keys such as fence counters are not leases)."""
+        self.sleep_ms(self.ttl_ms + 500)
+        out = []
+        for r in self.lock_servers:
+            try:
+                keys = r.call("KEYS", "*") or []
+            except OSError:
+                continue
+            for k in keys:
+                try:
+                    if r.call("PTTL", k) > 0:
+                        out.append(k)
+                except OSError:
+                    pass
+        return out
+
+    def bounded_latency(self, bound_ms):
+        """Every call of every worker returned within bound_ms (probe for F11/F24)."""
+        worst, where = 0, ""
+        for w in self.workers:
+            inv = {}
+            for e in w.events():
+                if e["type"] == "invoke":
+                    inv[e["op"]] = e["t"]
+                elif e["op"] in inv:
+                    d = (e["t"] - inv.pop(e["op"])) // 1_000_000
+                    if d > worst:
+                        worst, where = d, "w%d op %d %s" % (w.id, e["op"], e["f"])
+        self.probe("every call returned within %d ms" % bound_ms, worst <= bound_ms,
+                   "slowest %d ms (%s)" % (worst, where))
+
+    def victim_told_ambiguous(self):
+        """Worker 1's first acquisition (the faulted one) ended as `info` (outcome unknown) or
+        `fail`, never as a hold."""
+        first = next((e for e in self.workers[0].events()
+                      if e.get("f") == "acquire" and e["type"] != "invoke"), None)
+        self.probe("the faulted acquisition was not reported as a hold",
+                   first is not None and first["type"] in ("info", "fail"),
+                   "%s %s" % (first and first["type"], first and first.get("err", "")))
+
+    def min_acquisitions(self, n):
+        ok = sum(1 for w in self.workers for e in w.events()
+                 if e.get("f") == "acquire" and e.get("type") == "ok")
+        self.probe("at least %d acquisitions" % n, ok >= n, "%d acquisitions" % ok)
+
+    def join_forwards(self, w):
+        """Copies worker w's log with t_first_fwd added to each acquire ok: when the requests
+        of the attempt that won reached the proxy (the last lock request before the ok, and,
+        for a Redlock round, the others of the same burst: within 5 ms before it; rounds are
+        at least the retry delay apart; on one server a woken waiter may retry within 1 ms,
+        so there only the last one counts). The checker then requires t_start <=
+        t_first_fwd: the validity was measured from before the send."""
+        fwd = []
+        try:
+            with open(self.proxy.fwd_log) as f:
+                for line in f:
+                    e = json.loads(line)
+                    wanted = e["fence_key"] if self.mode == "F" else e["cmd"] == "SET"
+                    if wanted and e["route"].startswith("w%d-l" % w.id):
+                        fwd.append(e["t"])
+        except (OSError, ValueError):
+            return w.log
+        out = w.log.replace(".jsonl", ".joined.jsonl")
+        inv = {}
+        with open(out, "w") as f:
+            for e in w.events():
+                if e.get("f") == "acquire" and e["type"] == "invoke":
+                    inv[e["op"]] = e["t"]
+                if e.get("f") == "acquire" and e["type"] == "ok" and e["op"] in inv:
+                    mine = [t for t in fwd if inv[e["op"]] <= t <= e["t"]]
+                    burst = 5_000_000 if self.mode == "R" else 0  # one server: the last one
+                    if mine:
+                        e["t_first_fwd"] = min(t for t in mine if t >= max(mine) - burst)
+                f.write(json.dumps(e, separators=(",", ":")) + "\n")
+        return out
+
+    def check(self, expect, max_gap_ms=None):
+        files = [self.join_forwards(w) for w in self.workers if os.path.exists(w.log)]
+        for extra in ("nemesis.jsonl", "proxy.jsonl"):
+            p = os.path.join(self.out, extra)
+            if os.path.exists(p):
+                files.append(p)
+        res = self.resource_log()
+        if res:
+            files.append(res)
+        args = [self.env.check]
+        for c in CHECKS:
+            args += ["--expect", "%s=%s" % (c, expect.get(c, "ok"))]
+        for k in self.leftovers():
+            args += ["--leftover", k]
+        if max_gap_ms is not None:
+            args += ["--max-gap-ms", str(max_gap_ms)]
+        p = subprocess.run(args + files, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=120)
+        out = p.stdout.decode(errors="replace")
+        with open(os.path.join(self.out, "checker.txt"), "w") as f:
+            f.write(out)
+        measured = {}
+        for line in out.splitlines():
+            for c in CHECKS:
+                if line.startswith(c + ": "):
+                    measured[c] = "violated" if "VIOLATED" in line else "ok"
+        return p.returncode, out, measured
+
+    def close(self):
+        for w in self.workers:
+            if w.proc and w.proc.poll() is None:
+                try:
+                    os.kill(w.proc.pid, signal.SIGCONT)
+                except OSError:
+                    pass
+                w.proc.kill()
+                w.proc.wait(timeout=5)
+        if self.proxy:
+            self.proxy.stop()
+        for r in self.lock_servers + ([self.resource] if self.resource else []):
+            r.stop()
+
+
+def w_duration(w):
+    a = w.args
+    return int(a[a.index("--duration-ms") + 1])
+
+
+# ---------------------------------------------------------------------------------------------
+# scenarios (reliability.md §7.3). Each body drives one run; `expect` maps the mode to the
+# checks' expected verdicts (missing = ok); "any" = reported, not asserted.
+
+
+class Scenario:
+    def __init__(self, sid, title, checks, modes, body, expect=None, outcome=None,
+                 max_gap_ms=None, timeout=90):
+        self.id, self.title, self.checks, self.modes = sid, title, checks, modes
+        self.body, self.expect, self.outcome = body, expect or {}, outcome or {}
+        self.max_gap_ms, self.timeout = max_gap_ms, timeout
+
+
+SCENARIOS = {}
+
+
+def scenario(sid, title, checks, modes, expect=None, outcome=None, max_gap_ms=None, timeout=90):
+    def deco(fn):
+        SCENARIOS[sid] = Scenario(sid, title, checks, modes, fn, expect, outcome, max_gap_ms,
+                                  timeout)
+        return fn
+    return deco
+
+
+SAFE = {}
+LOST_UPDATE = {"RESOURCE": "violated", "USE_WITHIN_HOLD": "violated"}
+
+
+@scenario("F01", "holder killed (kill -9) while holding",
+          "no overlap; the lock is free again within TTL + retry", "SFR",
+          outcome={m: "SAFE, LIVE(TTL+1s)" for m in "SFR"}, max_gap_ms=2000)
+def f01(run):
+    run.setup(hold_ms=300)
+    run.start_workers()
+    run.sleep_ms(1000)
+    t = mono_ns()
+    w, _ = run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
+    w.kill9()
+    run.nemesis("kill-9", "w%d" % w.id)
+    run.wait_workers()
+    run.min_acquisitions(5)
+
+
+@scenario("F02", "holder paused (SIGSTOP) > TTL inside its critical section, then writes",
+          "beliefs never overlap; the unfenced resource loses an update, the fenced one rejects "
+          "the stale write", "SFR",
+          expect={"S": LOST_UPDATE, "R": LOST_UPDATE, "F": SAFE},
+          outcome={"S": "beliefs SAFE; resource EXPECT-VIOL", "R": "beliefs SAFE; resource "
+                   "EXPECT-VIOL", "F": "SAFE (stale write rejected)"})
+def f02(run):
+    run.setup(resource_via_proxy=True, worker_extra={1: ["--careless"]})
+    run.start_workers()
+    run.sleep_ms(500)
+    victim = run.workers[0]
+    run.proxy.ctl("rule w1-res stop %d cmd GET count 1" % victim.pid())
+    run.wait_for(lambda: run.stopped(victim.pid()), 8, "worker 1 stopped in its critical section")
+    run.nemesis("sigstop", "w1", "in critical section")
+    run.sleep_ms(2.5 * run.ttl_ms)
+    os.kill(victim.pid(), signal.SIGCONT)
+    run.nemesis("sigcont", "w1")
+    run.wait_workers()
+
+
+@scenario("F03", "holder paused between the acquire request and its reply (Kleppmann #2)",
+          "the validity counts from before the send: a reply read after TTL is no hold", "SFR",
+          outcome={m: "SAFE" for m in "SFR"})
+def f03(run):
+    run.setup()
+    victim = run.workers[0]
+    run.start_workers(arm=lambda w: run.proxy.ctl(
+        "rule %s stop %d %s count 1" % (run.route(1), w.pid(), run.acquire_rule())))
+    run.wait_for(lambda: run.stopped(victim.pid()), 8, "worker 1 stopped after its acquire")
+    run.sleep_ms(2 * run.ttl_ms)
+    os.kill(victim.pid(), signal.SIGCONT)
+    run.nemesis("sigcont", "w1")
+    run.wait_workers()
+
+
+@scenario("F04", "acquire reply held back by the proxy for 1.5 x TTL",
+          "a reply arriving after the validity is no hold; per-node timeout respected", "SFR",
+          outcome={"S": "SAFE", "F": "SAFE", "R": "SAFE (node counted failed)"})
+def f04(run):
+    run.setup(worker_extra={1: ["--command-timeout-ms", "3000"]})
+    held = [0, 1] if run.mode == "R" else [0]
+
+    def arm(_):
+        for i in held:
+            run.proxy.ctl("rule %s hold %s count 1" % (run.route(1, i), run.acquire_rule()))
+    run.start_workers(arm=arm)
+    run.wait_for(lambda: all(run.proxy.triggered(run.route(1, i)) for i in held), 8,
+                 "a held acquire reply")
+    run.sleep_ms(1.5 * run.ttl_ms)
+    for i in held:
+        run.proxy.ctl("release %s" % run.route(1, i))
+        run.proxy.ctl("clear %s" % run.route(1, i))
+    run.wait_workers()
+
+
+def fault_first_acquire(run, fault, count=1, others_after_ms=300):
+    """`fault` on worker 1's first acquisition request(s) (to its first server), met while the
+    lock is free; the victim must report it as unknown or failed, and locking goes on."""
+    run.setup()
+    run.start_workers(arm=lambda _: run.proxy.ctl(
+        "rule %s %s %s count %d" % (run.route(1), fault, run.acquire_rule(), count)),
+        others_after_ms=others_after_ms)
+    run.wait_for(lambda: run.proxy.triggered(run.route(1)), 8, "the fault to trigger")
+    run.wait_workers()
+    run.min_acquisitions(5)
+    if run.mode != "R":  # a Redlock round survives one faulted master
+        run.victim_told_ambiguous()
+
+
+@scenario("F05", "acquire request delayed 1.5 s in the network; the client times out, "
+          "releases on a new connection, then the SET lands",
+          "no belief; the orphan key lives at most TTL", "SFR",
+          outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE", "R": "SAFE, LIVE"}, max_gap_ms=2500)
+def f05(run):
+    fault_first_acquire(run, "delay-req 1500", others_after_ms=100)
+
+
+@scenario("F06", "data-plane delay: the holder's write reaches the resource 2 x TTL late",
+          "no client-side check helps; only the fence does", "SFR",
+          expect={"S": LOST_UPDATE, "R": LOST_UPDATE, "F": SAFE},
+          outcome={"S": "EXPECT-VIOL (overwrite)", "R": "EXPECT-VIOL", "F": "SAFE"})
+def f06(run):
+    run.setup(resource_via_proxy=True, worker_extra={1: ["--command-timeout-ms", "5000"]})
+    run.start_workers()
+    run.sleep_ms(500)
+    run.proxy.ctl("rule w1-res delay-req %d %s count 1" % (2 * run.ttl_ms, run.write_rule()))
+    run.wait_for(lambda: run.proxy.triggered("w1-res"), 8, "a delayed write")
+    run.wait_workers()
+
+
+@scenario("F09", "asymmetric loss: the acquire request is applied, its reply dropped",
+          "acquire reported ambiguous, token released best-effort, lock free within TTL", "SFR",
+          outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE (fence may be burned)", "R": "SAFE"},
+          max_gap_ms=2500)
+def f09(run):
+    fault_first_acquire(run, "drop")
+
+
+@scenario("F10", "connection reset right after the acquire request was forwarded",
+          "idempotent retry or ambiguity, never a false hold", "SFR",
+          outcome={m: "SAFE" for m in "SFR"}, max_gap_ms=2500)
+def f10(run):
+    fault_first_acquire(run, "reset", count=3)
+
+
+def cut_victim(run, rule):
+    """Applies `rule` to worker 1's routes to every lock server for 3 s, then heals; every
+    call must still return within wait + one command timeout + one reconnect + slack."""
+    run.setup(wait_ms=2000)
+    run.start_workers()
+    run.sleep_ms(700)
+    for i in range(len(run.lock_servers)):
+        run.proxy.ctl("rule %s %s" % (run.route(1, i), rule))
+    run.sleep_ms(3000)
+    for i in range(len(run.lock_servers)):
+        run.proxy.ctl("clear %s" % run.route(1, i))
+    run.wait_workers()
+    run.bounded_latency(2000 + 500 + 500 + 700)
+    run.min_acquisitions(5)
+
+
+@scenario("F11", "blackhole (no RST) between one worker and its server(s) for 3 s",
+          "every call returns within its deadline", "SFR", outcome={m: "SAFE" for m in "SFR"})
+def f11(run):
+    cut_victim(run, "blackhole")
+
+
+@scenario("F11s", "slow drip: replies to one worker trickle at 5 bytes/s for 3 s",
+          "every call returns within its deadline", "SFR", outcome={m: "SAFE" for m in "SFR"})
+def f11s(run):
+    cut_victim(run, "drip 5")
+
+
+def crash_restart(run, delay_ms=0, restore=None, victim=0):
+    """kill -9 lock server `victim` while a worker holds the lock, restart it after delay_ms
+    (optionally from a copy of its data directory)."""
+    run.start_workers()
+    run.sleep_ms(800)
+    t = mono_ns()
+    w, e = run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
+    srv = run.lock_servers[victim]
+    srv.kill9()
+    run.nemesis("kill-9", srv.name, "holder w%d" % w.id)
+    if restore:
+        d = os.path.join(srv.dir, "appendonlydir")
+        shutil.rmtree(d, ignore_errors=True)
+        shutil.copytree(restore, d)
+        run.nemesis("rollback", srv.name, "data dir from before the run")
+    run.sleep_ms(delay_ms)
+    srv.start()
+    run.nemesis("restart", srv.name, "after %d ms" % delay_ms)
+    run.wait_workers()
+
+
+@scenario("F20", "lock server kill -9 and immediate restart without persistence",
+          "the holder's key is lost: a second holder overlaps (Redlock: one of 3 restarted is "
+          "safe)", "SR",
+          expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
+                  "R": SAFE},
+          outcome={"S": "EXPECT-VIOL", "R": "SAFE (holder on all 3, one restarted)"})
+def f20(run):
+    run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30)
+    crash_restart(run)
+
+
+@scenario("F21", "lock server kill -9, restart delayed past the TTL",
+          "safe without persistence when the restart waits out every lease", "SFR",
+          outcome={"S": "SAFE (unavailable meanwhile)", "F": "SAFE (with AOF)",
+                   "R": "SAFE, LIVE with quorum"})
+def f21(run):
+    run.setup(ttl_ms=1000, hold_ms=500, poll_ms=30, persistence="aof" if run.mode == "F" else "none")
+    crash_restart(run, delay_ms=run.ttl_ms + 500)
+
+
+@scenario("F22", "lock server kill -9 and immediate restart with appendfsync always",
+          "key and fence counter survive", "SFR",
+          outcome={"S": "SAFE", "F": "SAFE (fences monotonic)", "R": "SAFE"})
+def f22(run):
+    run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30, persistence="aof")
+    crash_restart(run)
+
+
+@scenario("F23", "rollback restart: the lock server restarts from a copy of its data taken "
+          "before the run (emulated lost fsync window)",
+          "the lost key lets a second holder in; the fence counter goes back", "SF",
+          expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
+                  "F": {"FENCE": "violated", "MUTEX": "any", "USE_WITHIN_HOLD": "any",
+                        "RESOURCE": "any"}},
+          outcome={"S": "EXPECT-VIOL", "F": "fence regression detected (EXPECT-VIOL on "
+                   "fences); a repeated fence can also defeat the fenced resource"})
+def f23(run):
+    run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30, persistence="aof")
+    snap = os.path.join(run.out, "lock0-snapshot")
+    shutil.copytree(os.path.join(run.lock_servers[0].dir, "appendonlydir"), snap)
+    run.nemesis("snapshot", "lock0", "before the run")
+    crash_restart(run, restore=snap)
+
+
+@scenario("F24", "lock server stalled (SIGSTOP) for 2 x TTL while the lock is held",
+          "the holder's deadline passes before the server resumes; calls time out", "SFR",
+          outcome={m: "SAFE" for m in "SFR"})
+def f24(run):
+    run.setup(wait_ms=2000)
+    run.start_workers()
+    run.sleep_ms(800)
+    t = mono_ns()
+    run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
+    srv = run.lock_servers[0]
+    srv.signal(signal.SIGSTOP)
+    run.nemesis("sigstop", srv.name)
+    run.sleep_ms(2 * run.ttl_ms)
+    srv.signal(signal.SIGCONT)
+    run.nemesis("sigcont", srv.name)
+    run.wait_workers()
+    run.bounded_latency(2000 + 500 + 500 + 700)
+
+
+# clock faults: the LD_PRELOAD shim (tests/fault/skew) moves the servers' wall clock, which
+# Redis uses for key expiry; the histories' clock (CLOCK_MONOTONIC) is untouched.
+
+
+def fast_servers(run):
+    """Which lock servers run fast in F15b: the only one, or 2 of 3 Redlock masters (a
+    violation needs holder's nodes - quorum + 1 of them)."""
+    return [0] if run.mode != "R" else [0, 1]
+
+
+def f15(run, rate):
+    run.setup(ttl_ms=2000, hold_ms=4000, poll_ms=10, duration_ms=7000, wait_ms=5000,
+              lock_skew={i: "0 %s" % rate for i in fast_servers(run)})
+    run.nemesis("skew-rate", ",".join("lock%d" % i for i in fast_servers(run)), rate)
+    run.start_workers()
+    run.wait_workers()
+    run.min_acquisitions(3)
+
+
+@scenario("F15a", "server clock runs 0.5 % fast (rate 1.005, under the 1 % drift allowance)",
+          "the drift allowance covers a clock rate error below 1 %", "SFR",
+          outcome={m: "SAFE" for m in "SFR"})
+def f15a(run):
+    f15(run, 1.005)
+
+
+@scenario("F15b", "server clock runs 5 % fast (rate 1.05; Redlock: 2 of 3 masters)",
+          "overlap iff rate - 1 > drift factor: the checker must see it", "SFR",
+          expect={"S": {"MUTEX": "violated"}, "F": {"MUTEX": "violated"},
+                  "R": {"MUTEX": "violated"}},
+          outcome={"S": "EXPECT-VIOL", "F": "beliefs EXPECT-VIOL; RES-SAFE",
+                   "R": "EXPECT-VIOL (2 of 3 fast)"})
+def f15b(run):
+    f15(run, 1.05)
+
+
+@scenario("F16", "server clock stepped forward 3 s (> TTL) while the lock is held",
+          "a step expires the key at once: a second holder overlaps (Redlock: one master "
+          "stepped is safe)", "SFR",
+          expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
+                  "F": {"MUTEX": "violated", "USE_WITHIN_HOLD": "any"}, "R": SAFE},
+          outcome={"S": "EXPECT-VIOL", "F": "beliefs EXPECT-VIOL; RES-SAFE",
+                   "R": "SAFE (holder on all 3, one stepped)"})
+def f16(run):
+    run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30, lock_skew={0: "0 1.0"})
+    run.start_workers()
+    run.sleep_ms(800)
+    t = mono_ns()
+    run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
+    run.lock_servers[0].set_skew(3000)
+    run.wait_workers()
+
+
+@scenario("F18", "server clock stepped back 5 s mid-run",
+          "keys outlive their TTL: no safety issue, liveness degraded", "SFR",
+          expect={m: {"ORPHANS": "any"} for m in "SFR"},
+          outcome={m: "SAFE, LIVE degraded (keys outlive TTL: ORPHANS not asserted)"
+                   for m in "SFR"})
+def f18(run):
+    run.setup(ttl_ms=1000, poll_ms=30, lock_skew={0: "0 1.0"},
+              worker_extra={w: ["--expire-pct", "30"] for w in (1, 2, 3)})
+    run.start_workers()
+    run.sleep_ms(1500)
+    run.lock_servers[0].set_skew(-5000)
+    run.wait_workers()
+    run.min_acquisitions(3)
+
+
+@scenario("F19", "workers' wall clock stepped +1 h, -1 h, +1 ms every 300 ms",
+          "dlock measures leases on the steady clock only: no spurious expiry, no overlap",
+          "SFR", outcome={m: "SAFE, no spurious expiry" for m in "SFR"})
+def f19(run):
+    skew = os.path.join(run.out, "workers.skew")
+    with open(skew, "w") as f:
+        f.write("0 1.0")
+    run.setup(worker_skew=skew)
+    run.start_workers()
+    for i in range(15):
+        run.sleep_ms(300)
+        with open(skew + ".tmp", "w") as f:
+            f.write("%d 1.0" % [3600000, -3600000, 1][i % 3])
+        os.replace(skew + ".tmp", skew)
+        run.nemesis("skew", "workers", [3600000, -3600000, 1][i % 3])
+    run.wait_workers()
+    run.min_acquisitions(10)
+
+
+def fill(srv, count, size, ex=None):
+    """Writes `count` filler keys of `size` bytes into db 1 (pipelined, 200 at a time);
+    returns how many writes the server refused (OOM)."""
+    refused = 0
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
+        rd = RespReader(s)
+        s.sendall(resp_encode(["SELECT", "1"]))
+        rd.read()
+        value = "x" * size
+        for start in range(0, count, 200):
+            n = min(count, start + 200) - start
+            s.sendall(b"".join(resp_encode(["SET", "filler:%d" % i, value] +
+                                           (["EX", str(ex)] if ex else []))
+                               for i in range(start, start + n)))
+            for _ in range(n):
+                if isinstance(rd.read(), RedisReplyError):
+                    refused += 1
+    return refused
+
+
+def info_field(srv, section, field):
+    for line in str(srv.call("INFO", section)).splitlines():
+        if line.startswith(field + ":"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
+@scenario("F29", "eviction: maxmemory 2 MB with volatile-lru, filled while the lock is held",
+          "an evicted lock key lets a second holder in (why dlock requires noeviction)", "SF",
+          expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
+                  "F": {"MUTEX": "violated", "USE_WITHIN_HOLD": "any"}},
+          outcome={"S": "EXPECT-VIOL", "F": "beliefs EXPECT-VIOL, RES-SAFE (the fence "
+                   "counter has no TTL)"})
+def f29(run):
+    run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30,
+              lock_extra=["maxmemory 2mb", "maxmemory-policy volatile-lru"])
+    run.start_workers()
+    run.sleep_ms(800)
+    t = mono_ns()
+    run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
+    srv = run.lock_servers[0]
+    run.nemesis("fill", srv.name, "4000 x 1 KB with EX 600")
+    fill(srv, 4000, 1024, ex=600)
+    evicted = int(info_field(srv, "stats", "evicted_keys") or 0)
+    run.probe("keys were evicted", evicted > 0, "evicted_keys %d" % evicted)
+    run.wait_workers()
+
+
+@scenario("F30", "OOM under noeviction: 3 MB of persistent keys, then maxmemory 1 MB, for 2 s",
+          "acquire fails with out_of_memory, no half acquisition; release still works; "
+          "locking resumes once memory is freed", "SFR", outcome={m: "SAFE" for m in "SFR"})
+def f30(run):
+    run.setup(poll_ms=30)
+    run.start_workers()
+    run.sleep_ms(800)
+    for srv in run.lock_servers:
+        fill(srv, 3000, 1024)
+        srv.call("CONFIG", "SET", "maxmemory", "1mb")
+        run.nemesis("oom", srv.name, "3 MB used, maxmemory 1 MB, noeviction")
+        r = srv.call("SET", "probe", "x")
+        run.probe("%s refuses writes (OOM)" % srv.name, str(r).startswith("OOM"), repr(r))
+    run.sleep_ms(2000)
+    for srv in run.lock_servers:
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
+            rd = RespReader(s)
+            s.sendall(resp_encode(["SELECT", "1"]) + resp_encode(["FLUSHDB"]))
+            rd.read()
+            rd.read()
+        srv.call("CONFIG", "SET", "maxmemory", "0")
+        run.nemesis("flushdb", srv.name, "fillers removed, maxmemory 0")
+    run.wait_workers()
+    oom = sum(1 for w in run.workers for e in w.events()
+              if e.get("f") == "acquire" and "memory" in e.get("err", "").lower())
+    if run.mode != "R":  # Redlock counts an OOM master as a failed vote, not an error
+        run.probe("a worker was told out of memory", oom > 0, "%d acquisitions" % oom)
+    run.min_acquisitions(5)
+
+
+BUSY_SCRIPT = ("local t0 = redis.call('TIME') "
+               "for i = 1, 100000000 do local t = redis.call('TIME') "
+               "if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > 400000 then break end end "
+               "return 1")
+
+
+@scenario("F31", "BUSY: another client runs a 400 ms script (busy-reply-threshold 100) 4 times",
+          "BUSY is unavailability, retried within the wait; dlock never sends SCRIPT KILL",
+          "SFR", outcome={m: "SAFE" for m in "SFR"})
+def f31(run):
+    run.setup(lock_extra=["busy-reply-threshold 100"])
+    run.start_workers()
+    run.sleep_ms(700)
+    for _ in range(4):
+        t = time.monotonic()
+        run.nemesis("busy-script", "lock0", "400 ms")
+        r = run.lock_servers[0].call("EVAL", BUSY_SCRIPT, "0", timeout=5)
+        run.probe("busy script ran", r == 1 and time.monotonic() - t >= 0.35,
+                  "reply %r after %.0f ms" % (r, (time.monotonic() - t) * 1000))
+        run.sleep_ms(600)
+    run.wait_workers()
+    run.min_acquisitions(5)
+    killed = int(str(run.lock_servers[0].call("INFO", "commandstats")).count("cmdstat_script|kill"))
+    run.probe("no SCRIPT KILL sent", killed == 0)
+
+
+@scenario("F32", "script cache loss: SCRIPT FLUSH on every server every 300 ms",
+          "NOSCRIPT falls back to EVAL once, no loop; locking goes on", "SFR",
+          outcome={m: "SAFE" for m in "SFR"}, max_gap_ms=1500)
+def f32(run):
+    run.setup()
+    run.start_workers()
+    servers = run.lock_servers + ([run.resource] if run.resource else [])
+    for _ in range(15):
+        run.sleep_ms(300)
+        for s in servers:
+            s.call("SCRIPT", "FLUSH")
+        run.nemesis("script-flush", "all")
+    run.wait_workers()
+    run.min_acquisitions(10)
+
+
+# ---------------------------------------------------------------------------------------------
+# the randomised tier: a Jepsen-style schedule of faults that keep the model (so SAFE is
+# expected), for a given time and seed.
+
+
+def random_run(run, seconds):
+    run.setup(duration_ms=int(seconds * 1000) + 1000, hold_ms=150, poll_ms=30,
+              persistence="aof" if run.mode != "R" else "none",
+              resource_via_proxy=False)
+    run.start_workers()
+    end = time.monotonic() + seconds
+    rng = run.rng
+    faults = ["drop", "reset", "hold", "blackhole", "delay-down", "stall", "crash", "flush",
+              "restart-aof"] if run.mode != "R" else ["drop", "reset", "hold", "blackhole",
+                                                      "delay-down", "stall", "crash", "flush"]
+    for step in range(100000):
+        if time.monotonic() >= end - 2:
+            break
+        f = rng.choice(faults)
+        w = rng.randint(1, 3)  # a route; a replacement worker inherits its victim's routes
+        srv = rng.randrange(len(run.lock_servers))
+        route = run.route(w, srv)
+        try:
+            if f in ("drop", "reset", "hold"):
+                run.proxy.ctl("rule %s %s %s count 1" % (route, f, run.acquire_rule()))
+                run.sleep_ms(rng.randint(200, 1500))
+                run.proxy.ctl("clear %s" % route)
+            elif f == "blackhole":
+                run.proxy.ctl("rule %s blackhole" % route)
+                run.sleep_ms(rng.randint(200, 2000))
+                run.proxy.ctl("clear %s" % route)
+            elif f == "delay-down":
+                run.proxy.ctl("rule %s delay-down %d" % (route, rng.randint(10, 400)))
+                run.sleep_ms(rng.randint(200, 2000))
+                run.proxy.ctl("clear %s" % route)
+            elif f == "stall":
+                s = run.lock_servers[srv]
+                s.signal(signal.SIGSTOP)
+                run.nemesis("sigstop", s.name)
+                run.sleep_ms(rng.randint(100, 2 * run.ttl_ms))
+                s.signal(signal.SIGCONT)
+                run.nemesis("sigcont", s.name)
+            elif f == "crash":
+                live = [x for x in run.workers if x.proc.poll() is None]
+                if live:
+                    victim = rng.choice(live)
+                    victim.kill9()
+                    run.nemesis("kill-9", "w%d" % victim.id)
+                    # a fresh process takes its place under a new worker id
+                    nid = len(run.workers) + 1
+                    args = list(victim.args[5:])
+                    left = int((end - time.monotonic()) * 1000) + 500
+                    args[args.index("--duration-ms") + 1] = str(max(500, left))
+                    nw = Worker(run, nid, args)
+                    run.workers.append(nw)
+                    nw.start()
+            elif f == "flush":
+                run.lock_servers[srv].call("SCRIPT", "FLUSH")
+                run.nemesis("script-flush", run.lock_servers[srv].name)
+            elif f == "restart-aof":
+                s = run.lock_servers[srv]
+                s.kill9()
+                run.nemesis("kill-9", s.name, "appendfsync always")
+                s.start()
+                run.nemesis("restart", s.name)
+            run.sleep_ms(rng.randint(100, 800))
+        except (HarnessError, OSError) as e:
+            run.nemesis("note", "harness", str(e))
+    run.wait_workers()
+    run.bounded_latency(3000 + 500 + 500 + 2000)
+    run.min_acquisitions(int(seconds))
+
+
+# ---------------------------------------------------------------------------------------------
+# the proxy's own test: every fault against a real redis-server, through raw sockets.
+
+
+def proxy_selftest(env):
+    base = tempfile.mkdtemp(prefix="dlock-fault-proxy-")
+    sc = Scenario("PROXY", "fault proxy self-test", "", "S", None)
+    run = Run(env, sc, "S", 1, base)
+    failures = []
+
+    def expect(name, cond, detail=""):
+        print("%s %s %s" % ("ok  " if cond else "FAIL", name, detail))
+        if not cond:
+            failures.append(name)
+
+    def conn():
+        s = socket.create_connection(("127.0.0.1", run.proxy.ports["p"]), timeout=3)
+        return s, RespReader(s)
+
+    def timed(s, rd, *cmd):
+        t = time.monotonic()
+        s.sendall(resp_encode(cmd))
+        r = rd.read()
+        return r, (time.monotonic() - t) * 1000
+
+    def silent(s, ms):
+        s.settimeout(ms / 1000.0)
+        try:
+            return s.recv(1) is None
+        except socket.timeout:
+            return True
+        except OSError:
+            return False
+        finally:
+            s.settimeout(3)
+
+    def dead(s):
+        try:
+            return s.recv(1) == b""
+        except OSError:
+            return True
+
+    sleeper = None
+    try:
+        srv = Redis(run, "server")
+        srv.start()
+        run.lock_servers.append(srv)
+        run.proxy = Proxy(run, {"p": srv.port})
+        s, rd = conn()
+        r, _ = timed(s, rd, "PING")
+        expect("pass forwards", r == "PONG", repr(r))
+        run.proxy.ctl("rule p delay-req 300 cmd PING count 1")
+        r, ms = timed(s, rd, "PING")
+        expect("delay-req delays the matched request", r == "PONG" and ms >= 290, "%.0f ms" % ms)
+        r, ms = timed(s, rd, "PING")
+        expect("count 1 triggers once", r == "PONG" and ms < 200, "%.0f ms" % ms)
+        run.proxy.ctl("rule p delay-down 200")
+        r, ms = timed(s, rd, "PING")
+        expect("delay-down delays replies", r == "PONG" and ms >= 190, "%.0f ms" % ms)
+        run.proxy.ctl("rule p hold cmd SET arg no-such-key")
+        r, ms = timed(s, rd, "SET", "k0", "v")
+        expect("arg must match", r == "OK" and ms < 200, "%.0f ms" % ms)
+        run.proxy.ctl("rule p hold cmd SET count 1")
+        s.sendall(resp_encode(["SET", "k1", "v"]))
+        expect("hold holds the reply", silent(s, 300))
+        expect("held request was applied", srv.call("GET", "k1") == "v")
+        run.proxy.ctl("release p")
+        expect("release lets it go", rd.read() == "OK")
+        run.proxy.ctl("rule p drop cmd SET count 1")
+        s.sendall(resp_encode(["SET", "k2", "v"]))
+        expect("drop discards the reply", silent(s, 300))
+        expect("dropped request was applied", srv.call("GET", "k2") == "v")
+        run.proxy.ctl("clear p")
+        expect("clear resets a connection that lost bytes", dead(s))
+        s, rd = conn()
+        run.proxy.ctl("rule p reset cmd SET count 1")
+        s.sendall(resp_encode(["SET", "k3", "v"]))
+        expect("reset after the request", dead(s))
+        time.sleep(0.05)
+        expect("reset request was applied", srv.call("GET", "k3") == "v")
+        run.proxy.ctl("rule p blackhole")
+        s, rd = conn()
+        s.sendall(resp_encode(["SET", "k4", "v"]))
+        expect("blackhole answers nothing", silent(s, 300))
+        expect("blackhole forwards nothing", srv.call("GET", "k4") is None)
+        run.proxy.ctl("clear p")
+        expect("clear ends blackholed connections", dead(s))
+        s, rd = conn()
+        srv.call("SET", "big", "x" * 50)
+        run.proxy.ctl("rule p drip 40")
+        r, ms = timed(s, rd, "GET", "big")
+        expect("drip trickles replies", r == "x" * 50 and ms >= 900, "%.0f ms" % ms)
+        run.proxy.ctl("clear p")
+        sleeper = subprocess.Popen(["sleep", "30"])
+        run.proxy.ctl("rule p stop %d cmd PING count 1" % sleeper.pid)
+        r, _ = timed(s, rd, "PING")
+        time.sleep(0.1)
+        expect("stop forwards and stops the process", r == "PONG" and run.stopped(sleeper.pid))
+        expect("stats counts triggers", run.proxy.triggered("p") == 1)
+        s.close()
+    except (HarnessError, OSError) as e:
+        expect("harness", False, "%s: %s" % (type(e).__name__, e))
+    finally:
+        if sleeper:
+            sleeper.kill()
+            sleeper.wait()
+        run.close()
+    if failures:
+        print("proxy self-test: %d FAILED; artifacts in %s" % (len(failures), base))
+        return 1
+    shutil.rmtree(base, ignore_errors=True)
+    print("proxy self-test: all passed")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# driver
+
+
+class Env:
+    def __init__(self, a):
+        self.worker, self.proxy, self.check, self.skew = a.worker, a.proxy, a.check, a.skew
+        self.redis_server = a.redis_server or shutil.which("redis-server") or "redis-server"
+
+
+def run_one(env, sc, mode, seed, results, keep, body=None):
+    base = tempfile.mkdtemp(prefix="dlock-fault-%s-%s-" % (sc.id, mode))
+    run = Run(env, sc, mode, seed, base)
+    start = time.monotonic()
+    expect = dict(sc.expect.get(mode, {})) if sc.expect else {}
+    verdict, out, measured, error = "NOT as expected", "", {}, None
+    try:
+        (body or sc.body)(run)
+        code, out, measured = run.check(expect, sc.max_gap_ms)
+        ok = code == 0 and all(p["passed"] for p in run.probes)
+        verdict = "as expected" if ok else "NOT as expected"
+    except (HarnessError, OSError, subprocess.SubprocessError, ValueError, KeyError) as e:
+        error = "%s: %s" % (type(e).__name__, e)
+        ok = False
+    finally:
+        run.close()
+    duration = time.monotonic() - start
+    res = {
+        "id": sc.id, "mode": mode, "title": sc.title, "checks": sc.checks,
+        "expected": sc.outcome.get(mode, ""),
+        "expect": {c: expect.get(c, "ok") for c in CHECKS},
+        "measured": measured, "probes": run.probes, "verdict": verdict, "error": error,
+        "seed": seed, "duration_s": round(duration, 1), "max_gap_ms": sc.max_gap_ms,
+        "artifacts": base, "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "report": out,
+    }
+    print(out)
+    for p in run.probes:
+        print("PROBE %s: %s %s" % ("ok" if p["passed"] else "FAILED", p["name"], p["detail"]))
+    if error:
+        print("HARNESS ERROR: %s" % error)
+    print("%s %s seed=%d duration=%.1fs: %s" % (sc.id, mode, seed, duration, verdict))
+    if results:
+        os.makedirs(results, exist_ok=True)
+        with open(os.path.join(results, "%s-%s.json" % (sc.id, mode)), "w") as f:
+            json.dump(res, f, indent=1)
+    if ok and not keep:
+        shutil.rmtree(base, ignore_errors=True)
+    else:
+        print("artifacts kept in %s" % base)
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--worker", default="dlock_fault_worker")
+    ap.add_argument("--proxy", default="dlock_fault_proxy")
+    ap.add_argument("--check", default="dlock_check")
+    ap.add_argument("--redis-server")
+    ap.add_argument("--skew", default="libdlock_skew.so", help="the LD_PRELOAD clock shim")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("list")
+    r = sub.add_parser("run")
+    r.add_argument("id")
+    r.add_argument("mode", choices=["S", "F", "R"])
+    r.add_argument("--seed", type=int, default=1)
+    r.add_argument("--results")
+    r.add_argument("--keep", action="store_true")
+    rr = sub.add_parser("random")
+    rr.add_argument("--seconds", type=float, default=180)
+    rr.add_argument("--seed", type=int, required=True)
+    rr.add_argument("--mode", choices=["S", "F", "R"], default="F")
+    rr.add_argument("--results")
+    rr.add_argument("--keep", action="store_true")
+    sub.add_parser("proxy-selftest")
+    d = sub.add_parser("safety-doc")
+    d.add_argument("results")
+    d.add_argument("random_results", nargs="?")
+    a = ap.parse_args()
+    if a.cmd == "list":
+        for sc in SCENARIOS.values():
+            print("%-5s %-4s %s" % (sc.id, sc.modes, sc.title))
+        return 0
+    if a.cmd == "safety-doc":
+        import safety_doc
+        sys.stdout.write(safety_doc.render(a.results, SCENARIOS, a.random_results))
+        return 0
+    env = Env(a)
+    if not shutil.which(env.redis_server):
+        print("redis-server not found: skipped", file=sys.stderr)
+        return 77  # ctest SKIP_RETURN_CODE, as the integration tests skip without servers
+    if a.cmd == "proxy-selftest":
+        return proxy_selftest(env)
+    if a.cmd == "run":
+        sc = SCENARIOS.get(a.id)
+        if not sc or a.mode not in sc.modes:
+            print("unknown scenario/mode %s %s (see list)" % (a.id, a.mode), file=sys.stderr)
+            return 64
+        return 0 if run_one(env, sc, a.mode, a.seed, a.results, a.keep) else 1
+    if a.cmd == "random":
+        sc = Scenario("RND", "randomised nemesis schedule (%.0f s)" % a.seconds,
+                      "SAFE under faults that keep the model", a.mode, None,
+                      outcome={a.mode: "SAFE"}, timeout=int(a.seconds) + 120)
+        return 0 if run_one(env, sc, a.mode, a.seed, a.results, a.keep,
+                            body=lambda run: random_run(run, a.seconds)) else 1
+    return 64
+
+
+if __name__ == "__main__":
+    sys.exit(main())

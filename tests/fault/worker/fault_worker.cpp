@@ -1,0 +1,452 @@
+// dlock_fault_worker: the workload of the fault suite (reliability.md §7.2 W2/W3). It takes a lock
+// through dlock's public API, does a read-modify-write on a resource under it, and logs every
+// step as the checker's JSON Lines (§8.1) with CLOCK_MONOTONIC stamps (steady_clock):
+//   acquire invoke/ok/fail/info (ok: token_h, fence, deadline = valid_until, ttl_ms, t_start)
+//   use     invoke/ok/fail/info (the read-modify-write; ok = the write was accepted)
+//   release invoke/ok/fail/info
+// Modes: S (single master, simple lock), F (single master, reentrant lock with its fencing token,
+// resource written through dlock::fenced_set), R (dlock::redlock over the --masters).
+// Resources: none; counter (GET, sleep, SET on a Redis "resource" server); fenced (open =
+// fenced_set of an open marker sharing the fence key, so that the resource ratchets on open as
+// well as on write, then GET, sleep, fenced_set of the value); file (an append-only file: read
+// the last line, sleep, append). Every value written is "after|before|w|op|fence" (the file's
+// lines the same with spaces) so that the orchestrator can rebuild the resource log in the
+// server's order from its append-only file.
+// Bounded: at most --ops operations and --duration-ms; every call has a wait and a timeout.
+
+#include "checker/checker.hpp"
+#include "checker/history.hpp"
+
+#include <dlock/client.hpp>
+#include <dlock/config.hpp>
+#include <dlock/error.hpp>
+#include <dlock/fencing.hpp>
+#include <dlock/lease.hpp>
+#include <dlock/redlock.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fcntl.h>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+using ms = std::chrono::milliseconds;
+using dlock::fault::jsonl_writer;
+
+std::int64_t ns_of(clock_type::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+std::int64_t now_ns() {
+    return ns_of(clock_type::now());
+}
+
+struct config {
+    std::int64_t id = 1;
+    std::string mode = "S";
+    std::string lock = "L";
+    std::string url;
+    std::vector<std::string> masters;
+    std::string resource = "none";
+    std::string resource_url;
+    std::string file;
+    std::int64_t ttl_ms = 1000;
+    std::int64_t wait_ms = 3000;
+    std::int64_t poll_ms = 0;
+    std::int64_t command_timeout_ms = 1000;
+    std::int64_t node_timeout_ms = 50;
+    std::int64_t hold_ms = 100;
+    std::int64_t ops = 1000;
+    std::int64_t duration_ms = 10000;
+    std::int64_t seed = 1;
+    std::int64_t expire_pct = 0;
+    std::int64_t think_ms = 0;
+    bool careless = false;
+    std::string log;
+};
+
+class event_log {
+public:
+    explicit event_log(const std::string& path)
+        : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) {}
+    ~event_log() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    event_log(const event_log&) = delete;
+    event_log& operator=(const event_log&) = delete;
+    bool ok() const { return fd_ >= 0; }
+    /// One write(2) per line: a SIGKILL never leaves half a line, and nothing is buffered.
+    void put(jsonl_writer& w) {
+        std::string line = w.line();
+        (void)!::write(fd_, line.data(), line.size());
+    }
+
+private:
+    int fd_;
+};
+
+struct resource_keys {
+    std::string value, open, fence;
+};
+
+/// "after|before|w|op|fence" -> after; empty or nil -> 0.
+std::int64_t value_after(const std::string& v) {
+    if (v.empty()) return 0;
+    try {
+        return std::stoll(v.substr(0, v.find_first_of("| ")));
+    } catch (const std::exception&) {
+        return -1;
+    }
+}
+
+class worker {
+public:
+    explicit worker(config c)
+        : c_(std::move(c))
+        , log_(c_.log)
+        , rng_(static_cast<std::uint64_t>(c_.seed) * 1000003u + static_cast<std::uint64_t>(c_.id))
+        , keys_{"res:{" + c_.lock + "}:value", "res:{" + c_.lock + "}:open",
+                "res:{" + c_.lock + "}:fence"} {}
+
+    int run() {
+        if (!log_.ok()) {
+            std::cerr << "dlock_fault_worker: cannot open log " << c_.log << "\n";
+            return 64;
+        }
+        try {
+            if (c_.mode == "R") {
+                dlock::redlock_options ro;
+                ro.node_timeout = ms(c_.node_timeout_ms);
+                ro.retry_delay = ms(c_.poll_ms > 0 ? c_.poll_ms : 50);
+                ro.retry_jitter = ms(c_.poll_ms > 0 ? c_.poll_ms : 50);
+                for (const auto& u : c_.masters)
+                    ro.masters.push_back(options(u));
+                redlock_ = std::make_unique<dlock::redlock>(std::move(ro));
+            } else {
+                lock_client_ = std::make_unique<dlock::client>(options(c_.url));
+            }
+            if (c_.resource == "counter" || c_.resource == "fenced")
+                res_client_ = std::make_unique<dlock::client>(options(c_.resource_url));
+        } catch (const dlock::error& e) {
+            std::cerr << "dlock_fault_worker: " << e.what() << "\n";
+            return 64;
+        }
+        auto end = clock_type::now() + ms(c_.duration_ms);
+        for (std::int64_t i = 0; i < c_.ops && clock_type::now() < end; ++i)
+            one_round(end);
+        return 0;
+    }
+
+private:
+    dlock::client_options options(const std::string& url) const {
+        auto o = dlock::parse_url(url);
+        o.command_timeout = ms(c_.command_timeout_ms);
+        o.connect_timeout = ms(c_.command_timeout_ms);
+        o.reconnect_max = 200ms;
+        o.client_name = "dlock-fault-w" + std::to_string(c_.id);
+        return o;
+    }
+
+    jsonl_writer ev(std::int64_t op, const char* f, const char* type) {
+        jsonl_writer w;
+        w.field("w", c_.id)
+            .field("op", op)
+            .field("lock", c_.lock)
+            .field("f", f)
+            .field("type", type);
+        return w;
+    }
+
+    void put(jsonl_writer& w, std::int64_t t) {
+        w.field("t", t);
+        log_.put(w);
+    }
+
+    void one_round(clock_type::time_point end) {
+        std::int64_t op = ++op_;
+        auto left = std::chrono::duration_cast<ms>(end - clock_type::now());
+        dlock::acquire_options ao;
+        ao.wait = std::max(ms(0), std::min(ms(c_.wait_ms), left));
+        ao.lease = ms(c_.ttl_ms);
+        ao.kind = c_.mode == "F" ? dlock::lock_kind::reentrant : dlock::lock_kind::simple;
+        if (c_.poll_ms > 0)
+            ao.retry = dlock::retry_policy{
+                static_cast<unsigned>(std::max<std::int64_t>(1, c_.wait_ms / c_.poll_ms + 1)),
+                ms(c_.poll_ms), ms(c_.poll_ms / 2)};
+        {
+            auto w = ev(op, "acquire", "invoke");
+            put(w, now_ns());
+        }
+        std::error_code ec;
+        dlock::lease l =
+            redlock_ ? redlock_->acquire(c_.lock, ao, ec) : lock_client_->acquire(c_.lock, ao, ec);
+        std::int64_t t_done = now_ns();
+        if (!l) {
+            bool definite = !ec || ec == dlock::errc::unavailable ||
+                            ec == dlock::errc::out_of_memory || ec == dlock::errc::server_busy;
+            auto w = ev(op, "acquire", definite ? "fail" : "info");
+            if (ec) w.field("err", ec.message());
+            put(w, t_done);
+            // A server that is down fails every call at once: do not spin.
+            std::this_thread::sleep_for(20ms);
+            return;
+        }
+        std::string token_h = std::to_string(c_.id) + "-" + std::to_string(op);
+        std::int64_t deadline = ns_of(l.valid_until());
+        std::optional<std::int64_t> fence;
+        if (auto t = l.token()) fence = static_cast<std::int64_t>(*t);
+        {
+            auto w = ev(op, "acquire", "ok");
+            w.field("token_h", token_h);
+            if (fence) w.field("fence", *fence);
+            // t_start is not public: derived from valid_until = t_start + TTL - drift, so that
+            // the checker's DEADLINE check verifies t_inv <= t_start and t_ok < deadline.
+            w.field("deadline", deadline)
+                .field("ttl_ms", c_.ttl_ms)
+                .field("t_start",
+                       deadline - c_.ttl_ms * 1'000'000 + dlock::fault::drift_ns(c_.ttl_ms));
+            put(w, t_done);
+        }
+        // A careful holder looks at its lease before it starts (an acquisition can return
+        // after its validity, F03/F04); only the write of a --careless one is unchecked.
+        if (clock_type::now() < l.valid_until()) use(++op_, l, token_h, fence);
+        std::uniform_int_distribution<std::int64_t> pct(0, 99);
+        if (pct(rng_) < c_.expire_pct) {
+            // Let it expire: keep the handle (no release) until its validity has passed.
+            std::this_thread::sleep_until(l.valid_until() + 1ms);
+            return;
+        }
+        std::int64_t rop = ++op_;
+        {
+            auto w = ev(rop, "release", "invoke");
+            put(w, now_ns());
+        }
+        l.release(ec);
+        std::int64_t t_rel = now_ns();
+        auto w = ev(rop, "release", !ec ? "ok" : ec == dlock::errc::not_owner ? "fail" : "info");
+        if (!ec) w.field("deleted", std::int64_t{1});
+        if (ec == dlock::errc::not_owner) w.field("deleted", std::int64_t{0});
+        if (ec) w.field("err", ec.message());
+        put(w, t_rel);
+        // Think time, so that a Redlock poller (no wake-up message) gets its turn.
+        std::uniform_int_distribution<std::int64_t> think(0, c_.think_ms);
+        std::this_thread::sleep_for(ms(think(rng_)));
+    }
+
+    void sleep_in_section() {
+        std::uniform_int_distribution<std::int64_t> d(c_.hold_ms / 2, c_.hold_ms);
+        std::this_thread::sleep_for(ms(d(rng_)));
+    }
+
+    void use(std::int64_t op, const dlock::lease& l, const std::string& token_h,
+             std::optional<std::int64_t> fence) {
+        auto event = [&](const char* type) {
+            auto w = ev(op, "use", type);
+            w.field("token_h", token_h);
+            if (fence) w.field("fence", *fence);
+            return w;
+        };
+        {
+            auto w = event("invoke");
+            put(w, now_ns());
+        }
+        auto finish = [&](const char* type, const std::string& detail, const std::string& value) {
+            std::int64_t t = now_ns();
+            auto w = event(type);
+            if (!value.empty()) w.field("value", value);
+            if (!detail.empty()) w.field("err", detail);
+            put(w, t);
+        };
+        if (c_.resource == "none") {
+            sleep_in_section();
+            return finish("ok", "", "");
+        }
+        if (c_.resource == "fenced" && !fence)
+            return finish("fail", "mode " + c_.mode + " gives no fencing token", "");
+        auto fence_u = static_cast<std::uint64_t>(fence.value_or(0));
+        auto stamp = [&](std::int64_t before, char sep) {
+            std::ostringstream o;
+            o << before + 1 << sep << before << sep << c_.id << sep << op << sep
+              << fence.value_or(0);
+            return o.str();
+        };
+        std::error_code ec;
+        if (c_.resource == "fenced") {
+            std::ostringstream mark;
+            mark << "open|" << c_.id << "|" << op << "|" << fence_u;
+            bool opened =
+                dlock::fenced_set(*res_client_, keys_.open, keys_.fence, fence_u, mark.str(), ec);
+            if (ec) return finish("info", "open: " + ec.message(), "");
+            if (!opened) return finish("fail", "open rejected: stale fence", "");
+        }
+        std::int64_t before = 0;
+        if (c_.resource == "file") {
+            before = last_file_value();
+            if (before < 0) return finish("fail", "cannot read " + c_.file, "");
+        } else {
+            std::string_view get[] = {"GET", keys_.value};
+            auto v = res_client_->command(get, ec);
+            if (ec) return finish("fail", "read: " + ec.message(), "");
+            if (v.is_error()) return finish("fail", "read: " + v.str, "");
+            before = value_after(v.is_null() ? std::string() : v.str);
+            if (before < 0) return finish("fail", "unparsable value " + v.str, "");
+        }
+        sleep_in_section();
+        if (!c_.careless && clock_type::now() >= l.valid_until())
+            return finish("fail", "deadline passed before the write (not written)", "");
+        if (c_.resource == "file") {
+            std::string line = stamp(before, ' ') + "\n";
+            int fd = ::open(c_.file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+            if (fd < 0) return finish("fail", "cannot open " + c_.file, "");
+            auto n = ::write(fd, line.data(), line.size());
+            ::close(fd);
+            if (n != static_cast<ssize_t>(line.size())) return finish("info", "short write", "");
+            return finish("ok", "", line.substr(0, line.size() - 1));
+        }
+        std::string value = stamp(before, '|');
+        if (c_.resource == "fenced") {
+            bool written =
+                dlock::fenced_set(*res_client_, keys_.value, keys_.fence, fence_u, value, ec);
+            if (ec) return finish("info", "write: " + ec.message(), value);
+            return written ? finish("ok", "", value)
+                           : finish("fail", "write rejected: stale fence", value);
+        }
+        std::string_view set[] = {"SET", keys_.value, value};
+        auto r = res_client_->command(set, ec);
+        if (ec) return finish("info", "write: " + ec.message(), value);
+        if (!r.is_ok()) return finish("fail", "write: " + r.str, value);
+        finish("ok", "", value);
+    }
+
+    /// The first field of the file's last line; 0 for an empty or missing file; -1 on error.
+    std::int64_t last_file_value() const {
+        int fd = ::open(c_.file.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return 0;
+        std::string text;
+        char buf[4096];
+        for (int i = 0; i < 4096; ++i) { // at most 16 MiB
+            auto n = ::read(fd, buf, sizeof buf);
+            if (n <= 0) break;
+            text.append(buf, static_cast<std::size_t>(n));
+        }
+        ::close(fd);
+        while (!text.empty() && text.back() == '\n')
+            text.pop_back();
+        auto nl = text.rfind('\n');
+        return value_after(nl == std::string::npos ? text : text.substr(nl + 1));
+    }
+
+    config c_;
+    event_log log_;
+    std::mt19937_64 rng_;
+    resource_keys keys_;
+    std::int64_t op_ = 0;
+    std::unique_ptr<dlock::client> lock_client_;
+    std::unique_ptr<dlock::redlock> redlock_;
+    std::unique_ptr<dlock::client> res_client_;
+};
+
+int usage(const std::string& why) {
+    std::cerr << "dlock_fault_worker: " << why << "\n"
+              << "usage: dlock_fault_worker --log FILE --mode S|F|R (--url URL | --masters U,U,U)\n"
+                 "  [--id N] [--lock NAME] [--resource none|counter|fenced|file]\n"
+                 "  [--resource-url URL] [--file PATH] [--ttl-ms N] [--wait-ms N] [--poll-ms N]\n"
+                 "  [--command-timeout-ms N] [--node-timeout-ms N] [--hold-ms N] [--ops N]\n"
+                 "  [--duration-ms N] [--seed N] [--expire-pct N] [--think-ms N] [--careless]\n";
+    return 64;
+}
+
+struct number_option {
+    const char* name;
+    std::int64_t config::*field;
+    std::int64_t min;
+    std::int64_t max;
+};
+constexpr std::int64_t any = std::numeric_limits<std::int64_t>::max();
+constexpr number_option number_options[] = {
+    {"--id", &config::id, 0, any},
+    {"--ttl-ms", &config::ttl_ms, 1, any},
+    {"--wait-ms", &config::wait_ms, 0, any},
+    {"--poll-ms", &config::poll_ms, 0, any},
+    {"--command-timeout-ms", &config::command_timeout_ms, 1, any},
+    {"--node-timeout-ms", &config::node_timeout_ms, 1, any},
+    {"--hold-ms", &config::hold_ms, 0, any},
+    {"--ops", &config::ops, 0, any},
+    {"--duration-ms", &config::duration_ms, 0, any},
+    {"--seed", &config::seed, 0, any},
+    {"--think-ms", &config::think_ms, 0, any},
+    {"--expire-pct", &config::expire_pct, 0, 100},
+};
+constexpr std::pair<const char*, std::string config::*> string_options[] = {
+    {"--mode", &config::mode},
+    {"--lock", &config::lock},
+    {"--url", &config::url},
+    {"--resource", &config::resource},
+    {"--resource-url", &config::resource_url},
+    {"--file", &config::file},
+    {"--log", &config::log},
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+    config c;
+    std::vector<std::string> args(argv + 1, argv + argc);
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--careless") {
+            c.careless = true;
+            continue;
+        }
+        if (i + 1 >= args.size()) return usage("option " + a + " needs a value");
+        const std::string& v = args[++i];
+        if (a == "--masters") {
+            std::istringstream in(v);
+            for (std::string u; std::getline(in, u, ',');)
+                c.masters.push_back(u);
+            continue;
+        }
+        bool known = false;
+        for (const auto& [name, field] : string_options)
+            if (a == name) {
+                c.*field = v;
+                known = true;
+            }
+        for (const auto& o : number_options) {
+            if (a != o.name) continue;
+            known = true;
+            try {
+                c.*o.field = std::stoll(v);
+            } catch (const std::exception&) {
+                return usage("bad number for " + a + ": \"" + v + "\"");
+            }
+            if (c.*o.field < o.min || c.*o.field > o.max)
+                return usage("bad value for " + a + ": \"" + v + "\"");
+        }
+        if (!known) return usage("unknown option " + a);
+    }
+    if (c.log.empty()) return usage("--log is required");
+    if (c.mode != "S" && c.mode != "F" && c.mode != "R") return usage("--mode must be S, F or R");
+    if (c.mode == "R" ? c.masters.empty() : c.url.empty())
+        return usage(c.mode == "R" ? "mode R needs --masters" : "--url is required");
+    if (c.resource != "none" && c.resource != "counter" && c.resource != "fenced" &&
+        c.resource != "file")
+        return usage("unknown --resource " + c.resource);
+    if ((c.resource == "counter" || c.resource == "fenced") && c.resource_url.empty())
+        return usage("--resource " + c.resource + " needs --resource-url");
+    if (c.resource == "file" && c.file.empty()) return usage("--resource file needs --file");
+    return worker(std::move(c)).run();
+}
