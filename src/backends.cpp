@@ -20,7 +20,7 @@ std::shared_ptr<lock_backend> make_backend(std::string_view url, std::error_code
     const auto end = url.find("://");
     if (end == std::string_view::npos) return nullptr; // parse_url() names the problem
     const auto scheme = url.substr(0, end);
-    if (scheme == "zk") {
+    if (scheme == "zk" || scheme == "zks") { // zks: TLS, which the ZooKeeper factory refuses
 #if defined(DLOCK_WITH_ZOOKEEPER) && DLOCK_WITH_ZOOKEEPER
         return make_zookeeper_backend(url, ec, why);
 #else
