@@ -532,26 +532,4 @@ void list_advisory(const std::shared_ptr<engine>& e, std::string pattern,
     });
 }
 
-bool glob_match(std::string_view p, std::string_view t) noexcept {
-    if (p.empty()) return true;
-    std::size_t pi = 0, ti = 0, star = std::string_view::npos, mark = 0;
-    while (ti < t.size()) {
-        if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) {
-            ++pi;
-            ++ti;
-        } else if (pi < p.size() && p[pi] == '*') {
-            star = pi++;
-            mark = ti;
-        } else if (star != std::string_view::npos) {
-            pi = star + 1;
-            ti = ++mark;
-        } else {
-            return false;
-        }
-    }
-    while (pi < p.size() && p[pi] == '*')
-        ++pi;
-    return pi == p.size();
-}
-
 } // namespace dlock::detail::pg

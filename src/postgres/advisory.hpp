@@ -23,6 +23,7 @@
 // the lock was not ours (lost); a session that died during the release freed the lock too.
 #pragma once
 
+#include "core/glob.hpp"
 #include "postgres/advisory_key.hpp"
 #include "postgres/engine.hpp"
 
@@ -61,7 +62,7 @@ void force_unlock_advisory(const std::shared_ptr<engine>& e, std::string name,
 void list_advisory(const std::shared_ptr<engine>& e, std::string pattern,
                    std::function<void(std::error_code, std::vector<lock_status>)> done);
 
-/// Glob match: `*` any run, `?` one byte; empty pattern matches everything.
-bool glob_match(std::string_view pattern, std::string_view text) noexcept;
+/// Glob match: `*` any run, `?` one byte; empty pattern matches everything (core/glob.hpp).
+using detail::glob_match;
 
 } // namespace dlock::detail::pg

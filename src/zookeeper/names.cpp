@@ -127,31 +127,6 @@ std::optional<std::string> find_protected(const std::vector<std::string>& childr
     return std::nullopt;
 }
 
-bool glob_match(std::string_view p, std::string_view t) noexcept {
-    if (p.empty()) return true; // no pattern: everything
-    std::size_t pi = 0;
-    std::size_t ti = 0;
-    std::size_t star = std::string_view::npos;
-    std::size_t mark = 0;
-    while (ti < t.size()) {
-        if (pi < p.size() && (p[pi] == '?' || p[pi] == t[ti])) {
-            ++pi;
-            ++ti;
-        } else if (pi < p.size() && p[pi] == '*') {
-            star = pi++;
-            mark = ti;
-        } else if (star != std::string_view::npos) {
-            pi = star + 1;
-            ti = ++mark;
-        } else {
-            return false;
-        }
-    }
-    while (pi < p.size() && p[pi] == '*')
-        ++pi;
-    return pi == p.size();
-}
-
 std::string session_hex(std::int64_t session) {
     std::array<char, 24> buf{};
     std::snprintf(buf.data(), buf.size(), "0x%016llx", static_cast<unsigned long long>(session));

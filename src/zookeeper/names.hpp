@@ -21,6 +21,8 @@
 // Curator as here. It is never used as a fencing token (the token is the node's czxid).
 #pragma once
 
+#include "core/glob.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -85,8 +87,8 @@ decision decide(const std::vector<contender>& sorted, std::string_view own);
 std::optional<std::string> find_protected(const std::vector<std::string>& children,
                                           std::string_view prefix);
 
-/// Glob match with * and ? (dlock list patterns); empty pattern matches everything.
-bool glob_match(std::string_view pattern, std::string_view text) noexcept;
+/// Glob match with * and ? (dlock list patterns): core/glob.hpp.
+using detail::glob_match;
 
 /// "0x" + 16 lowercase hex digits of a session id.
 std::string session_hex(std::int64_t session);
