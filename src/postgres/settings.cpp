@@ -1,5 +1,7 @@
 #include "postgres/settings.hpp"
 
+#include "core/percent.hpp"
+
 #include <dlock/error.hpp>
 
 #include <charconv>
@@ -9,28 +11,7 @@
 namespace dlock::detail::pg {
 namespace {
 
-int hex_digit(char c) noexcept {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-bool percent_decode(std::string_view in, std::string& out) {
-    out.clear();
-    for (std::size_t i = 0; i < in.size(); ++i) {
-        if (in[i] != '%') {
-            out.push_back(in[i]);
-            continue;
-        }
-        if (i + 2 >= in.size()) return false;
-        const int hi = hex_digit(in[i + 1]), lo = hex_digit(in[i + 2]);
-        if (hi < 0 || lo < 0) return false;
-        out.push_back(static_cast<char>(hi * 16 + lo));
-        i += 2;
-    }
-    return true;
-}
+using detail::percent_decode;
 
 template <class T>
 bool parse_number(std::string_view s, T& out) noexcept {
