@@ -14,8 +14,10 @@ enum class lock_kind {
     read,      ///< shared side of a Redisson RReadWriteLock-compatible lock (no fencing token)
     write,     ///< exclusive side of the same lock, fencing token; see dlock/rw_mutex.hpp
     // Kinds of other backends (Redis answers them with errc::unsupported):
-    shedlock, ///< PostgreSQL: a row of ShedLock's `shedlock` table (database time, no token)
-    lease,    ///< PostgreSQL: a row of dlock's `dlock_lease` table (token, NOTIFY wake-up)
+    shedlock,  ///< PostgreSQL: a row of ShedLock's `shedlock` table (database time, no token)
+    lease,     ///< PostgreSQL: a row of dlock's `dlock_lease` table (token, NOTIFY wake-up)
+    versioned, ///< PostgreSQL: a version-column lease row (cirello.io/pglock's table), no clock
+    semaphore, ///< ZooKeeper: Curator InterProcessSemaphoreV2, acquire_options::permits leases
 };
 
 /// A fixed lease: the lock expires after it and is not renewed (the watchdog is not used).
@@ -52,6 +54,9 @@ struct acquire_options {
     /// nullopt (default): wait for the unlock message. Set: poll as the policy says, still
     /// bounded by `wait`. Errors: attempts == 0 or negative durations are invalid_argument.
     std::optional<retry_policy> retry{};
+    /// lock_kind::semaphore only: how many holders the semaphore admits at once (>= 1). Every
+    /// client of one semaphore must pass the same number, as with Curator.
+    unsigned permits = 1;
 };
 
 } // namespace dlock

@@ -361,6 +361,8 @@ bool advisory_kind(lock_kind kind) noexcept {
         return true;
     case lock_kind::shedlock:
     case lock_kind::lease:
+    case lock_kind::versioned:
+    case lock_kind::semaphore:
         return false;
     }
     return false;

@@ -51,8 +51,10 @@ std::string kind_name(lock_kind k) {
         return "read";
     case lock_kind::write:
         return "write";
-    case lock_kind::shedlock: // PostgreSQL kinds: not in these Redis tables
+    case lock_kind::shedlock: // other backends' kinds: not in these Redis tables
     case lock_kind::lease:
+    case lock_kind::versioned:
+    case lock_kind::semaphore:
         break;
     }
     return "kind" + std::to_string(static_cast<int>(k));

@@ -95,8 +95,10 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     exec->add_option("--wait", wait, "Give up after this long (0: one try; default: forever)");
     exec->add_option("--lease", lease, "Fixed lease, not renewed (default: the watchdog renews)");
     exec->add_option("--watchdog", watchdog, "Lease the watchdog renews every third of (30s)");
-    exec->add_option("--kind", ex.kind,
-                     "lock (reentrant, default) | simple | fair | read | write | shedlock | lease")
+    exec->add_option(
+            "--kind", ex.kind,
+            "lock (reentrant, default) | simple | fair | read | write | shedlock | lease | "
+            "versioned | semaphore")
         ->check(CLI::IsMember(kind_choices()));
     exec->add_option("--kill-after", kill_after, "On loss: SIGKILL this long after SIGTERM (5s)");
     exec->add_option("name", ex.name, "Lock name")->required();

@@ -16,10 +16,11 @@ struct named_kind {
     lock_kind kind;
 };
 constexpr named_kind kind_names[] = {
-    {"lock", lock_kind::reentrant}, {"simple", lock_kind::simple},
-    {"fair", lock_kind::fair},      {"read", lock_kind::read},
-    {"write", lock_kind::write},    {"shedlock", lock_kind::shedlock},
-    {"lease", lock_kind::lease}};
+    {"lock", lock_kind::reentrant},     {"simple", lock_kind::simple},
+    {"fair", lock_kind::fair},          {"read", lock_kind::read},
+    {"write", lock_kind::write},        {"shedlock", lock_kind::shedlock},
+    {"lease", lock_kind::lease},        {"versioned", lock_kind::versioned},
+    {"semaphore", lock_kind::semaphore}};
 } // namespace
 
 std::vector<std::string> kind_choices() {
