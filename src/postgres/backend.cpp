@@ -23,9 +23,7 @@ void start_acquire(const std::shared_ptr<engine>& e, std::string name, const acq
 class pg_backend final : public lock_backend {
 public:
     explicit pg_backend(settings s)
-        : engine_(std::make_shared<engine>(std::move(s))) {
-        engine_->start();
-    }
+        : engine_(engine::create(std::move(s))) {}
     ~pg_backend() override { engine_->shutdown(); }
 
     std::string_view backend_name() const noexcept override { return "postgresql"; }

@@ -11,6 +11,21 @@ engine::engine(settings s)
     , id_(random_uuid())
     , work_(io_.get_executor()) {}
 
+std::shared_ptr<engine> engine::create(settings s) {
+    std::shared_ptr<engine> e(new engine(std::move(s)), [](engine* p) {
+        if (!p->on_io_thread()) {
+            delete p; // joins the I/O thread
+            return;
+        }
+        // The last reference went in a handler on the I/O thread: the loop drains once the
+        // shutdown has closed everything, and the thread deletes the engine after run().
+        p->dispose_after_run_.store(true, std::memory_order_release);
+        p->begin_shutdown();
+    });
+    e->start();
+    return e;
+}
+
 engine::~engine() {
     shutdown();
 }
@@ -19,6 +34,11 @@ void engine::start() {
     thread_ = std::thread([this] {
         thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
         io_.run();
+        if (dispose_after_run_.load(std::memory_order_acquire)) {
+            // Nobody else references the engine (its deleter ran): the thread is its own.
+            thread_.detach();
+            delete this;
+        }
     });
 }
 
@@ -34,6 +54,18 @@ bool engine::post(std::function<void()> fn) {
 }
 
 void engine::shutdown() noexcept {
+    begin_shutdown();
+    // On the I/O thread the loop is still running this very handler; the thread is joined
+    // by whoever destroys the engine (or detaches itself, see create()).
+    if (!on_io_thread()) join();
+}
+
+void engine::join() noexcept {
+    std::lock_guard lk(join_mu_);
+    if (thread_.joinable()) thread_.join();
+}
+
+void engine::begin_shutdown() noexcept {
     {
         std::lock_guard lk(mu_);
         if (!accepting_) return;
@@ -56,12 +88,6 @@ void engine::shutdown() noexcept {
         });
     }
     work_.reset();
-    if (!thread_.joinable()) return;
-    if (on_io_thread()) {
-        thread_.detach(); // the last reference dropped on the I/O thread: it ends by itself
-        return;
-    }
-    thread_.join();
 }
 
 void engine::get_session(session_handler done) {

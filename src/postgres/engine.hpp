@@ -8,6 +8,13 @@
 // without a new connection.
 //
 // Thread safety: the members marked "I/O thread" run there only; the rest from any thread.
+//
+// Lifetime: made by engine::create() only. Holds, acquisitions and queries keep the engine
+// alive through shared_ptrs captured in handlers on the I/O thread, so the last reference may
+// be dropped there (a user's completion handler or loss callback dropping the last lease or
+// client). Destroying the engine in that handler would destroy the io_context while run() is
+// on the same stack; create()'s deleter instead begins the shutdown and lets the I/O thread
+// delete the engine after run() has returned (the thread detaches itself first).
 #pragma once
 
 #include "core/hold.hpp"
@@ -72,13 +79,14 @@ class engine : public std::enable_shared_from_this<engine> {
 public:
     using session_handler = std::function<void(std::error_code, std::shared_ptr<connection>)>;
 
-    explicit engine(settings s);
+    /// A started engine whose last reference may be dropped on any thread (see Lifetime).
+    static std::shared_ptr<engine> create(settings s);
     ~engine();
     engine(const engine&) = delete;
     engine& operator=(const engine&) = delete;
 
-    void start();
-    /// Closes every session, ends every hold, stops and joins the I/O thread. Idempotent.
+    /// Closes every session, ends every hold, stops the I/O thread and joins it (on any
+    /// thread but the I/O thread, where it returns after starting the shutdown). Idempotent.
     void shutdown() noexcept;
 
     asio::io_context& io() noexcept { return io_; }
@@ -128,7 +136,15 @@ public:
     std::string last_error() const;
 
 private:
+    explicit engine(settings s);
+    void start();
+    /// Stops accepting work and posts the closing of sessions and holds (once).
+    void begin_shutdown() noexcept;
+    void join() noexcept;
+
     std::atomic<bool> shut_{false};
+    /// Set by create()'s deleter on the I/O thread: the thread deletes the engine after run().
+    std::atomic<bool> dispose_after_run_{false};
     std::shared_ptr<const settings> settings_;
     std::string id_;
     client_metrics metrics_;
@@ -136,6 +152,7 @@ private:
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     std::thread thread_;
     std::atomic<std::thread::id> thread_id_{};
+    std::mutex join_mu_;
     mutable std::mutex mu_;
     bool accepting_ = true;    // guarded by mu_
     std::string last_error_{}; // guarded by mu_

@@ -5,7 +5,9 @@
 #include <dlock/client.hpp>
 #include <dlock/mutex.hpp>
 
+#include <filesystem>
 #include <future>
+#include <optional>
 #include <thread>
 
 namespace dlock::test {
@@ -72,6 +74,67 @@ TEST_F(PgClient, BadUrlsAreConfigurationErrors) {
         EXPECT_EQ(e.code(), errc::configuration_error);
         EXPECT_EQ(std::string(e.what()).find(pg_server::password()), std::string::npos);
     }
+}
+
+// Threads of this process now (the backend's I/O thread is one of them).
+std::size_t threads_now() {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+        ++n;
+    return n;
+}
+
+// The last references to the client and its lease dropped in the async completion handler,
+// which runs on the backend's own I/O thread: the engine must not be destroyed under its own
+// run() (it was, before: the thread detached and the io_context went away under it). The
+// session ends (the lock is freed) and the I/O thread exits by itself.
+TEST_F(PgClient, LastReferencesDroppedInCompletionHandlerOnIoThread) {
+    const auto before = threads_now();
+    auto c = std::make_shared<dlock::client>(server().url());
+    std::promise<bool> got;
+    auto* cp = c.get();
+    cp->async_acquire("client:last-ref", {.wait = 5s},
+                      [c = std::move(c), &got](std::error_code ec, dlock::lease l) mutable {
+                          const bool ok = !ec && l;
+                          c.reset(); // the client (its backend) goes here, on the I/O thread
+                          l = dlock::lease(); // and the lease, with the engine's last reference
+                          got.set_value(ok);
+                      });
+    ASSERT_TRUE(got.get_future().get());
+    EXPECT_TRUE(eventually([] { return granted() == 0; }, 5s)) << "the session did not end";
+    EXPECT_TRUE(eventually([&] { return threads_now() <= before; }, 5s))
+        << "the I/O thread did not exit";
+    // The server is still usable by a new client (nothing wedged).
+    dlock::client again(server().url());
+    EXPECT_TRUE(again.acquire("client:last-ref", {.wait = 2s}));
+}
+
+// The same from a loss callback: the holder's session is terminated by the server, and the
+// on_lost callback (I/O thread) drops the client and the lease.
+TEST_F(PgClient, LastReferencesDroppedInLossCallbackOnIoThread) {
+    const auto before = threads_now();
+    struct box {
+        std::shared_ptr<dlock::client> c;
+        dlock::lease l;
+    };
+    auto b = std::make_shared<std::optional<box>>(box{});
+    (*b)->c = std::make_shared<dlock::client>(server().url());
+    (*b)->l = (*b)->c->acquire("client:last-ref-loss", {.wait = 5s});
+    ASSERT_TRUE((*b)->l);
+    std::promise<bool> lost;
+    (*b)->l.on_lost([b, &lost] {
+        auto mine = std::move(**b); // the only references: they go when this returns
+        b->reset();
+        lost.set_value(mine.c->backend_name() == "postgresql");
+    });
+    std::weak_ptr<std::optional<box>> watch = b;
+    b.reset(); // the callback's copy is now the last one
+    server().psql("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory'");
+    auto f = lost.get_future();
+    ASSERT_EQ(f.wait_for(10s), std::future_status::ready) << "no loss signalled";
+    EXPECT_TRUE(f.get());
+    EXPECT_TRUE(eventually([&] { return threads_now() <= before; }, 5s))
+        << "the I/O thread did not exit";
 }
 
 } // namespace
