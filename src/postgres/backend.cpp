@@ -12,6 +12,24 @@ namespace dlock::detail {
 namespace pg {
 namespace {
 
+/// I/O thread: appends the rows of the row kinds from `next` on to `v`, then `done`.
+void list_tables(
+    const std::shared_ptr<engine>& e, const std::string& pattern, std::size_t next,
+    std::vector<lock_status> v,
+    const std::function<void(std::pair<std::error_code, std::vector<lock_status>>)>& done) {
+    static constexpr lock_kind tables[] = {lock_kind::shedlock, lock_kind::lease,
+                                           lock_kind::versioned};
+    if (next == std::size(tables)) return done({{}, std::move(v)});
+    list_rows(e, tables[next], pattern,
+              [e, pattern, next, v = std::move(v), done](std::error_code ec,
+                                                         std::vector<lock_status> rows) mutable {
+                  for (auto& row : rows)
+                      v.push_back(std::move(row));
+                  if (ec) return done({ec, std::move(v)});
+                  list_tables(e, pattern, next + 1, std::move(v), done);
+              });
+}
+
 void start_acquire(const std::shared_ptr<engine>& e, std::string name, const acquire_options& opts,
                    acquire_handler done) {
     if (row_kind(opts.kind))
@@ -141,25 +159,10 @@ public:
         auto e = engine_;
         auto r = engine_->call<out>(
             [e, p = std::string(pattern)](std::function<void(out)> done) {
-                // Advisory locks, then ShedLock rows, then lease rows (a missing table lists
-                // none).
+                // Advisory locks, then the rows of each table (a missing table lists none).
                 list_advisory(e, p, [e, p, done](std::error_code ec2, std::vector<lock_status> v) {
                     if (ec2) return done({ec2, std::move(v)});
-                    list_rows(e, lock_kind::shedlock, p,
-                              [e, p, v = std::move(v), done](std::error_code ec3,
-                                                             std::vector<lock_status> a) mutable {
-                                  for (auto& row : a)
-                                      v.push_back(std::move(row));
-                                  if (ec3) return done({ec3, std::move(v)});
-                                  list_rows(
-                                      e, lock_kind::lease, p,
-                                      [v = std::move(v), done](std::error_code ec4,
-                                                               std::vector<lock_status> b) mutable {
-                                          for (auto& row : b)
-                                              v.push_back(std::move(row));
-                                          done({ec4, std::move(v)});
-                                      });
-                              });
+                    list_tables(e, p, 0, std::move(v), done);
                 });
             },
             {make_error_code(errc::cancelled), {}});

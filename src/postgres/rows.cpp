@@ -43,17 +43,23 @@ std::string left_ms(const std::string& column, const std::string& now) {
 /// One row kind's statements. Every builder returns a whole statement with its parameters.
 struct row_sql {
     lock_kind kind;
-    const char* name;     ///< "shedlock", "lease"
+    const char* name;     ///< "shedlock", "lease", "versioned"
     std::size_t max_name; ///< longest lock name the table takes
     bool notify;          ///< releases notify lease_channel; waiters listen
+    /// No expiry in the table (versioned): the row holds a version number that the holder's
+    /// heartbeat replaces; a waiter takes over a version it has seen unchanged for a lease.
+    bool clock_free;
     std::string (*table)(const settings&);
     std::string (*ddl)(const settings&);
-    /// The acquisition: one row changed (ShedLock) or one token returned (lease) = acquired.
+    /// The acquisition: one row changed (ShedLock) or one token returned (lease, versioned) =
+    /// acquired. `observed`: the version a clock-free waiter has seen unchanged for a whole
+    /// lease (it may take the row over), nullopt = only a free row.
     statement (*acquire)(const settings&, const std::string& name, const std::string& owner,
-                         milliseconds lease);
-    /// One row, one column: the holder's milliseconds left.
+                         milliseconds lease, const std::optional<std::string>& observed);
+    /// One row, one column: the holder's milliseconds left (clock-free: its version).
     statement (*remaining)(const settings&, const std::string& name);
-    /// `id`: locked_by (ShedLock) or the token (lease). One row changed = still ours.
+    /// `id`: locked_by (ShedLock), the token (lease) or the current version (versioned). One
+    /// row changed = still ours (versioned: it returns the new version).
     statement (*extend)(const settings&, const std::string& name, const std::string& id,
                         milliseconds lease);
     statement (*release)(const settings&, const std::string& name, const std::string& id);
@@ -63,22 +69,38 @@ struct row_sql {
     statement (*list)(const settings&);
     /// One row changed per lock ended.
     statement (*force)(const settings&, const std::string& name);
+    /// Sent before `acquire` in the same transaction when not null (versioned: the row made
+    /// when missing, free, so that `acquire` takes its version under the row lock).
+    statement (*ensure_row)(const settings&, const std::string& name,
+                            const std::string& owner) = nullptr;
 };
 
 // --- ShedLock (PostgresSqlServerTimeStatementsSource: :name = $1, :lockAtMostForInterval /
 // :lockAtLeastForInterval = $2, :lockedBy = $3) -------------------------------------------------
+
+/// A PL/pgSQL block that creates `object` with `create` when it is missing. Two sessions
+/// creating it at once: the second fails on the catalog's unique index once the first
+/// committed; the object exists then, so that error is no error.
+std::string create_missing(const std::string& object, const std::string& create) {
+    return "BEGIN IF to_regclass('" + object + "') IS NULL THEN " + create +
+           "; END IF; EXCEPTION WHEN unique_violation OR duplicate_table OR duplicate_object THEN "
+           "NULL; END;";
+}
 
 std::string sl_table(const settings& s) {
     return s.shedlock_table;
 }
 std::string sl_ddl(const settings& s) {
     const auto& t = s.shedlock_table;
-    return "DO $$BEGIN IF to_regclass('" + t + "') IS NULL THEN CREATE TABLE IF NOT EXISTS " + t +
-           "(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL, locked_at TIMESTAMP NOT "
-           "NULL, locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name)); END IF; END$$";
+    return "DO $$BEGIN " +
+           create_missing(t, "CREATE TABLE IF NOT EXISTS " + t +
+                                 "(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL, "
+                                 "locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, "
+                                 "PRIMARY KEY (name))") +
+           " END$$";
 }
 statement sl_acquire(const settings& s, const std::string& name, const std::string& owner,
-                     milliseconds lease) {
+                     milliseconds lease, const std::optional<std::string>&) {
     const auto& t = s.shedlock_table;
     return {"INSERT INTO " + t + "(name, lock_until, locked_at, locked_by) VALUES($1, " + utc_now +
                 " + make_interval(secs => $2), " + utc_now +
@@ -130,14 +152,16 @@ std::string ls_table(const settings&) {
     return "dlock_lease";
 }
 std::string ls_ddl(const settings&) {
-    return "DO $$BEGIN IF to_regclass('dlock_lease') IS NULL THEN CREATE TABLE IF NOT EXISTS "
-           "dlock_lease(name text PRIMARY KEY, owner text NOT NULL, token bigint NOT NULL, "
-           "expires_at timestamptz NOT NULL, acquired_at timestamptz NOT NULL); END IF; IF "
-           "to_regclass('dlock_fence') IS NULL THEN CREATE SEQUENCE IF NOT EXISTS dlock_fence; "
-           "END IF; END$$";
+    return "DO $$BEGIN " +
+           create_missing("dlock_lease",
+                          "CREATE TABLE IF NOT EXISTS dlock_lease(name text PRIMARY KEY, owner "
+                          "text NOT NULL, token bigint NOT NULL, expires_at timestamptz NOT NULL, "
+                          "acquired_at timestamptz NOT NULL)") +
+           " " + create_missing("dlock_fence", "CREATE SEQUENCE IF NOT EXISTS dlock_fence") +
+           " END$$";
 }
 statement ls_acquire(const settings&, const std::string& name, const std::string& owner,
-                     milliseconds lease) {
+                     milliseconds lease, const std::optional<std::string>&) {
     return {"INSERT INTO dlock_lease(name, owner, token, expires_at, acquired_at) VALUES ($1, $3, "
             "nextval('dlock_fence'), now() + make_interval(secs => $2), now()) ON CONFLICT "
             "(name) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token, expires_at = "
@@ -178,15 +202,94 @@ statement ls_force(const settings&, const std::string& name) {
             {name}};
 }
 
+// --- versioned: cirello.io/pglock's table (research §2b; see rows.hpp) ------------------------
+
+std::string vs_table(const settings& s) {
+    return s.versioned_table;
+}
+std::string vs_ddl(const settings& s) {
+    // pglock's schema.sql, each object created when missing.
+    const auto& t = s.versioned_table;
+    return "DO $$BEGIN " +
+           create_missing(t, "CREATE TABLE IF NOT EXISTS " + t +
+                                 " (name CHARACTER VARYING(255) PRIMARY KEY, "
+                                 "record_version_number BIGINT, data BYTEA, owner CHARACTER "
+                                 "VARYING(255))") +
+           " " +
+           create_missing(t + "_rvn", "CREATE SEQUENCE IF NOT EXISTS " + t +
+                                          "_rvn CYCLE OWNED BY " + t + ".record_version_number") +
+           " END$$";
+}
+statement vs_ensure_row(const settings& s, const std::string& name, const std::string& owner) {
+    // A free row (NULL version, as pglock's KeepOnRelease leaves it) when there is none.
+    return {"INSERT INTO " + s.versioned_table +
+                " (name, record_version_number, data, owner) VALUES ($1, NULL, NULL, $2) ON "
+                "CONFLICT (name) DO NOTHING",
+            {name, owner}};
+}
+statement vs_acquire(const settings& s, const std::string& name, const std::string& owner,
+                     milliseconds, const std::optional<std::string>& observed) {
+    // The new version is drawn while the row is locked, so it is larger than every version
+    // drawn before the previous holder's last change: strictly increasing per acquisition.
+    const auto& t = s.versioned_table;
+    return {"UPDATE " + t + " SET record_version_number = nextval('" + t +
+                "_rvn'), owner = $2 WHERE name = $1 AND (record_version_number IS NULL OR "
+                "record_version_number = $3::bigint) RETURNING record_version_number",
+            {name, owner, observed}};
+}
+statement vs_remaining(const settings& s, const std::string& name) {
+    return {"SELECT record_version_number FROM " + s.versioned_table + " WHERE name = $1", {name}};
+}
+statement vs_extend(const settings& s, const std::string& name, const std::string& id,
+                    milliseconds) {
+    // pglock's heartbeat: a new version, only while the row still has ours.
+    const auto& t = s.versioned_table;
+    return {"UPDATE " + t + " SET record_version_number = nextval('" + t +
+                "_rvn') WHERE name = $1 AND record_version_number = $2::bigint RETURNING "
+                "record_version_number",
+            {name, id}};
+}
+statement vs_release(const settings& s, const std::string& name, const std::string& id) {
+    return {"WITH d AS (DELETE FROM " + s.versioned_table +
+                " WHERE name = $1 AND record_version_number = $2::bigint RETURNING name) SELECT "
+                "pg_notify('" +
+                lease_channel + "', name) FROM d",
+            {name, id}};
+}
+statement vs_inspect(const settings& s, const std::string& name) {
+    return {"SELECT owner, CASE WHEN record_version_number IS NULL THEN 0 ELSE 1 END, "
+            "'record_version_number ' || record_version_number || ' (no expiry in the table: "
+            "a waiter takes over a version unchanged for its lease)', NULL FROM " +
+                s.versioned_table + " WHERE name = $1",
+            {name}};
+}
+statement vs_list(const settings& s) {
+    return {"SELECT name, owner, 1 FROM " + s.versioned_table +
+            " WHERE record_version_number IS NOT NULL ORDER BY name"};
+}
+statement vs_force(const settings& s, const std::string& name) {
+    return {"WITH d AS (DELETE FROM " + s.versioned_table +
+                " WHERE name = $1 AND record_version_number IS NOT NULL RETURNING name) SELECT "
+                "pg_notify('" +
+                lease_channel + "', name) FROM d",
+            {name}};
+}
+
 const row_sql shedlock_sql{
-    lock_kind::shedlock, "shedlock", 64,         false,      sl_table, sl_ddl,  sl_acquire,
-    sl_remaining,        sl_extend,  sl_release, sl_inspect, sl_list,  sl_force};
-const row_sql lease_sql{lock_kind::lease, "lease",    4096,         true,      ls_table,
-                        ls_ddl,           ls_acquire, ls_remaining, ls_extend, ls_release,
-                        ls_inspect,       ls_list,    ls_force};
+    lock_kind::shedlock, "shedlock",   64,        false,      false,      sl_table, sl_ddl,
+    sl_acquire,          sl_remaining, sl_extend, sl_release, sl_inspect, sl_list,  sl_force};
+const row_sql lease_sql{lock_kind::lease, "lease",    4096,       true,         false,
+                        ls_table,         ls_ddl,     ls_acquire, ls_remaining, ls_extend,
+                        ls_release,       ls_inspect, ls_list,    ls_force};
+const row_sql versioned_sql{
+    lock_kind::versioned, "versioned",  255,       true,       true,       vs_table, vs_ddl,
+    vs_acquire,           vs_remaining, vs_extend, vs_release, vs_inspect, vs_list,  vs_force,
+    vs_ensure_row};
 
 const row_sql& sql_of(lock_kind k) {
-    return k == lock_kind::lease ? lease_sql : shedlock_sql;
+    return k == lock_kind::lease       ? lease_sql
+           : k == lock_kind::versioned ? versioned_sql
+                                       : shedlock_sql;
 }
 
 /// How a query on the table ended: nullopt when its first result is rows to read; else the
@@ -204,7 +307,7 @@ lock_status row_status(const row_sql& k, std::string name, std::string owner, st
     st.kind = k.name;
     if (left <= 0) return st;
     st.exists = true;
-    st.remaining_lease = milliseconds(left);
+    if (!k.clock_free) st.remaining_lease = milliseconds(left);
     lock_contender c;
     c.owner = std::move(owner);
     c.entry = k.table == nullptr ? std::string() : "row " + st.name;
@@ -224,7 +327,8 @@ public:
         , owner_(std::move(owner))
         , lease_(lease)
         , watchdog_(watchdog)
-        , timer_(engine_->io()) {}
+        , timer_(engine_->io())
+        , version_(token ? static_cast<std::int64_t>(*token) : 0) {}
 
     void start(clock::time_point sent) {
         acquired_at_ = sent;
@@ -244,8 +348,12 @@ private:
     std::shared_ptr<row_hold> self() {
         return std::static_pointer_cast<row_hold>(shared_from_this());
     }
-    /// What the kind's statements name the owner by: locked_by, or the token.
-    std::string id() const { return token_ ? std::to_string(*token_) : owner_; }
+    /// What the kind's statements name the owner by: locked_by, the token, or (clock-free)
+    /// the version the row has now.
+    std::string id() const {
+        if (sql_.clock_free) return std::to_string(version_);
+        return token_ ? std::to_string(*token_) : owner_;
+    }
 
     /// Next event: a watchdog extend at last success + lease / 3, or the deadline.
     void arm() {
@@ -278,9 +386,16 @@ private:
                         self->lose(loss_cause::taken);
                         return done(make_error_code(errc::not_owner));
                     }
-                    self->lease_ = lease;
-                    self->next_extend_ = sent + lease / 3;
-                    self->set_valid_until(sent + lease - margin(lease));
+                    auto now_lease = lease;
+                    if (self->sql_.clock_free) {
+                        // Waiters count their own lease, not ours: the hold keeps the one it
+                        // was acquired with (a longer one would overstate valid_until).
+                        self->version_ = r[0].int_value(0, 0).value_or(self->version_);
+                        now_lease = std::min(lease, self->lease_);
+                    }
+                    self->lease_ = now_lease;
+                    self->next_extend_ = sent + now_lease / 3;
+                    self->set_valid_until(sent + now_lease - margin(now_lease));
                     self->arm();
                     return done({});
                 }
@@ -349,6 +464,7 @@ private:
     bool extending_ = false;
     bool releasing_ = false;
     bool ended_ = false;
+    std::int64_t version_; ///< clock-free: the row's version, replaced by each heartbeat
 };
 
 struct row_attempt : std::enable_shared_from_this<row_attempt> {
@@ -364,6 +480,10 @@ struct row_attempt : std::enable_shared_from_this<row_attempt> {
     std::uint64_t sleeper = 0; ///< the registered wake-up (notify kinds), 0 = none
     bool woken = false;        ///< a notification came since the last attempt was sent
     bool sleeping = false;
+    /// Clock-free kinds: the holder's version as first seen, and when (the answer's arrival:
+    /// the version was set before it). Taken over once unchanged for a whole lease.
+    std::optional<std::int64_t> seen{};
+    clock::time_point seen_at{};
 
     void finish(std::error_code ec, std::shared_ptr<hold> h) {
         if (sleeper) eng->forget(std::exchange(sleeper, 0));
@@ -393,7 +513,10 @@ struct row_attempt : std::enable_shared_from_this<row_attempt> {
         std::vector<statement> st;
         const bool ensure = !eng->tables_ready.count(sql->kind);
         if (ensure) st.push_back({sql->ddl(cfg)});
-        st.push_back(sql->acquire(cfg, name, owner, lease));
+        if (sql->ensure_row) st.push_back(sql->ensure_row(cfg, name, owner));
+        std::optional<std::string> observed;
+        if (seen && clock::now() >= seen_at + lease) observed = std::to_string(*seen);
+        st.push_back(sql->acquire(cfg, name, owner, lease, observed));
         st.push_back(sql->remaining(cfg, name));
         const auto sent = clock::now();
         eng->query(std::move(st), [self = shared_from_this(), ensure,
@@ -416,7 +539,8 @@ struct row_attempt : std::enable_shared_from_this<row_attempt> {
                 return finish(make_error_code(code), nullptr);
             }
         e.tables_ready.insert(sql->kind);
-        const auto& got = r[ensure ? 1 : 0];
+        const std::size_t at = std::size_t{ensure} + std::size_t{sql->ensure_row != nullptr};
+        const auto& got = r[at];
         if (got.affected() == 1) {
             std::optional<std::uint64_t> token;
             if (auto t = got.int_value(0, 0)) token = static_cast<std::uint64_t>(*t);
@@ -428,8 +552,9 @@ struct row_attempt : std::enable_shared_from_this<row_attempt> {
         }
         // Held by someone else: wait for its release (notification) or its expiry, within the
         // wait; without notifications, poll at most every max_poll.
-        const auto& rem = r[ensure ? 2 : 1];
+        const auto& rem = r[at + 1];
         auto sleep_for = milliseconds(rem.int_value(0, 0).value_or(0)) + milliseconds(1);
+        if (sql->clock_free) sleep_for = until_takeover(rem);
         if (!(sql->notify && sleeper)) sleep_for = std::min(sleep_for, max_poll);
         if (opts.wait) {
             const auto left =
@@ -448,6 +573,24 @@ struct row_attempt : std::enable_shared_from_this<row_attempt> {
         });
     }
 
+    /// Clock-free kinds: how long until the holder's version may be taken over (it restarts
+    /// when the version changed: the holder is alive); a free row is tried again at once.
+    milliseconds until_takeover(const result& rem) {
+        const auto now = clock::now();
+        if (rem.rows() == 0 || rem.is_null(0, 0)) {
+            seen.reset();
+            return milliseconds(1);
+        }
+        const auto v = rem.int_value(0, 0).value_or(0);
+        if (seen != v) {
+            seen = v;
+            seen_at = now;
+        }
+        const auto left = std::chrono::ceil<milliseconds>(seen_at + lease - now) + milliseconds(1);
+        // A pglock holder's release sends no notification: look again at least every second.
+        return std::clamp(left, milliseconds(1), milliseconds(1000));
+    }
+
     void wake() {
         woken = true;
         if (!sleeping) return; // the attempt in flight sees `woken` when it is answered
@@ -461,7 +604,7 @@ struct row_attempt : std::enable_shared_from_this<row_attempt> {
 } // namespace
 
 bool row_kind(lock_kind kind) noexcept {
-    return kind == lock_kind::shedlock || kind == lock_kind::lease;
+    return kind == lock_kind::shedlock || kind == lock_kind::lease || kind == lock_kind::versioned;
 }
 
 void acquire_row(const std::shared_ptr<engine>& e, lock_kind kind, std::string name,
@@ -472,7 +615,8 @@ void acquire_row(const std::shared_ptr<engine>& e, lock_kind kind, std::string n
     a->name = std::move(name);
     a->opts = opts;
     a->done = std::move(done);
-    a->lease = opts.lease.value_or(table_watchdog_lease);
+    a->lease = opts.lease.value_or(kind == lock_kind::versioned ? versioned_default_lease
+                                                                : table_watchdog_lease);
     if (a->name.empty() || a->name.size() > a->sql->max_name || a->lease < milliseconds(1)) {
         e->set_error("a " + std::string(a->sql->name) + " lock name is 1 to " +
                      std::to_string(a->sql->max_name) + " characters and its lease at least 1 ms");
@@ -488,6 +632,9 @@ void inspect_row(const std::shared_ptr<engine>& e, lock_kind kind, std::string n
     std::vector<statement> q{k.inspect(e->config(), name)};
     if (kind == lock_kind::lease)
         q.push_back({"SELECT pg_sequence_last_value(to_regclass('dlock_fence'))"});
+    if (kind == lock_kind::versioned)
+        q.push_back({"SELECT pg_sequence_last_value(to_regclass($1))",
+                     {e->config().versioned_table + "_rvn"}});
     e->query(std::move(q), [&k, name, done](std::error_code ec, std::vector<result>& r) {
         lock_status none;
         none.name = name;

@@ -31,7 +31,32 @@
 // no release between an attempt and the wait is missed) and sleep until a notification for
 // their name or the holder's expires_at, whichever comes first: no polling.
 //
-// Both: the table (and sequence) is created when missing (errc::permission_denied when the
+// lock_kind::versioned: cirello.io/pglock's table (its schema.sql; default name `locks`,
+// dlock_versioned_table=NAME), a lease with no clock in the table. The row's
+// record_version_number (from the sequence <table>_rvn) is replaced by every heartbeat of the
+// holder; NULL or no row = free. A waiter that has seen one version unchanged for a whole lease
+// on its own steady clock takes the row over (pglock's rule); all parties must use the same
+// lease (pglock's default 20 s, heartbeat every lease / 3):
+//   CREATE TABLE locks (name CHARACTER VARYING(255) PRIMARY KEY, record_version_number BIGINT,
+//       data BYTEA, owner CHARACTER VARYING(255));
+//   CREATE SEQUENCE locks_rvn CYCLE OWNED BY locks.record_version_number;
+//   acquire  INSERT ... VALUES ($1, NULL, NULL, $owner) ON CONFLICT (name) DO NOTHING;
+//            UPDATE ... SET record_version_number = nextval('locks_rvn'), owner = $owner
+//            WHERE name = $1 AND (record_version_number IS NULL OR record_version_number =
+//            $seen) RETURNING record_version_number          -- one transaction
+//   extend   UPDATE ... SET record_version_number = nextval(..) WHERE name AND version = ours
+//   release  DELETE ... WHERE name AND version = ours, with pg_notify('dlock_lease', name)
+// The fencing token is the version drawn at acquisition (under the row lock, so strictly
+// increasing across holders; the heartbeats' later versions are larger still). The statements
+// differ from pglock's (which draws the version before its upsert) but read and write the
+// row with the same meaning, so the two exclude each other; that is read from pglock's source,
+// not tested against pglock itself (no Go toolchain here). Waiters wake on dlock's
+// notifications and look again at least every second (a pglock holder's release notifies no
+// one). What it cannot guarantee: clock rates are assumed equal and the lease the same
+// everywhere; a holder paused past its lease is taken over without knowing it until its next
+// heartbeat; a crashed holder's row is taken over only after a full lease.
+//
+// All: the table (and sequence) is created when missing (errc::permission_denied when the
 // role may not). The lease is the watchdog's 30 s (extended every 10 s) or
 // acquire_options::lease (fixed, not extended); valid_until = the send time of the last
 // successful acquire or extend + lease - (lease / 100 + 2 ms); a hold that reaches it without a
@@ -47,7 +72,11 @@ namespace dlock::detail::pg {
 /// The watchdog lease of the row kinds (ShedLock's usual lockAtMostFor is 30 s too).
 inline constexpr std::chrono::milliseconds table_watchdog_lease{30000};
 
-/// True for lock_kind::shedlock and lock_kind::lease.
+/// The versioned kind's lease when acquire_options::lease is not set: pglock's default
+/// leaseDuration (every party to one lock must use the same; it is stored nowhere).
+inline constexpr std::chrono::milliseconds versioned_default_lease{20000};
+
+/// True for lock_kind::shedlock, lock_kind::lease and lock_kind::versioned.
 bool row_kind(lock_kind kind) noexcept;
 
 /// I/O thread, as acquire_advisory() (advisory.hpp).

@@ -20,6 +20,15 @@ bool parse_number(std::string_view s, T& out) noexcept {
     return ec == std::errc{} && p == s.data() + s.size();
 }
 
+/// An SQL identifier written into statements: letters, digits, underscores.
+bool sql_identifier(std::string_view v) noexcept {
+    bool ok = !v.empty() && v.size() <= 63 && !(v[0] >= '0' && v[0] <= '9');
+    for (char c : v)
+        ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_');
+    return ok;
+}
+
 bool parse_ms(std::string_view s, std::chrono::milliseconds& out, long long min) {
     long long v = 0;
     if (!parse_number(s, v) || v < min) return false;
@@ -139,12 +148,11 @@ settings parse_settings(std::string_view url, std::error_code& ec, std::string* 
             } else if (key == "dlock_connect_timeout") {
                 ok = parse_ms(value, out.connect_timeout, 1);
             } else if (key == "dlock_table") {
-                // An SQL identifier written into statements: letters, digits, underscores.
-                ok = !value.empty() && value.size() <= 63 && !(value[0] >= '0' && value[0] <= '9');
-                for (char c : value)
-                    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                                (c >= '0' && c <= '9') || c == '_');
+                ok = sql_identifier(value);
                 out.shedlock_table = value;
+            } else if (key == "dlock_versioned_table") {
+                ok = sql_identifier(value) && value.size() <= 59; // and "_rvn"
+                out.versioned_table = value;
             } else {
                 fail(ec, why, "unknown URL parameter " + key);
                 return out;

@@ -20,6 +20,8 @@
 //   dlock_timeout=MS        budget of one statement (besides a lock wait); default 5000
 //   dlock_connect_timeout=MS  budget of one connection set-up; default 5000
 //   dlock_table=NAME        lease tables: ShedLock's table name; default shedlock
+//   dlock_versioned_table=NAME  the versioned kind's table (pglock's); default locks (its
+//                           sequence is NAME_rvn)
 //
 // Passwords never appear in `display` or in any message built from these settings.
 #pragma once
@@ -59,6 +61,7 @@ struct settings {
     std::chrono::milliseconds request_timeout{5000};
     std::chrono::milliseconds connect_timeout{5000};
     std::string shedlock_table = "shedlock";
+    std::string versioned_table = "locks";
     /// The password, as the URL writes it and decoded (for redacting libpq's messages).
     std::vector<std::string> secrets{};
 };
