@@ -166,6 +166,46 @@ std::vector<lock_status> client::list(std::string_view pattern, std::error_code&
     return b ? b->list(pattern, ec) : std::vector<lock_status>{};
 }
 
+bool client::force_unlock(std::string_view name, lock_kind kind, std::error_code& ec) {
+    ec.clear();
+    if (backend_) {
+        if (backend_->on_io_thread()) {
+            ec = make_error_code(errc::invalid_argument);
+            return false;
+        }
+        return backend_->force_unlock(name, kind, ec);
+    }
+    // Redis: the lock object of the kind breaks it (Redisson's forceUnlock).
+    const std::string n(name);
+    try {
+        switch (kind) {
+        case lock_kind::reentrant:
+            return make_mutex(n).force_unlock(ec);
+        case lock_kind::simple:
+            return make_simple_mutex(n).force_unlock(ec);
+        case lock_kind::fair:
+            return make_fair_mutex(n).force_unlock(ec);
+        case lock_kind::read:
+        case lock_kind::write:
+            return make_rw_mutex(n).force_unlock(ec);
+        default:
+            ec = make_error_code(errc::unsupported);
+            return false;
+        }
+    } catch (const dlock::error& e) { // a name no lock object takes
+        ec = e.code();
+        return false;
+    }
+}
+
+bool client::force_unlock(std::string_view name, lock_kind kind) {
+    std::error_code ec;
+    const bool ended = force_unlock(name, kind, ec);
+    throw_with_detail(ec);
+    throw_if(ec);
+    return ended;
+}
+
 lease client::acquire(std::string_view name, const acquire_options& opts, std::error_code& ec) {
     ec.clear();
     if (backend_) {

@@ -133,6 +133,21 @@ public:
     ///@}
 
     ///@{
+    /// Ends the lock `name` of `kind` whoever holds it (an operator's tool, as `dlock unlock
+    /// --force`); its holder learns at its next renewal or check. Returns whether a lock was
+    /// ended (false when there was none). Redis: the lock object's force_unlock() of the
+    /// kind (deletes the key, wakes the waiters; read and write both break the read-write
+    /// lock). PostgreSQL: advisory kinds terminate the holding backends
+    /// (pg_terminate_backend); shedlock sets lock_until to now and keeps the row (as ShedLock
+    /// requires); lease and versioned delete the row and notify the waiters. ZooKeeper: as
+    /// its backend offers it. Blocking: one or a few round trips.
+    /// Errors: errc::unsupported for a kind the backend does not offer; errc::invalid_argument
+    /// for a bad name or on the client's I/O thread; otherwise as acquire().
+    bool force_unlock(std::string_view name, lock_kind kind, std::error_code& ec);
+    bool force_unlock(std::string_view name, lock_kind kind);
+    ///@}
+
+    ///@{
     /// Takes a lock for a lease handle. Returns an empty lease when not acquired within
     /// opts.wait. Blocking: up to opts.wait plus one command timeout.
     lease acquire(std::string_view name, const acquire_options& opts = {});

@@ -159,3 +159,24 @@ TEST(lease, shortening_a_fixed_lease_moves_its_loss_to_the_new_deadline) {
     EXPECT_TRUE(eventually([&] { return l.stop_token().stop_requested(); }, 5s));
     EXPECT_TRUE(l.lost());
 }
+
+// client::force_unlock(name, kind) on Redis: the lock object's force_unlock of the kind.
+TEST(lease, client_force_unlock_breaks_each_kind) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    using dlock::lock_kind;
+    for (const auto kind : {lock_kind::reentrant, lock_kind::simple, lock_kind::fair,
+                            lock_kind::write, lock_kind::read}) {
+        const std::string name = "force-" + std::to_string(static_cast<int>(kind));
+        auto held = c.acquire(name, {.wait = 1s, .kind = kind});
+        ASSERT_TRUE(held) << name;
+        EXPECT_EQ(s.cli({"EXISTS", name}), "1");
+        EXPECT_TRUE(c.force_unlock(name, kind)) << name;
+        EXPECT_EQ(s.cli({"EXISTS", name}), "0") << name;
+        EXPECT_FALSE(c.force_unlock(name, kind)) << name;
+    }
+    std::error_code ec;
+    EXPECT_FALSE(c.force_unlock("force-x", lock_kind::shedlock, ec));
+    EXPECT_EQ(ec, errc::unsupported);
+}

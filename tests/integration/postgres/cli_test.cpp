@@ -87,6 +87,48 @@ TEST_F(PgCli, StatusListAndUnlockForceOnAHeldLock) {
     EXPECT_NE(dlock("status cli:free").out.find("kind     none"), std::string::npos);
 }
 
+// unlock --force of the row kinds: ShedLock's lock_until set to now (row kept), lease and
+// versioned rows deleted; another exec takes the lock at once.
+TEST_F(PgCli, UnlockForceEndsEveryRowKind) {
+    const std::vector<std::string> kinds{"shedlock", "lease", "versioned"};
+    std::vector<outcome> held(kinds.size());
+    std::vector<std::thread> ts;
+    for (std::size_t i = 0; i < kinds.size(); ++i)
+        ts.emplace_back([&, i] {
+            held[i] = dlock("exec --kind " + kinds[i] + " --lease 30s cli:row-" + kinds[i] +
+                            " -- sleep 2");
+        });
+    const auto rows_held = [&] {
+        return server().psql("SELECT (SELECT count(*) FROM shedlock WHERE name = "
+                             "'cli:row-shedlock' AND lock_until > timezone('utc', now())) + "
+                             "(SELECT count(*) FROM dlock_lease WHERE name = 'cli:row-lease') + "
+                             "(SELECT count(*) FROM locks WHERE name = 'cli:row-versioned' AND "
+                             "record_version_number IS NOT NULL)") == "3";
+    };
+    const bool up = eventually(
+        [&] {
+            try {
+                return rows_held();
+            } catch (const std::exception&) { // a table not created yet
+                return false;
+            }
+        },
+        10s);
+    for (std::size_t i = 0; up && i < kinds.size(); ++i) {
+        const auto name = "cli:row-" + kinds[i];
+        EXPECT_EQ(dlock("exec --kind " + kinds[i] + " --wait 0 " + name + " -- true").code, 75);
+        const auto un = dlock("unlock --force " + name);
+        EXPECT_EQ(un.code, 0) << un.out;
+        EXPECT_NE(un.out.find("unlocked '" + name + "' (" + kinds[i]), std::string::npos) << un.out;
+        EXPECT_EQ(dlock("exec --kind " + kinds[i] + " --wait 0 " + name + " -- true").code, 0);
+        EXPECT_NE(dlock("unlock --force " + name).out.find("nothing ended"), std::string::npos);
+    }
+    for (auto& t : ts)
+        t.join();
+    ASSERT_TRUE(up) << "the holders did not take their rows";
+    EXPECT_EQ(server().psql("SELECT count(*) FROM shedlock WHERE name = 'cli:row-shedlock'"), "1");
+}
+
 TEST_F(PgCli, BadUrlsAndUnreachableServersHaveTheirExitCodes) {
     const std::string bin = DLOCK_CLI_BINARY;
     const auto run = [&](const std::string& url) {

@@ -58,6 +58,36 @@ TEST_F(PgClient, MutexCountsReentryLocallyAndExcludesOtherClients) {
     EXPECT_TRUE(again.get());
 }
 
+// client::force_unlock(name, kind) on every PostgreSQL kind: it ends a held lock (another
+// client takes it at once), says false for a lock nobody holds, and the holder learns it.
+TEST_F(PgClient, ForceUnlockEndsEveryKind) {
+    dlock::client a(server().url()), b(server().url());
+    for (const auto kind : {lock_kind::reentrant, lock_kind::write, lock_kind::shedlock,
+                            lock_kind::lease, lock_kind::versioned}) {
+        const std::string name = "client:force:" + std::to_string(static_cast<int>(kind));
+        acquire_options o{.wait = 2s, .kind = kind};
+        if (kind >= lock_kind::shedlock) o.lease = 60s; // no watchdog: nothing renews the row
+        auto held = a.acquire(name, o);
+        ASSERT_TRUE(held) << name;
+        EXPECT_FALSE(b.acquire(name, {.wait = 0ms, .kind = kind}));
+        std::error_code ec;
+        EXPECT_TRUE(b.force_unlock(name, kind, ec)) << name << ": " << ec.message();
+        EXPECT_FALSE(ec);
+        auto next = b.acquire(name, {.wait = 2s, .kind = kind});
+        EXPECT_TRUE(next) << name;
+        if (kind < lock_kind::shedlock) // the holder's session was terminated
+            EXPECT_TRUE(eventually([&] { return held.lost(); }, 5s)) << name;
+        else
+            EXPECT_THROW(held.extend(60s), dlock::error) << name; // at its next renewal
+        next.release();
+        EXPECT_FALSE(b.force_unlock(name, kind, ec)) << name;
+        EXPECT_FALSE(ec);
+    }
+    std::error_code ec;
+    b.force_unlock("client:force:x", lock_kind::semaphore, ec); // ZooKeeper's
+    EXPECT_EQ(ec, errc::unsupported);
+}
+
 TEST_F(PgClient, RedisOnlyCallsAreUnsupported) {
     dlock::client c(server().url());
     std::error_code ec;

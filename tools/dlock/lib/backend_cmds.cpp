@@ -1,7 +1,7 @@
 // backend_cmds.cpp: `dlock status`, `list` and `unlock --force` on a URL of a backend other than
 // Redis (postgresql://, postgres://, zk://): they ask the client (client::inspect / list, which
 // read the server's own records: pg_locks, the ShedLock table, ZooKeeper nodes) instead of
-// reading Redis keys, and break a lock through the lock object's force_unlock().
+// reading Redis keys, and break a lock through client::force_unlock(name, kind).
 #include "commands.hpp"
 
 #include <dlock/mutex.hpp>
@@ -10,7 +10,8 @@ namespace dlock::cli {
 namespace {
 
 /// The kinds `status` looks at on a backend: its default lock, then the lease rows.
-constexpr lock_kind status_kinds[] = {lock_kind::reentrant, lock_kind::shedlock, lock_kind::lease};
+constexpr lock_kind status_kinds[] = {lock_kind::reentrant, lock_kind::shedlock, lock_kind::lease,
+                                      lock_kind::versioned};
 
 void print_text(std::ostream& out, const lock_status& s) {
     out << "lock     " << s.name << '\n';
@@ -66,13 +67,15 @@ void print_json(std::ostream& out, const lock_status& s) {
 }
 
 /// What `status NAME` shows: the first kind that exists, else the default kind's (free) view.
-lock_status status_of(client& c, const std::string& name) {
+/// The first kind that holds `name` (`found`: which one), else the first kind's empty status.
+lock_status status_of(client& c, const std::string& name, lock_kind* found = nullptr) {
     std::optional<lock_status> first;
     for (const auto kind : status_kinds) {
         std::error_code ec;
         auto s = c.inspect(name, kind, ec);
         if (ec == errc::unsupported || ec == errc::invalid_argument) continue; // not this kind
         if (ec) throw diagnose(c, ec, "cannot read '" + one_line(name) + "'", name);
+        if (found) *found = kind;
         if (s.exists) return s;
         if (!first) first = std::move(s);
     }
@@ -148,18 +151,12 @@ int run_list_backend(const std::string& url, const std::string& pattern, bool js
 
 int run_unlock_backend(const std::string& url, const std::string& name, std::ostream& out) {
     auto c = backend_client(url);
-    const auto before = status_of(c, name);
+    auto kind = lock_kind::reentrant;
+    const auto before = status_of(c, name, &kind);
     bool ended = false;
     if (before.exists) {
         std::error_code ec;
-        if (before.kind == "shedlock" || before.kind == "lease") {
-            // No public lock object of the row kinds (client::force_unlock(name, kind) would be
-            // the seam); a row's lease ends when its holder stops extending it.
-            throw diagnose(make_error_code(errc::unsupported), "cannot unlock '" + name + "'",
-                           "unlock --force of a " + before.kind +
-                               " row is not offered by the CLI yet");
-        }
-        ended = c.make_mutex(name).force_unlock(ec);
+        ended = c.force_unlock(name, kind, ec);
         if (ec) throw diagnose(c, ec, "cannot unlock '" + one_line(name) + "'", name);
     }
     if (!ended) {
@@ -169,7 +166,17 @@ int run_unlock_backend(const std::string& url, const std::string& name, std::ost
     out << "unlocked '" << name << "' (" << before.kind;
     for (const auto& h : before.contenders)
         if (h.holds) out << ", was held by " << h.owner << " [" << h.entry << ']';
-    out << "); its session ended, waiters served\n";
+    switch (kind) {
+    case lock_kind::shedlock:
+        out << "); lock_until set to now (row kept)\n";
+        break;
+    case lock_kind::lease:
+    case lock_kind::versioned:
+        out << "); row deleted, waiters notified\n";
+        break;
+    default:
+        out << "); its session ended, waiters served\n";
+    }
     return exit_code::ok;
 }
 
