@@ -22,8 +22,11 @@ public:
     };
     /// Runs `dlock --url URL ARGS` through sh; returns its exit code and stdout.
     static outcome dlock(const std::string& args) {
-        const std::string cmd =
-            std::string(DLOCK_CLI_BINARY) + " --url '" + server().url() + "' " + args + " 2>&1";
+        return shell(std::string(DLOCK_CLI_BINARY) + " --url '" + server().url() + "' " + args +
+                     " 2>&1");
+    }
+    /// Runs `cmd` through sh; its exit code and stdout.
+    static outcome shell(const std::string& cmd) {
         outcome o;
         if (FILE* p = ::popen(cmd.c_str(), "r")) {
             char buf[512];
@@ -127,6 +130,20 @@ TEST_F(PgCli, UnlockForceEndsEveryRowKind) {
         t.join();
     ASSERT_TRUE(up) << "the holders did not take their rows";
     EXPECT_EQ(server().psql("SELECT count(*) FROM shedlock WHERE name = 'cli:row-shedlock'"), "1");
+}
+
+// The demo with its lock on a private PostgreSQL that it starts (initdb + postgres, as the
+// postgres user under root) and stops; the stock stays in a private redis-server.
+TEST_F(PgCli, DemoOnAPrivatePostgreSQL) {
+    if (!redis_available()) GTEST_SKIP() << "the demo's stock lives in redis-server";
+    const std::string cmd = std::string(DLOCK_CLI_BINARY) +
+                            " demo --backend postgresql --stock 30 --processes 2 --threads 2 2>&1";
+    const auto r = shell(cmd);
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("lock: private PostgreSQL on postgresql://postgres@127.0.0.1:"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("the stock is exact: 30 sold"), std::string::npos) << r.out;
 }
 
 TEST_F(PgCli, BadUrlsAndUnreachableServersHaveTheirExitCodes) {

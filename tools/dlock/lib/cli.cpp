@@ -146,9 +146,9 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     demo->add_option("--stock", demo_opts.stock, "Initial stock (200)")
         ->check(CLI::Range(1, 100000));
     demo->add_option("--backend", demo_opts.backend,
-                     "Where the lock lives: redis (the stock's server) or zookeeper (a private "
-                     "ZooKeeper it starts; needs Debian's zookeeper package)")
-        ->check(CLI::IsMember({"redis", "zookeeper"}));
+                     "Where the lock lives: redis (the stock's server), zookeeper or postgresql "
+                     "(a private server it starts; needs Debian's zookeeper or postgresql-15)")
+        ->check(CLI::IsMember({"redis", "zookeeper", "postgresql"}));
 
     bench_options bo;
     auto* bench = app.add_subcommand("bench", "Lock throughput and hand-off latency");

@@ -93,7 +93,7 @@ struct demo_options {
     int processes = 2;             ///< worker processes, each with its own client
     int threads = 4;               ///< threads per process
     int stock = 200;               ///< initial stock of each run
-    std::string backend = "redis"; ///< the lock's server: redis, or zookeeper (a private one)
+    std::string backend = "redis"; ///< the lock's server: redis, zookeeper, postgresql
 };
 
 /// The stock-deduction demo: one run without a lock (lost updates), one with dlock::mutex

@@ -3,8 +3,9 @@
 // Run 1 has no lock: workers read the same value and sell the same item twice (lost updates).
 // Run 2 wraps the read-modify-write in dlock::mutex: the stock is exact. Each worker process
 // has its own dlock::client (own connections), as separate service instances would. With
-// --backend zookeeper the lock is on a private ZooKeeper (Curator's layout), the stock stays in
-// Redis: a ZooKeeper lock guarding another service's data.
+// --backend zookeeper the lock is on a private ZooKeeper (Curator's layout), with --backend
+// postgresql on a private PostgreSQL (an advisory lock); the stock stays in Redis: a lock of
+// one service guarding another service's data.
 //
 // Hand-off latency is the time from one worker starting its release to the next acquisition by
 // another worker, measured with steady_clock (CLOCK_MONOTONIC, one clock for all processes)
@@ -299,13 +300,16 @@ void print_results(std::ostream& out, const demo_options& o, const run_result& u
 int run_demo(const global_options& g, const demo_options& o, std::ostream& out, std::ostream& err) {
     interrupt_guard guard;
     std::unique_ptr<private_server> server;
-    std::unique_ptr<private_server> zookeeper; // --backend zookeeper: the lock's server
+    std::unique_ptr<private_server> lock_server; // --backend zookeeper | postgresql
     client_options copts;
     std::string where;
     try {
         if (o.backend == "zookeeper")
-            zookeeper = std::make_unique<private_server>(std::chrono::seconds(30),
-                                                         private_server::kind::zookeeper);
+            lock_server = std::make_unique<private_server>(std::chrono::seconds(30),
+                                                           private_server::kind::zookeeper);
+        else if (o.backend == "postgresql")
+            lock_server = std::make_unique<private_server>(std::chrono::seconds(30),
+                                                           private_server::kind::postgresql);
         if (g.urls.empty()) { // never $DLOCK_URL: the demo must not write to a shared server
             server = std::make_unique<private_server>();
             copts = parse_url(server->url());
@@ -320,11 +324,12 @@ int run_demo(const global_options& g, const demo_options& o, std::ostream& out, 
             << " threads sell a stock of " << o.stock
             << " items, each sale a GET then a SET of stock-1 (read-modify-write)\n"
             << "server: " << where << "\n";
-        if (zookeeper)
-            out << "lock: private ZooKeeper on " << zookeeper->url() << " (stopped at the end)\n";
+        if (lock_server)
+            out << "lock: private " << (o.backend == "zookeeper" ? "ZooKeeper" : "PostgreSQL")
+                << " on " << lock_server->url() << " (stopped at the end)\n";
         out << '\n' << std::flush;
 
-        const auto lock_url = zookeeper ? zookeeper->url() : std::string{};
+        const auto lock_url = lock_server ? lock_server->url() : std::string{};
         const auto unlocked = run_once(copts, lock_url, o, false);
         const auto locked = run_once(copts, lock_url, o, true);
         if (!server) { // leave a shared server as we found it

@@ -1,4 +1,5 @@
-// private_server.cpp: the throw-away redis-server of `dlock demo`.
+// private_server.cpp: the throw-away server of `dlock demo` (redis-server, ZooKeeper,
+// PostgreSQL).
 #include "private_server.hpp"
 
 #include "common.hpp"
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sstream>
 #include <stdexcept>
 #include <sys/prctl.h>
@@ -48,6 +50,37 @@ struct socket_fd {
         if (fd >= 0) ::close(fd);
     }
 };
+
+/// PostgreSQL's binaries: $DLOCK_PG_BIN, else Debian's postgresql-15 directory.
+std::string pg_bin_dir() {
+    const char* env = std::getenv("DLOCK_PG_BIN");
+    return env && *env ? env : "/usr/lib/postgresql/15/bin";
+}
+
+/// Who runs PostgreSQL: initdb refuses root, so root hands it to the `postgres` user.
+struct pg_identity {
+    bool drop = false;
+    uid_t uid = 0;
+    gid_t gid = 0;
+};
+
+pg_identity postgres_identity() {
+    pg_identity id;
+    if (::geteuid() != 0) return id;
+    const passwd* pw = ::getpwnam("postgres");
+    if (!pw)
+        throw failure(exit_code::unavailable,
+                      "running as root and there is no `postgres` user (install postgresql-15)");
+    id.drop = true;
+    id.uid = pw->pw_uid;
+    id.gid = pw->pw_gid;
+    return id;
+}
+
+/// In a forked child: the server's identity (PostgreSQL when root); false when that failed.
+bool become(const pg_identity& id) {
+    return !id.drop || (::setgid(id.gid) == 0 && ::setuid(id.uid) == 0);
+}
 
 sockaddr_in loopback(std::uint16_t port) {
     sockaddr_in a{};
@@ -111,23 +144,29 @@ bool answers_ruok(std::uint16_t port, std::chrono::milliseconds budget) {
 
 private_server::private_server(std::chrono::milliseconds ready_budget, kind k)
     : kind_(k) {
-    const bool zk = k == kind::zookeeper;
-    const auto binary =
-        zk ? find_binary("DLOCK_JAVA", "java") : find_binary("DLOCK_REDIS_SERVER", "redis-server");
-    if (binary.empty())
+    const bool zk = k == kind::zookeeper, pg = k == kind::postgresql;
+    const auto binary = pg   ? pg_bin_dir() + "/postgres"
+                        : zk ? find_binary("DLOCK_JAVA", "java")
+                             : find_binary("DLOCK_REDIS_SERVER", "redis-server");
+    if (binary.empty() || ::access(binary.c_str(), X_OK) != 0)
         throw failure(exit_code::unavailable,
-                      zk ? "java not found on PATH (install Debian's zookeeper package)"
-                         : "redis-server not found on PATH (install redis-server, or give "
-                           "--url redis://HOST:PORT)");
+                      pg   ? binary + " not found (install Debian's postgresql-15, or set "
+                                      "DLOCK_PG_BIN)"
+                      : zk ? "java not found on PATH (install Debian's zookeeper package)"
+                           : "redis-server not found on PATH (install redis-server, or give "
+                             "--url redis://HOST:PORT)");
     const char* base = std::getenv("TMPDIR");
     std::string tmpl = std::string(base && *base ? base : "/tmp") + "/dlock-demo-XXXXXX";
     if (!::mkdtemp(tmpl.data()))
         throw std::system_error(errno, std::generic_category(), "mkdtemp " + tmpl);
     dir_ = tmpl;
     try {
+        if (pg) init_postgres(pg_bin_dir());
         for (int attempt = 0; attempt < 3; ++attempt)
             if (start_once(binary, ready_budget)) return;
-        throw failure(exit_code::unavailable, std::string(zk ? "ZooKeeper" : "redis-server") +
+        throw failure(exit_code::unavailable, std::string(pg   ? "PostgreSQL"
+                                                          : zk ? "ZooKeeper"
+                                                               : "redis-server") +
                                                   " did not start: " + last_log_line());
     } catch (...) {
         stop();
@@ -140,11 +179,68 @@ private_server::~private_server() {
 }
 
 std::string private_server::url() const {
+    if (kind_ == kind::postgresql)
+        return "postgresql://postgres@127.0.0.1:" + std::to_string(port_) + "/postgres";
     return (kind_ == kind::zookeeper ? "zk://127.0.0.1:" : "redis://127.0.0.1:") +
            std::to_string(port_);
 }
 
+void private_server::init_postgres(const std::string& bin_dir) {
+    const auto id = postgres_identity();
+    if (id.drop && ::chown(dir_.c_str(), id.uid, id.gid) != 0)
+        throw std::system_error(errno, std::generic_category(), "chown " + dir_.string());
+    const std::vector<std::string> args{bin_dir + "/initdb",
+                                        "-D",
+                                        (dir_ / "data").string(),
+                                        "-U",
+                                        "postgres",
+                                        "--auth=trust",
+                                        "-E",
+                                        "UTF8",
+                                        "--locale=C.UTF-8",
+                                        "--no-sync",
+                                        "--no-instructions"};
+    std::vector<char*> argv;
+    for (const auto& a : args)
+        argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const auto log_path = (dir_ / "server.log").string();
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
+    if (pid == 0) {
+        if (!become(id)) ::_exit(126); // first: the log is then the server's to append to
+        const int devnull = ::open("/dev/null", O_RDWR);
+        if (devnull >= 0) ::dup2(devnull, 0);
+        const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        for (int fd = 1; fd < 3; ++fd)
+            ::dup2(log >= 0 ? log : devnull, fd);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        throw failure(exit_code::unavailable, "initdb failed: " + last_log_line());
+}
+
 std::vector<std::string> private_server::arguments(const std::string& binary) const {
+    if (kind_ == kind::postgresql) // no durability: the data dies with the demo
+        return {binary,
+                "-D",
+                (dir_ / "data").string(),
+                "-p",
+                std::to_string(port_),
+                "-k",
+                dir_.string(),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off"};
     if (kind_ == kind::redis)
         return {binary,        "--port",    std::to_string(port_), "--bind",      "127.0.0.1",
                 "--save",      "",          "--appendonly",        "no",          "--dir",
@@ -165,6 +261,17 @@ std::vector<std::string> private_server::arguments(const std::string& binary) co
 }
 
 bool private_server::ready() const {
+    if (kind_ == kind::postgresql) {
+        // As pg_ctl waits: the postmaster.pid's 8th line says "ready" once connections are
+        // accepted (its 4th line is the port, a check that this is our server).
+        std::ifstream pid_file(dir_ / "data" / "postmaster.pid");
+        std::string line;
+        for (int i = 1; std::getline(pid_file, line); ++i) {
+            if (i == 4 && line != std::to_string(port_)) return false;
+            if (i == 8) return line.rfind("ready", 0) == 0;
+        }
+        return false;
+    }
     return kind_ == kind::zookeeper ? answers_ruok(port_, std::chrono::milliseconds(200))
                                     : answers_ping(port_, std::chrono::milliseconds(200));
 }
@@ -180,7 +287,10 @@ bool private_server::start_once(const std::string& binary, std::chrono::millisec
     const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ < 0) throw std::system_error(errno, std::generic_category(), "fork");
+    const auto id = kind_ == kind::postgresql ? postgres_identity() : pg_identity{};
     if (pid_ == 0) {
+        // Credentials first: a change of them clears the parent-death signal.
+        if (!become(id)) ::_exit(126);
         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (::getppid() != parent) ::_exit(127);
         const int devnull = ::open("/dev/null", O_RDWR);
@@ -205,7 +315,8 @@ bool private_server::start_once(const std::string& binary, std::chrono::millisec
         if (ready()) return true;
         if (clock::now() >= until)
             throw failure(exit_code::unavailable,
-                          std::string(kind_ == kind::zookeeper
+                          std::string(kind_ == kind::postgresql ? "PostgreSQL was not ready"
+                                      : kind_ == kind::zookeeper
                                           ? "ZooKeeper did not answer ruok"
                                           : "redis-server did not answer PING") +
                               " within " + std::to_string(budget.count()) + " ms");
@@ -214,6 +325,16 @@ bool private_server::start_once(const std::string& binary, std::chrono::millisec
 }
 
 void private_server::stop() noexcept {
+    if (pid_ > 0 && kind_ == kind::postgresql) {
+        // A fast shutdown (SIGINT) removes the server's shared memory; SIGKILL would leave it.
+        ::kill(pid_, SIGINT);
+        const auto until = clock::now() + std::chrono::seconds(10);
+        int status = 0;
+        pid_t r = 0;
+        while ((r = ::waitpid(pid_, &status, WNOHANG)) == 0 && clock::now() < until)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10)); // shutdown poll interval
+        if (r == pid_) pid_ = -1;
+    }
     if (pid_ > 0) {
         ::kill(pid_, SIGKILL);
         while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
@@ -228,7 +349,7 @@ void private_server::stop() noexcept {
 }
 
 std::string private_server::last_log_line() const {
-    std::ifstream log(dir_ / (kind_ == kind::zookeeper ? "server.log" : "redis.log"));
+    std::ifstream log(dir_ / (kind_ == kind::redis ? "redis.log" : "server.log"));
     std::string line, last;
     while (std::getline(log, line))
         if (!line.empty()) last = line;

@@ -1,5 +1,7 @@
 // private_server.hpp: a throw-away redis-server for `dlock demo` when no --url is given, or a
-// throw-away ZooKeeper (`dlock demo --backend zookeeper`: Debian's zookeeper jars run by java).
+// throw-away ZooKeeper (`dlock demo --backend zookeeper`: Debian's zookeeper jars run by java),
+// or a throw-away PostgreSQL (`dlock demo --backend postgresql`: Debian's postgresql-15, initdb
+// and postgres run as the `postgres` user when dlock runs as root, which initdb requires).
 //
 // A small launcher of its own (the test fixture in tests/support is test-only): a free loopback
 // port chosen by binding port 0, a temporary directory, no persistence, readiness by PING with
@@ -18,10 +20,12 @@ namespace dlock::cli {
 
 class private_server {
 public:
-    enum class kind { redis, zookeeper };
+    enum class kind { redis, zookeeper, postgresql };
     /// Starts `redis-server` ($DLOCK_REDIS_SERVER, else the one on PATH) and waits until it
     /// answers PING; or ZooKeeper (java on PATH, $DLOCK_ZOOKEEPER_JAR, else
-    /// /usr/share/java/zookeeper.jar) until it answers `ruok` with `imok`. Blocking: up to
+    /// /usr/share/java/zookeeper.jar) until it answers `ruok` with `imok`; or PostgreSQL
+    /// (initdb and postgres from $DLOCK_PG_BIN, else /usr/lib/postgresql/15/bin; trust
+    /// authentication on 127.0.0.1 only) until its postmaster.pid says "ready". Blocking: up to
     /// `ready_budget` (per attempt; a port taken meanwhile is retried on another port, three
     /// attempts in all). Errors: std::runtime_error naming the cause (binary missing, the server's
     /// last log line, no answer within the budget).
@@ -33,7 +37,8 @@ public:
     private_server& operator=(const private_server&) = delete;
 
     std::uint16_t port() const { return port_; }
-    /// "redis://127.0.0.1:PORT" or "zk://127.0.0.1:PORT".
+    /// "redis://127.0.0.1:PORT", "zk://127.0.0.1:PORT" or
+    /// "postgresql://postgres@127.0.0.1:PORT/postgres".
     std::string url() const;
 
 private:
@@ -41,6 +46,8 @@ private:
     bool start_once(const std::string& binary, std::chrono::milliseconds budget);
     std::vector<std::string> arguments(const std::string& binary) const;
     bool ready() const;
+    /// PostgreSQL: initdb into the directory (once; as `postgres` when root).
+    void init_postgres(const std::string& bin_dir);
     void stop() noexcept;
     std::string last_log_line() const;
 
