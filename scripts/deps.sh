@@ -8,7 +8,7 @@ packages=(
   libasio-dev libssl-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   prometheus-cpp-dev
   redis-server redis-tools redis-sentinel openssl
-  libpq-dev postgresql libpostgresql-jdbc-java default-jre-headless
+  libpq-dev postgresql libpostgresql-jdbc-java default-jre-headless iproute2 nftables
   zookeeper libzookeeper-mt-dev libcurator-recipes-java
   clang libclang-rt-14-dev clang-format clang-tidy
   doxygen file dpkg-dev
