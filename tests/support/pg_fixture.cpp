@@ -1,18 +1,14 @@
 #include "pg_fixture.hpp"
 
+#include "process.hpp"
 #include "redis_fixture.hpp" // free_port()
 
-#include <array>
-#include <cerrno>
 #include <cstdlib>
-#include <fcntl.h>
 #include <fstream>
 #include <pwd.h>
 #include <signal.h>
 #include <sstream>
 #include <stdexcept>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 
@@ -46,53 +42,14 @@ identity server_identity() {
     return id;
 }
 
-/// fork + exec of `argv` as the server identity; stdout and stderr to `log`. `die_with_parent`
+/// `argv` started as the server identity; stdout and stderr to `log`. `die_with_parent`
 /// for the long-running postmaster. Returns the child's pid.
 pid_t launch(const std::vector<std::string>& argv, const fs::path& log, bool die_with_parent) {
     const identity id = server_identity();
-    std::vector<char*> args;
-    for (const auto& a : argv)
-        args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("fork failed");
-    if (pid != 0) return pid;
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-    }
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) ::dup2(devnull, 0);
-    for (int i = 3; i < 1024; ++i)
-        ::close(i);
-    if (id.drop && (::setgid(id.gid) != 0 || ::setuid(id.uid) != 0)) ::_exit(126);
-    // After setuid: a change of credentials clears the parent-death signal.
-    if (die_with_parent) {
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(127);
-    }
-    ::execv(args[0], args.data());
-    ::_exit(127);
-}
-
-int wait_exit(pid_t pid) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-bool reaped(pid_t pid, std::chrono::milliseconds budget) {
-    const auto until = std::chrono::steady_clock::now() + budget;
-    for (;;) {
-        int status = 0;
-        const pid_t r = ::waitpid(pid, &status, WNOHANG);
-        if (r == pid || (r < 0 && errno == ECHILD)) return true;
-        if (std::chrono::steady_clock::now() >= until) return false;
-        std::this_thread::sleep_for(5ms);
-    }
+    spawn_options o;
+    o.die_with_parent = die_with_parent;
+    if (id.drop) o.run_as = std::make_pair(id.uid, id.gid);
+    return spawn_child(argv, log, o);
 }
 
 void write_file(const fs::path& p, const std::string& text) {
@@ -110,43 +67,10 @@ void give_to_server(const fs::path& p) {
 /// Runs psql (as ourselves; the socket is trusted) and captures stdout; stderr to `err`.
 std::pair<std::string, int> run_psql(const fs::path& sock_dir, std::uint16_t port,
                                      const std::string& sql, const fs::path& err) {
-    int out[2];
-    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
-    const std::string psql = pg_bin("psql");
-    const std::string host = sock_dir.string(), p = std::to_string(port);
-    std::vector<std::string> argv{psql,       "-X", "-q", "-A", "-t", "-v",       "ON_ERROR_STOP=1",
-                                  "-h",       host, "-p", p,    "-U", "postgres", "-d",
-                                  "postgres", "-c", sql};
-    std::vector<char*> args;
-    for (auto& a : argv)
-        args.push_back(a.data());
-    args.push_back(nullptr);
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("fork failed");
-    if (pid == 0) {
-        ::dup2(out[1], 1);
-        const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fd >= 0) ::dup2(fd, 2);
-        ::close(out[0]);
-        ::close(out[1]);
-        ::execv(args[0], args.data());
-        ::_exit(127);
-    }
-    ::close(out[1]);
-    std::string text;
-    std::array<char, 4096> buf{};
-    for (;;) {
-        const ssize_t n = ::read(out[0], buf.data(), buf.size());
-        if (n > 0)
-            text.append(buf.data(), static_cast<std::size_t>(n));
-        else if (n == 0 || errno != EINTR)
-            break;
-    }
-    ::close(out[0]);
-    const int rc = wait_exit(pid);
-    while (!text.empty() && text.back() == '\n')
-        text.pop_back();
-    return {text, rc};
+    return run_capture({pg_bin("psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h",
+                        sock_dir.string(), "-p", std::to_string(port), "-U", "postgres", "-d",
+                        "postgres", "-c", sql},
+                       {}, err);
 }
 
 std::string read_tail(const fs::path& p, std::size_t max) {
@@ -182,7 +106,7 @@ pg_server::pg_server(std::vector<std::string> extra_config)
                                    "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8",
                                    "--locale=C.UTF-8", "--no-sync", "--no-instructions"},
                                   dir_ / "initdb.log", false);
-        if (wait_exit(init) != 0)
+        if (wait_child(init) != 0)
             throw std::runtime_error("initdb failed: " + read_tail(dir_ / "initdb.log", 2000));
         port_ = free_port();
         start();
@@ -252,7 +176,7 @@ void pg_server::start() {
     pid_ = launch(argv, dir_ / "server.log", true);
     const auto until = std::chrono::steady_clock::now() + 30s;
     for (;;) {
-        if (::kill(pid_, 0) != 0 || reaped(pid_, 0ms)) {
+        if (::kill(pid_, 0) != 0 || reap_child(pid_, 0ms)) {
             pid_ = -1;
             throw std::runtime_error("postgres exited: " + log_tail());
         }
@@ -267,9 +191,9 @@ void pg_server::start() {
 void pg_server::stop() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGINT); // fast shutdown
-    if (!reaped(pid_, 10s)) {
+    if (!reap_child(pid_, 10s)) {
         ::kill(pid_, SIGKILL);
-        reaped(pid_, 5s);
+        reap_child(pid_, 5s);
     }
     pid_ = -1;
 }
@@ -277,7 +201,7 @@ void pg_server::stop() {
 void pg_server::kill() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGKILL);
-    reaped(pid_, 5s);
+    reap_child(pid_, 5s);
     pid_ = -1;
 }
 

@@ -1,7 +1,6 @@
 #include "redis_fixture.hpp"
 
 #include <arpa/inet.h>
-#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -14,7 +13,6 @@
 #include <signal.h>
 #include <sstream>
 #include <stdexcept>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
@@ -55,101 +53,14 @@ fs::path make_temp_dir() {
     return tmpl;
 }
 
-/// fork+exec with stdout/stderr to `log` (or a pipe the caller reads), dying with the parent.
-pid_t spawn(const std::vector<std::string>& argv, const fs::path& log,
-            const std::vector<std::string>& env_extra = {}, std::optional<int> cpu = {}) {
-    std::vector<char*> args;
-    for (auto& a : argv)
-        args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error("fork failed");
-    if (pid == 0) {
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(127);
-        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-        if (fd >= 0) {
-            ::dup2(fd, 1);
-            ::dup2(fd, 2);
-        }
-        const int devnull = ::open("/dev/null", O_RDONLY);
-        if (devnull >= 0) ::dup2(devnull, 0);
-        for (int i = 3; i < 1024; ++i)
-            ::close(i);
-        for (auto& e : env_extra)
-            ::putenv(const_cast<char*>(e.c_str()));
-        if (cpu) {
-            cpu_set_t set;
-            CPU_ZERO(&set);
-            CPU_SET(static_cast<std::size_t>(*cpu), &set);
-            ::sched_setaffinity(0, sizeof set, &set);
-        }
-        ::execv(args[0], args.data());
-        ::_exit(127);
-    }
-    return pid;
-}
-
-bool reap(pid_t pid, std::chrono::milliseconds budget) {
-    const auto until = std::chrono::steady_clock::now() + budget;
-    for (;;) {
-        int status = 0;
-        const pid_t r = ::waitpid(pid, &status, WNOHANG);
-        if (r == pid || (r < 0 && errno == ECHILD)) return true;
-        if (std::chrono::steady_clock::now() >= until) return false;
-        std::this_thread::sleep_for(2ms);
-    }
-}
-
 void terminate(pid_t pid, int sig) {
     if (pid <= 0) return;
     ::kill(pid, SIGCONT);
     ::kill(pid, sig);
-    if (!reap(pid, 5s)) {
+    if (!reap_child(pid, 5s)) {
         ::kill(pid, SIGKILL);
-        reap(pid, 5s);
+        reap_child(pid, 5s);
     }
-}
-
-/// Runs a command, returns its stdout (trailing newlines trimmed) and exit status.
-std::pair<std::string, int> run_capture(const std::vector<std::string>& argv,
-                                        const std::vector<std::string>& env_extra = {}) {
-    int out[2];
-    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
-    std::vector<char*> args;
-    for (auto& a : argv)
-        args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        ::dup2(out[1], 1);
-        const int devnull = ::open("/dev/null", O_RDWR);
-        ::dup2(devnull, 0);
-        ::dup2(devnull, 2);
-        ::close(out[0]);
-        ::close(out[1]);
-        for (auto& e : env_extra)
-            ::putenv(const_cast<char*>(e.c_str()));
-        ::execv(args[0], args.data());
-        ::_exit(127);
-    }
-    ::close(out[1]);
-    std::string result;
-    std::array<char, 4096> buf{};
-    for (;;) {
-        const ssize_t n = ::read(out[0], buf.data(), buf.size());
-        if (n > 0)
-            result.append(buf.data(), static_cast<std::size_t>(n));
-        else if (n == 0 || errno != EINTR)
-            break;
-    }
-    ::close(out[0]);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    while (!result.empty() && (result.back() == '\n' || result.back() == '\r'))
-        result.pop_back();
-    return {result, WIFEXITED(status) ? WEXITSTATUS(status) : 128};
 }
 
 bool port_free(std::uint16_t port) {
@@ -236,14 +147,6 @@ bool sentinel_available() {
     return redis_available() && !sentinel_binary().empty();
 }
 
-pid_t spawn_child(const std::vector<std::string>& argv, const std::filesystem::path& log) {
-    return spawn(argv, log);
-}
-
-bool reap_child(pid_t pid, std::chrono::milliseconds budget) {
-    return reap(pid, budget);
-}
-
 std::uint16_t free_port(bool with_bus) {
     thread_local std::mt19937 rng{std::random_device{}() ^ static_cast<unsigned>(::getpid())};
     std::uniform_int_distribution<int> dist(20000, 39999);
@@ -317,7 +220,8 @@ bool redis_server::running() const {
 
 void redis_server::start() {
     if (running()) return;
-    pid_ = spawn({binary_, (dir_ / "redis.conf").string()}, dir_ / "stdout.log", {}, opts_.cpu);
+    pid_ = spawn_child({binary_, (dir_ / "redis.conf").string()}, dir_ / "stdout.log",
+                       {.cpu = opts_.cpu});
     wait_ready(10s);
 }
 
@@ -427,7 +331,7 @@ redis_sentinel_group::redis_sentinel_group(server_options opts, std::string sent
                 c << "requirepass " << sentinel_password_ << "\nsentinel sentinel-pass "
                   << sentinel_password_ << "\n";
             write_file(s.dir / "sentinel.conf", c.str());
-            s.pid = spawn({bin, (s.dir / "sentinel.conf").string()}, s.dir / "stdout.log");
+            s.pid = spawn_child({bin, (s.dir / "sentinel.conf").string()}, s.dir / "stdout.log");
             sentinels_.push_back(s);
         }
         // Ready: replicas linked, every sentinel sees 2 replicas and 2 other sentinels.

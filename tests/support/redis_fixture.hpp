@@ -12,6 +12,8 @@
 // redis_available() is false.
 #pragma once
 
+#include "process.hpp" // spawn_child(), reap_child(), shared with the other fixtures
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -46,12 +48,6 @@ struct server_options {
     std::optional<std::uint16_t> port{};     ///< fixed port; default: a free one
     std::optional<int> cpu{};                ///< pin the server to this CPU (benchmarks)
 };
-
-/// Starts `argv` (argv[0] a path) as a child process with stdout and stderr appended to `log`,
-/// killed by the kernel if this process dies (shared with the other fixtures).
-pid_t spawn_child(const std::vector<std::string>& argv, const std::filesystem::path& log);
-/// Waits up to `budget` for the child `pid` to exit; true when it did (or was reaped).
-bool reap_child(pid_t pid, std::chrono::milliseconds budget);
 
 /// Picks a free loopback TCP port in [20000, 40000) (and port+10000 when `with_bus`).
 std::uint16_t free_port(bool with_bus = false);

@@ -1,0 +1,124 @@
+#include "process.hpp"
+
+#include <array>
+#include <cerrno>
+#include <cstdlib>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdexcept>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace dlock::test {
+namespace {
+
+std::vector<char*> c_args(const std::vector<std::string>& argv) {
+    std::vector<char*> args;
+    for (const auto& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    return args;
+}
+
+} // namespace
+
+pid_t spawn_child(const std::vector<std::string>& argv, const std::filesystem::path& log,
+                  const spawn_options& opts) {
+    auto args = c_args(argv);
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("fork failed");
+    if (pid != 0) return pid;
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+    }
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    for (int i = 3; i < 1024; ++i)
+        ::close(i);
+    for (const auto& e : opts.env_extra)
+        ::putenv(const_cast<char*>(e.c_str()));
+    if (opts.cpu) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(static_cast<std::size_t>(*opts.cpu), &set);
+        ::sched_setaffinity(0, sizeof set, &set);
+    }
+    if (opts.run_as && (::setgid(opts.run_as->second) != 0 || ::setuid(opts.run_as->first) != 0))
+        ::_exit(126);
+    // After any change of credentials, which clears the parent-death signal.
+    if (opts.die_with_parent) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(127);
+    }
+    ::execv(args[0], args.data());
+    ::_exit(127);
+}
+
+bool reap_child(pid_t pid, std::chrono::milliseconds budget) {
+    const auto until = std::chrono::steady_clock::now() + budget;
+    for (;;) {
+        int status = 0;
+        const pid_t r = ::waitpid(pid, &status, WNOHANG);
+        if (r == pid || (r < 0 && errno == ECHILD)) return true;
+        if (std::chrono::steady_clock::now() >= until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2)); // exit poll interval
+    }
+}
+
+int wait_child(pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+std::pair<std::string, int> run_capture(const std::vector<std::string>& argv,
+                                        const std::vector<std::string>& env_extra,
+                                        const std::filesystem::path& err) {
+    int out[2];
+    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
+    auto args = c_args(argv);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(out[0]);
+        ::close(out[1]);
+        throw std::runtime_error("fork failed");
+    }
+    if (pid == 0) {
+        ::dup2(out[1], 1);
+        const int devnull = ::open("/dev/null", O_RDWR);
+        ::dup2(devnull, 0);
+        const int e =
+            err.empty() ? devnull : ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(e >= 0 ? e : devnull, 2);
+        ::close(out[0]);
+        ::close(out[1]);
+        for (const auto& v : env_extra)
+            ::putenv(const_cast<char*>(v.c_str()));
+        ::execv(args[0], args.data());
+        ::_exit(127);
+    }
+    ::close(out[1]);
+    std::string result;
+    std::array<char, 4096> buf{};
+    for (;;) {
+        const ssize_t n = ::read(out[0], buf.data(), buf.size());
+        if (n > 0)
+            result.append(buf.data(), static_cast<std::size_t>(n));
+        else if (n == 0 || errno != EINTR)
+            break;
+    }
+    ::close(out[0]);
+    const int rc = wait_child(pid);
+    while (!result.empty() && (result.back() == '\n' || result.back() == '\r'))
+        result.pop_back();
+    return {result, rc};
+}
+
+} // namespace dlock::test

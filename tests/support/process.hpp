@@ -1,0 +1,41 @@
+// Child processes of the test fixtures (redis, PostgreSQL, ZooKeeper): spawn a server with its
+// output in a log and bound to our life, wait for it with a budget, run a command and capture
+// its output. No dependency on GoogleTest or on dlock.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <utility>
+#include <vector>
+
+namespace dlock::test {
+
+struct spawn_options {
+    std::vector<std::string> env_extra{}; ///< "NAME=value" added to the child's environment
+    std::optional<int> cpu{};             ///< pin the child to this CPU
+    /// Run as this uid and gid (a server that refuses root, as PostgreSQL's initdb does).
+    std::optional<std::pair<uid_t, gid_t>> run_as{};
+    /// SIGKILL the child when this process dies (long-running servers); off for short tools.
+    bool die_with_parent = true;
+};
+
+/// Starts `argv` (argv[0] a path) as a child process with stdout and stderr appended to `log`
+/// and stdin from /dev/null. Errors: std::runtime_error when fork fails (an exec failure is
+/// the child's exit status 127, a failed change of identity 126).
+pid_t spawn_child(const std::vector<std::string>& argv, const std::filesystem::path& log,
+                  const spawn_options& opts = {});
+/// Waits up to `budget` for the child `pid` to exit; true when it did (or was reaped).
+bool reap_child(pid_t pid, std::chrono::milliseconds budget);
+/// Waits for the child `pid` to exit; its exit status (128 when killed by a signal).
+int wait_child(pid_t pid);
+
+/// Runs `argv` and returns its stdout (trailing newlines trimmed) and exit status; stderr to
+/// `err` (truncated) when given, else to /dev/null.
+std::pair<std::string, int> run_capture(const std::vector<std::string>& argv,
+                                        const std::vector<std::string>& env_extra = {},
+                                        const std::filesystem::path& err = {});
+
+} // namespace dlock::test
