@@ -19,13 +19,13 @@ void list_tables(
     const std::function<void(std::pair<std::error_code, std::vector<lock_status>>)>& done) {
     static constexpr lock_kind tables[] = {lock_kind::shedlock, lock_kind::lease,
                                            lock_kind::versioned};
-    if (next == std::size(tables)) return done({{}, std::move(v)});
+    if (next == std::size(tables)) return done(std::make_pair(std::error_code{}, std::move(v)));
     list_rows(e, tables[next], pattern,
               [e, pattern, next, v = std::move(v), done](std::error_code ec,
                                                          std::vector<lock_status> rows) mutable {
                   for (auto& row : rows)
                       v.push_back(std::move(row));
-                  if (ec) return done({ec, std::move(v)});
+                  if (ec) return done(std::make_pair(ec, std::move(v)));
                   list_tables(e, pattern, next + 1, std::move(v), done);
               });
 }

@@ -67,7 +67,10 @@ struct pg_identity {
 pg_identity postgres_identity() {
     pg_identity id;
     if (::geteuid() != 0) return id;
-    const passwd* pw = ::getpwnam("postgres");
+    passwd entry{};
+    passwd* pw = nullptr;
+    std::vector<char> buf(16384);
+    if (::getpwnam_r("postgres", &entry, buf.data(), buf.size(), &pw) != 0) pw = nullptr;
     if (!pw)
         throw failure(exit_code::unavailable,
                       "running as root and there is no `postgres` user (install postgresql-15)");
