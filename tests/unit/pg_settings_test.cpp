@@ -74,7 +74,8 @@ TEST(PgSettings, DlockParametersAreReadAndRemoved) {
     std::error_code ec;
     auto s = pg::parse_settings("postgresql://h/db?dlock_key=crc32-pair&dlock_fence=off&"
                                 "dlock_check=500&dlock_pool=2&dlock_timeout=700&"
-                                "dlock_connect_timeout=800&dlock_table=jobs_lock",
+                                "dlock_connect_timeout=800&dlock_table=jobs_lock&"
+                                "dlock_versioned_table=app_locks",
                                 ec);
     ASSERT_FALSE(ec);
     EXPECT_EQ(s.key, pg::key_scheme::crc32_pair);
@@ -84,6 +85,8 @@ TEST(PgSettings, DlockParametersAreReadAndRemoved) {
     EXPECT_EQ(s.request_timeout, 700ms);
     EXPECT_EQ(s.connect_timeout, 800ms);
     EXPECT_EQ(s.shedlock_table, "jobs_lock");
+    EXPECT_EQ(s.versioned_table, "app_locks");
+    EXPECT_EQ(pg::parse_settings("postgresql://h/db", ec).versioned_table, "locks");
     for (const auto& [k, v] : s.params)
         EXPECT_NE(k.substr(0, 6), "dlock_");
 }
@@ -97,6 +100,10 @@ TEST(PgSettings, BadUrlsAreConfigurationErrorsThatNeverShowThePassword) {
         "postgresql://h/db?dlock_fence=maybe",
         "postgresql://h/db?dlock_keepalive=1:2",
         "postgresql://h/db?dlock_timeout",
+        "postgresql://h/db?dlock_versioned_table=locks;drop",
+        "postgresql://h/db?dlock_versioned_table=1locks",
+        "postgresql://h/"
+        "db?dlock_versioned_table=a23456789012345678901234567890123456789012345678901234567890",
         "postgresql://u:hunter2@h/db?nosuchparam=1",
     };
     for (const char* u : bad) {
