@@ -1,16 +1,13 @@
 // The versioned lease (lock_kind::versioned, postgres/rows.hpp): cirello.io/pglock's `locks`
-// table, no clock in the table. Exclusion among processes, strictly increasing tokens, the
-// heartbeat replacing the version, takeover only after a version stayed unchanged for a whole
-// lease, and pglock's own statements (transcribed from its client.go) against dlock's rows.
+// table, no clock in the table (exclusion among 8 processes: exclusion_test.cpp). Strictly
+// increasing tokens, the heartbeat replacing the version, takeover only after a version stayed
+// unchanged for a whole lease, and pglock's own statements (transcribed from its client.go) against
+// dlock's rows.
 #include "pg_test_util.hpp"
 
 #include <cstdio>
 #include <future>
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 
 namespace dlock::test {
 namespace {
@@ -30,56 +27,6 @@ std::string rvn_of(const std::string& name) {
     return pg_suite::server().psql("SELECT coalesce(record_version_number::text, 'null') FROM "
                                    "locks WHERE name = '" +
                                    name + "'");
-}
-
-// 8 processes, each with its own backend, take the lock in turn; a checker in shared memory
-// sees every overlap.
-TEST_F(PgVersioned, ExclusionAmongEightProcesses) {
-    constexpr int procs = 8, rounds = 8;
-    void* mem = ::mmap(nullptr, sizeof(critical_section_checker), PROT_READ | PROT_WRITE,
-                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ASSERT_NE(mem, MAP_FAILED);
-    auto* check = new (mem) critical_section_checker();
-    const std::string url = server().url();
-    std::vector<pid_t> kids;
-    for (int p = 0; p < procs; ++p) {
-        const pid_t pid = ::fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            int errors = 0;
-            {
-                std::error_code ec;
-                std::string why;
-                auto b = detail::make_postgres_backend(url, ec, &why);
-                for (int i = 0; b && i < rounds; ++i) {
-                    auto h = b->acquire("v:excl", versioned(30s), ec);
-                    if (ec || !h) {
-                        std::fprintf(stderr, "child: %s: %s\n", ec.message().c_str(),
-                                     b->last_error_detail().c_str());
-                        ++errors;
-                        continue;
-                    }
-                    {
-                        auto in = check->enter_write();
-                        std::this_thread::sleep_for(2ms);
-                    }
-                    h->release_blocking(ec);
-                    if (ec) ++errors;
-                }
-                if (!b) errors = 100;
-            }
-            ::_exit(errors);
-        }
-        kids.push_back(pid);
-    }
-    for (const pid_t pid : kids) {
-        int st = 0;
-        ASSERT_EQ(::waitpid(pid, &st, 0), pid);
-        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child errors: " << WEXITSTATUS(st);
-    }
-    EXPECT_EQ(check->violations(), 0);
-    EXPECT_EQ(server().psql("SELECT count(*) FROM locks WHERE name = 'v:excl'"), "0");
-    ::munmap(mem, sizeof(critical_section_checker));
 }
 
 TEST_F(PgVersioned, TokensStrictlyIncreaseAndHeartbeatsReplaceTheVersion) {
