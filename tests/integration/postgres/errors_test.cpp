@@ -53,6 +53,47 @@ TEST_F(PgErrors, MissingSequenceAndNoRightToCreateItIsPermissionDenied) {
     EXPECT_TRUE(fenced->fencing_token());
 }
 
+// The row kinds need their table: a role that finds it missing and may not create it gets
+// permission_denied naming the table, and nothing is left behind; once the owner made the table
+// and granted its use, the same role locks.
+TEST_F(PgErrors, MissingLeaseTableAndNoRightToCreateItIsPermissionDenied) {
+    struct row_kind {
+        lock_kind kind;
+        const char* table;
+    };
+    const row_kind kinds[] = {{lock_kind::shedlock, "shedlock"},
+                              {lock_kind::lease, "dlock_lease"},
+                              {lock_kind::versioned, "locks"}};
+    auto b =
+        backend_at(server().url_as("limited", pg_server::limited_password(), "dlock_fence=off"));
+    for (const auto& k : kinds) {
+        std::error_code ec;
+        EXPECT_FALSE(b->acquire("row", wait_for(1s, k.kind), ec)) << k.table;
+        EXPECT_EQ(ec, errc::permission_denied) << k.table << ": " << ec.message();
+        EXPECT_NE(b->last_error_detail().find(k.table), std::string::npos)
+            << b->last_error_detail();
+        EXPECT_EQ(server().psql(std::string("SELECT count(*) FROM pg_tables WHERE tablename = '") +
+                                k.table + "'"),
+                  "0");
+    }
+    // The owner creates the tables (by taking each kind once) and grants their use.
+    auto owner = backend();
+    for (const auto& k : kinds) {
+        std::error_code ec;
+        auto h = owner->acquire("setup", wait_for(1s, k.kind), ec);
+        ASSERT_TRUE(h) << k.table << ": " << ec.message() << " " << owner->last_error_detail();
+        h->release_blocking(ec);
+    }
+    server().psql("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO limited;"
+                  "GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO limited");
+    for (const auto& k : kinds) {
+        std::error_code ec;
+        auto h = b->acquire("row", wait_for(1s, k.kind), ec);
+        EXPECT_TRUE(h) << k.table << ": " << ec.message() << " " << b->last_error_detail();
+        if (h) h->release_blocking(ec);
+    }
+}
+
 TEST_F(PgErrors, ForceUnlockWithoutTheRightIsPermissionDenied) {
     auto owner = backend();
     std::error_code ec;
