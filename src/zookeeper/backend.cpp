@@ -3,6 +3,7 @@
 #include "backends.hpp"
 #include "core/random.hpp"
 #include "zookeeper/acquire.hpp"
+#include "zookeeper/semaphore.hpp"
 
 #include <dlock/error.hpp>
 
@@ -40,6 +41,8 @@ std::string_view kind_label(lock_kind k) {
         return "read";
     case lock_kind::write:
         return "write";
+    case lock_kind::semaphore:
+        return "semaphore";
     default:
         return "lock";
     }
@@ -68,6 +71,46 @@ void add_contenders(lock_status& st, const std::string& dir, const std::vector<c
     }
 }
 
+/// True when `others` (the non-lock children of a directory) make it a semaphore's directory.
+bool semaphore_dir(const std::vector<contender>& sorted, const std::vector<std::string>& others) {
+    return sorted.empty() &&
+           std::find(others.begin(), others.end(), semaphore_leases) != others.end();
+}
+
+/// A semaphore's view from its leases and its gate queue: every lease holds, except the
+/// newest one of the gate holder's session, which is still counting (it waits for a permit
+/// or is about to hold). The gate's contenders wait.
+lock_status merge_semaphore(lock_status leases, lock_status gate) {
+    lock_status st;
+    st.kind = "semaphore";
+    st.exists = leases.exists || gate.exists;
+    std::string counting;
+    if (!gate.contenders.empty() && gate.contenders.front().holds)
+        counting = gate.contenders.front().session;
+    for (auto& c : leases.contenders)
+        c.holds = true;
+    std::size_t holders = leases.contenders.size();
+    for (auto it = leases.contenders.rbegin(); it != leases.contenders.rend(); ++it) {
+        if (!counting.empty() && it->session == counting) {
+            it->holds = false;
+            --holders;
+            break;
+        }
+    }
+    for (auto& c : leases.contenders) {
+        if (c.holds) c.position.reset();
+        st.contenders.push_back(std::move(c));
+    }
+    for (auto& c : gate.contenders) {
+        c.holds = false;
+        st.contenders.push_back(std::move(c));
+    }
+    st.detail = std::to_string(holders) + " lease(s) held, " +
+                std::to_string(st.contenders.size() - holders) +
+                " client(s) queued; the number of permits is the clients' convention (not stored)";
+    return st;
+}
+
 } // namespace
 
 std::string_view infix_of(lock_kind kind) noexcept {
@@ -79,6 +122,8 @@ std::string_view infix_of(lock_kind kind) noexcept {
         return read_infix;
     case lock_kind::write:
         return write_infix;
+    case lock_kind::semaphore:
+        return lease_infix;
     default:
         return {};
     }
@@ -231,7 +276,10 @@ void zk_backend::async_acquire(std::string name, const acquire_options& opts,
     if (shut()) return post_error(errc::cancelled, "the ZooKeeper backend shut down");
     if (infix_of(opts.kind).empty())
         return post_error(errc::unsupported,
-                          "this lock kind is not offered on ZooKeeper (lock, read, write are)");
+                          "this lock kind is not offered on ZooKeeper (lock, read, write and "
+                          "semaphore are)");
+    if (opts.kind == lock_kind::semaphore && opts.permits < 1)
+        return post_error(errc::invalid_argument, "a semaphore needs permits >= 1");
     if (opts.lease)
         return post_error(errc::unsupported,
                           "a fixed lease is not offered on ZooKeeper: a lock lives as long as "
@@ -243,6 +291,13 @@ void zk_backend::async_acquire(std::string name, const acquire_options& opts,
     // destructor drains the loop, so the handler runs before the backend goes).
     asio::post(io_, [this, name = std::move(name), dir = std::move(dir), opts,
                      done = std::move(done)]() mutable {
+        if (opts.kind == lock_kind::semaphore) {
+            // Its internal acquisitions are tracked (cancelled at shutdown) and keep it alive.
+            std::make_shared<semaphore_acquisition>(*this, std::move(name), std::move(dir), opts,
+                                                    std::move(done))
+                ->start();
+            return;
+        }
         auto a = std::make_shared<acquisition>(*this, std::move(name), std::move(dir), opts,
                                                std::move(done));
         track(a);
@@ -284,6 +339,8 @@ void zk_backend::snapshot_dir(const std::string& dir, bool stats,
             }
             std::vector<std::string> strangers;
             const auto sorted = sort_children(r.children, &strangers);
+            if (stats && semaphore_dir(sorted, strangers))
+                return snapshot_semaphore(dir, std::move(done));
             add_contenders(st, dir, sorted);
             if (!strangers.empty())
                 st.detail = std::to_string(strangers.size()) +
@@ -307,6 +364,22 @@ void zk_backend::snapshot_dir(const std::string& dir, bool stats,
                 });
         });
     });
+}
+
+void zk_backend::snapshot_semaphore(const std::string& dir,
+                                    std::function<void(std::error_code, lock_status)> done) {
+    const auto leases = dir + "/" + std::string(semaphore_leases);
+    snapshot_dir(leases, true,
+                 [this, dir, done = std::move(done)](std::error_code ec, lock_status l) mutable {
+                     if (ec) return done(ec, {});
+                     const auto gate = dir + "/" + std::string(semaphore_gate);
+                     snapshot_dir(gate, true,
+                                  [l = std::move(l), done = std::move(done)](
+                                      std::error_code e2, lock_status g) mutable {
+                                      if (e2) return done(e2, {});
+                                      done({}, merge_semaphore(std::move(l), std::move(g)));
+                                  });
+                 });
 }
 
 lock_status zk_backend::inspect(std::string_view name, lock_kind kind, std::error_code& ec) {
@@ -397,6 +470,7 @@ std::vector<lock_status> zk_backend::list(std::string_view pattern, std::error_c
                     std::shared_ptr<session> s;
                     std::string pat;
                     std::deque<std::string> todo{"/"};
+                    std::vector<std::string> semaphores; // directories with a leases child
                     std::size_t visited = 0;
                     std::vector<lock_status> found;
                     std::function<void(result)> done;
@@ -412,18 +486,33 @@ std::vector<lock_status> zk_backend::list(std::string_view pattern, std::error_c
                             std::vector<std::string> others;
                             const auto sorted = sort_children(r.children, &others);
                             const auto base = path == "/" ? std::string{} : path;
-                            if (!sorted.empty()) {
-                                lock_status st;
-                                st.name = base.substr(1);
-                                add_contenders(st, base, sorted);
-                                if (glob_match(self->pat, st.name))
-                                    self->found.push_back(std::move(st));
-                            }
+                            if (semaphore_dir(sorted, others)) self->semaphores.push_back(base);
+                            if (!sorted.empty()) self->report(base, sorted);
                             for (const auto& o : others)
                                 if (!(path == "/" && o == "zookeeper"))
                                     self->todo.push_back(base + "/" + o);
                             self->next();
                         });
+                    }
+                    /// A lock directory; a semaphore's leases count as the semaphore (every
+                    /// lease a holder), its gate (locks) is not listed on its own.
+                    void report(const std::string& base, const std::vector<contender>& sorted) {
+                        const auto slash = base.rfind('/');
+                        const auto parent = base.substr(0, slash);
+                        const auto leaf = std::string_view(base).substr(slash + 1);
+                        const bool in_semaphore = std::find(semaphores.begin(), semaphores.end(),
+                                                            parent) != semaphores.end();
+                        if (in_semaphore && leaf == semaphore_gate) return;
+                        lock_status st;
+                        add_contenders(st, base, sorted);
+                        st.name = base.substr(1);
+                        if (in_semaphore && leaf == semaphore_leases) {
+                            st.name = parent.substr(1);
+                            st.kind = "semaphore";
+                            for (auto& c : st.contenders)
+                                c.holds = true;
+                        }
+                        if (glob_match(pat, st.name)) found.push_back(std::move(st));
                     }
                 };
                 auto w = std::make_shared<walk>();

@@ -47,6 +47,8 @@ public:
     std::string last_error_detail() const override;
     metrics_snapshot metrics() const override;
     bool supports(lock_kind kind) const noexcept override { return !infix_of(kind).empty(); }
+    /// A semaphore lease is not re-entered (Curator's leases are not either).
+    bool reentrant(lock_kind kind) const noexcept override { return kind != lock_kind::semaphore; }
 
     std::shared_ptr<hold> acquire(std::string_view name, const acquire_options& opts,
                                   std::error_code& ec) override;
@@ -87,6 +89,9 @@ private:
     T call(std::function<void(std::function<void(T)>)> start, T on_timeout);
     void snapshot_dir(const std::string& dir, bool stats,
                       std::function<void(std::error_code, lock_status)> done);
+    /// A semaphore's directory (semaphore.hpp): its leases and the queue on its gate.
+    void snapshot_semaphore(const std::string& dir,
+                            std::function<void(std::error_code, lock_status)> done);
 
     zk_url url_;
     std::string id_;

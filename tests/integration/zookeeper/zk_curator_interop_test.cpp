@@ -1,7 +1,8 @@
 // Interop with a real Apache Curator 5.4.0 (Debian's libcurator-recipes-java, run by Java 17's
 // single-file launcher from CuratorPeer.java): a dlock holder excludes a Curator
 // InterProcessMutex and the other way round, on the same lock path; the same for
-// InterProcessReadWriteLock (readers share across the two, a writer excludes both).
+// InterProcessReadWriteLock (readers share across the two, a writer excludes both), and
+// for InterProcessSemaphoreV2 (the leases of both count against the same permits).
 // Skipped when java or the Curator jars are missing.
 #include "zk_test_util.hpp"
 
@@ -173,6 +174,48 @@ TEST_F(CuratorInterop, ReadWriteLockBothDirections) {
     w->release_blocking(ec);
     curator_peer after(server_->host_port(), "/interop/rw", "write", "try", 10s);
     EXPECT_EQ(after.line(), "ACQUIRED");
+}
+
+TEST_F(CuratorInterop, SemaphoreV2BothDirections) {
+    // Two permits. Curator holds one lease: dlock gets the second, not a third.
+    std::error_code ec;
+    auto sem = [](std::chrono::milliseconds w) {
+        auto o = waiting(w, lock_kind::semaphore);
+        o.permits = 2;
+        return o;
+    };
+    curator_peer holder(server_->host_port(), "/interop/sem", "semaphore:2", "hold", 10s);
+    ASSERT_EQ(holder.line(), "ACQUIRED");
+    auto d1 = backend_->acquire("interop/sem", sem(5s), ec);
+    ASSERT_TRUE(d1) << backend_->last_error_detail();
+    EXPECT_FALSE(backend_->acquire("interop/sem", sem(0ms), ec)) << "Curator's lease counts";
+    EXPECT_FALSE(ec);
+    // dlock holds one and waits for another: Curator's release wakes it.
+    std::shared_ptr<detail::hold> d2;
+    std::thread waiter([&] {
+        std::error_code e;
+        d2 = backend_->acquire("interop/sem", sem(20s), e);
+    });
+    holder.release();
+    EXPECT_EQ(holder.line(), "RELEASED");
+    waiter.join();
+    ASSERT_TRUE(d2) << "Curator's release freed a permit for dlock";
+    // dlock holds both permits: Curator's acquire(500 ms) fails, and succeeds after a release,
+    // woken while it waits as the counting client.
+    curator_peer tryer(server_->host_port(), "/interop/sem", "semaphore:2", "try", 500ms);
+    EXPECT_EQ(tryer.line(), "NOT_ACQUIRED");
+    curator_peer later(server_->host_port(), "/interop/sem", "semaphore:2", "try", 20s);
+    ASSERT_TRUE(eventually(
+        [&] {
+            std::error_code e;
+            // Curator holds the gate and counts its lease node with ours: 3 leases + 1 gate.
+            return backend_->inspect("interop/sem", lock_kind::semaphore, e).contenders.size() == 4;
+        },
+        20s));
+    d1->release_blocking(ec);
+    EXPECT_EQ(later.line(), "ACQUIRED");
+    EXPECT_EQ(later.line(), "RELEASED");
+    d2->release_blocking(ec);
 }
 
 } // namespace
