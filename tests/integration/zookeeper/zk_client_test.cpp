@@ -1,11 +1,14 @@
 // dlock::client on zk:// URLs end to end (the lead's client wiring over this backend): leases,
 // lock objects with local re-entry, the read-write lock object, async acquisition,
-// inspect/list, and the Redis-only calls refused with errc::unsupported.
+// inspect/list, the Redis-only calls refused with errc::unsupported, and the multi-lock
+// (acquire_all, multi_mutex) over ZooKeeper: sorted order, all or none, loss of any member.
 #include "zk_test_util.hpp"
 
 #include <dlock/dlock.hpp>
 
+#include <atomic>
 #include <future>
+#include <mutex>
 
 namespace dlock::test {
 namespace {
@@ -97,6 +100,65 @@ TEST_F(ZkClient, AsyncAcquireInspectListAndUnsupportedCalls) {
     a.command(ping, e);
     EXPECT_EQ(e, make_error_code(errc::unsupported));
     EXPECT_THROW(client("zks://127.0.0.1:2181"), dlock::error);
+}
+
+TEST_F(ZkClient, MultiLockTakesAllInSortedOrderOrNone) {
+    client a(url_);
+    client b(url_);
+    raw_zk raw(server_->host_port());
+    auto blocker = b.acquire("acct/2", {.wait = 5s});
+    ASSERT_TRUE(blocker);
+    // Not within the wait: nothing stays held.
+    std::error_code ec;
+    const lock_ref three[] = {{"acct/3"}, {"acct/1"}, {"acct/2"}};
+    auto none = a.acquire_all(three, {.wait = 300ms}, ec);
+    EXPECT_FALSE(none);
+    EXPECT_FALSE(ec) << "not acquired is not an error";
+    EXPECT_TRUE(raw.children("/acct/1").empty()) << "the member taken first was released";
+    EXPECT_EQ(raw.children("/acct/2").size(), 1u);
+    EXPECT_FALSE(raw.exists("/acct/3")) << "members after the blocked one are not touched";
+    // Waiting: acct/1 (first by name) is held while acct/2 is awaited; acct/3 comes last.
+    std::promise<std::pair<std::error_code, multi_lease>> p;
+    a.async_acquire_all({{"acct/3"}, {"acct/1"}, {"acct/2", lock_kind::write}}, {.wait = 10s},
+                        [&](std::error_code e, multi_lease m) {
+                            p.set_value({e, std::move(m)});
+                        });
+    ASSERT_TRUE(eventually([&] { return raw.children("/acct/2").size() == 2; }));
+    EXPECT_EQ(raw.children("/acct/1").size(), 1u);
+    EXPECT_FALSE(raw.exists("/acct/3"));
+    blocker.release();
+    auto [e, m] = p.get_future().get();
+    ASSERT_FALSE(e) << a.last_error_detail();
+    ASSERT_TRUE(m);
+    ASSERT_EQ(m.members().size(), 3u);
+    EXPECT_EQ(m.members()[0].name(), "acct/1");
+    EXPECT_EQ(m.members()[2].name(), "acct/3");
+    EXPECT_TRUE(m.members()[1].token()) << "a write member has its czxid token";
+    EXPECT_GT(m.valid_until(), std::chrono::steady_clock::now());
+    EXPECT_FALSE(b.acquire("acct/3", {.wait = 0ms}));
+    // Losing any member loses the set.
+    std::atomic<bool> called{false};
+    m.on_lost([&] { called = true; });
+    const auto kids = raw.children("/acct/3");
+    ASSERT_EQ(kids.size(), 1u);
+    ASSERT_EQ(raw.remove("/acct/3/" + kids[0]), ZOK);
+    ASSERT_TRUE(eventually([&] { return m.lost(); }, 5s));
+    EXPECT_TRUE(called);
+    EXPECT_TRUE(m.stop_token().stop_requested());
+    m.release(ec);
+    EXPECT_EQ(ec, make_error_code(errc::not_owner));
+    EXPECT_TRUE(raw.children("/acct/1").empty() && raw.children("/acct/2").empty())
+        << "the other members were released";
+    // multi_mutex over ZooKeeper; a kind ZooKeeper does not offer is unsupported.
+    multi_mutex both(a, {{"acct/1"}, {"acct/2"}});
+    {
+        std::scoped_lock g(both);
+        EXPECT_FALSE(b.acquire("acct/1", {.wait = 0ms}));
+    }
+    EXPECT_TRUE(b.acquire("acct/1", {.wait = 0ms}));
+    const lock_ref odd[] = {{"x"}, {"y", lock_kind::simple}};
+    a.acquire_all(odd, {.wait = 0ms}, ec);
+    EXPECT_EQ(ec, make_error_code(errc::unsupported));
 }
 
 } // namespace
