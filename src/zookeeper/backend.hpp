@@ -80,6 +80,15 @@ public:
     void note_wake() noexcept { wakes_.fetch_add(1, std::memory_order_relaxed); }
     std::uint64_t wakes() const noexcept { return wakes_.load(std::memory_order_relaxed); }
 
+    /// dlock::zk_fenced_set (dlock/zk_fencing.hpp): writes `data` to the znode `node` (created
+    /// when missing) in one multi with a check that `lock_node` still exists. Blocking (not on
+    /// the I/O thread). Errors: not_owner when the lock node is gone (nothing written),
+    /// invalid_argument for a bad node path or one inside the lock's directory,
+    /// configuration_error when the node's parent is missing, ambiguous when the answer was
+    /// lost, unavailable, server_error.
+    std::error_code fenced_set(const std::string& lock_node, std::string_view node,
+                               std::string_view data);
+
     /// The current session if there is one (any thread; for tests: its id and timeout).
     std::shared_ptr<session> current_session() const;
 

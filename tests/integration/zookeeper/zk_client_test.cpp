@@ -1,7 +1,10 @@
 // dlock::client on zk:// URLs end to end (the lead's client wiring over this backend): leases,
 // lock objects with local re-entry, the read-write lock object, async acquisition,
 // inspect/list, the Redis-only calls refused with errc::unsupported, and the multi-lock
-// (acquire_all, multi_mutex) over ZooKeeper: sorted order, all or none, loss of any member.
+// (acquire_all, multi_mutex) over ZooKeeper: sorted order, all or none, loss of any member;
+// the fenced write (zk_fenced_set): written while held, refused atomically once the lock node
+// is gone.
+#include "redis/client_impl.hpp" // detail::access
 #include "zk_test_util.hpp"
 
 #include <dlock/dlock.hpp>
@@ -158,6 +161,56 @@ TEST_F(ZkClient, MultiLockTakesAllInSortedOrderOrNone) {
     EXPECT_TRUE(b.acquire("acct/1", {.wait = 0ms}));
     const lock_ref odd[] = {{"x"}, {"y", lock_kind::simple}};
     a.acquire_all(odd, {.wait = 0ms}, ec);
+    EXPECT_EQ(ec, make_error_code(errc::unsupported));
+}
+
+TEST_F(ZkClient, FencedSetWritesOnlyWhileTheLockNodeExists) {
+    client a(url_);
+    client b(url_);
+    raw_zk raw(server_->host_port());
+    auto l = a.acquire("fenced/lock", {.wait = 5s});
+    ASSERT_TRUE(l);
+    std::error_code ec;
+    EXPECT_FALSE(zk_fenced_set(a, l, "res/value", "v1", ec));
+    EXPECT_EQ(ec, make_error_code(errc::configuration_error)) << "the parent /res is missing";
+    ASSERT_EQ(raw.create("/res"), ZOK);
+    zk_fenced_set(a, l, "res/value", "v1"); // created
+    EXPECT_EQ(raw.get("/res/value"), "v1");
+    zk_fenced_set(a, l, "/res/value", "v2"); // set
+    EXPECT_EQ(raw.get("/res/value"), "v2");
+    EXPECT_FALSE(zk_fenced_set(a, l, "fenced/lock/x", "v", ec));
+    EXPECT_EQ(ec, make_error_code(errc::invalid_argument)) << "not inside the lock directory";
+    EXPECT_FALSE(zk_fenced_set(a, lease{}, "res/value", "v", ec));
+    EXPECT_EQ(ec, make_error_code(errc::invalid_argument));
+
+    // The server refuses the write once the node is gone, whatever the holder believes: the
+    // backend's own call, made right after the node was deleted, does not look at lost().
+    const auto kids = raw.children("/fenced/lock");
+    ASSERT_EQ(kids.size(), 1u);
+    const auto node = "/fenced/lock/" + kids[0];
+    auto* zb = dynamic_cast<detail::zk::zk_backend*>(detail::access::backend(a).get());
+    ASSERT_NE(zb, nullptr);
+    ASSERT_EQ(raw.remove(node), ZOK); // unlock --force
+    EXPECT_EQ(zb->fenced_set(node, "res/value", "stale"), make_error_code(errc::not_owner));
+    EXPECT_EQ(raw.get("/res/value"), "v2") << "the resource is unchanged";
+    ASSERT_TRUE(eventually([&] { return l.lost(); }, 5s));
+    EXPECT_FALSE(zk_fenced_set(a, l, "res/value", "stale", ec));
+    EXPECT_EQ(ec, make_error_code(errc::not_owner));
+    EXPECT_THROW(zk_fenced_set(a, l, "res/value", "stale"), dlock::error);
+
+    // Session expiry: the new holder writes, the expired one cannot.
+    auto l2 = a.acquire("fenced/lock", {.wait = 5s});
+    ASSERT_TRUE(l2);
+    const auto node2 = "/fenced/lock/" + raw.children("/fenced/lock").at(0);
+    expire_session(server_->host_port(), *zb);
+    auto l3 = b.acquire("fenced/lock", {.wait = 5s});
+    ASSERT_TRUE(l3) << "the expired holder's node is gone";
+    zk_fenced_set(b, l3, "res/value", "v3");
+    EXPECT_EQ(zb->fenced_set(node2, "res/value", "stale"), make_error_code(errc::not_owner));
+    EXPECT_EQ(raw.get("/res/value"), "v3");
+    // Not a ZooKeeper client.
+    client r("redis://127.0.0.1:1");
+    EXPECT_FALSE(zk_fenced_set(r, l3, "res/value", "v", ec));
     EXPECT_EQ(ec, make_error_code(errc::unsupported));
 }
 
