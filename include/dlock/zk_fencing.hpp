@@ -27,7 +27,8 @@ class lease;
 /// errc::unsupported when `c` is not a ZooKeeper client; errc::invalid_argument for an empty
 /// or non-ZooKeeper lease, a bad path, or a `node` inside the lock's own directory (other data
 /// there would block lock clients); errc::configuration_error when the node's parent is
-/// missing; errc::ambiguous when the answer was lost (the write may have been applied);
+/// missing; errc::ambiguous when an answer was lost and the write, sent again once reconnected
+/// (the check still guards it), was refused or could not be sent (the first may have applied);
 /// errc::unavailable, errc::server_error. The ec form returns false with `ec` set.
 /// Blocking: one round trip (two when the node is created). Thread safety: any thread except
 /// the client's I/O thread.

@@ -3,6 +3,7 @@
 #include "backends.hpp"
 #include "core/random.hpp"
 #include "zookeeper/acquire.hpp"
+#include "zookeeper/hold.hpp"
 #include "zookeeper/semaphore.hpp"
 
 #include <dlock/error.hpp>
@@ -382,6 +383,75 @@ void zk_backend::snapshot_semaphore(const std::string& dir,
                  });
 }
 
+std::shared_ptr<hold> zk_backend::acquire_read_under(const hold& write, std::error_code& ec) {
+    ec.clear();
+    const auto* w = dynamic_cast<const zk_hold*>(&write);
+    if (!w || w->shared() || on_io_thread()) {
+        ec = make_error_code(errc::invalid_argument);
+        return nullptr;
+    }
+    if (w->lost() || w->released() || w->owner_session()->ended()) {
+        ec = make_error_code(errc::not_owner);
+        return nullptr;
+    }
+    const auto slash = w->path().rfind('/');
+    const auto seq = w->path().substr(w->path().size() - 10);
+    const auto path = w->path().substr(0, slash + 1) + node_prefix(random_uuid(), read_infix) + seq;
+    struct creator : std::enable_shared_from_this<creator> {
+        zk_backend* b;
+        std::shared_ptr<session> s;
+        std::string name, path;
+        std::function<void(std::pair<std::error_code, std::shared_ptr<hold>>)> done;
+        int rounds = 0;
+        void create() {
+            s->create(path, b->node_data(), ZOO_EPHEMERAL,
+                      [self = shared_from_this()](reply&& r) { self->on(std::move(r)); });
+        }
+        void on(reply&& r) {
+            if (r.rc == ZOK && r.stat) return grant(r.stat->czxid);
+            if (r.rc == ZNODEEXISTS || (transport_loss(r.rc) && ++rounds < 4)) {
+                // A create whose answer was lost: ours if this session owns the node.
+                return s->when_connected([self = shared_from_this()](std::error_code e) {
+                    if (e) return self->fail(errc::not_owner, "the session ended");
+                    self->s->exists(self->path, {}, [self](reply&& st) {
+                        if (st.rc == ZOK && st.stat && st.stat->ephemeral_owner == self->s->id())
+                            return self->grant(st.stat->czxid);
+                        if (st.rc == ZNONODE && self->rounds < 4) return self->create();
+                        self->fail(errc::server_error,
+                                   "read node " + self->path + ": " + zerror(st.rc));
+                    });
+                });
+            }
+            if (r.rc == ZNONODE || r.rc == ZSESSIONEXPIRED || r.rc == ZINVALIDSTATE)
+                return fail(errc::not_owner, "the write lock's directory or session is gone");
+            fail(errc::server_error, "create " + path + ": " + zerror(r.rc));
+        }
+        void grant(std::int64_t czxid) {
+            auto h = std::make_shared<zk_hold>(*b, s, name, path, czxid, true);
+            h->start();
+            done({{}, std::move(h)});
+        }
+        void fail(errc e, const std::string& why) {
+            b->set_error("downgrade to read: " + why);
+            done({make_error_code(e), nullptr});
+        }
+    };
+    using result = std::pair<std::error_code, std::shared_ptr<hold>>;
+    auto [e, h] = call<result>(
+        [this, s = w->owner_session(), n = w->name(), path](std::function<void(result)> done) {
+            auto c = std::make_shared<creator>();
+            c->b = this;
+            c->s = s;
+            c->name = n;
+            c->path = path;
+            c->done = std::move(done);
+            c->create();
+        },
+        {make_error_code(errc::unavailable), nullptr});
+    ec = e;
+    return h;
+}
+
 lock_status zk_backend::inspect(std::string_view name, lock_kind kind, std::error_code& ec) {
     ec.clear();
     std::string why;
@@ -545,6 +615,7 @@ std::error_code zk_backend::fenced_set(const std::string& lock_node, std::string
         std::string lock_node, path, data;
         std::function<void(std::error_code)> done;
         int rounds = 0;
+        bool uncertain = false; ///< an earlier attempt's answer was lost
         void begin(bool first) {
             b->with_session([self = shared_from_this(), first](std::error_code ec,
                                                                std::shared_ptr<session> live) {
@@ -569,14 +640,25 @@ std::error_code zk_backend::fenced_set(const std::string& lock_node, std::string
         }
         void on(reply&& r, bool create) {
             if (r.rc == ZOK) return done({});
-            if (transport_loss(r.rc)) {
+            const auto lost_answer = [&] {
                 b->set_error("fenced write of " + path + ": the answer was lost (" + zerror(r.rc) +
                              "); it may or may not have been applied");
-                return done(make_error_code(errc::ambiguous));
+                done(make_error_code(errc::ambiguous));
+            };
+            if (transport_loss(r.rc)) {
+                // Sending it again is safe (the check still guards it); a refusal then leaves
+                // the first attempt's outcome unknown.
+                if (uncertain || ++rounds >= 4) return lost_answer();
+                uncertain = true;
+                return s->when_connected([self = shared_from_this(), create](std::error_code e) {
+                    if (e) return self->on(reply{ZSESSIONEXPIRED, {}, {}, {}, {}, {}}, create);
+                    self->write(create);
+                });
             }
             const int check_rc = r.results.empty() ? r.rc : r.results[0];
             const int write_rc = r.results.size() < 2 ? r.rc : r.results[1];
             if (check_rc != ZOK || r.rc == ZSESSIONEXPIRED || r.rc == ZINVALIDSTATE) {
+                if (uncertain) return lost_answer();
                 b->set_error("fenced write of " + path + " refused: the lock node " + lock_node +
                              " is gone (the lock was lost)");
                 return done(make_error_code(errc::not_owner));

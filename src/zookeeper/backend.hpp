@@ -55,6 +55,10 @@ public:
     void async_acquire(std::string name, const acquire_options& opts,
                        std::function<void(std::error_code, std::shared_ptr<hold>)> done) override;
 
+    /// Downgrade (Curator >= 5.5, CURATOR-621): a plain EPHEMERAL `_c_<uuid>-__READ__<seq>`
+    /// node at the write node's sequence, on the writer's session, so that no writer queued
+    /// behind the write node gets in between (names.hpp sorts it right after its writer).
+    std::shared_ptr<hold> acquire_read_under(const hold& write, std::error_code& ec) override;
     bool is_locked(std::string_view name, lock_kind kind, std::error_code& ec) override;
     bool force_unlock(std::string_view name, lock_kind kind, std::error_code& ec) override;
     std::optional<std::chrono::milliseconds> remaining_lease(std::string_view name, lock_kind kind,

@@ -3,7 +3,7 @@
 // inspect/list, the Redis-only calls refused with errc::unsupported, and the multi-lock
 // (acquire_all, multi_mutex) over ZooKeeper: sorted order, all or none, loss of any member;
 // the fenced write (zk_fenced_set): written while held, refused atomically once the lock node
-// is gone.
+// is gone; the read-write downgrade (CURATOR-621: a queued writer stays out).
 #include "redis/client_impl.hpp" // detail::access
 #include "zk_test_util.hpp"
 
@@ -203,6 +203,8 @@ TEST_F(ZkClient, FencedSetWritesOnlyWhileTheLockNodeExists) {
     ASSERT_TRUE(l2);
     const auto node2 = "/fenced/lock/" + raw.children("/fenced/lock").at(0);
     expire_session(server_->host_port(), *zb);
+    // Once the holder knows (before that, a write may see only a dropped connection: ambiguous).
+    ASSERT_TRUE(eventually([&] { return l2.lost(); }, 5s));
     auto l3 = b.acquire("fenced/lock", {.wait = 5s});
     ASSERT_TRUE(l3) << "the expired holder's node is gone";
     zk_fenced_set(b, l3, "res/value", "v3");
@@ -212,6 +214,55 @@ TEST_F(ZkClient, FencedSetWritesOnlyWhileTheLockNodeExists) {
     client r("redis://127.0.0.1:1");
     EXPECT_FALSE(zk_fenced_set(r, l3, "res/value", "v", ec));
     EXPECT_EQ(ec, make_error_code(errc::unsupported));
+}
+
+TEST_F(ZkClient, DowngradeFromWriteToReadKeepsAQueuedWriterOut) {
+    client a(url_);
+    client b(url_);
+    client c(url_);
+    raw_zk raw(server_->host_port());
+    auto rw = a.make_rw_mutex("catalog");
+    rw.lock();
+    std::atomic<bool> b_got{false};
+    std::thread writer([&] {
+        auto w = b.make_rw_mutex("catalog");
+        if (w.try_lock_for(20s)) {
+            b_got = true;
+            w.unlock();
+        }
+    });
+    ASSERT_TRUE(eventually([&] { return raw.children("/catalog").size() == 2; }));
+    // The writer takes a read hold at once: a plain ephemeral node at its own sequence.
+    ASSERT_TRUE(rw.try_lock_shared_for(0ms)) << a.last_error_detail();
+    const auto a_session = dynamic_cast<detail::zk::zk_backend*>(detail::access::backend(a).get())
+                               ->current_session()
+                               ->id();
+    std::string write_node;
+    std::string read_node;
+    for (const auto& k : raw.children("/catalog")) {
+        Stat st{};
+        ASSERT_TRUE(raw.exists("/catalog/" + k, &st));
+        if (st.ephemeralOwner != a_session) continue;
+        (k.find("__READ__") != std::string::npos ? read_node : write_node) = k;
+    }
+    ASSERT_FALSE(read_node.empty());
+    ASSERT_FALSE(write_node.empty());
+    EXPECT_EQ(read_node.substr(read_node.size() - 10), write_node.substr(write_node.size() - 10))
+        << "the read node shares the writer's sequence";
+    // The write hold ends; the read hold keeps the queued writer (and new readers) out.
+    rw.unlock();
+    EXPECT_FALSE(eventually([&] { return b_got.load(); }, 500ms))
+        << "the queued writer slipped in between (CURATOR-621)";
+    EXPECT_FALSE(c.acquire("catalog", {.wait = 0ms, .kind = lock_kind::read}))
+        << "a new reader waits behind the queued writer";
+    std::error_code ec;
+    const auto st = a.inspect("catalog", lock_kind::write, ec);
+    ASSERT_EQ(st.contenders.size(), 2u);
+    EXPECT_TRUE(st.contenders[0].holds);
+    EXPECT_FALSE(st.contenders[1].holds);
+    rw.unlock_shared();
+    writer.join();
+    EXPECT_TRUE(b_got);
 }
 
 } // namespace
