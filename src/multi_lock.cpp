@@ -1,6 +1,8 @@
 // dlock::multi_lease and client::acquire_all: the blocking and async shells around
 // core::multi_sequence. The members are lease handles taken through the normal acquisition
-// path, one at a time in name order; the sequence decides what comes next.
+// path, one at a time in name order; the sequence decides what comes next. The same shells
+// serve every backend: on Redis a member is acquired through client_impl, on another backend
+// (ZooKeeper, PostgreSQL) through detail::lock_backend's acquire / async_acquire.
 #include "core/lock_backend.hpp"
 #include "core/loss_signal.hpp"
 #include "core/multi_sequence.hpp"
@@ -23,7 +25,7 @@ namespace dlock::detail {
 /// What a multi_lease shares with its members' loss callbacks.
 class multi_state final : public loss_signal {
 public:
-    std::weak_ptr<client_impl> client; ///< for the executor of async_release
+    std::weak_ptr<client_impl> client; ///< for the executor of async_release (Redis)
     std::vector<lease> members;
     /// A member was lost: the multi-lock is lost unless it was released already.
     void member_lost() {
@@ -46,9 +48,12 @@ namespace {
 using clock = std::chrono::steady_clock;
 using seq_action = multi_sequence::action_type;
 
-/// The members sorted by (name, kind), each name's keys checked. Errors: invalid_argument for
-/// an empty set or a name given twice; the kind's own errors for a bad name.
-std::error_code sorted_members(std::span<const lock_ref> in, std::vector<lock_ref>& out) {
+/// The members sorted by (name, kind), each name's keys checked (on another `backend`: each
+/// kind offered, the names are checked when acquired). Errors: invalid_argument for an empty
+/// set or a name given twice; the kind's own errors for a bad name; unsupported for a kind
+/// the backend does not offer.
+std::error_code sorted_members(std::span<const lock_ref> in, std::vector<lock_ref>& out,
+                               const lock_backend* backend) {
     if (in.empty()) return make_error_code(errc::invalid_argument);
     out.assign(in.begin(), in.end());
     std::sort(out.begin(), out.end(), [](const lock_ref& a, const lock_ref& b) {
@@ -56,6 +61,10 @@ std::error_code sorted_members(std::span<const lock_ref> in, std::vector<lock_re
     });
     for (std::size_t i = 0; i < out.size(); ++i) {
         if (i > 0 && out[i].name == out[i - 1].name) return make_error_code(errc::invalid_argument);
+        if (backend) {
+            if (!backend->supports(out[i].kind)) return make_error_code(errc::unsupported);
+            continue;
+        }
         std::error_code ec;
         (void)protocol_of(out[i].kind).keys(out[i].name, ec);
         if (ec) return ec;
@@ -120,13 +129,15 @@ void acquire_member_async(const std::shared_ptr<client_impl>& c, const std::stri
         });
 }
 
-/// The async shell: one acquisition of a set, alive until it reports.
+/// The async shell: one acquisition of a set, alive until it reports. Over Redis (`c`) or
+/// another backend (`b`, then `c` is null).
 class multi_acquire_op : public std::enable_shared_from_this<multi_acquire_op> {
 public:
     using done_fn = std::function<void(std::error_code, multi_lease)>;
-    multi_acquire_op(std::shared_ptr<client_impl> c, std::vector<lock_ref> members,
-                     const acquire_options& opts, done_fn done)
+    multi_acquire_op(std::shared_ptr<client_impl> c, std::shared_ptr<lock_backend> b,
+                     std::vector<lock_ref> members, const acquire_options& opts, done_fn done)
         : c_(std::move(c))
+        , b_(std::move(b))
         , members_(std::move(members))
         , opts_(opts)
         , seq_(members_.size(), opts.wait, opts.lease, clock::now())
@@ -140,6 +151,14 @@ private:
         switch (a.what) {
         case seq_action::acquire: {
             const auto& m = members_[a.member];
+            if (b_) {
+                b_->async_acquire(
+                    m.name, member_options(opts_, m.kind, a),
+                    [self](std::error_code ec, std::shared_ptr<hold> h) {
+                        self->on_member(ec, h && !ec ? access::make_lease(std::move(h)) : lease{});
+                    });
+                return;
+            }
             acquire_member_async(
                 c_, m.name, member_options(opts_, m.kind, a),
                 [self](std::error_code ec, lease l) { self->on_member(ec, std::move(l)); });
@@ -202,6 +221,7 @@ private:
     }
 
     std::shared_ptr<client_impl> c_;
+    std::shared_ptr<lock_backend> b_;
     std::vector<lock_ref> members_;
     acquire_options opts_;
     multi_sequence seq_;
@@ -237,16 +257,12 @@ multi_lease client::acquire_all(std::span<const lock_ref> locks, const acquire_o
                                 std::error_code& ec) {
     using namespace detail;
     ec.clear();
-    if (backend_) { // not yet over the other backends (ARCHITECTURE.md, "Backends")
-        ec = make_error_code(errc::unsupported);
-        return {};
-    }
-    if (impl_->on_io_thread()) {
+    if (backend_ ? backend_->on_io_thread() : impl_->on_io_thread()) {
         ec = make_error_code(errc::invalid_argument);
         return {};
     }
     std::vector<lock_ref> members;
-    if ((ec = sorted_members(locks, members))) return {};
+    if ((ec = sorted_members(locks, members, backend_.get()))) return {};
     multi_sequence seq(members.size(), opts.wait, opts.lease, clock::now());
     std::vector<lease> held;
     auto a = seq.start(clock::now());
@@ -295,15 +311,11 @@ multi_lease client::acquire_all(std::span<const lock_ref> locks, const acquire_o
 
 void client::start_async_acquire_all(std::vector<lock_ref> locks, const acquire_options& opts,
                                      std::function<void(std::error_code, multi_lease)> done) {
-    if (backend_)
-        return asio::post(backend_->executor(), [done = std::move(done)] {
-            done(make_error_code(errc::unsupported), multi_lease{});
-        });
-    auto c = impl_;
     std::vector<lock_ref> members;
-    if (auto ec = detail::sorted_members(locks, members))
-        return asio::post(c->io(), [done = std::move(done), ec] { done(ec, multi_lease{}); });
-    auto op = std::make_shared<detail::multi_acquire_op>(std::move(c), std::move(members), opts,
+    if (auto ec = detail::sorted_members(locks, members, backend_.get()))
+        return asio::post(get_executor(),
+                          [done = std::move(done), ec] { done(ec, multi_lease{}); });
+    auto op = std::make_shared<detail::multi_acquire_op>(impl_, backend_, std::move(members), opts,
                                                          std::move(done));
     op->start();
 }
@@ -313,7 +325,7 @@ void client::start_async_acquire_all(std::vector<lock_ref> locks, const acquire_
 multi_mutex::multi_mutex(client& c, std::vector<lock_ref> locks)
     : s_(std::make_unique<detail::multi_mutex_state>()) {
     s_->c = &c;
-    throw_if(detail::sorted_members(locks, s_->locks));
+    throw_if(detail::sorted_members(locks, s_->locks, detail::access::backend(c).get()));
 }
 
 multi_mutex::multi_mutex(multi_mutex&&) noexcept = default;
@@ -515,9 +527,14 @@ void multi_lease::extend(std::chrono::milliseconds lease_ms, std::error_code& ec
 }
 
 asio::any_io_executor multi_lease::executor_of(const std::shared_ptr<detail::multi_state>& s) {
-    auto c = s ? s->client.lock() : nullptr;
-    return c && !c->shut_down() ? asio::any_io_executor(c->io().get_executor())
-                                : asio::any_io_executor{};
+    if (!s) return {};
+    if (auto c = s->client.lock())
+        return !c->shut_down() ? asio::any_io_executor(c->io().get_executor())
+                               : asio::any_io_executor{};
+    // Another backend: its I/O executor, as a member's hold knows it (empty once it is gone).
+    if (s->members.empty()) return {};
+    const auto& h = detail::access::state(s->members.front());
+    return h ? h->executor() : asio::any_io_executor{};
 }
 
 void multi_lease::start_release(std::shared_ptr<detail::multi_state> s,

@@ -12,7 +12,9 @@
 #include <dlock/mutex.hpp>
 
 #include <algorithm>
+#include <map>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 
 namespace dlock {
@@ -229,8 +231,44 @@ private:
     std::vector<std::pair<std::string, std::weak_ptr<hold_state>>> created_; // guarded
 };
 
+/// The write holds of the backend lock objects by (backend, lock name, thread), so that the
+/// read side of the same lock can tell that the calling thread holds the write side and take
+/// its read hold as a downgrade (lock_backend::acquire_read_under). Expired entries are
+/// ignored (a hold outlives no backend address reuse: it is a weak reference).
+class write_hold_registry {
+public:
+    static write_hold_registry& instance() {
+        static write_hold_registry r;
+        return r;
+    }
+    void put(const lock_backend* b, const std::string& name, const std::shared_ptr<hold>& h) {
+        std::lock_guard lk(mu_);
+        holds_[key(b, name)] = h;
+    }
+    void erase(const lock_backend* b, const std::string& name) {
+        std::lock_guard lk(mu_);
+        holds_.erase(key(b, name));
+    }
+    /// The calling thread's live write hold of `name` on `b`, or null.
+    std::shared_ptr<hold> find(const lock_backend* b, const std::string& name) const {
+        std::lock_guard lk(mu_);
+        const auto it = holds_.find(key(b, name));
+        auto h = it == holds_.end() ? nullptr : it->second.lock();
+        return h && !h->lost() && !h->released() ? h : nullptr;
+    }
+
+private:
+    using key_type = std::tuple<const lock_backend*, std::string, std::thread::id>;
+    static key_type key(const lock_backend* b, const std::string& name) {
+        return {b, name, std::this_thread::get_id()};
+    }
+    mutable std::mutex mu_;
+    std::map<key_type, std::weak_ptr<hold>> holds_; // guarded by mu_
+};
+
 /// A thread-bound lock on a backend other than Redis: one backend acquisition per first hold
-/// of a thread, re-entries counted here.
+/// of a thread, re-entries counted here. A read lock taken by the thread that holds the write
+/// lock of the same name is a downgrade where the backend offers one.
 class backend_lock_object final : public lock_object {
 public:
     backend_lock_object(std::shared_ptr<lock_backend> b, std::string name, lock_kind kind)
@@ -275,8 +313,16 @@ public:
                 }
             }
         }
-        auto h = b_->acquire(name_, {.wait = wait, .lease = lease, .kind = kind_}, ec);
+        std::shared_ptr<hold> h;
+        if (kind_ == lock_kind::read)
+            if (const auto w = write_hold_registry::instance().find(b_.get(), name_)) {
+                h = b_->acquire_read_under(*w, ec);
+                if (ec == errc::unsupported) ec.clear();
+                if (ec) return false;
+            }
+        if (!h) h = b_->acquire(name_, {.wait = wait, .lease = lease, .kind = kind_}, ec);
         if (ec || !h) return false;
+        if (kind_ == lock_kind::write) write_hold_registry::instance().put(b_.get(), name_, h);
         std::lock_guard lk(mu_);
         holds_[std::this_thread::get_id()] = {std::move(h), 1};
         return true;
@@ -309,6 +355,7 @@ public:
         }
         h->release_blocking(ec);
         if (ec && ec != errc::not_owner) return; // still ours: unlock() may be called again
+        if (kind_ == lock_kind::write) write_hold_registry::instance().erase(b_.get(), name_);
         std::lock_guard lk(mu_);
         if (auto it = holds_.find(std::this_thread::get_id());
             it != holds_.end() && it->second.h == h)

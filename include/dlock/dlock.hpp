@@ -15,6 +15,7 @@
 #include <dlock/redlock.hpp>
 #include <dlock/resp3.hpp>
 #include <dlock/rw_mutex.hpp>
+#include <dlock/zk_fencing.hpp>
 
 /// @namespace dlock
 /// Distributed locks on Redis: the client, the lock objects and lease handles, their options

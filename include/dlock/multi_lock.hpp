@@ -21,6 +21,10 @@
 //   one is awaited (that member's wait is then taken in rounds: a fair-lock member re-queues
 //   at each round).
 // - acquire_options::kind is ignored: each member has its own kind.
+// - Backends: the same on every backend of dlock::client (Redis, ZooKeeper, PostgreSQL); a
+//   member kind the backend does not offer is errc::unsupported. On ZooKeeper a name is a
+//   znode path: spell each lock one way ("a/b", not also "/a/b"), the duplicate check compares
+//   the names as given.
 // - Loss: losing any member loses the multi-lock: lost() is true, stop_token() is requested and
 //   every on_lost() callback runs once (on the thread that detected the member's loss, as for
 //   a lease). Releasing releases every member, in reverse order.

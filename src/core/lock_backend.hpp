@@ -79,6 +79,17 @@ public:
     async_acquire(std::string name, const acquire_options& opts,
                   std::function<void(std::error_code, std::shared_ptr<hold>)> done) = 0;
 
+    /// Downgrade: a read hold of the read-write lock that `write` (a live write hold from this
+    /// backend, held by the calling thread) holds, granted without queueing behind waiters; the
+    /// thread may then release the write hold and keep reading. The default (a backend without
+    /// it): errc::unsupported, and mutex.cpp acquires the read hold as usual. Blocking; never on
+    /// the I/O thread.
+    virtual std::shared_ptr<hold> acquire_read_under(const hold& write, std::error_code& ec) {
+        (void)write;
+        ec = make_error_code(errc::unsupported);
+        return nullptr;
+    }
+
     virtual bool is_locked(std::string_view name, lock_kind kind, std::error_code& ec) = 0;
     virtual bool force_unlock(std::string_view name, lock_kind kind, std::error_code& ec) = 0;
     virtual std::optional<std::chrono::milliseconds>

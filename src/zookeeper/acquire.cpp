@@ -5,6 +5,8 @@
 
 #include <dlock/error.hpp>
 
+#include <algorithm>
+#include <utility>
 #include <zookeeper/zookeeper.h>
 
 namespace dlock::detail::zk {
@@ -29,6 +31,7 @@ acquisition::acquisition(zk_backend& b, std::string name, std::string dir,
     , dir_(std::move(dir))
     , kind_(opts.kind)
     , infix_(infix_of(opts.kind))
+    , permits_(opts.kind == lock_kind::semaphore ? std::max(opts.permits, 1U) : 0U)
     , started_(clock::now())
     , done_(std::move(done))
     , wait_timer_(backend_->executor())
@@ -37,6 +40,16 @@ acquisition::acquisition(zk_backend& b, std::string name, std::string dir,
         const auto w = std::max(*opts.wait, std::chrono::milliseconds(0));
         deadline_ = started_ + w;
     }
+}
+
+std::error_code acquisition::retry_error() noexcept {
+    return std::make_error_code(std::errc::resource_unavailable_try_again);
+}
+
+void acquisition::count(std::error_code ec, bool acquired) {
+    if (!internal_)
+        backend_->counters().acquisition(static_cast<std::size_t>(kind_), ec, acquired, false,
+                                         clock::now() - started_);
 }
 
 void acquisition::start() {
@@ -181,10 +194,31 @@ void acquisition::adopt(const std::string& child) {
 void acquisition::list() {
     ++gen_;
     waiting_ = false;
-    session_->children(dir_, {}, [self = shared_from_this(), gen = gen_](reply&& r) {
-        if (self->finished_ || gen != self->gen_) return;
-        self->on_children(std::move(r));
-    });
+    changed_ = false;
+    session::watch_fn on_change;
+    if (permits_ != 0) {
+        // Curator's getChildren(leases).usingWatcher(): any change of the leases re-counts.
+        std::weak_ptr<acquisition> w = shared_from_this();
+        on_change = [w, gen = gen_](int) {
+            auto self = w.lock();
+            if (self && !self->finished_ && gen == self->gen_) self->on_children_changed();
+        };
+    }
+    session_->children(dir_, std::move(on_change),
+                       [self = shared_from_this(), gen = gen_](reply&& r) {
+                           if (self->finished_ || gen != self->gen_) return;
+                           self->on_children(std::move(r));
+                       });
+}
+
+void acquisition::on_children_changed() {
+    if (!waiting_) {
+        changed_ = true; // before its listing's answer was handled: count again then
+        return;
+    }
+    ++wakes_;
+    backend_->note_wake();
+    list();
 }
 
 void acquisition::on_children(reply&& r) {
@@ -212,6 +246,14 @@ void acquisition::on_children(reply&& r) {
     }
     const auto d = decide(sorted, own_);
     if (!d.found) return restart(); // deleted under us (unlock --force, expiry)
+    if (permits_ != 0) {
+        // InterProcessSemaphoreV2: held while the leases (own included) are at most permits.
+        if (sorted.size() <= permits_) return granted();
+        if (wait_over()) return give_up();
+        if (std::exchange(changed_, false)) return list();
+        waiting_ = true; // the children watch set by this listing wakes us
+        return;
+    }
     if (d.holds) return granted();
     if (wait_over()) return give_up();
     watch(d.watch);
@@ -247,8 +289,7 @@ void acquisition::granted() {
                                        kind_ == lock_kind::read);
     h->start();
     own_.clear(); // the hold owns the node now
-    backend_->counters().acquisition(static_cast<std::size_t>(kind_), {}, true, false,
-                                     clock::now() - started_);
+    count({}, true);
     finish({}, std::move(h));
 }
 
@@ -256,8 +297,7 @@ void acquisition::give_up() {
     ++gen_;
     waiting_ = false;
     if (own_.empty()) {
-        backend_->counters().acquisition(static_cast<std::size_t>(kind_), {}, false, false,
-                                         clock::now() - started_);
+        count({}, false);
         return finish({}, nullptr);
     }
     // Curator's deleteOurPath: a guaranteed delete; the result waits for its answer so that a
@@ -265,8 +305,7 @@ void acquisition::give_up() {
     const auto path = dir_ + "/" + own_;
     own_.clear();
     guaranteed_delete(session_, path, [self = shared_from_this()](int) {
-        self->backend_->counters().acquisition(static_cast<std::size_t>(self->kind_), {}, false,
-                                               false, clock::now() - self->started_);
+        self->count({}, false);
         self->finish({}, nullptr);
     });
 }
@@ -277,6 +316,7 @@ void acquisition::restart() {
     waiting_ = false;
     own_.clear();
     if (wait_over()) return give_up();
+    if (permits_ != 0) return finish(retry_error(), nullptr); // again through the mutex
     if (++restarts_ > max_restarts)
         return fail(make_error_code(errc::unavailable),
                     "lock node of " + dir_ + " kept vanishing (session expiries)");
@@ -299,8 +339,7 @@ void acquisition::fail(std::error_code ec, std::string why) {
     if (!why.empty()) backend_->set_error(why);
     if (!own_.empty() && session_) guaranteed_delete(session_, dir_ + "/" + own_, [](int) {});
     own_.clear();
-    backend_->counters().acquisition(static_cast<std::size_t>(kind_), ec, false, false,
-                                     clock::now() - started_);
+    count(ec, false);
     finish(ec, nullptr);
 }
 

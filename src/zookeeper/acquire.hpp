@@ -11,6 +11,14 @@
 // no answer (errc::unavailable). If the session expires or the node vanishes while waiting,
 // the acquisition starts again with a new node on a (new) session, while the wait lasts.
 // A directory child that is not a lock node is errc::configuration_error.
+//
+// Lease mode (opts.kind == lock_kind::semaphore, run by semaphore.cpp while it holds the
+// semaphore's internal `locks` mutex): the node is `_c_<uuid>-lease-<seq10>` under
+// <lock>/leases; it holds when the directory has at most opts.permits children (its own
+// included), else it keeps its node and waits on a children watch of the directory (only the
+// mutex holder watches: no herd), as Curator's InterProcessSemaphoreV2 does. A vanished node
+// or session is not retried here (the retry must take the mutex again): it ends with
+// `retry_error()`.
 #pragma once
 
 #include "zookeeper/backend.hpp"
@@ -32,6 +40,10 @@ public:
     acquisition(zk_backend& b, std::string name, std::string dir, const acquire_options& opts,
                 done_fn done);
     void start();
+    /// What a lease-mode acquisition reports when it must start over through the mutex.
+    static std::error_code retry_error() noexcept;
+    /// Do not count this acquisition in the metrics (the semaphore's internal mutex).
+    void internal() noexcept { internal_ = true; }
     /// Ends the acquisition with errc::cancelled (backend shutdown).
     void cancel();
 
@@ -51,6 +63,8 @@ private:
     void list();
     void on_children(reply&& r);
     void watch(const std::string& child);
+    void on_children_changed();
+    void count(std::error_code ec, bool acquired);
     void granted();
     void give_up();
     void restart();
@@ -64,6 +78,8 @@ private:
     std::string dir_;
     lock_kind kind_;
     std::string_view infix_;
+    unsigned permits_ = 0; ///< lease mode: the semaphore's permits (0: lock rules)
+    bool internal_ = false;
     std::optional<clock::time_point> deadline_;
     clock::time_point started_;
     done_fn done_;
@@ -74,7 +90,8 @@ private:
     std::string own_{};    ///< own child name, once known
     std::int64_t czxid_ = 0;
     std::uint64_t gen_ = 0; ///< bumped per decision round: stale watches are ignored
-    bool waiting_ = false;  ///< on a predecessor watch
+    bool waiting_ = false;  ///< on a predecessor watch (lease mode: on the children watch)
+    bool changed_ = false;  ///< lease mode: the children watch fired before its answer
     bool create_in_flight_ = false;
     bool finished_ = false;
     bool late_ = false; ///< the wait deadline passed while a request was in flight

@@ -3,6 +3,8 @@
 #include "backends.hpp"
 #include "core/random.hpp"
 #include "zookeeper/acquire.hpp"
+#include "zookeeper/hold.hpp"
+#include "zookeeper/semaphore.hpp"
 
 #include <dlock/error.hpp>
 
@@ -40,6 +42,8 @@ std::string_view kind_label(lock_kind k) {
         return "read";
     case lock_kind::write:
         return "write";
+    case lock_kind::semaphore:
+        return "semaphore";
     default:
         return "lock";
     }
@@ -68,6 +72,46 @@ void add_contenders(lock_status& st, const std::string& dir, const std::vector<c
     }
 }
 
+/// True when `others` (the non-lock children of a directory) make it a semaphore's directory.
+bool semaphore_dir(const std::vector<contender>& sorted, const std::vector<std::string>& others) {
+    return sorted.empty() &&
+           std::find(others.begin(), others.end(), semaphore_leases) != others.end();
+}
+
+/// A semaphore's view from its leases and its gate queue: every lease holds, except the
+/// newest one of the gate holder's session, which is still counting (it waits for a permit
+/// or is about to hold). The gate's contenders wait.
+lock_status merge_semaphore(lock_status leases, lock_status gate) {
+    lock_status st;
+    st.kind = "semaphore";
+    st.exists = leases.exists || gate.exists;
+    std::string counting;
+    if (!gate.contenders.empty() && gate.contenders.front().holds)
+        counting = gate.contenders.front().session;
+    for (auto& c : leases.contenders)
+        c.holds = true;
+    std::size_t holders = leases.contenders.size();
+    for (auto it = leases.contenders.rbegin(); it != leases.contenders.rend(); ++it) {
+        if (!counting.empty() && it->session == counting) {
+            it->holds = false;
+            --holders;
+            break;
+        }
+    }
+    for (auto& c : leases.contenders) {
+        if (c.holds) c.position.reset();
+        st.contenders.push_back(std::move(c));
+    }
+    for (auto& c : gate.contenders) {
+        c.holds = false;
+        st.contenders.push_back(std::move(c));
+    }
+    st.detail = std::to_string(holders) + " lease(s) held, " +
+                std::to_string(st.contenders.size() - holders) +
+                " client(s) queued; the number of permits is the clients' convention (not stored)";
+    return st;
+}
+
 } // namespace
 
 std::string_view infix_of(lock_kind kind) noexcept {
@@ -79,6 +123,8 @@ std::string_view infix_of(lock_kind kind) noexcept {
         return read_infix;
     case lock_kind::write:
         return write_infix;
+    case lock_kind::semaphore:
+        return lease_infix;
     default:
         return {};
     }
@@ -231,7 +277,10 @@ void zk_backend::async_acquire(std::string name, const acquire_options& opts,
     if (shut()) return post_error(errc::cancelled, "the ZooKeeper backend shut down");
     if (infix_of(opts.kind).empty())
         return post_error(errc::unsupported,
-                          "this lock kind is not offered on ZooKeeper (lock, read, write are)");
+                          "this lock kind is not offered on ZooKeeper (lock, read, write and "
+                          "semaphore are)");
+    if (opts.kind == lock_kind::semaphore && opts.permits < 1)
+        return post_error(errc::invalid_argument, "a semaphore needs permits >= 1");
     if (opts.lease)
         return post_error(errc::unsupported,
                           "a fixed lease is not offered on ZooKeeper: a lock lives as long as "
@@ -243,6 +292,13 @@ void zk_backend::async_acquire(std::string name, const acquire_options& opts,
     // destructor drains the loop, so the handler runs before the backend goes).
     asio::post(io_, [this, name = std::move(name), dir = std::move(dir), opts,
                      done = std::move(done)]() mutable {
+        if (opts.kind == lock_kind::semaphore) {
+            // Its internal acquisitions are tracked (cancelled at shutdown) and keep it alive.
+            std::make_shared<semaphore_acquisition>(*this, std::move(name), std::move(dir), opts,
+                                                    std::move(done))
+                ->start();
+            return;
+        }
         auto a = std::make_shared<acquisition>(*this, std::move(name), std::move(dir), opts,
                                                std::move(done));
         track(a);
@@ -284,6 +340,8 @@ void zk_backend::snapshot_dir(const std::string& dir, bool stats,
             }
             std::vector<std::string> strangers;
             const auto sorted = sort_children(r.children, &strangers);
+            if (stats && semaphore_dir(sorted, strangers))
+                return snapshot_semaphore(dir, std::move(done));
             add_contenders(st, dir, sorted);
             if (!strangers.empty())
                 st.detail = std::to_string(strangers.size()) +
@@ -307,6 +365,91 @@ void zk_backend::snapshot_dir(const std::string& dir, bool stats,
                 });
         });
     });
+}
+
+void zk_backend::snapshot_semaphore(const std::string& dir,
+                                    std::function<void(std::error_code, lock_status)> done) {
+    const auto leases = dir + "/" + std::string(semaphore_leases);
+    snapshot_dir(leases, true,
+                 [this, dir, done = std::move(done)](std::error_code ec, lock_status l) mutable {
+                     if (ec) return done(ec, {});
+                     const auto gate = dir + "/" + std::string(semaphore_gate);
+                     snapshot_dir(gate, true,
+                                  [l = std::move(l), done = std::move(done)](
+                                      std::error_code e2, lock_status g) mutable {
+                                      if (e2) return done(e2, {});
+                                      done({}, merge_semaphore(std::move(l), std::move(g)));
+                                  });
+                 });
+}
+
+std::shared_ptr<hold> zk_backend::acquire_read_under(const hold& write, std::error_code& ec) {
+    ec.clear();
+    const auto* w = dynamic_cast<const zk_hold*>(&write);
+    if (!w || w->shared() || on_io_thread()) {
+        ec = make_error_code(errc::invalid_argument);
+        return nullptr;
+    }
+    if (w->lost() || w->released() || w->owner_session()->ended()) {
+        ec = make_error_code(errc::not_owner);
+        return nullptr;
+    }
+    const auto slash = w->path().rfind('/');
+    const auto seq = w->path().substr(w->path().size() - 10);
+    const auto path = w->path().substr(0, slash + 1) + node_prefix(random_uuid(), read_infix) + seq;
+    struct creator : std::enable_shared_from_this<creator> {
+        zk_backend* b;
+        std::shared_ptr<session> s;
+        std::string name, path;
+        std::function<void(std::pair<std::error_code, std::shared_ptr<hold>>)> done;
+        int rounds = 0;
+        void create() {
+            s->create(path, b->node_data(), ZOO_EPHEMERAL,
+                      [self = shared_from_this()](reply&& r) { self->on(std::move(r)); });
+        }
+        void on(reply&& r) {
+            if (r.rc == ZOK && r.stat) return grant(r.stat->czxid);
+            if (r.rc == ZNODEEXISTS || (transport_loss(r.rc) && ++rounds < 4)) {
+                // A create whose answer was lost: ours if this session owns the node.
+                return s->when_connected([self = shared_from_this()](std::error_code e) {
+                    if (e) return self->fail(errc::not_owner, "the session ended");
+                    self->s->exists(self->path, {}, [self](reply&& st) {
+                        if (st.rc == ZOK && st.stat && st.stat->ephemeral_owner == self->s->id())
+                            return self->grant(st.stat->czxid);
+                        if (st.rc == ZNONODE && self->rounds < 4) return self->create();
+                        self->fail(errc::server_error,
+                                   "read node " + self->path + ": " + zerror(st.rc));
+                    });
+                });
+            }
+            if (r.rc == ZNONODE || r.rc == ZSESSIONEXPIRED || r.rc == ZINVALIDSTATE)
+                return fail(errc::not_owner, "the write lock's directory or session is gone");
+            fail(errc::server_error, "create " + path + ": " + zerror(r.rc));
+        }
+        void grant(std::int64_t czxid) {
+            auto h = std::make_shared<zk_hold>(*b, s, name, path, czxid, true);
+            h->start();
+            done({{}, std::move(h)});
+        }
+        void fail(errc e, const std::string& why) {
+            b->set_error("downgrade to read: " + why);
+            done({make_error_code(e), nullptr});
+        }
+    };
+    using result = std::pair<std::error_code, std::shared_ptr<hold>>;
+    auto [e, h] = call<result>(
+        [this, s = w->owner_session(), n = w->name(), path](std::function<void(result)> done) {
+            auto c = std::make_shared<creator>();
+            c->b = this;
+            c->s = s;
+            c->name = n;
+            c->path = path;
+            c->done = std::move(done);
+            c->create();
+        },
+        {make_error_code(errc::unavailable), nullptr});
+    ec = e;
+    return h;
 }
 
 lock_status zk_backend::inspect(std::string_view name, lock_kind kind, std::error_code& ec) {
@@ -397,6 +540,7 @@ std::vector<lock_status> zk_backend::list(std::string_view pattern, std::error_c
                     std::shared_ptr<session> s;
                     std::string pat;
                     std::deque<std::string> todo{"/"};
+                    std::vector<std::string> semaphores; // directories with a leases child
                     std::size_t visited = 0;
                     std::vector<lock_status> found;
                     std::function<void(result)> done;
@@ -412,18 +556,33 @@ std::vector<lock_status> zk_backend::list(std::string_view pattern, std::error_c
                             std::vector<std::string> others;
                             const auto sorted = sort_children(r.children, &others);
                             const auto base = path == "/" ? std::string{} : path;
-                            if (!sorted.empty()) {
-                                lock_status st;
-                                st.name = base.substr(1);
-                                add_contenders(st, base, sorted);
-                                if (glob_match(self->pat, st.name))
-                                    self->found.push_back(std::move(st));
-                            }
+                            if (semaphore_dir(sorted, others)) self->semaphores.push_back(base);
+                            if (!sorted.empty()) self->report(base, sorted);
                             for (const auto& o : others)
                                 if (!(path == "/" && o == "zookeeper"))
                                     self->todo.push_back(base + "/" + o);
                             self->next();
                         });
+                    }
+                    /// A lock directory; a semaphore's leases count as the semaphore (every
+                    /// lease a holder), its gate (locks) is not listed on its own.
+                    void report(const std::string& base, const std::vector<contender>& sorted) {
+                        const auto slash = base.rfind('/');
+                        const auto parent = base.substr(0, slash);
+                        const auto leaf = std::string_view(base).substr(slash + 1);
+                        const bool in_semaphore = std::find(semaphores.begin(), semaphores.end(),
+                                                            parent) != semaphores.end();
+                        if (in_semaphore && leaf == semaphore_gate) return;
+                        lock_status st;
+                        add_contenders(st, base, sorted);
+                        st.name = base.substr(1);
+                        if (in_semaphore && leaf == semaphore_leases) {
+                            st.name = parent.substr(1);
+                            st.kind = "semaphore";
+                            for (auto& c : st.contenders)
+                                c.holds = true;
+                        }
+                        if (glob_match(pat, st.name)) found.push_back(std::move(st));
                     }
                 };
                 auto w = std::make_shared<walk>();
@@ -436,6 +595,97 @@ std::vector<lock_status> zk_backend::list(std::string_view pattern, std::error_c
         {make_error_code(errc::unavailable), {}});
     ec = e;
     return out;
+}
+
+std::error_code zk_backend::fenced_set(const std::string& lock_node, std::string_view node,
+                                       std::string_view data) {
+    std::string why;
+    const auto path = lock_dir(node, &why);
+    const auto lock_parent = lock_node.substr(0, lock_node.rfind('/'));
+    if (path.empty() || path == lock_parent || path.starts_with(lock_parent + "/")) {
+        set_error(path.empty() ? why
+                               : "the resource node " + path + " is inside the lock directory " +
+                                     lock_parent + " (keep other data out of lock directories)");
+        return make_error_code(errc::invalid_argument);
+    }
+    if (on_io_thread()) return make_error_code(errc::invalid_argument);
+    struct writer : std::enable_shared_from_this<writer> {
+        zk_backend* b;
+        std::shared_ptr<session> s;
+        std::string lock_node, path, data;
+        std::function<void(std::error_code)> done;
+        int rounds = 0;
+        bool uncertain = false; ///< an earlier attempt's answer was lost
+        void begin(bool first) {
+            b->with_session([self = shared_from_this(), first](std::error_code ec,
+                                                               std::shared_ptr<session> live) {
+                // A session that ended just now (expired) is replaced once: the check needs a
+                // live session, not the holder's.
+                auto cur = self->b->current_session();
+                if (ec == errc::unavailable && first && cur && cur->ended())
+                    return self->begin(false);
+                if (ec) return self->done(ec);
+                self->s = std::move(live);
+                self->write(false);
+            });
+        }
+        void write(bool create) {
+            // Set, or create when the resource does not exist yet; both after the check.
+            multi_op check{multi_op::type::check, lock_node, {}, -1, 0};
+            multi_op op{create ? multi_op::type::create : multi_op::type::set, path, data, -1,
+                        ZOO_PERSISTENT};
+            s->multi(
+                {std::move(check), std::move(op)},
+                [self = shared_from_this(), create](reply&& r) { self->on(std::move(r), create); });
+        }
+        void on(reply&& r, bool create) {
+            if (r.rc == ZOK) return done({});
+            const auto lost_answer = [&] {
+                b->set_error("fenced write of " + path + ": the answer was lost (" + zerror(r.rc) +
+                             "); it may or may not have been applied");
+                done(make_error_code(errc::ambiguous));
+            };
+            if (transport_loss(r.rc)) {
+                // Sending it again is safe (the check still guards it); a refusal then leaves
+                // the first attempt's outcome unknown.
+                if (uncertain || ++rounds >= 4) return lost_answer();
+                uncertain = true;
+                return s->when_connected([self = shared_from_this(), create](std::error_code e) {
+                    if (e) return self->on(reply{ZSESSIONEXPIRED, {}, {}, {}, {}, {}}, create);
+                    self->write(create);
+                });
+            }
+            const int check_rc = r.results.empty() ? r.rc : r.results[0];
+            const int write_rc = r.results.size() < 2 ? r.rc : r.results[1];
+            if (check_rc != ZOK || r.rc == ZSESSIONEXPIRED || r.rc == ZINVALIDSTATE) {
+                if (uncertain) return lost_answer();
+                b->set_error("fenced write of " + path + " refused: the lock node " + lock_node +
+                             " is gone (the lock was lost)");
+                return done(make_error_code(errc::not_owner));
+            }
+            if (++rounds < 4 &&
+                ((!create && write_rc == ZNONODE) || (create && write_rc == ZNODEEXISTS)))
+                return write(!create);
+            if (create && write_rc == ZNONODE) {
+                b->set_error("fenced write: the parent of " + path + " does not exist");
+                return done(make_error_code(errc::configuration_error));
+            }
+            b->set_error("fenced write of " + path + ": " + zerror(write_rc));
+            done(make_error_code(write_rc == ZNOAUTH ? errc::permission_denied
+                                                     : errc::server_error));
+        }
+    };
+    return call<std::error_code>(
+        [this, lock_node, path, d = std::string(data)](std::function<void(std::error_code)> done) {
+            auto w = std::make_shared<writer>();
+            w->b = this;
+            w->lock_node = lock_node;
+            w->path = path;
+            w->data = d;
+            w->done = std::move(done);
+            w->begin(true);
+        },
+        make_error_code(errc::unavailable));
 }
 
 void zk_backend::shutdown() noexcept {

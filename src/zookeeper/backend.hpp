@@ -47,12 +47,18 @@ public:
     std::string last_error_detail() const override;
     metrics_snapshot metrics() const override;
     bool supports(lock_kind kind) const noexcept override { return !infix_of(kind).empty(); }
+    /// A semaphore lease is not re-entered (Curator's leases are not either).
+    bool reentrant(lock_kind kind) const noexcept override { return kind != lock_kind::semaphore; }
 
     std::shared_ptr<hold> acquire(std::string_view name, const acquire_options& opts,
                                   std::error_code& ec) override;
     void async_acquire(std::string name, const acquire_options& opts,
                        std::function<void(std::error_code, std::shared_ptr<hold>)> done) override;
 
+    /// Downgrade (Curator >= 5.5, CURATOR-621): a plain EPHEMERAL `_c_<uuid>-__READ__<seq>`
+    /// node at the write node's sequence, on the writer's session, so that no writer queued
+    /// behind the write node gets in between (names.hpp sorts it right after its writer).
+    std::shared_ptr<hold> acquire_read_under(const hold& write, std::error_code& ec) override;
     bool is_locked(std::string_view name, lock_kind kind, std::error_code& ec) override;
     bool force_unlock(std::string_view name, lock_kind kind, std::error_code& ec) override;
     std::optional<std::chrono::milliseconds> remaining_lease(std::string_view name, lock_kind kind,
@@ -78,6 +84,15 @@ public:
     void note_wake() noexcept { wakes_.fetch_add(1, std::memory_order_relaxed); }
     std::uint64_t wakes() const noexcept { return wakes_.load(std::memory_order_relaxed); }
 
+    /// dlock::zk_fenced_set (dlock/zk_fencing.hpp): writes `data` to the znode `node` (created
+    /// when missing) in one multi with a check that `lock_node` still exists. Blocking (not on
+    /// the I/O thread). Errors: not_owner when the lock node is gone (nothing written),
+    /// invalid_argument for a bad node path or one inside the lock's directory,
+    /// configuration_error when the node's parent is missing, ambiguous when the answer was
+    /// lost, unavailable, server_error.
+    std::error_code fenced_set(const std::string& lock_node, std::string_view node,
+                               std::string_view data);
+
     /// The current session if there is one (any thread; for tests: its id and timeout).
     std::shared_ptr<session> current_session() const;
 
@@ -87,6 +102,9 @@ private:
     T call(std::function<void(std::function<void(T)>)> start, T on_timeout);
     void snapshot_dir(const std::string& dir, bool stats,
                       std::function<void(std::error_code, lock_status)> done);
+    /// A semaphore's directory (semaphore.hpp): its leases and the queue on its gate.
+    void snapshot_semaphore(const std::string& dir,
+                            std::function<void(std::error_code, lock_status)> done);
 
     zk_url url_;
     std::string id_;

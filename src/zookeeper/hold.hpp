@@ -54,6 +54,9 @@ public:
     void session_ended(session_end why) override;
 
     const std::string& path() const noexcept { return path_; }
+    /// The session whose ephemeral node this is.
+    const std::shared_ptr<session>& owner_session() const noexcept { return session_; }
+    bool shared() const noexcept { return shared_; }
 
 private:
     /// The backend while it lives, from the I/O thread (its destruction drains the loop first,

@@ -87,8 +87,12 @@ std::vector<contender> sort_children(const std::vector<std::string>& children,
         else if (strangers)
             strangers->push_back(ch);
     }
+    // Equal sequences only come from a downgrade (a read node at its writer's sequence): the
+    // writer first.
     std::sort(out.begin(), out.end(), [](const contender& a, const contender& b) {
-        return a.seq != b.seq ? a.seq < b.seq : a.name < b.name;
+        if (a.seq != b.seq) return a.seq < b.seq;
+        if (a.shared != b.shared) return !a.shared;
+        return a.name < b.name;
     });
     return out;
 }
@@ -97,7 +101,9 @@ bool holds_at(const std::vector<contender>& sorted, std::size_t i) noexcept {
     if (i >= sorted.size()) return false;
     if (i == 0) return true;
     if (!sorted[i].shared) return false;
-    return std::all_of(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(i),
+    // A downgrade's read node shares the sequence of the writer that holds (index 0).
+    const auto first = !sorted[0].shared && sorted[0].seq == sorted[i].seq ? 1 : 0;
+    return std::all_of(sorted.begin() + first, sorted.begin() + static_cast<std::ptrdiff_t>(i),
                        [](const contender& c) { return c.shared; });
 }
 

@@ -12,7 +12,10 @@
 // reports it (the directory is polluted; Curator would sort it by its whole name).
 //
 // Who holds (one rule for mutex and read-write directories): the first contender holds; a
-// read contender also holds when no non-read contender sorts before it. A waiter watches its
+// read contender also holds when no non-read contender sorts before it, or only the holding
+// writer of its own sequence (a downgrade: the writer's read node is a plain EPHEMERAL node at
+// the writer's sequence, as Curator >= 5.5 creates it, CURATOR-621; equal sequences sort the
+// writer first). A waiter watches its
 // immediate predecessor, a blocked reader the first non-read contender before it (Curator's
 // InterProcessReadWriteLock rules); no herd for the mutex.
 //
@@ -63,7 +66,8 @@ struct contender {
 /// Parses a child name: nullopt when it does not end in 10 digits (not a lock node).
 std::optional<contender> parse_child(std::string_view name);
 
-/// The directory's children as contenders in queue order (by sequence, then name), and the
+/// The directory's children as contenders in queue order (by sequence, a writer before a
+/// reader of the same sequence, then name), and the
 /// names that are not lock nodes (in `strangers`, when given).
 std::vector<contender> sort_children(const std::vector<std::string>& children,
                                      std::vector<std::string>* strangers = nullptr);

@@ -43,7 +43,17 @@ node_stat copy_stat(const Stat& s) {
 
 } // namespace
 
+/// What the C client reads and writes during a multi, alive until its completion.
+struct multi_buffers {
+    std::vector<multi_op> ops;
+    std::vector<zoo_op_t> zops;
+    std::vector<zoo_op_result_t> results;
+    std::vector<Stat> stats;
+    std::vector<std::vector<char>> created; // create: the path buffer
+};
+
 struct session::op {
+    std::unique_ptr<multi_buffers> multi{};
     std::weak_ptr<session> owner;
     asio::any_io_executor ex;
     callback done;
@@ -90,6 +100,15 @@ struct session_access {
         if (rc == ZOK && value && len > 0) r.data.assign(value, static_cast<std::size_t>(len));
         if (rc == ZOK && st) r.stat = copy_stat(*st);
         post(static_cast<session::op*>(const_cast<void*>(data)), std::move(r));
+    }
+    static void on_multi(int rc, const void* data) {
+        auto* o = static_cast<session::op*>(const_cast<void*>(data));
+        reply r;
+        r.rc = rc;
+        if (o->multi)
+            for (const auto& res : o->multi->results)
+                r.results.push_back(res.err);
+        post(o, std::move(r));
     }
     static void on_children(int rc, const String_vector* v, const Stat* st, const void* data) {
         reply r;
@@ -406,6 +425,44 @@ void session::children(const std::string& path, watch_fn watch, callback done) {
     add_watch(o, path, true, std::move(watch));
     submit(o, zoo_awget_children2(zh_, path.c_str(), &session::path_watcher, this,
                                   &session_access::on_children, o));
+}
+
+} // namespace dlock::detail::zk
+
+namespace dlock::detail::zk {
+
+void session::multi(std::vector<multi_op> ops, callback done) {
+    auto* o = make_op(std::move(done));
+    if (!zh_) return submit(o, ZSESSIONEXPIRED);
+    auto mb = std::make_unique<multi_buffers>();
+    mb->ops = std::move(ops);
+    const auto n = mb->ops.size();
+    mb->zops.resize(n);
+    mb->results.resize(n);
+    mb->stats.resize(n);
+    mb->created.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto& m = mb->ops[i];
+        switch (m.what) {
+        case multi_op::type::check:
+            zoo_check_op_init(&mb->zops[i], m.path.c_str(), m.version);
+            break;
+        case multi_op::type::set:
+            zoo_set_op_init(&mb->zops[i], m.path.c_str(), m.data.data(),
+                            static_cast<int>(m.data.size()), m.version, &mb->stats[i]);
+            break;
+        case multi_op::type::create:
+            mb->created[i].resize(m.path.size() + 16);
+            zoo_create_op_init(&mb->zops[i], m.path.c_str(), m.data.data(),
+                               static_cast<int>(m.data.size()), &ZOO_OPEN_ACL_UNSAFE, m.mode,
+                               mb->created[i].data(), static_cast<int>(mb->created[i].size()));
+            break;
+        }
+    }
+    auto* zops = mb->zops.data();
+    auto* results = mb->results.data();
+    o->multi = std::move(mb);
+    submit(o, zoo_amulti(zh_, static_cast<int>(n), zops, results, &session_access::on_multi, o));
 }
 
 } // namespace dlock::detail::zk

@@ -58,6 +58,17 @@ struct reply {
     std::optional<node_stat> stat{};
     std::vector<std::string> children{};
     std::string data{};
+    std::vector<int> results{}; ///< multi: each operation's code (all or none applied)
+};
+
+/// One operation of a multi() (a transaction: all apply or none).
+struct multi_op {
+    enum class type { check, set, create };
+    type what = type::check;
+    std::string path{};
+    std::string data{}; ///< set, create
+    int version = -1;   ///< check, set: -1 = any version (check: the node exists)
+    int mode = 0;       ///< create: ZOO_PERSISTENT, ...
 };
 
 /// Why the session told its observers that their locks are gone.
@@ -94,6 +105,9 @@ public:
     void exists(const std::string& path, watch_fn watch, callback done);
     void get(const std::string& path, watch_fn watch, callback done);
     void children(const std::string& path, watch_fn watch, callback done);
+    /// The operations as one transaction (zoo_amulti): reply.rc is ZOK when all applied,
+    /// reply.results each operation's code.
+    void multi(std::vector<multi_op> ops, callback done);
 
     /// Runs `fn` with {} once connected (at once when connected), or with errc::unavailable
     /// when the session ended first.

@@ -173,6 +173,31 @@ TEST(ZkNames, ReadWriteRulesOfCurator) {
     EXPECT_FALSE(decide(sort_children(foreign), foreign[1]).holds);
 }
 
+TEST(ZkNames, ADowngradesReadNodeSharesItsWritersSequence) {
+    // WRIT 5 holds; its holder's read node READ 5 (plain ephemeral at the writer's sequence,
+    // whatever its name sorts like); a queued writer WRIT 6 and a reader READ 7.
+    const std::vector<std::string> names{child(u3, write_infix, 6), child(u2, read_infix, 5),
+                                         child(u1, read_infix, 7), child(u1, write_infix, 5)};
+    const auto sorted = sort_children(names);
+    EXPECT_EQ(sorted[0].name, names[3]) << "the writer sorts before its read node";
+    EXPECT_TRUE(decide(sorted, names[3]).holds);
+    EXPECT_TRUE(decide(sorted, names[1]).holds) << "the downgrade's read hold";
+    auto w = decide(sorted, names[0]);
+    EXPECT_FALSE(w.holds);
+    EXPECT_EQ(w.watch, names[1]) << "the queued writer waits for the read hold too";
+    auto r = decide(sorted, names[2]);
+    EXPECT_FALSE(r.holds) << "a later reader waits: the writer still holds";
+    // The writer released: the read node holds alone, the queued writer still waits for it.
+    const std::vector<std::string> after{names[0], names[1], names[2]};
+    const auto s2 = sort_children(after);
+    EXPECT_TRUE(decide(s2, names[1]).holds);
+    EXPECT_FALSE(decide(s2, names[0]).holds);
+    EXPECT_FALSE(decide(s2, names[2]).holds) << "behind the queued writer";
+    // Another writer's sequence does not count: READ 5 behind WRIT 4 waits.
+    const std::vector<std::string> other{child(u3, write_infix, 4), child(u2, read_infix, 5)};
+    EXPECT_FALSE(decide(sort_children(other), other[1]).holds);
+}
+
 TEST(ZkNames, ProtectedModeFindsOwnNodeByPrefix) {
     const auto prefix = node_prefix(u2, mutex_infix).substr(0, protected_length);
     EXPECT_EQ(prefix, "_c_" + u2 + "-");

@@ -1,6 +1,8 @@
 // A real Apache Curator 5.4.0 client (Debian's libcurator-recipes-java) for the interop test,
 // run with Java 17's single-file launcher:
-//   java -cp <curator jars> CuratorPeer.java <connect> <path> mutex|read|write hold|try <ms>
+//   java -cp <curator jars> CuratorPeer.java <connect> <path> mutex|read|write|semaphore:<N>
+//        hold|try <ms>
+// (semaphore:<N>: one lease of an InterProcessSemaphoreV2 with N permits)
 // hold: acquire (waiting up to <ms>), print ACQUIRED (or NOT_ACQUIRED and exit), wait for a
 //       line or EOF on stdin, release, print RELEASED.
 // try:  acquire(<ms>), print ACQUIRED or NOT_ACQUIRED, release, exit.
@@ -12,6 +14,8 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.RetryOneTime;
 
 public class CuratorPeer {
@@ -21,6 +25,21 @@ public class CuratorPeer {
         try (CuratorFramework c = CuratorFrameworkFactory.newClient(connect, 10000, 5000, new RetryOneTime(100))) {
             c.start();
             c.blockUntilConnected(10, TimeUnit.SECONDS);
+            if (kind.startsWith("semaphore:")) {
+                int permits = Integer.parseInt(kind.substring("semaphore:".length()));
+                InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(c, path, permits);
+                Lease lease = sem.acquire(ms, TimeUnit.MILLISECONDS);
+                System.out.println(lease != null ? "ACQUIRED" : "NOT_ACQUIRED");
+                System.out.flush();
+                if (lease == null) return;
+                if (action.equals("hold")) {
+                    new BufferedReader(new InputStreamReader(System.in)).readLine();
+                }
+                lease.close();
+                System.out.println("RELEASED");
+                System.out.flush();
+                return;
+            }
             InterProcessLock lock;
             if (kind.equals("mutex")) {
                 lock = new InterProcessMutex(c, path);

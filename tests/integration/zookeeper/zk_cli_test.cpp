@@ -74,6 +74,37 @@ TEST_F(ZkCli, ExecStatusListAndForcedUnlock) {
     EXPECT_NE(r.out.find("not locked"), std::string::npos) << r.out;
 }
 
+TEST_F(ZkCli, ExecWithPermitsAndTheSemaphoresStatus) {
+    auto holder = zk_backend_for(server_->url());
+    std::error_code ec;
+    acquire_options o = waiting(5s, lock_kind::semaphore);
+    o.permits = 2;
+    auto h = holder->acquire("pool", o, ec);
+    ASSERT_TRUE(h);
+    auto r = dlock_cli(url_ + " exec --kind semaphore --permits 2 --wait 5s pool -- sh -c "
+                              "'echo token=$DLOCK_FENCING_TOKEN'");
+    EXPECT_EQ(r.code, 0) << "the second of 2 permits: " << r.out;
+    EXPECT_EQ(r.out.find("token=\n"), std::string::npos) << "the lease node's czxid: " << r.out;
+    auto h2 = holder->acquire("pool", o, ec);
+    ASSERT_TRUE(h2);
+    r = dlock_cli(url_ + " exec --kind semaphore --permits 2 --wait 0 pool -- true");
+    EXPECT_EQ(r.code, 75) << "both permits taken: " << r.out;
+    r = dlock_cli(url_ + " status pool");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("kind     semaphore"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("2 holder(s)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("/pool/leases/_c_"), std::string::npos) << r.out;
+    r = dlock_cli(url_ + " list");
+    EXPECT_NE(r.out.find("semaphore"), std::string::npos) << r.out;
+    // Usage errors: --permits only with --kind semaphore, which needs it.
+    r = dlock_cli(url_ + " exec --permits 2 pool -- true");
+    EXPECT_EQ(r.code, 64) << r.out;
+    r = dlock_cli(url_ + " exec --kind semaphore pool -- true");
+    EXPECT_EQ(r.code, 64) << r.out;
+    r = dlock_cli(url_ + " exec --kind semaphore --permits 0 pool -- true");
+    EXPECT_EQ(r.code, 64) << r.out;
+}
+
 TEST_F(ZkCli, DemoOnAPrivateZooKeeper) {
     if (!redis_available()) GTEST_SKIP() << "the demo's stock lives in redis-server";
     const auto r = dlock_cli("demo --backend zookeeper --stock 30 --processes 2 --threads 2");

@@ -1,8 +1,10 @@
 // Interop with a real Apache Curator 5.4.0 (Debian's libcurator-recipes-java, run by Java 17's
 // single-file launcher from CuratorPeer.java): a dlock holder excludes a Curator
 // InterProcessMutex and the other way round, on the same lock path; the same for
-// InterProcessReadWriteLock (readers share across the two, a writer excludes both).
-// Skipped when java or the Curator jars are missing.
+// InterProcessReadWriteLock (readers share across the two, a writer excludes both), and
+// for InterProcessSemaphoreV2 (the leases of both count against the same permits); and a
+// Kazoo 2.8 Lock (Debian's python3-kazoo, kazoo_peer.py) on the same path, both directions.
+// Skipped when java, the Curator jars or Kazoo are missing.
 #include "zk_test_util.hpp"
 
 #include <dlock/error.hpp>
@@ -32,26 +34,14 @@ std::string curator_class_path() {
     return cp;
 }
 
-/// One CuratorPeer.java process: its stdout read line by line (with a deadline), its stdin
-/// closed to make a holder release.
-class curator_peer {
+/// One peer process (CuratorPeer.java or kazoo_peer.py): its stdout read line by line (with a
+/// deadline), its stdin closed to make a holder release.
+class peer_process {
 public:
-    curator_peer(const std::string& connect, const std::string& path, const std::string& kind,
-                 const std::string& action, std::chrono::milliseconds wait) {
+    explicit peer_process(const std::vector<std::string>& argv) {
         int in[2];
         int out[2];
         if (::pipe(in) != 0 || ::pipe(out) != 0) throw std::runtime_error("pipe");
-        const std::vector<std::string> argv{"/usr/bin/java",
-                                            "-Xshare:auto",
-                                            "-XX:TieredStopAtLevel=1",
-                                            "-cp",
-                                            curator_class_path(),
-                                            std::string(DLOCK_CURATOR_PEER_SOURCE),
-                                            connect,
-                                            path,
-                                            kind,
-                                            action,
-                                            std::to_string(wait.count())};
         std::vector<char*> args;
         for (const auto& a : argv)
             args.push_back(const_cast<char*>(a.c_str()));
@@ -71,7 +61,7 @@ public:
         to_ = in[1];
         from_ = out[0];
     }
-    ~curator_peer() {
+    ~peer_process() {
         if (to_ >= 0) ::close(to_);
         if (pid_ > 0) {
             ::kill(pid_, SIGKILL);
@@ -79,8 +69,8 @@ public:
         }
         ::close(from_);
     }
-    curator_peer(const curator_peer&) = delete;
-    curator_peer& operator=(const curator_peer&) = delete;
+    peer_process(const peer_process&) = delete;
+    peer_process& operator=(const peer_process&) = delete;
 
     /// The next output line, or "" when none came within `budget`.
     std::string line(std::chrono::milliseconds budget = 30s) {
@@ -114,6 +104,30 @@ private:
     int from_ = -1;
     std::string buf_{};
 };
+
+/// A Curator 5.4.0 client: CuratorPeer.java <connect> <path> <kind> <action> <ms>.
+class curator_peer : public peer_process {
+public:
+    curator_peer(const std::string& connect, const std::string& path, const std::string& kind,
+                 const std::string& action, std::chrono::milliseconds wait)
+        : peer_process({"/usr/bin/java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp",
+                        curator_class_path(), std::string(DLOCK_CURATOR_PEER_SOURCE), connect, path,
+                        kind, action, std::to_string(wait.count())}) {}
+};
+
+/// A Kazoo 2.8 Lock: kazoo_peer.py <connect> <path> <action> <ms>.
+class kazoo_peer : public peer_process {
+public:
+    kazoo_peer(const std::string& connect, const std::string& path, const std::string& action,
+               std::chrono::milliseconds wait)
+        : peer_process({"/usr/bin/python3", std::string(DLOCK_KAZOO_PEER_SOURCE), connect, path,
+                        action, std::to_string(wait.count())}) {}
+};
+
+bool kazoo_available() {
+    return ::access("/usr/bin/python3", X_OK) == 0 &&
+           ::access("/usr/lib/python3/dist-packages/kazoo/recipe/lock.py", R_OK) == 0;
+}
 
 class CuratorInterop : public ::testing::Test {
 protected:
@@ -173,6 +187,92 @@ TEST_F(CuratorInterop, ReadWriteLockBothDirections) {
     w->release_blocking(ec);
     curator_peer after(server_->host_port(), "/interop/rw", "write", "try", 10s);
     EXPECT_EQ(after.line(), "ACQUIRED");
+}
+
+TEST_F(CuratorInterop, SemaphoreV2BothDirections) {
+    // Two permits. Curator holds one lease: dlock gets the second, not a third.
+    std::error_code ec;
+    auto sem = [](std::chrono::milliseconds w) {
+        auto o = waiting(w, lock_kind::semaphore);
+        o.permits = 2;
+        return o;
+    };
+    curator_peer holder(server_->host_port(), "/interop/sem", "semaphore:2", "hold", 10s);
+    ASSERT_EQ(holder.line(), "ACQUIRED");
+    auto d1 = backend_->acquire("interop/sem", sem(5s), ec);
+    ASSERT_TRUE(d1) << backend_->last_error_detail();
+    EXPECT_FALSE(backend_->acquire("interop/sem", sem(0ms), ec)) << "Curator's lease counts";
+    EXPECT_FALSE(ec);
+    // dlock holds one and waits for another: Curator's release wakes it.
+    std::shared_ptr<detail::hold> d2;
+    std::thread waiter([&] {
+        std::error_code e;
+        d2 = backend_->acquire("interop/sem", sem(20s), e);
+    });
+    holder.release();
+    EXPECT_EQ(holder.line(), "RELEASED");
+    waiter.join();
+    ASSERT_TRUE(d2) << "Curator's release freed a permit for dlock";
+    // dlock holds both permits: Curator's acquire(500 ms) fails, and succeeds after a release,
+    // woken while it waits as the counting client.
+    curator_peer tryer(server_->host_port(), "/interop/sem", "semaphore:2", "try", 500ms);
+    EXPECT_EQ(tryer.line(), "NOT_ACQUIRED");
+    curator_peer later(server_->host_port(), "/interop/sem", "semaphore:2", "try", 20s);
+    ASSERT_TRUE(eventually(
+        [&] {
+            std::error_code e;
+            // Curator holds the gate and counts its lease node with ours: 3 leases + 1 gate.
+            return backend_->inspect("interop/sem", lock_kind::semaphore, e).contenders.size() == 4;
+        },
+        20s));
+    d1->release_blocking(ec);
+    EXPECT_EQ(later.line(), "ACQUIRED");
+    EXPECT_EQ(later.line(), "RELEASED");
+    d2->release_blocking(ec);
+}
+
+class KazooInterop : public ::testing::Test {
+protected:
+    void SetUp() override {
+        DLOCK_SKIP_WITHOUT_ZOOKEEPER();
+        if (!kazoo_available()) GTEST_SKIP() << "Debian's python3-kazoo not installed";
+        server_ = std::make_unique<zk_server>(zk_options{.tick_ms = 2000, .extra_config = {}});
+        backend_ = zk_backend_for(server_->url());
+    }
+    std::unique_ptr<zk_server> server_;
+    std::shared_ptr<detail::zk::zk_backend> backend_;
+};
+
+TEST_F(KazooInterop, LockBothDirections) {
+    // Kazoo holds (a <hex>__lock__<seq10> node): dlock reads it as a contender (any name
+    // ending in 10 digits) and waits for it.
+    std::error_code ec;
+    kazoo_peer holder(server_->host_port(), "/interop/kazoo", "hold", 10s);
+    ASSERT_EQ(holder.line(), "ACQUIRED");
+    raw_zk raw(server_->host_port());
+    const auto kids = raw.children("/interop/kazoo");
+    ASSERT_EQ(kids.size(), 1u);
+    EXPECT_NE(kids[0].find("__lock__"), std::string::npos) << kids[0];
+    EXPECT_FALSE(backend_->acquire("interop/kazoo", waiting(0ms), ec));
+    EXPECT_FALSE(ec);
+    std::shared_ptr<detail::hold> h;
+    std::thread waiter([&] {
+        std::error_code e;
+        h = backend_->acquire("interop/kazoo", waiting(20s), e);
+    });
+    ASSERT_TRUE(eventually([&] { return raw.children("/interop/kazoo").size() == 2; }));
+    holder.release();
+    EXPECT_EQ(holder.line(), "RELEASED");
+    waiter.join();
+    ASSERT_TRUE(h) << "Kazoo's release wakes the dlock waiter";
+    // dlock holds: Kazoo (with extra_lock_patterns=["-lock-"]) does not get it, then does.
+    kazoo_peer tryer(server_->host_port(), "/interop/kazoo", "try", 500ms);
+    EXPECT_EQ(tryer.line(), "NOT_ACQUIRED");
+    kazoo_peer later(server_->host_port(), "/interop/kazoo", "try", 20s);
+    ASSERT_TRUE(eventually([&] { return raw.children("/interop/kazoo").size() == 2; }, 20s));
+    h->release_blocking(ec);
+    EXPECT_EQ(later.line(), "ACQUIRED");
+    EXPECT_EQ(later.line(), "RELEASED");
 }
 
 } // namespace

@@ -111,36 +111,22 @@ TEST_F(ZkLock, ExclusionAmongEightProcesses) {
     ASSERT_NE(mem, MAP_FAILED);
     auto* check = new (mem) critical_section_checker();
     const auto u = url();
-    std::vector<pid_t> kids;
-    for (int p = 0; p < 8; ++p) {
-        const pid_t pid = ::fork();
-        ASSERT_GE(pid, 0);
-        if (pid == 0) {
-            int got = 0;
+    const int failed = run_processes(8, [&] {
+        int got = 0;
+        std::error_code ec;
+        auto b = detail::make_zookeeper_backend(u, ec, nullptr);
+        for (int i = 0; b && i < 5; ++i) {
+            auto h = b->acquire("procs", waiting(30s), ec);
+            if (ec || !h) break;
             {
-                std::error_code ec;
-                auto b = detail::make_zookeeper_backend(u, ec, nullptr);
-                for (int i = 0; b && i < 5; ++i) {
-                    auto h = b->acquire("procs", waiting(30s), ec);
-                    if (ec || !h) break;
-                    {
-                        auto in = check->enter_write();
-                        ++got;
-                    }
-                    h->release_blocking(ec);
-                }
-                if (b) b->shutdown();
+                auto in = check->enter_write();
+                ++got;
             }
-            ::_exit(got == 5 ? 0 : 1);
+            h->release_blocking(ec);
         }
-        kids.push_back(pid);
-    }
-    int failed = 0;
-    for (const pid_t pid : kids) {
-        int status = 0;
-        ::waitpid(pid, &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
-    }
+        if (b) b->shutdown();
+        return got == 5;
+    });
     EXPECT_EQ(failed, 0);
     EXPECT_EQ(check->violations(), 0);
     ::munmap(mem, sizeof(critical_section_checker));

@@ -14,7 +14,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
+#include <vector>
 #include <zookeeper/zookeeper.h>
 
 #define DLOCK_SKIP_WITHOUT_ZOOKEEPER()                                                             \
@@ -51,6 +54,26 @@ inline bool eventually(const std::function<bool()>& pred, std::chrono::milliseco
         std::this_thread::sleep_for(5ms);
     }
     return true;
+}
+
+/// Forks `n` processes (before this process has threads of its own: call it before any
+/// backend exists), each running `body` and exiting 0 when it returns true; waits for them and
+/// returns how many failed.
+inline int run_processes(int n, const std::function<bool()>& body) {
+    std::vector<pid_t> kids;
+    for (int p = 0; p < n; ++p) {
+        const pid_t pid = ::fork();
+        if (pid < 0) break;
+        if (pid == 0) ::_exit(body() ? 0 : 1);
+        kids.push_back(pid);
+    }
+    int failed = n - static_cast<int>(kids.size());
+    for (const pid_t pid : kids) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+    }
+    return failed;
 }
 
 /// A plain C-client handle (sync API), connected within 10 s, closed on destruction.

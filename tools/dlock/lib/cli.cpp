@@ -91,6 +91,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
 
     exec_options ex;
     std::string wait, lease, watchdog, kill_after = "5s";
+    unsigned permits = 0;
     auto* exec = app.add_subcommand("exec", "Run a command while holding a lock: exec NAME -- CMD");
     exec->add_option("--wait", wait, "Give up after this long (0: one try; default: forever)");
     exec->add_option("--lease", lease, "Fixed lease, not renewed (default: the watchdog renews)");
@@ -100,6 +101,9 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
             "lock (reentrant, default) | simple | fair | read | write | shedlock | lease | "
             "versioned | semaphore")
         ->check(CLI::IsMember(kind_choices()));
+    exec->add_option("--permits", permits,
+                     "With --kind semaphore: how many hold it at once (>= 1; every client of it "
+                     "passes the same)");
     exec->add_option("--kill-after", kill_after, "On loss: SIGKILL this long after SIGTERM (5s)");
     exec->add_option("name", ex.name, "Lock name")->required();
 
@@ -201,6 +205,14 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
             }
             if (!watchdog.empty()) ex.watchdog = duration_arg("--watchdog", watchdog);
             ex.kill_after = duration_arg("--kill-after", kill_after);
+            if (exec->count("--permits") != 0) {
+                if (ex.kind != "semaphore")
+                    throw usage_error("--permits goes with --kind semaphore");
+                if (permits < 1) throw usage_error("--permits must be at least 1");
+                ex.permits = permits;
+            } else if (ex.kind == "semaphore") {
+                throw usage_error("--kind semaphore needs --permits N");
+            }
             return run_exec(g, ex, err);
         }
         if (has_separator) throw usage_error("'--' is only valid with exec");

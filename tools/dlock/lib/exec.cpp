@@ -251,6 +251,7 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     ao.wait = o.wait;
     ao.lease = o.lease;
     ao.kind = *kind;
+    ao.permits = o.permits;
 
     const auto inherited_fds = open_fds();
     signal_block signals; // before the client: its I/O thread inherits the blocked mask
