@@ -2,11 +2,12 @@
 // (Debian's libcurator-recipes-java), the peer of `lock_bench zk://...` in bench/backend_bench.sh.
 // Not built or run by CI. Compile once, then run (the script does both):
 //   javac -cp <curator jars> -d DIR bench/curator_bench.java
-//   java -cp DIR:<curator jars> CuratorBench CONNECT A|B|C|D [--workers N] [--seconds S]
+//   java -cp DIR:<curator jars> CuratorBench CONNECT A|B|C|D [--workers N] [--keys N] [--seconds S]
 //        [--ops N] [--warmup S]
 // CONNECT: "127.0.0.1:PORT,..." (the ensemble's connect string).
 //   A  one client, sequential acquire + release on one path for --seconds
-//   B  --workers threads (default 50) on as many paths over ONE CuratorFramework
+//   B  --workers threads (default 50) on --keys paths (default: as many) over ONE
+//      CuratorFramework
 //   C  --workers (default 8) threads, each with its own CuratorFramework (as separate processes
 //      would be), on one path; inside: read a plain counter, yield, write it + 1; --ops critical
 //      sections in total (default 2000) or 10 s; the final count is checked (counter_exact)
@@ -15,7 +16,8 @@
 //      --ops samples (default 300) or 8 s
 // Before measuring, --warmup seconds (default 1) of A on another path let the JIT compile the
 // lock's code paths (a C++ client needs none). Prints one JSON object, with the keys
-// lock_bench uses, plus vmhwm_kib: this JVM's peak resident set (/proc/self/status VmHWM).
+// lock_bench uses (client_cpu_us_per_op: the whole JVM's CPU time per operation), plus vmhwm_kib:
+// this JVM's peak resident set (/proc/self/status VmHWM).
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -34,6 +36,7 @@ class CuratorBench {
     static final String BASE = "/dlock-bench-curator";
     static String connect;
     static int workers = 0;
+    static int keys = 0;
     static double seconds = 3;
     static long maxOps = 0;
     static double warmup = 1;
@@ -60,6 +63,14 @@ class CuratorBench {
             // no /proc: 0
         }
         return 0;
+    }
+
+    /// This JVM's CPU time (all threads: Curator's, ZooKeeper's SendThread and EventThread, the
+    /// JIT and the GC) in ns.
+    static long cpuNs() {
+        return ((com.sun.management.OperatingSystemMXBean)
+                    java.lang.management.ManagementFactory.getOperatingSystemMXBean())
+            .getProcessCpuTime();
     }
 
     static double us(long fromNs, long toNs) { return (toNs - fromNs) / 1000.0; }
@@ -90,6 +101,7 @@ class CuratorBench {
         for (int i = 2; i < args.length; ++i) {
             switch (args[i]) {
                 case "--workers" -> workers = Integer.parseInt(args[++i]);
+                case "--keys" -> keys = Integer.parseInt(args[++i]);
                 case "--seconds" -> seconds = Double.parseDouble(args[++i]);
                 case "--ops" -> maxOps = Long.parseLong(args[++i]);
                 case "--warmup" -> warmup = Double.parseDouble(args[++i]);
@@ -107,17 +119,19 @@ class CuratorBench {
         double selfShare = 0;
         String exact = "null";
         long t0 = System.nanoTime();
+        long cpu0 = cpuNs();
         switch (which) {
             case "A" -> ops = pairs(main, BASE + "/a", seconds, acq, pair);
             case "B" -> {
                 int n = workers > 0 ? workers : 50;
+                int paths = keys > 0 ? keys : n;
                 long[] per = new long[n];
                 List<Thread> ts = new ArrayList<>();
                 for (int w = 0; w < n; ++w) {
                     final int id = w;
                     ts.add(new Thread(() -> {
                         try {
-                            per[id] = pairs(main, BASE + "/b" + id, seconds, acq, pair);
+                            per[id] = pairs(main, BASE + "/b" + (id % paths), seconds, acq, pair);
                         } catch (Exception e) {
                             throw new RuntimeException(e);
                         }
@@ -139,6 +153,7 @@ class CuratorBench {
                 List<CuratorFramework> own = new ArrayList<>();
                 for (int w = 0; w < n; ++w) own.add(newClient());
                 t0 = System.nanoTime();
+                cpu0 = cpuNs();
                 AtomicLong tickets = new AtomicLong(), selfReacq = new AtomicLong();
                 AtomicInteger lastHolder = new AtomicInteger(-1);
                 AtomicLong lastReleaseNs = new AtomicLong();
@@ -188,6 +203,7 @@ class CuratorBench {
                 long end = t0 + 8_000_000_000L;
                 CuratorFramework other = newClient();
                 t0 = System.nanoTime();
+                cpu0 = cpuNs();
                 InterProcessMutex holder = new InterProcessMutex(main, BASE + "/d");
                 InterProcessMutex waiterLock = new InterProcessMutex(other, BASE + "/d");
                 while (ops < samples && System.nanoTime() < end) {
@@ -217,13 +233,14 @@ class CuratorBench {
             default -> throw new IllegalArgumentException("unknown scenario " + which);
         }
         double secs = (System.nanoTime() - t0) / 1e9;
+        double cpuPerOp = ops > 0 ? (cpuNs() - cpu0) / 1000.0 / ops : 0;
         main.close();
         System.out.printf(java.util.Locale.ROOT,
             "{\"ops\":%d,\"seconds\":%.1f,\"ops_per_s\":%.1f,\"acquire_p50_us\":%.1f,\"acquire_p99_us\":%.1f,"
                 + "\"pair_p50_us\":%.1f,\"pair_p99_us\":%.1f,\"handoff_p50_us\":%.1f,\"handoff_p99_us\":%.1f,"
                 + "\"handoff_samples\":%d,\"per_worker_min\":%d,\"per_worker_max\":%d,\"self_reacquire_share\":%.3f,"
-                + "\"counter_exact\":%s,\"vmhwm_kib\":%d}%n",
+                + "\"counter_exact\":%s,\"client_cpu_us_per_op\":%.2f,\"vmhwm_kib\":%d}%n",
             ops, secs, ops / secs, pct(acq, 0.5), pct(acq, 0.99), pct(pair, 0.5), pct(pair, 0.99),
-            pct(handoff, 0.5), pct(handoff, 0.99), handoff.size(), perMin, perMax, selfShare, exact, vmhwmKib());
+            pct(handoff, 0.5), pct(handoff, 0.99), handoff.size(), perMin, perMax, selfShare, exact, cpuPerOp, vmhwmKib());
     }
 }
