@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <functional>
 #include <iomanip>
 #include <memory>
@@ -99,6 +100,9 @@ struct async_worker : std::enable_shared_from_this<async_worker> {
     std::uint64_t ops = 0;
     std::vector<double> acq, pairs;
     std::atomic<bool> done{false};
+    /// What the chain waits for: 0 nothing, 1 an acquisition, 2 a release (for the report of a
+    /// chain whose completion never comes).
+    std::atomic<int> stage{0};
 
     void next() {
         if (clock::now() >= end) {
@@ -106,14 +110,21 @@ struct async_worker : std::enable_shared_from_this<async_worker> {
             return;
         }
         started = clock::now();
+        stage = 1;
         c->async_acquire(name, opts, [self = shared_from_this()](std::error_code ec, lease l) {
+            self->stage = 0;
             if (ec || !l) {
+                // Said once per worker: a run that ends with fewer pairs says why.
+                std::fprintf(stderr, "async worker on %s stopped: %s\n", self->name.c_str(),
+                             ec ? ec.message().c_str() : "not acquired");
                 self->done = true;
                 return;
             }
             self->acquired = clock::now();
             auto held = std::make_shared<lease>(std::move(l));
+            self->stage = 2;
             held->async_release([self, held](std::error_code) {
+                self->stage = 0;
                 const auto now = clock::now();
                 self->acq.push_back(us_between(self->started, self->acquired));
                 self->pairs.push_back(us_between(self->started, now));
@@ -140,10 +151,18 @@ result run_async_many_keys(client& c, const options& o, unsigned workers, unsign
     }
     for (auto& a : ws)
         a->next();
-    // Wait for every chain to notice the end (each finishes its current pair first).
+    // Wait for every chain to notice the end (each finishes its current pair first); a chain
+    // still busy 30 s after the end lost a completion: said, and the run fails.
     for (auto& a : ws)
-        while (!a->done)
+        while (!a->done) {
+            if (clock::now() > end + std::chrono::seconds(30))
+                throw error(errc::unavailable,
+                            "async worker on " + a->name + ": no completion of its " +
+                                (a->stage == 1 ? "async_acquire" : "async_release") +
+                                " within 30 s after the end of the run (" + std::to_string(a->ops) +
+                                " pairs done)");
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
     r.per_worker_min = UINT64_MAX;
     for (auto& a : ws) {
         r.ops += a->ops;
