@@ -45,6 +45,8 @@ LB=$BUILD/bench/lock_bench BS=$BUILD/bench/bench_servers DL=$BUILD/tools/dlock/d
 for b in "$LB" "$BS" "$DL"; do
   [ -x "$b" ] || { echo "$b not built" >&2; exit 66; }
 done
+# What only this benchmark needs (not CI): javac for the Curator program, hyperfine.
+DLOCK_DEPS_EXTRA="openjdk-17-jdk-headless hyperfine" bash scripts/deps.sh || true
 OUT=${OUT:-/tmp/dlock-backends-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 : > "$OUT/results.jsonl"
