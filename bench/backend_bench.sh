@@ -212,7 +212,7 @@ else
 fi
 
 # The fixture's throwaway PostgreSQL password stays out of the results all the same.
-sed -i 's#://\([^:/@]*\):[^@]*@#://\1:***@#g' "$OUT/commands.txt" "$OUT"/oneshot.* 2>/dev/null || true
+sed -i 's#://\([^:/@]*\):[^@]*@#://\1:***@#g' "$OUT/commands.txt" "$OUT"/oneshot.* "$OUT"/servers-*.txt 2>/dev/null || true
 {
   echo "machine: $(nproc) CPUs, $(uptime | sed 's/.*load average/load average/'), $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (+ local changes)')"
