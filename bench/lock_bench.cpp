@@ -1,9 +1,16 @@
 // lock_bench: scenarios A-D (BENCHMARKS.md), plus `hold`: N locks held by one
 // client with the watchdog, counting renewal batches and client memory per held lock.
 //
-//   lock_bench URL A|B|C|D|hold [--kind lock|simple|fair] [--workers N] [--keys N] [--seconds S]
-//              [--ops N] [--client-per-worker] [--async] [--io-thread] [--no-handover]
-//              [--locks N] [--watchdog-ms MS] [--samples FILE] [--rounds N]
+//   lock_bench URL A|B|C|D|K|hold [--kind lock|simple|fair|read|write|lease|shedlock|versioned]
+//              [--workers N] [--keys N] [--seconds S] [--ops N] [--client-per-worker] [--async]
+//              [--io-thread] [--no-handover] [--local-counter] [--locks N] [--watchdog-ms MS]
+//              [--samples FILE] [--rounds N]
+// URL: any backend dlock::client takes (redis..., zk://, postgresql://); hold, R, redlock and
+// failover are Redis's alone. A-D and K add the process's peak RSS (VmHWM) to their JSON.
+// K: the keepalive's cost on any backend: --locks N held (default lease: the watchdog, or the
+// backend's own keepalive) for --seconds, client CPU per held lock per second.
+// --local-counter: C's counter is an integer in this process, not a Redis key (always so on
+//   the other backends).
 // failover (Sentinel or Cluster URL): kills the lock's master with SHUTDOWN NOSAVE and measures
 // the time to the first acquisition on its successor, --rounds times (see failover() below).
 // --samples FILE: C and D also write every hand-off sample (us, one per line, sorted) to FILE,
@@ -24,15 +31,62 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <sys/resource.h>
 #include <thread>
 
 namespace {
 
-long rss_kib() {
+/// A field of /proc/self/status in KiB ("VmRSS:", "VmHWM:").
+long status_kib(const char* field) {
     std::ifstream f("/proc/self/status");
     for (std::string line; std::getline(f, line);)
-        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+        if (line.rfind(field, 0) == 0) return std::stol(line.substr(std::strlen(field)));
     return 0;
+}
+
+long rss_kib() {
+    return status_kib("VmRSS:");
+}
+
+double cpu_seconds() {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+/// K: `n` locks of `kind` held by one client for `d` with the default lease (kept alive by
+/// the watchdog, or by the backend's own keepalive); the client's CPU time per lock per second.
+int keepalive_cost(const std::string& url, dlock::lock_kind kind, std::size_t n,
+                   std::chrono::milliseconds d) {
+    dlock::client c(url);
+    const long before = rss_kib();
+    std::vector<dlock::lease> held;
+    held.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        held.push_back(c.acquire("dlock-bench:keepalive:" + std::to_string(i),
+                                 {.wait = std::chrono::seconds(10), .kind = kind}));
+        if (!held.back()) {
+            std::cerr << "lock " << i << " not acquired\n";
+            return 1;
+        }
+    }
+    const long after = rss_kib();
+    const double cpu0 = cpu_seconds();
+    std::this_thread::sleep_for(d);
+    const double cpu = cpu_seconds() - cpu0;
+    std::size_t lost = 0;
+    for (auto& l : held)
+        lost += l.lost() ? 1u : 0u;
+    const double secs = static_cast<double>(d.count()) / 1000.0;
+    std::cout << "{\"scenario\":\"K\",\"backend\":\"" << c.backend_name() << "\",\"locks\":" << n
+              << ",\"seconds\":" << secs
+              << ",\"client_cpu_us_per_lock_per_s\":" << cpu * 1e6 / static_cast<double>(n) / secs
+              << ",\"lost\":" << lost << ",\"client_rss_bytes_per_lock\":"
+              << static_cast<double>(after - before) * 1024.0 / static_cast<double>(n)
+              << ",\"vmhwm_kib\":" << status_kib("VmHWM:") << "}\n";
+    held.clear();
+    return lost == 0 ? 0 : 1;
 }
 
 int hold_many(const std::string& url, std::size_t n, std::chrono::milliseconds watchdog) {
@@ -228,7 +282,7 @@ int failover(const std::string& url, unsigned rounds) {
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::cerr << "usage: lock_bench URL A|B|C|D|R|hold|redlock|failover [options]\n";
+        std::cerr << "usage: lock_bench URL A|B|C|D|K|R|hold|redlock|failover [options]\n";
         return 64;
     }
     dlock::bench::options o;
@@ -243,11 +297,14 @@ int main(int argc, char** argv) {
         const auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
         if (a == "--kind") {
             const auto k = next();
-            o.kind = k == "simple"  ? dlock::lock_kind::simple
-                     : k == "fair"  ? dlock::lock_kind::fair
-                     : k == "read"  ? dlock::lock_kind::read
-                     : k == "write" ? dlock::lock_kind::write
-                                    : dlock::lock_kind::reentrant;
+            o.kind = k == "simple"      ? dlock::lock_kind::simple
+                     : k == "fair"      ? dlock::lock_kind::fair
+                     : k == "read"      ? dlock::lock_kind::read
+                     : k == "write"     ? dlock::lock_kind::write
+                     : k == "lease"     ? dlock::lock_kind::lease
+                     : k == "shedlock"  ? dlock::lock_kind::shedlock
+                     : k == "versioned" ? dlock::lock_kind::versioned
+                                        : dlock::lock_kind::reentrant;
         } else if (a == "--workers")
             o.workers = static_cast<unsigned>(std::stoul(next()));
         else if (a == "--keys")
@@ -260,6 +317,8 @@ int main(int argc, char** argv) {
             o.client_per_worker = true;
         else if (a == "--io-thread")
             o.sync_io = dlock::blocking_io::io_thread;
+        else if (a == "--local-counter")
+            o.local_counter = true;
         else if (a == "--no-handover")
             o.handover = false;
         else if (a == "--async")
@@ -278,6 +337,7 @@ int main(int argc, char** argv) {
         }
     }
     if (which == "hold") return hold_many(o.url, locks, watchdog);
+    if (which == "K") return keepalive_cost(o.url, o.kind, locks, o.duration);
     if (which == "R") return read_mostly(o.url, o.kind, o.duration);
     if (which == "redlock") return redlock_pairs(o.url, o.duration);
     if (which == "failover") return failover(o.url, rounds);
@@ -307,7 +367,9 @@ int main(int argc, char** argv) {
         if (o.duration == std::chrono::milliseconds(3000)) o.duration = std::chrono::seconds(8);
     }
     const auto r = dlock::bench::run(o);
-    std::cout << dlock::bench::to_json(r) << "\n";
+    auto json = dlock::bench::to_json(r);
+    json.pop_back(); // the closing brace: the peak RSS of this process joins the object
+    std::cout << json << ",\"vmhwm_kib\":" << status_kib("VmHWM:") << "}\n";
     if (!samples_file.empty()) {
         std::ofstream f(samples_file);
         for (const double us : r.handoff_us)

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <functional>
 #include <iomanip>
 #include <memory>
 #include <mutex>
@@ -15,17 +17,35 @@
 
 namespace dlock::bench {
 
+namespace {
+/// A lock object of any kind (basic_mutex's kind constructor is for derived types).
+class kind_mutex : public basic_mutex {
+public:
+    kind_mutex(client& c, std::string name, lock_kind kind)
+        : basic_mutex(c, std::move(name), kind) {}
+};
+} // namespace
+
 std::unique_ptr<basic_mutex> make(client& c, lock_kind kind, const std::string& name) {
+    if (kind == lock_kind::reentrant) return std::make_unique<mutex>(c, name);
     if (kind == lock_kind::simple) return std::make_unique<simple_mutex>(c, name);
     if (kind == lock_kind::fair) return std::make_unique<fair_mutex>(c, name);
     if (kind == lock_kind::read) return std::make_unique<read_mutex>(c, name);
     if (kind == lock_kind::write) return std::make_unique<write_mutex>(c, name);
-    return std::make_unique<mutex>(c, name);
+    return std::make_unique<kind_mutex>(c, name, kind);
 }
 
 namespace {
 
 using clock = std::chrono::steady_clock;
+
+bool is_redis(const client& c) {
+    return c.backend_name() == "redis";
+}
+
+bool fixed_lease_offered(const client& c) {
+    return c.backend_name() != "zookeeper";
+}
 
 double us_between(clock::time_point a, clock::time_point b) {
     return std::chrono::duration<double, std::micro>(b - a).count();
@@ -43,9 +63,11 @@ struct server_stats {
     double cpu_s = 0;
 };
 
-/// INFO commandstats (every executed command, redis.call inside scripts included) and INFO cpu.
+/// INFO commandstats (every executed command, redis.call inside scripts included) and INFO cpu;
+/// zeros on another backend.
 server_stats read_server_stats(client& c) {
     server_stats s;
+    if (!is_redis(c)) return s;
     const auto info = c.command({"INFO", "commandstats"}).str;
     std::istringstream in(info);
     for (std::string line; std::getline(in, line);) {
@@ -78,6 +100,9 @@ struct async_worker : std::enable_shared_from_this<async_worker> {
     std::uint64_t ops = 0;
     std::vector<double> acq, pairs;
     std::atomic<bool> done{false};
+    /// What the chain waits for: 0 nothing, 1 an acquisition, 2 a release (for the report of a
+    /// chain whose completion never comes).
+    std::atomic<int> stage{0};
 
     void next() {
         if (clock::now() >= end) {
@@ -85,14 +110,21 @@ struct async_worker : std::enable_shared_from_this<async_worker> {
             return;
         }
         started = clock::now();
+        stage = 1;
         c->async_acquire(name, opts, [self = shared_from_this()](std::error_code ec, lease l) {
+            self->stage = 0;
             if (ec || !l) {
+                // Said once per worker: a run that ends with fewer pairs says why.
+                std::fprintf(stderr, "async worker on %s stopped: %s\n", self->name.c_str(),
+                             ec ? ec.message().c_str() : "not acquired");
                 self->done = true;
                 return;
             }
             self->acquired = clock::now();
             auto held = std::make_shared<lease>(std::move(l));
+            self->stage = 2;
             held->async_release([self, held](std::error_code) {
+                self->stage = 0;
                 const auto now = clock::now();
                 self->acq.push_back(us_between(self->started, self->acquired));
                 self->pairs.push_back(us_between(self->started, now));
@@ -112,17 +144,25 @@ result run_async_many_keys(client& c, const options& o, unsigned workers, unsign
         auto a = std::make_shared<async_worker>();
         a->c = &c;
         a->name = o.key_prefix + ":b" + std::to_string(w % keys);
-        a->opts.lease = o.lease;
+        if (fixed_lease_offered(c)) a->opts.lease = o.lease;
         a->opts.kind = o.kind;
         a->end = end;
         ws.push_back(a);
     }
     for (auto& a : ws)
         a->next();
-    // Wait for every chain to notice the end (each finishes its current pair first).
+    // Wait for every chain to notice the end (each finishes its current pair first); a chain
+    // still busy 30 s after the end lost a completion: said, and the run fails.
     for (auto& a : ws)
-        while (!a->done)
+        while (!a->done) {
+            if (clock::now() > end + std::chrono::seconds(30))
+                throw error(errc::unavailable,
+                            "async worker on " + a->name + ": no completion of its " +
+                                (a->stage == 1 ? "async_acquire" : "async_release") +
+                                " within 30 s after the end of the run (" + std::to_string(a->ops) +
+                                " pairs done)");
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
     r.per_worker_min = UINT64_MAX;
     for (auto& a : ws) {
         r.ops += a->ops;
@@ -137,7 +177,7 @@ result run_async_many_keys(client& c, const options& o, unsigned workers, unsign
 /// What every scenario shares: its options, clients and deadline, and the samples it records.
 struct context {
     const options& o;
-    const client_options& copts;
+    std::function<std::unique_ptr<client>()> new_client; ///< one more client like the main one
     client& main_client;
     clock::time_point end;
     std::string base; ///< key prefix + ':'
@@ -145,13 +185,22 @@ struct context {
     std::mutex samples_mu; ///< guards the sample vectors while worker threads append
 };
 
+/// Takes `m` with the fixed lease of the options, or, on ZooKeeper (a lock lives as long as
+/// its session, no lease is offered), without one.
+void take(basic_mutex& m, const context& x) {
+    if (fixed_lease_offered(x.main_client))
+        m.lock(dlock::fixed_lease{x.o.lease});
+    else
+        m.lock();
+}
+
 /// A: one thread, one key, lock then unlock.
 result run_uncontended(context& x) {
     result r;
     auto m = make(x.main_client, x.o.kind, x.base + "a");
     while (clock::now() < x.end) {
         const auto a = clock::now();
-        m->lock(dlock::fixed_lease{x.o.lease});
+        take(*m, x);
         const auto b = clock::now();
         m->unlock();
         x.acquire_us.push_back(us_between(a, b));
@@ -178,7 +227,7 @@ result run_many_keys(context& x) {
             std::vector<double> acq, pairs;
             while (clock::now() < x.end) {
                 const auto a = clock::now();
-                m->lock(dlock::fixed_lease{o.lease});
+                take(*m, x);
                 const auto b = clock::now();
                 m->unlock();
                 acq.push_back(us_between(a, b));
@@ -204,11 +253,15 @@ result run_contended_counter(context& x) {
     result r;
     const unsigned workers = std::max(1u, o.workers);
     const std::uint64_t total = o.max_ops ? o.max_ops : UINT64_MAX;
-    x.main_client.command({"SET", x.base + "counter", "0"});
+    const bool local = o.local_counter || !is_redis(x.main_client);
+    // The local counter: a plain integer, deliberately not atomic; only the lock orders the
+    // workers' read, yield, write (a lost increment shows in counter_exact).
+    long long local_value = 0;
+    if (!local) x.main_client.command({"SET", x.base + "counter", "0"});
     std::vector<std::unique_ptr<client>> own;
     if (o.client_per_worker)
         for (unsigned w = 0; w < workers; ++w)
-            own.push_back(std::make_unique<client>(x.copts));
+            own.push_back(x.new_client());
     std::atomic<std::uint64_t> tickets{0}, self_reacq{0}, done_ops{0};
     std::atomic<int> last_holder{-1};
     std::atomic<std::int64_t> last_release_ns{0};
@@ -222,7 +275,7 @@ result run_contended_counter(context& x) {
             const std::string key = x.base + "counter";
             while (clock::now() < x.end && tickets.fetch_add(1) < total) {
                 const auto a = clock::now();
-                m->lock(dlock::fixed_lease{o.lease});
+                take(*m, x);
                 const auto got = clock::now();
                 waits.push_back(us_between(a, got));
                 const int prev = last_holder.load();
@@ -232,8 +285,14 @@ result run_contended_counter(context& x) {
                     handoffs.push_back(static_cast<double>(got.time_since_epoch().count() -
                                                            last_release_ns.load()) /
                                        1000.0);
-                const auto v = std::stoll(c.command({"GET", key}).str);
-                c.command({"SET", key, std::to_string(v + 1)});
+                if (local) {
+                    const long long v = local_value;
+                    std::this_thread::yield();
+                    local_value = v + 1;
+                } else {
+                    const auto v = std::stoll(c.command({"GET", key}).str);
+                    c.command({"SET", key, std::to_string(v + 1)});
+                }
                 ++per[w];
                 last_holder = static_cast<int>(w);
                 last_release_ns = clock::now().time_since_epoch().count();
@@ -251,8 +310,9 @@ result run_contended_counter(context& x) {
     r.per_worker_max = *std::max_element(per.begin(), per.end());
     r.self_reacquire_share =
         r.ops > 1 ? static_cast<double>(self_reacq) / static_cast<double>(r.ops - 1) : 0;
-    r.counter_exact = std::stoll(x.main_client.command({"GET", x.base + "counter"}).str) ==
-                      static_cast<long long>(r.ops);
+    const long long final_value =
+        local ? local_value : std::stoll(x.main_client.command({"GET", x.base + "counter"}).str);
+    r.counter_exact = final_value == static_cast<long long>(r.ops);
     return r;
 }
 
@@ -260,20 +320,20 @@ result run_contended_counter(context& x) {
 result run_handoff(context& x) {
     const auto& o = x.o;
     result r;
-    std::optional<client> own_client;
-    if (o.client_per_worker) own_client.emplace(x.copts);
+    std::unique_ptr<client> own_client;
+    if (o.client_per_worker) own_client = x.new_client();
     client& waiter_client = own_client ? *own_client : x.main_client;
     auto holder = make(x.main_client, o.kind, x.base + "d");
     const std::uint64_t samples = o.max_ops ? o.max_ops : 300;
     std::mt19937 rng{std::random_device{}()};
     std::uniform_int_distribution<int> phase(1000, 5000); // us
     while (r.ops < samples && clock::now() < x.end) {
-        holder->lock(dlock::fixed_lease{o.lease});
+        take(*holder, x);
         std::atomic<bool> acquired{false};
         clock::time_point got;
         std::thread waiter([&] {
             auto m = make(waiter_client, o.kind, x.base + "d");
-            m->lock(dlock::fixed_lease{o.lease});
+            take(*m, x);
             got = clock::now();
             acquired = true;
             m->unlock();
@@ -287,11 +347,13 @@ result run_handoff(context& x) {
         x.handoff_us.push_back(us_between(released, got));
         // The round-trip unit for this scenario: one PING after the same idle pause. On a
         // VM an idle vCPU is descheduled, and the first round trip after a pause costs
-        // several times one in a busy loop (redis-benchmark's figure).
+        // several times one in a busy loop (redis-benchmark's figure). Redis only.
         std::this_thread::sleep_for(std::chrono::microseconds(phase(rng)));
-        const auto p0 = clock::now();
-        x.main_client.command({"PING"});
-        x.idle_rtt_us.push_back(us_between(p0, clock::now()));
+        if (is_redis(x.main_client)) {
+            const auto p0 = clock::now();
+            x.main_client.command({"PING"});
+            x.idle_rtt_us.push_back(us_between(p0, clock::now()));
+        }
         ++r.ops;
     }
     r.idle_rtt_p50_us = percentile(x.idle_rtt_us, 0.50);
@@ -301,6 +363,7 @@ result run_handoff(context& x) {
 
 /// Deletes what a run created (only keys under the scenario's prefix).
 void clean_up(client& c, const std::string& prefix) {
+    if (!is_redis(c)) return;
     for (std::string cursor = "0";;) {
         auto page = c.command({"SCAN", cursor, "MATCH", "*" + prefix + "*", "COUNT", "1000"});
         if (page.elements.size() != 2) break;
@@ -314,16 +377,27 @@ void clean_up(client& c, const std::string& prefix) {
 } // namespace
 
 result run(const options& o) {
-    client_options copts = parse_url(o.url);
-    copts.command_timeout = std::chrono::seconds(10);
-    copts.sync_io = o.sync_io;
-    copts.handover = o.handover;
-    client main_client(copts);
-    client stats_client(copts);
+    // A Redis URL gets the benchmark's client options; another backend's URL (zk://,
+    // postgresql://) goes to dlock::client as it is, with that backend's own settings.
+    const bool redis = o.url.rfind("redis", 0) == 0 || o.url.rfind("unix", 0) == 0;
+    std::optional<client_options> copts;
+    if (redis) {
+        copts = parse_url(o.url);
+        copts->command_timeout = std::chrono::seconds(10);
+        copts->sync_io = o.sync_io;
+        copts->handover = o.handover;
+    }
+    const auto new_client = [&] {
+        return copts ? std::make_unique<client>(*copts) : std::make_unique<client>(o.url);
+    };
+    const auto main_owner = new_client();
+    const auto stats_owner = new_client();
+    client& main_client = *main_owner;
+    client& stats_client = *stats_owner;
     const auto s0 = read_server_stats(stats_client);
     const double c0 = client_cpu_s();
     const auto t0 = clock::now();
-    context x{o, copts, main_client, t0 + o.duration, o.key_prefix + ":", {}, {}, {}, {}, {}};
+    context x{o, new_client, main_client, t0 + o.duration, o.key_prefix + ":", {}, {}, {}, {}, {}};
 
     result r;
     switch (o.which) {
@@ -350,9 +424,10 @@ result run(const options& o) {
         // Minus the two INFO calls of the second snapshot.
         // D also sends one reference PING per sample (idle_rtt); it is not part of a hand-off.
         const double reference_pings =
-            o.which == scenario::handoff ? static_cast<double>(r.ops) : 0;
-        r.server_cmds_per_op =
-            (s1.commands - s0.commands - 2 - reference_pings) / static_cast<double>(r.ops);
+            o.which == scenario::handoff && is_redis(main_client) ? static_cast<double>(r.ops) : 0;
+        if (is_redis(main_client))
+            r.server_cmds_per_op =
+                (s1.commands - s0.commands - 2 - reference_pings) / static_cast<double>(r.ops);
         r.server_cpu_us_per_op = (s1.cpu_s - s0.cpu_s) * 1e6 / static_cast<double>(r.ops);
         r.client_cpu_us_per_op = (c1 - c0) * 1e6 / static_cast<double>(r.ops);
     }

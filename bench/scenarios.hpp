@@ -22,7 +22,8 @@ enum class scenario {
     handoff,           ///< D: holder releases while one waiter is blocked in acquire
 };
 
-/// A lock object of `kind` on `name` (read and write: the two sides of a read-write lock).
+/// A lock object of `kind` on `name` (read and write: the two sides of a read-write lock; the
+/// other backends' kinds, e.g. PostgreSQL's lease and shedlock rows, through basic_mutex).
 std::unique_ptr<basic_mutex> make(client& c, lock_kind kind, const std::string& name);
 
 struct options {
@@ -46,6 +47,10 @@ struct options {
     /// How blocking calls do their I/O (client_options::sync_io).
     blocking_io sync_io = blocking_io::caller_thread;
     std::string key_prefix = "dlock-bench";
+    /// C: the counter is a plain integer in this process (read, yield, write) instead of a
+    /// Redis key (GET, SET). Always so on a backend other than Redis, which has no key space;
+    /// an increment lost to broken exclusion shows as counter_exact false either way.
+    bool local_counter = false;
 };
 
 struct result {
@@ -64,9 +69,10 @@ struct result {
     std::uint64_t per_worker_min = 0, per_worker_max = 0;
     double self_reacquire_share = 0;     ///< acquisitions by the worker that released just before
     std::optional<bool> counter_exact{}; ///< C only
-    double server_cmds_per_op = 0;       ///< INFO commandstats delta / ops (includes redis.call)
-    double server_cpu_us_per_op = 0;     ///< INFO used_cpu_sys+user delta / ops
-    double client_cpu_us_per_op = 0;     ///< getrusage(RUSAGE_SELF) delta / ops
+    /// Redis only (0 elsewhere): INFO commandstats delta / ops (includes redis.call)
+    double server_cmds_per_op = 0;
+    double server_cpu_us_per_op = 0; ///< Redis only (0 elsewhere): INFO used_cpu_sys+user / ops
+    double client_cpu_us_per_op = 0; ///< getrusage(RUSAGE_SELF) delta / ops
 };
 
 /// Runs one scenario against options.url. Throws dlock::error on connection failures.

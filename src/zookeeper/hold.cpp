@@ -143,18 +143,19 @@ void zk_hold::start_release(std::function<void(std::error_code)> done) {
     release_waiters_.push_back(std::move(done));
     if (releasing_) return;
     releasing_ = true;
-    std::weak_ptr<hold> w = weak_from_this();
-    guaranteed_delete(session_, path_, [w](int rc) {
-        auto h = std::static_pointer_cast<zk_hold>(w.lock());
-        if (!h || !h->releasing_) return;
-        if (rc == ZOK || rc == ZSESSIONEXPIRED) return h->finish_release({});
-        if (rc == ZNONODE) return h->finish_release(make_error_code(errc::not_owner));
-        if (auto* b = h->live()) {
-            b->counters().release(client_metrics::release_result::failed);
-            b->set_error(std::string("release of ") + h->path_ + " failed: " + zerror(rc));
-        }
-        h->finish_release(make_error_code(errc::server_error));
-    });
+    // A strong reference: the release waiters live in this hold, and after lease::async_release
+    // the pending delete may be the hold's only owner (a weak one dropped them unanswered).
+    guaranteed_delete(
+        session_, path_, [h = std::static_pointer_cast<zk_hold>(shared_from_this())](int rc) {
+            if (!h->releasing_) return;
+            if (rc == ZOK || rc == ZSESSIONEXPIRED) return h->finish_release({});
+            if (rc == ZNONODE) return h->finish_release(make_error_code(errc::not_owner));
+            if (auto* b = h->live()) {
+                b->counters().release(client_metrics::release_result::failed);
+                b->set_error(std::string("release of ") + h->path_ + " failed: " + zerror(rc));
+            }
+            h->finish_release(make_error_code(errc::server_error));
+        });
 }
 
 void zk_hold::release_async(std::function<void(std::error_code)> done) {

@@ -149,6 +149,10 @@ std::shared_ptr<session> session::start(asio::any_io_executor ex, const zk_url& 
         s->ended_ = true;
         return nullptr;
     }
+    // The C client resolves the host list again each time it polls its socket by default (a
+    // getaddrinfo with a netlink dump per request and reply: most of a lock pair's client
+    // CPU); once a second still follows DNS changes.
+    zoo_set_servers_resolution_delay(s->zh_, 1000);
     s->schedule_tick();
     return s;
 }

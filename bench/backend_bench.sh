@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# Issues 13 and 14's benchmark rows in one run: scenarios A-D on ZooKeeper (a standalone server
+# and a 3-node ensemble), dlock against Apache Curator 5.4.0's InterProcessMutex
+# (bench/curator_bench.java), with each client process's peak RSS; A-D on PostgreSQL (advisory
+# locks, `lease` rows, `shedlock` rows) next to Redis; the keepalive's cost per held lock; and a
+# one-shot process (`dlock exec` as a cron singleton) on each backend.
+#
+#   bench/backend_bench.sh [--rounds N] [--seconds S] [--keepalive-seconds S] [--only zk|pg] BUILD_DIR
+#
+#   BUILD_DIR    a configured build with lock_bench, bench_servers and the dlock CLI built
+#                (e.g. build/ci: cmake --build build/ci --target lock_bench bench_servers
+#                dlock_cli_main); its ZooKeeper/PostgreSQL backends must be compiled in.
+#   --rounds N   interleaved rounds (default 3); in each round every pair of compared rows runs
+#                back to back, and the order flips between rounds (dlock first on odd rounds,
+#                the peer first on even ones). The summary takes the median over the rounds.
+#   --seconds S  length of A and B runs (default 3). C: 2,000 critical sections or 10 s;
+#                D: 300 samples or 8 s.
+#   --keepalive-seconds S  length of the keepalive runs (default 11: one renewal of a 30 s
+#                watchdog lease, which renews every 10 s, falls inside).
+#   --only zk|pg only the ZooKeeper part or only the PostgreSQL/Redis part.
+#   OUT=dir      results (default /tmp/dlock-backends-<time>): commands.txt, results.jsonl (one
+#                line per run: row, round, the client's JSON), oneshot.json (hyperfine),
+#                summary.md (the tables), stderr.log.
+#
+# Placement as in ../shared/bench/peers/README.md: every server (ZooKeeper JVMs, postgres,
+# redis-server) on CPU 1, every client process (lock_bench, the Curator JVM, dlock exec) on
+# CPU 0 (taskset). Servers come from bench_servers (the tests' RAII fixtures: ZooKeeper from
+# Debian's jars with tickTime 2000, PostgreSQL by initdb + postgres with fsync off) and a
+# private redis-server; all stop when the script exits.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=3 SECS=3 KSECS=11 ONLY=
+while [ $# -gt 1 ]; do
+  case $1 in
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --seconds) SECS=$2; shift 2 ;;
+    --keepalive-seconds) KSECS=$2; shift 2 ;;
+    --only) ONLY=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 64 ;;
+  esac
+done
+BUILD=${1:?usage: bench/backend_bench.sh [--rounds N] [--seconds S] [--only zk|pg] BUILD_DIR}
+LB=$BUILD/bench/lock_bench BS=$BUILD/bench/bench_servers DL=$BUILD/tools/dlock/dlock
+for b in "$LB" "$BS" "$DL"; do
+  [ -x "$b" ] || { echo "$b not built" >&2; exit 66; }
+done
+# What only this benchmark needs (not CI): javac for the Curator program, hyperfine.
+DLOCK_DEPS_EXTRA="openjdk-17-jdk-headless hyperfine" bash scripts/deps.sh || true
+OUT=${OUT:-/tmp/dlock-backends-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+: > "$OUT/results.jsonl"
+: > "$OUT/commands.txt"
+C0="taskset -c 0" C1="taskset -c 1"
+
+pids=() dirs=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  for d in "${dirs[@]}"; do rm -rf "$d"; done
+}
+trap cleanup EXIT
+
+log() { echo "$*" >> "$OUT/commands.txt"; }
+
+servers() { # servers zk|zk3|pg -> URL (and CONNECT for ZooKeeper); the pid joins pids
+  local f="$OUT/servers-$1.txt"
+  : > "$f"
+  $C1 "$BS" "$1" > "$f" 2>>"$OUT/stderr.log" &
+  pids+=($!)
+  SPID=$!
+  for _ in $(seq 1 600); do
+    [ -n "$(sed -n 1p "$f")" ] && break
+    kill -0 $SPID 2>/dev/null || { echo "bench_servers $1 failed: see $OUT/stderr.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  URL=$(sed -n 1p "$f")
+  CONNECT=$(sed -n 's/^connect: //p' "$f")
+  log "servers $1 (pid $SPID, CPU 1): $URL"
+}
+stop_servers() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+run() { # run ROW ROUND CMD...: one client process on CPU 0, its JSON appended to results.jsonl
+  local row=$1 round=$2; shift 2
+  log "[$row] $C0 $*"
+  local j
+  if ! j=$(timeout 120 $C0 "$@" 2>>"$OUT/stderr.log" | tail -1) || [ "${j:0:1}" != "{" ]; then
+    echo "failed: $row (round $round); see $OUT/stderr.log" >&2
+    return 0
+  fi
+  printf '{"row":"%s","round":%d,"result":%s}\n' "$row" "$round" "$j" >> "$OUT/results.jsonl"
+}
+
+pair() { # pair ROUND ROW_A CMD_A -- ROW_B CMD_B: the two runs, order flipped on even rounds
+  local round=$1 ra=$2; shift 2
+  local a=() b=()
+  while [ "$1" != -- ]; do a+=("$1"); shift; done
+  shift
+  local rb=$1; shift
+  b=("$@")
+  if [ $((round % 2)) -eq 1 ]; then
+    run "$ra" "$round" "${a[@]}"; run "$rb" "$round" "${b[@]}"
+  else
+    run "$rb" "$round" "${b[@]}"; run "$ra" "$round" "${a[@]}"
+  fi
+}
+
+# The same shapes for every client (BENCHMARKS.md, ../shared/bench/peers/README.md).
+A=(A --seconds "$SECS")
+B=(B --workers 50 --keys 50 --seconds "$SECS")
+C=(C --workers 8 --ops 2000 --client-per-worker --local-counter)
+D=(D --ops 300 --client-per-worker)
+args_of() { # args_of A|B|C|D -> ARGS
+  case $1 in A) ARGS=("${A[@]}") ;; B) ARGS=("${B[@]}") ;; C) ARGS=("${C[@]}") ;; D) ARGS=("${D[@]}") ;; esac
+}
+
+# ---- Redis: a private server on CPU 1 ---------------------------------------------------------
+rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+rdir=$(mktemp -d)
+dirs+=("$rdir")
+$C1 redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$rdir" \
+  --logfile "$rdir/redis.log" </dev/null >/dev/null 2>&1 &
+pids+=($!)
+for _ in $(seq 1 500); do redis-cli -p "$rport" PING 2>/dev/null | grep -q PONG && break; sleep 0.01; done
+RURL=redis://127.0.0.1:$rport
+log "redis-server $(redis-server --version | awk '{print $3}') on CPU 1: $RURL"
+
+# ---- ZooKeeper: dlock vs Curator 5.4.0 ---------------------------------------------------------
+JARS=(curator-recipes curator-framework curator-client guava slf4j-api slf4j-nop zookeeper
+  zookeeper-jute jackson-databind jackson-core jackson-annotations)
+CP=
+for j in "${JARS[@]}"; do
+  [ -r "/usr/share/java/$j.jar" ] || { CP=; break; }
+  CP+="${CP:+:}/usr/share/java/$j.jar"
+done
+CURATOR=
+if [ -n "$CP" ] && command -v javac >/dev/null; then
+  # Compiled once (not the single-file launcher: its in-process javac would count in the RSS).
+  javac -cp "$CP" -d "$OUT/classes" bench/curator_bench.java 2>>"$OUT/stderr.log" &&
+    CURATOR=(java -cp "$OUT/classes:$CP" CuratorBench)
+else
+  echo "Curator jars or javac missing: ZooKeeper rows without Curator" >&2
+fi
+
+zk_rounds() { # zk_rounds LABEL
+  local t=$1 r
+  for r in $(seq 1 "$ROUNDS"); do
+    for sc in A B C D; do
+      args_of $sc
+      local args=("${ARGS[@]}")
+      # Curator takes the same options; its C and D always use their own clients.
+      local cargs=("${args[@]}")
+      [ "$sc" = C ] && cargs=(C --workers 8 --ops 2000)
+      [ "$sc" = D ] && cargs=(D --ops 300)
+      if [ -n "$CURATOR" ]; then
+        pair "$r" "zk-$t $sc dlock" "$LB" "$URL" "${args[@]}" -- \
+          "zk-$t $sc curator" "${CURATOR[@]}" "$CONNECT" "${cargs[@]}"
+      else
+        run "zk-$t $sc dlock" "$r" "$LB" "$URL" "${args[@]}"
+      fi
+    done
+    # C with one shared client: releases hand over to local waiters (no Curator equivalent).
+    run "zk-$t C dlock (one client)" "$r" "$LB" "$URL" C --workers 8 --ops 2000
+  done
+}
+
+if [ "$ONLY" != pg ]; then
+  for t in standalone ensemble; do
+    servers "$([ $t = standalone ] && echo zk || echo zk3)"
+    zk_rounds $t
+    for r in $(seq 1 "$ROUNDS"); do
+      [ $t = standalone ] && run "keepalive zk 100 locks" "$r" "$LB" "$URL" K --locks 100 --seconds "$KSECS"
+    done
+    if [ $t = standalone ]; then ZKPID=$SPID ZKURL=$URL; else stop_servers "$SPID"; fi
+  done
+fi
+
+# ---- PostgreSQL next to Redis -----------------------------------------------------------------
+if [ "$ONLY" != zk ]; then
+  servers pg
+  PGURL=$URL
+  PGPOOL="$PGURL$([[ $PGURL == *\?* ]] && echo '&' || echo '?')dlock_pool=64"
+  for r in $(seq 1 "$ROUNDS"); do
+    for sc in A B C D; do
+      args_of $sc
+      args=("${ARGS[@]}")
+      pair "$r" "pg $sc advisory" "$LB" "$PGURL" "${args[@]}" -- \
+        "redis $sc lock" "$LB" "$RURL" "${args[@]}"
+      pair "$r" "pg $sc lease" "$LB" "$PGURL" "${args[@]}" --kind lease -- \
+        "pg $sc shedlock" "$LB" "$PGURL" "${args[@]}" --kind shedlock
+      [ "$sc" = B ] && run "pg B advisory dlock_pool=64" "$r" "$LB" "$PGPOOL" "${args[@]}"
+    done
+    # The keepalive: 100 locks held for S seconds (advisory: a check of the session; lease
+    # rows and Redis: the watchdog's renewals).
+    pair "$r" "keepalive pg advisory 100 locks" "$LB" "$PGURL" K --locks 100 --seconds "$KSECS" -- \
+      "keepalive redis lock 100 locks" "$LB" "$RURL" K --locks 100 --seconds "$KSECS"
+    run "keepalive pg lease 100 locks" "$r" "$LB" "$PGURL" K --locks 100 --seconds "$KSECS" --kind lease
+  done
+fi
+
+# ---- One-shot process: connect, acquire, run `true`, release, exit --------------------------
+if command -v hyperfine >/dev/null; then
+  cmds=()
+  [ -n "${PGURL:-}" ] && cmds+=("$DL --url $PGURL exec bench-oneshot -- true")
+  [ -n "${ZKURL:-}" ] && cmds+=("$DL --url $ZKURL exec bench-oneshot -- true")
+  cmds+=("$DL --url $RURL exec bench-oneshot -- true" "redis-cli -p $rport PING")
+  log "$C0 hyperfine -N --warmup 3 --runs 40 ${cmds[*]}"
+  $C0 hyperfine -N --warmup 3 --runs 40 --export-json "$OUT/oneshot.json" "${cmds[@]}" \
+    > "$OUT/oneshot.txt" 2>>"$OUT/stderr.log" || echo "one-shot failed: see $OUT/stderr.log" >&2
+else
+  echo "hyperfine missing: no one-shot row" >&2
+fi
+
+# The fixture's throwaway PostgreSQL password stays out of the results all the same.
+sed -i 's#://\([^:/@]*\):[^@]*@#://\1:***@#g' "$OUT/commands.txt" "$OUT"/oneshot.* "$OUT"/servers-*.txt 2>/dev/null || true
+{
+  echo "machine: $(nproc) CPUs, $(uptime | sed 's/.*load average/load average/'), $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (+ local changes)')"
+  echo
+  python3 bench/summarize_backends.py "$OUT"
+} > "$OUT/summary.md"
+cat "$OUT/summary.md"
+echo "results: $OUT"

@@ -1,0 +1,79 @@
+// bench_servers: the servers of bench/backend_bench.sh, started by the tests' RAII fixtures
+// (tests/support/zk_fixture, pg_fixture) so that a benchmark runs them exactly as the tests do.
+//
+//   bench_servers zk|zk3|pg
+//
+// zk:  a standalone ZooKeeper server; zk3: a 3-node ensemble (tickTime 2000 ms, ZooKeeper's
+// sample value, for both); pg: a private PostgreSQL (initdb in a temporary directory). Prints
+// the URL on one line (zk://..., postgresql://...) and, for ZooKeeper, the connect string
+// Curator takes on a second line ("connect: HOST:PORT,..."), then runs until SIGTERM, SIGINT
+// or SIGHUP, when the fixture stops the servers and removes their directories. The servers
+// are children of this process and inherit its CPU affinity (run it under `taskset -c 1`).
+#include "pg_fixture.hpp"
+#include "zk_fixture.hpp"
+
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <string>
+
+namespace {
+
+/// Blocks until one of the stop signals arrives (they are blocked first, so none is lost).
+void wait_for_stop(const sigset_t& set) {
+    int sig = 0;
+    ::sigwait(&set, &sig);
+}
+
+std::string connect_string(const std::string& url) {
+    auto s = url.substr(url.find("://") + 3);
+    return s.substr(0, s.find('/'));
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const std::string what = argc > 1 ? argv[1] : "";
+    sigset_t set;
+    ::sigemptyset(&set);
+    for (const int s : {SIGTERM, SIGINT, SIGHUP})
+        ::sigaddset(&set, s);
+    ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    try {
+        if (what == "zk" || what == "zk3") {
+            if (!dlock::test::zookeeper_available()) {
+                std::cerr << "bench_servers: java or the ZooKeeper jars not found\n";
+                return 77;
+            }
+            const dlock::test::zk_options opts{.tick_ms = 2000};
+            std::unique_ptr<dlock::test::zk_server> one;
+            std::unique_ptr<dlock::test::zk_ensemble> three;
+            std::string url;
+            if (what == "zk") {
+                one = std::make_unique<dlock::test::zk_server>(opts);
+                url = one->url();
+            } else {
+                three = std::make_unique<dlock::test::zk_ensemble>(opts);
+                url = three->url();
+            }
+            std::cout << url << "\nconnect: " << connect_string(url) << std::endl;
+            wait_for_stop(set);
+            return 0;
+        }
+        if (what == "pg") {
+            if (!dlock::test::postgres_available()) {
+                std::cerr << "bench_servers: PostgreSQL binaries not found\n";
+                return 77;
+            }
+            dlock::test::pg_server server;
+            std::cout << server.url() << std::endl;
+            wait_for_stop(set);
+            return 0;
+        }
+    } catch (const std::exception& e) {
+        std::cerr << "bench_servers: " << e.what() << "\n";
+        return 1;
+    }
+    std::cerr << "usage: bench_servers zk|zk3|pg\n";
+    return 64;
+}

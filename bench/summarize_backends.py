@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""The tables of bench/backend_bench.sh from its results directory (Markdown on stdout).
+
+    python3 bench/summarize_backends.py OUT
+
+Every figure is the median over the rounds of the run; the ratios are the median of the
+per-round ratios (each round runs the two compared rows back to back, so noise hits both)."""
+import json
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+
+def load(out):
+    rows = defaultdict(dict)  # row -> round -> result
+    order = []
+    for line in (out / "results.jsonl").read_text().splitlines():
+        if not line.strip():
+            continue
+        j = json.loads(line)
+        if j["row"] not in rows:
+            order.append(j["row"])
+        rows[j["row"]][j["round"]] = j["result"]
+    return rows, order
+
+
+def med(rows, row, key):
+    vals = [r[key] for r in rows.get(row, {}).values() if r.get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def ratio(rows, num, den, key, invert=False):
+    """Median over rounds of num[key] / den[key] (den/num when invert)."""
+    out = []
+    for rnd, a in rows.get(num, {}).items():
+        b = rows.get(den, {}).get(rnd)
+        if b and a.get(key) and b.get(key):
+            out.append(b[key] / a[key] if invert else a[key] / b[key])
+    return statistics.median(out) if out else None
+
+
+def f(v, digits=0):
+    if v is None:
+        return "-"
+    return f"{v:,.{digits}f}"
+
+
+def latency(rows, row, sc):
+    """(p50, p99) of what the scenario measures: the pair in A and B, the hand-off in C and D."""
+    k = "pair" if sc in "AB" else "handoff"
+    return med(rows, row, f"{k}_p50_us"), med(rows, row, f"{k}_p99_us")
+
+
+def exact(rows, row):
+    vals = [r.get("counter_exact") for r in rows.get(row, {}).values()]
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return "-"
+    return "yes" if all(vals) else f"NO ({vals.count(False)} of {len(vals)})"
+
+
+def scenario_table(rows, names, title):
+    print(f"### {title}\n")
+    print("| row | rounds | ops/s | p50 us | p99 us | self-reacq | exact | client CPU us/op | peak RSS MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for row in names:
+        sc = row.split()[1]
+        p50, p99 = latency(rows, row, sc)
+        rss = med(rows, row, "vmhwm_kib")
+        sr = med(rows, row, "self_reacquire_share") if sc == "C" else None
+        print(f"| {row} | {len(rows[row])} | {f(med(rows, row, 'ops_per_s'))} | {f(p50)} | {f(p99)} "
+              f"| {f(sr, 2)} | {exact(rows, row)} | {f(med(rows, row, 'client_cpu_us_per_op'))} "
+              f"| {f(rss / 1024 if rss else None, 1)} |")
+    print()
+
+
+def main():
+    out = Path(sys.argv[1])
+    rows, order = load(out)
+    print("Medians over the rounds; p50/p99: the acquire+release pair in A and B, the hand-off "
+          "(release -> next holder) in C and D. Peak RSS: the client process's VmHWM.\n")
+    for t in ("standalone", "ensemble"):
+        names = [r for r in order if r.startswith(f"zk-{t} ")]
+        if not names:
+            continue
+        scenario_table(rows, names, f"ZooKeeper {t}")
+        print(f"dlock / Curator, {t} (median of per-round ratios; > 1 favours dlock in every column):\n")
+        print("| scenario | throughput | p50 latency (Curator / dlock) | client CPU per op (Curator / dlock) "
+              "| peak RSS (Curator / dlock) |")
+        print("|---|---|---|---|---|")
+        for sc in "ABCD":
+            d, c = f"zk-{t} {sc} dlock", f"zk-{t} {sc} curator"
+            if d not in rows or c not in rows:
+                continue
+            k = "pair_p50_us" if sc in "AB" else "handoff_p50_us"
+            print(f"| {sc} | {f(ratio(rows, d, c, 'ops_per_s'), 2)} | {f(ratio(rows, d, c, k, invert=True), 2)} "
+                  f"| {f(ratio(rows, d, c, 'client_cpu_us_per_op', invert=True), 2)} "
+                  f"| {f(ratio(rows, d, c, 'vmhwm_kib', invert=True), 1)} |")
+        print()
+    names = [r for r in order if r.startswith("pg ") or r.startswith("redis ")]
+    if names:
+        scenario_table(rows, sorted(names, key=lambda r: (r.split()[1], order.index(r))),
+                       "PostgreSQL next to Redis")
+    names = [r for r in order if r.startswith("keepalive")]
+    if names:
+        print("### The keepalive: 100 locks held by one client\n")
+        print("| row | rounds | client CPU us per lock per s | client RSS bytes per lock | lost |")
+        print("|---|---|---|---|---|")
+        for row in names:
+            print(f"| {row} | {len(rows[row])} | {f(med(rows, row, 'client_cpu_us_per_lock_per_s'), 1)} "
+                  f"| {f(med(rows, row, 'client_rss_bytes_per_lock'))} | {f(med(rows, row, 'lost'))} |")
+        print()
+    hf = out / "oneshot.json"
+    if hf.exists():
+        print("### One-shot process (hyperfine, 40 runs, pinned to CPU 0)\n")
+        print("| command | mean ms | stddev ms | median ms | user ms | system ms |")
+        print("|---|---|---|---|---|---|")
+        for r in json.loads(hf.read_text())["results"]:
+            cmd = r["command"].replace("|", "\\|")
+            print(f"| `{cmd}` | {r['mean'] * 1e3:.1f} | {r['stddev'] * 1e3:.1f} | {r['median'] * 1e3:.1f} "
+                  f"| {r['user'] * 1e3:.1f} | {r['system'] * 1e3:.1f} |")
+        print()
+
+
+if __name__ == "__main__":
+    main()
