@@ -49,6 +49,25 @@ TEST_F(ZkClient, LeasesExcludeAndCarryTheCzxid) {
     EXPECT_GT(*l2.token(), st.czxid) << "tokens increase across holders";
 }
 
+// lease::async_release completes once the server deleted the node, although the handle gave
+// its hold away (the release callback keeps the hold alive: a weak reference never completed).
+TEST_F(ZkClient, AsyncReleaseCompletesAndFreesTheLock) {
+    client a(url_);
+    client b(url_);
+    for (int i = 0; i < 3; ++i) {
+        auto l = a.acquire("async/release", {.wait = 5s});
+        ASSERT_TRUE(l) << a.last_error_detail();
+        std::promise<std::error_code> done;
+        l.async_release([&](std::error_code ec) { done.set_value(ec); });
+        auto f = done.get_future();
+        ASSERT_EQ(f.wait_for(10s), std::future_status::ready) << "round " << i;
+        EXPECT_FALSE(f.get());
+        EXPECT_FALSE(l);
+        auto other = b.acquire("async/release", {.wait = 0ms});
+        EXPECT_TRUE(other) << "round " << i;
+    }
+}
+
 TEST_F(ZkClient, MutexReentersLocallyWithOneNode) {
     client a(url_);
     client b(url_);
