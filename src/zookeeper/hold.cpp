@@ -50,6 +50,7 @@ zk_hold::zk_hold(zk_backend& backend, std::shared_ptr<session> s, std::string na
     : backend_(backend.weak_from_this())
     , raw_(&backend)
     , ex_(backend.executor())
+    , watch_timer_(ex_)
     , session_(std::move(s))
     , name_(std::move(name))
     , path_(std::move(path))
@@ -63,7 +64,12 @@ void zk_hold::start() {
     auto self = std::static_pointer_cast<zk_hold>(shared_from_this());
     session_->add_observer(std::weak_ptr<session_observer>(self));
     if (session_->ended()) return lose(loss_cause::gone);
-    arm_watch();
+    watch_timer_.expires_after(watch_delay);
+    watch_timer_.async_wait([w = std::weak_ptr<hold>(self)](std::error_code ec) {
+        auto h = std::static_pointer_cast<zk_hold>(w.lock());
+        if (ec || !h || h->lost() || h->released() || h->releasing_) return;
+        h->arm_watch();
+    });
 }
 
 void zk_hold::arm_watch() {

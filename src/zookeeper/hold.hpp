@@ -2,10 +2,11 @@
 //
 // Loss (loss_signal: valid_until in the past, stop requested, callbacks) on: the session
 // expired (Expired event), the session's deadline passed without an answer from the server
-// (session.hpp), or the own node was deleted by someone else (an exists watch on it, re-armed
-// after other events). valid_until follows the session's. The fencing token is the node's
-// czxid (a zxid: epoch << 32 | counter, increasing across elections and never reused, unlike
-// the sequence number); a read hold has none (readers share the lock).
+// (session.hpp), or the own node was deleted by someone else (an exists watch on it, armed
+// once the hold is watch_delay old and re-armed after other events). valid_until follows the
+// session's. The fencing token is the node's czxid (a zxid: epoch << 32 | counter, increasing
+// across elections and never reused, unlike the sequence number); a read hold has none (readers
+// share the lock).
 //
 // Release: delete the node, retried after each connection loss until the server answers
 // (ZOK, or ZNONODE after a delete whose outcome was unknown), or the session ends, which
@@ -17,6 +18,8 @@
 #include "zookeeper/session.hpp"
 
 #include <dlock/metrics.hpp>
+
+#include <asio/steady_timer.hpp>
 
 #include <chrono>
 #include <memory>
@@ -38,8 +41,17 @@ public:
     zk_hold(zk_backend& backend, std::shared_ptr<session> s, std::string name, std::string path,
             std::int64_t czxid, bool shared);
 
-    /// Arms the own-node watch and joins the session's observers (I/O thread, once).
+    /// Joins the session's observers and, once the hold is `watch_delay` old, arms the
+    /// own-node watch (I/O thread, once).
     void start();
+
+    /// How long a hold lives before it watches its own node. The watch tells a holder that
+    /// someone else deleted its node (`dlock unlock --force`, an operator) within a round trip;
+    /// arming it later spares most holds, which are shorter, a fourth request per lock pair
+    /// (Curator makes three and never watches its own node). A node deleted before the watch
+    /// is armed is seen by the arming request itself (ZNONODE). Loss by session expiry or
+    /// deadline does not depend on it.
+    static constexpr std::chrono::milliseconds watch_delay{25};
 
     const std::string& name() const noexcept override { return name_; }
     std::optional<std::uint64_t> fencing_token() const noexcept override;
@@ -73,6 +85,7 @@ private:
     std::weak_ptr<zk_backend> backend_;
     zk_backend* raw_;
     asio::any_io_executor ex_;
+    asio::steady_timer watch_timer_;
     std::shared_ptr<session> session_;
     std::string name_;
     std::string path_;
