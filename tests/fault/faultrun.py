@@ -367,6 +367,7 @@ class Run:
         self.lock = "fault-%s" % scenario.id.lower()
         self.ttl_ms = 1000
         self.lock_servers, self.workers, self.proxy, self.resource = [], [], None, None
+        self.extra_servers = []  # started by a scenario body (F33's upstream), stopped by close
         self.resource_kind = "none"
         self.file = os.path.join(out, "resource.txt")
         self.probes = []  # (name, passed, detail)
@@ -388,7 +389,7 @@ class Run:
     def setup(self, workers=3, ttl_ms=1000, persistence="none", resource=None, hold_ms=100,
               duration_ms=4500, command_timeout_ms=500, wait_ms=3000, poll_ms=0,
               worker_extra=None, lock_extra=None, resource_via_proxy=False, lock_skew=None,
-              worker_skew=None, think_ms=100):
+              worker_skew=None, think_ms=100, lock_auth=""):
         """Starts lock servers (1, or 3 masters for R), the resource server, the proxy and
         prepares (does not start) the workers."""
         self.ttl_ms = ttl_ms
@@ -412,7 +413,7 @@ class Run:
                 routes["w%d-res" % w] = self.resource.port
         self.proxy = Proxy(self, routes)
         for w in range(1, workers + 1):
-            urls = ["redis://127.0.0.1:%d" % self.proxy.ports["w%d-l%d" % (w, i)]
+            urls = ["redis://%s127.0.0.1:%d" % (lock_auth, self.proxy.ports["w%d-l%d" % (w, i)])
                     for i in range(n_lock)]
             args = ["--mode", self.mode, "--lock", self.lock, "--ttl-ms", str(ttl_ms),
                     "--wait-ms", str(wait_ms), "--poll-ms", str(poll_ms),
@@ -581,10 +582,11 @@ class Run:
         for w in self.workers:
             inv = {}
             for e in w.events():
+                k = (e["w"], e["op"])
                 if e["type"] == "invoke":
-                    inv[e["op"]] = e["t"]
-                elif e["op"] in inv:
-                    d = (e["t"] - inv.pop(e["op"])) // 1_000_000
+                    inv[k] = e["t"]
+                elif k in inv:
+                    d = (e["t"] - inv.pop(k)) // 1_000_000
                     if d > worst:
                         worst, where = d, "w%d op %d %s" % (w.id, e["op"], e["f"])
         self.probe("every call returned within %d ms" % bound_ms, worst <= bound_ms,
@@ -625,10 +627,11 @@ class Run:
         inv = {}
         with open(out, "w") as f:
             for e in w.events():
+                k = (e["w"], e["op"])  # F36's fork children write to their parent's log
                 if e.get("f") == "acquire" and e["type"] == "invoke":
-                    inv[e["op"]] = e["t"]
-                if e.get("f") == "acquire" and e["type"] == "ok" and e["op"] in inv:
-                    mine = [t for t in fwd if inv[e["op"]] <= t <= e["t"]]
+                    inv[k] = e["t"]
+                if e.get("f") == "acquire" and e["type"] == "ok" and k in inv:
+                    mine = [t for t in fwd if inv[k] <= t <= e["t"]]
                     burst = 5_000_000 if self.mode == "R" else 0  # one server: the last one
                     if mine:
                         e["t_first_fwd"] = min(t for t in mine if t >= max(mine) - burst)
@@ -674,7 +677,8 @@ class Run:
                 w.proc.wait(timeout=5)
         if self.proxy:
             self.proxy.stop()
-        for r in self.lock_servers + ([self.resource] if self.resource else []):
+        for r in self.lock_servers + ([self.resource] if self.resource else []) + \
+                self.extra_servers:
             r.stop()
 
 
@@ -1150,6 +1154,274 @@ def f32(run):
         run.nemesis("script-flush", "all")
     run.wait_workers()
     run.min_acquisitions(10)
+
+
+# ---------------------------------------------------------------------------------------------
+# F07, F08, F33-F36 (session 2): renewal starvation, a cancellation/destroy storm, demotion,
+# credentials rotated, transient server states, fork() while holding.
+
+
+def worker_events(run, f=None, workers=None):
+    """Every event of every worker's log (fork children included), optionally one kind."""
+    return [e for w in run.workers if not workers or w.id in workers for e in w.events()
+            if f is None or e.get("f") == f]
+
+
+EXTEND_MS = 1377  # an extend lease no other request carries, so the proxy can match it
+
+
+@scenario("F07", "renewal starvation: worker 1's extend request delayed 1.5 x TTL in the "
+          "network (to every server)",
+          "an extend that reaches the server after the deadline fails; the holder is told and "
+          "does not write; no silent re-acquire", "SFR", outcome={m: "SAFE" for m in "SFR"})
+def f07(run):
+    run.setup(hold_ms=200,
+              worker_extra={1: ["--extend-ms", str(EXTEND_MS), "--command-timeout-ms", "3000"]})
+    routes = [run.route(1, i) for i in range(len(run.lock_servers))]
+    run.start_workers()
+    run.sleep_ms(600)
+    t = mono_ns()
+    for r in routes:
+        run.proxy.ctl("rule %s delay-req %d cmd EVALSHA|EVAL arg %d count 1"
+                      % (r, 1.5 * run.ttl_ms, EXTEND_MS))
+    run.wait_for(lambda: all(run.proxy.triggered(r) for r in routes), 8, "a delayed extend")
+    run.wait_workers()
+    starved = [e for e in worker_events(run, "extend", [1])
+               if e["type"] != "invoke" and e["t"] >= t]
+    first = starved[0] if starved else None
+    run.probe("the starved extend was not reported as ok",
+              first is not None and first["type"] in ("fail", "info"),
+              "%s %s" % (first and first["type"], first and first.get("err", "")))
+    ok = sum(1 for e in worker_events(run, "extend", [1]) if e["type"] == "ok")
+    run.probe("unfaulted extends succeed", ok > 0, "%d extends ok" % ok)
+    run.min_acquisitions(5)
+
+
+def keys_with_ttl(run):
+    out = []
+    for r in run.lock_servers:
+        for k in r.call("KEYS", "*") or []:
+            if r.call("PTTL", k) > 0:
+                out.append("%s:%s" % (r.name, k))
+    return out
+
+
+@scenario("F08", "cancellation/destroy storm: watchdog leases dropped mid-renewal, async "
+          "acquisitions dropped in their handler, exceptions in the critical section, clients "
+          "destroyed while their acquisition is pending",
+          "nothing is renewed after its handle is gone: no key with a TTL is left one TTL "
+          "after the last round, while every process still lives", "SFR",
+          outcome={m: "SAFE" for m in "SFR"})
+def f08(run):
+    linger = run.ttl_ms + 3000
+    run.setup(resource="none", worker_extra={w: ["--storm", "--linger-ms", str(linger)]
+                                             for w in (1, 2, 3)})
+    run.start_workers()
+    end_rounds = time.monotonic() + max(w_duration(w) for w in run.workers) / 1000.0
+    # A round's wait ends with the run; its hold (<= TTL/2) and a command timeout may follow;
+    # then a dropped watchdog lease's key lives at most one more TTL.
+    run.sleep_ms(max(0, end_rounds - time.monotonic()) * 1000 + run.ttl_ms / 2 + 500 +
+                 run.ttl_ms + 500)
+    alive = sum(1 for w in run.workers if w.proc.poll() is None)
+    left = keys_with_ttl(run)
+    run.nemesis("orphan-scan", "lock servers", "%d workers alive, %d keys" % (alive, len(left)))
+    run.probe("workers still alive at the scan (their I/O threads could renew)",
+              alive == len(run.workers), "%d of %d" % (alive, len(run.workers)))
+    run.probe("no key renewed after its handle was destroyed", not left, ", ".join(left[:5]))
+    run.wait_workers()
+    bad = [ln for w in run.workers for ln in open(w.log + ".err") if "never completed" in ln]
+    run.probe("every async acquisition completed", not bad, "; ".join(bad[:3]))
+    run.min_acquisitions(10)
+
+
+def repl_offset(srv, field):
+    return int(info_field(srv, "replication", field) or -1)
+
+
+def none_contended(run, t0, t1):
+    """Probe: no acquisition invoked and completed in [t0, t1] (a server state in which nobody
+    can hold the lock) was reported as "not acquired" without an error (= contended)."""
+    inv = {(e["w"], e["op"]): e["t"] for e in worker_events(run, "acquire")
+           if e["type"] == "invoke"}
+    contended = [e for e in worker_events(run, "acquire") if e["type"] == "fail"
+                 and not e.get("err") and t0 <= inv.get((e["w"], e["op"]), 0) and e["t"] <= t1]
+    run.probe("no acquisition inside the fault reported as contended", not contended,
+              "; ".join("w%d op %d" % (e["w"], e["op"]) for e in contended[:3]))
+
+
+@scenario("F33", "demotion mid-run: lock server 0 becomes a replica (a controlled switch to a "
+          "synced replica) for 1.5 x TTL, then master again",
+          "READONLY is a typed error (never 'not acquired'); no hold across the demotion; "
+          "fences survive (the replica had every write)", "SFR",
+          outcome={m: "SAFE" for m in "SFR"})
+def f33(run):
+    run.setup(poll_ms=30)
+    srv = run.lock_servers[0]
+    up = Redis(run, "upstream")
+    up.start()
+    run.extra_servers.append(up)
+    up.call("REPLICAOF", "127.0.0.1", str(srv.port))
+    run.wait_for(lambda: info_field(up, "replication", "master_link_status") == "up", 10,
+                 "the replica's link")
+    run.start_workers()
+    run.sleep_ms(800)
+    # Switch: pause writes, let the replica catch up, promote it, demote the master.
+    srv.call("CLIENT", "PAUSE", "2000", "WRITE")
+    off = repl_offset(srv, "master_repl_offset")
+    run.wait_for(lambda: repl_offset(up, "slave_repl_offset") >= off, 5, "the replica in sync")
+    up.call("REPLICAOF", "NO", "ONE")
+    srv.call("REPLICAOF", "127.0.0.1", str(up.port))
+    srv.call("CLIENT", "UNPAUSE")
+    t0 = mono_ns()
+    run.nemesis("demote", srv.name, "replica of upstream")
+    r = srv.call("SET", "probe", "x")
+    run.probe("the demoted server answers READONLY", str(r).startswith("READONLY"), repr(r))
+    run.sleep_ms(1.5 * run.ttl_ms)
+    srv.call("REPLICAOF", "NO", "ONE")
+    t1 = mono_ns()
+    run.nemesis("promote", srv.name, "master again")
+    run.wait_workers()
+    if run.mode != "R":  # Redlock counts a READONLY master as a failed vote
+        ro = [e for e in worker_events(run, "acquire") if t0 <= e["t"] <= t1
+              and e["type"] in ("fail", "info") and "read" in e.get("err", "").lower()]
+        run.probe("a worker was told the server is read-only", ro, "%d acquisitions" % len(ro))
+        none_contended(run, t0, t1)
+    run.min_acquisitions(5)
+
+
+def acl_auth_failures(srv):
+    """Refused AUTH/HELLO so far: the counts of ACL LOG's `auth` entries (Redis 7.0 has no
+    INFO field for them; the log keeps 128 entries, similar ones aggregated)."""
+    n = 0
+    for entry in srv.call("ACL", "LOG", "128") or []:
+        kv = dict(zip(entry[0::2], entry[1::2]))
+        if kv.get("reason") == "auth":
+            n += int(kv.get("count", 0))
+    return n
+
+
+@scenario("F34", "credentials rotated: the lock user's password changed and its connections "
+          "killed (ACL SETUSER resetpass, CLIENT KILL USER) for 1.5 x TTL, then restored",
+          "auth_failed is typed; no retry storm; the password never appears in any output; "
+          "holders lose at their deadline", "SFR", outcome={m: "SAFE" for m in "SFR"})
+def f34(run):
+    pw, new = "CANARY-%d" % run.rng.randrange(10 ** 9), "ROTATED-%d" % run.rng.randrange(10 ** 9)
+    run.setup(poll_ms=30, lock_auth="locker:%s@" % pw,
+              lock_extra=["user locker on >%s ~* &* +@all" % pw])
+    run.start_workers()
+    run.sleep_ms(800)
+    before = [acl_auth_failures(s) for s in run.lock_servers]
+    t0 = mono_ns()
+    for s in run.lock_servers:
+        s.call("ACL", "SETUSER", "locker", "resetpass", ">" + new)
+        s.call("CLIENT", "KILL", "USER", "locker")
+    run.nemesis("acl-rotate", "all lock servers", "password changed, connections killed")
+    window = 1.5 * run.ttl_ms
+    run.sleep_ms(window)
+    denied = [acl_auth_failures(s) - b for s, b in zip(run.lock_servers, before)]
+    for s in run.lock_servers:
+        s.call("ACL", "SETUSER", "locker", "resetpass", ">" + pw)
+    t1 = mono_ns()
+    run.nemesis("acl-restore", "all lock servers", "password back")
+    run.wait_workers()
+    run.probe("the rotation took effect (AUTH refused)", sum(denied) > 0, "%r" % denied)
+    # No storm: per worker and server at most one AUTH per 20 ms (the failed-call pause).
+    bound = len(run.workers) * int(window / 20 + 2)
+    run.probe("no retry storm (at most one refused AUTH per worker per 20 ms)",
+              max(denied) <= bound, "%r refused AUTHs in %d ms, bound %d" % (denied, window, bound))
+    if run.mode != "R":
+        told = [e for e in worker_events(run, "acquire") if t0 <= e["t"] <= t1
+                and e["type"] in ("fail", "info") and "auth" in e.get("err", "").lower()]
+        run.probe("a worker was told auth_failed", told, "%d acquisitions" % len(told))
+    leaks = []
+    for w in run.workers:
+        for path in (w.log, w.log + ".err"):
+            try:
+                with open(path) as f:
+                    text = f.read()
+            except OSError:
+                continue
+            leaks += ["%s in %s" % (p, os.path.basename(path)) for p in (pw, new) if p in text]
+    run.probe("no password in any worker output", not leaks, "; ".join(leaks))
+    run.min_acquisitions(5)
+
+
+@scenario("F35", "transient server states: MASTERDOWN for 1.5 x TTL (replica of a dead master, "
+          "replica-serve-stale-data no), then LOADING for about 1 s (DEBUG RELOAD, slowed by "
+          "key-load-delay)",
+          "a typed error (readonly / server_busy), never 'not acquired', never a hold across "
+          "them (a single-node client reports them at once; Sentinel and Cluster clients retry "
+          "them within the wait: integration tests, with TRYAGAIN and CLUSTERDOWN)", "SFR",
+          outcome={m: "SAFE" for m in "SFR"})
+def f35(run):
+    run.setup(poll_ms=30, lock_extra=["enable-debug-command local", "key-load-delay 20",
+                                      "loading-process-events-interval-bytes 1024"])
+    srv = run.lock_servers[0]
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
+        rd = RespReader(s)
+        s.sendall(resp_encode(["SELECT", "1"]) + resp_encode(["DEBUG", "POPULATE", "20000"]))
+        rd.read()
+        rd.read()
+    run.start_workers()
+    run.sleep_ms(800)
+    srv.call("CONFIG", "SET", "replica-serve-stale-data", "no")
+    srv.call("REPLICAOF", "127.0.0.1", str(free_port()))
+    t0 = mono_ns()
+    run.nemesis("masterdown", srv.name, "replica of a dead master")
+    r = srv.call("GET", "probe")
+    run.probe("the server answers MASTERDOWN", str(r).startswith("MASTERDOWN"), repr(r))
+    run.sleep_ms(1.5 * run.ttl_ms)
+    srv.call("REPLICAOF", "NO", "ONE")
+    run.nemesis("master", srv.name, "master again")
+    run.sleep_ms(500)
+    seen = []
+
+    def probe_loading():
+        end = time.monotonic() + 5
+        while time.monotonic() < end and not seen:
+            try:
+                r = srv.call("PING", timeout=1)
+                if str(r).startswith("LOADING"):
+                    seen.append(r)
+            except OSError:
+                pass
+            time.sleep(0.02)
+    import threading
+    th = threading.Thread(target=probe_loading)
+    th.start()
+    t = time.monotonic()
+    run.nemesis("loading", srv.name, "DEBUG RELOAD")
+    r = srv.call("DEBUG", "RELOAD", timeout=30)
+    took = time.monotonic() - t
+    th.join(10)
+    run.nemesis("loaded", srv.name, "%.0f ms" % (took * 1000))
+    run.probe("the server answered LOADING during the reload", seen and r == "OK",
+              "reload %r in %.0f ms" % (r, took * 1000))
+    t1 = mono_ns()
+    run.wait_workers()
+    if run.mode != "R":  # Redlock counts such a master as a failed vote
+        busy = [e for e in worker_events(run, "acquire") if t0 <= e["t"] <= t1
+                and "busy" in e.get("err", "")]
+        run.probe("a worker was told server_busy (LOADING)", busy, "%d acquisitions" % len(busy))
+        none_contended(run, t0, t1)
+    run.min_acquisitions(5)
+
+
+@scenario("F36", "fork() while holding: 30 % of holders fork a child that makes its own client "
+          "and contends for the same lock",
+          "the child's new client has new tokens and a new owner id (a copied one would re-enter "
+          "or release the parent's hold); the child leaves the parent's copied hold alone; no "
+          "overlap", "SFR",
+          outcome={m: "SAFE" for m in "SFR"})
+def f36(run):
+    run.setup(hold_ms=200, worker_extra={w: ["--fork-pct", "30"] for w in (1, 2, 3)})
+    run.start_workers()
+    run.wait_workers()
+    kids = [e for e in worker_events(run, "acquire") if e["w"] > 100 and e["type"] == "ok"]
+    run.probe("fork children acquired the lock", len(kids) >= 2, "%d acquisitions" % len(kids))
+    bad = [ln.strip() for w in run.workers for ln in open(w.log + ".err") if "fork child" in ln]
+    run.probe("every fork child exited cleanly", not bad, "; ".join(bad[:3]))
+    run.min_acquisitions(5)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -54,19 +54,14 @@ pauses and delays, a fencing token checked by the resource.
 """
 
 NOT_COVERED = [
-    ("F07", "renewal starvation (watchdog extend delayed past the deadline)",
-     "not written yet (workers use fixed leases)"),
-    ("F08", "cancellation/destroy storm", "not written yet"),
     ("F12", "10-50 % packet loss", "needs network namespaces + nftables (not built)"),
     ("F13", "client cut from 1..N Redlock nodes", "needs nftables per uid (not built); "
      "the integration suite's Redlock quorum tests cover the vote matrix"),
     ("F14", "holder partitioned from the server", "needs nftables (not built)"),
     ("F17", "Kleppmann #1 composite (partition + clock step)", "needs nftables (not built)"),
-    ("F25-F28", "Sentinel/Cluster failover and resharding", "mode FO not in this suite yet"),
-    ("F33", "demotion mid-run (READONLY)", "not written yet"),
-    ("F34", "credentials rotated", "not written yet"),
-    ("F35", "LOADING / MASTERDOWN / TRYAGAIN / CLUSTERDOWN", "not written yet"),
-    ("F36", "fork() while holding", "not written yet"),
+    ("F25-F28", "Sentinel/Cluster failover and resharding", "mode FO not in this suite yet; "
+     "tests/integration/sentinel_test.cpp and cluster_test.cpp cover failover and resharding "
+     "of a held lock"),
 ]
 
 
