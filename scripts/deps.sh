@@ -13,7 +13,7 @@ packages=(
   clang libclang-rt-14-dev clang-format clang-tidy
   doxygen file dpkg-dev
   tmux groff-base
-  python3
+  python3 nftables iproute2
 )
 [ "${DLOCK_DEPS_EXTRA:-}" ] && read -r -a extra <<<"$DLOCK_DEPS_EXTRA" && packages+=("${extra[@]}")
 

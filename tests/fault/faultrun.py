@@ -368,6 +368,7 @@ class Run:
         self.ttl_ms = 1000
         self.lock_servers, self.workers, self.proxy, self.resource = [], [], None, None
         self.extra_servers = []  # started by a scenario body (F33's upstream), stopped by close
+        self.netns = None  # F12-F14: the run's own network namespace
         self.resource_kind = "none"
         self.file = os.path.join(out, "resource.txt")
         self.probes = []  # (name, passed, detail)
@@ -680,6 +681,8 @@ class Run:
         for r in self.lock_servers + ([self.resource] if self.resource else []) + \
                 self.extra_servers:
             r.stop()
+        if self.netns:
+            self.netns.leave()
 
 
 def w_duration(w):
@@ -1425,6 +1428,208 @@ def f36(run):
 
 
 # ---------------------------------------------------------------------------------------------
+# network namespaces and nftables (F12-F14): the run moves itself (this process, single-
+# threaded at that point, and so every process it starts afterwards) into a network namespace
+# of its own; its loopback is then private, and nft rules there touch nobody else's traffic.
+
+
+class Skipped(Exception):
+    """The scenario cannot run here (reason in the message): recorded, exit code 77."""
+
+
+NETNS_PREFIX = "dlkf-"  # dlock fault: <prefix><creator pid>-<random>
+CLONE_NEWNET = 0x40000000
+
+
+def _setns(fd):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+def _ip(*args):
+    return subprocess.run(["ip"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=10)
+
+
+def sweep_netns():
+    """Deletes namespaces of earlier runs whose creator is gone (a run killed by its timeout)."""
+    p = _ip("netns", "list")
+    for line in p.stdout.decode(errors="replace").splitlines():
+        name = line.split()[0] if line.split() else ""
+        if not name.startswith(NETNS_PREFIX):
+            continue
+        try:
+            pid = int(name[len(NETNS_PREFIX):].split("-")[0])
+        except ValueError:
+            continue
+        if not os.path.exists("/proc/%d" % pid):
+            _ip("netns", "del", name)
+
+
+class Netns:
+    """This process's own network namespace with one nft table (`inet dlkf`, chain `out` on the
+    output hook); left and deleted by leave() (Run.close, on every exit path)."""
+
+    def __init__(self, run):
+        self.run, self.name, self.home = run, None, None
+
+    def enter(self):
+        if not shutil.which("ip") or not shutil.which("nft"):
+            raise Skipped("needs ip (iproute2) and nft (nftables)")
+        if threading_active():
+            raise HarnessError("netns must be entered before any thread starts")
+        sweep_netns()
+        name = "%s%d-%04x" % (NETNS_PREFIX, os.getpid(), random.getrandbits(16))
+        p = _ip("netns", "add", name)
+        if p.returncode != 0:
+            raise Skipped("ip netns add not permitted: %s" % p.stdout.decode().strip())
+        self.name = name
+        self.home = os.open("/proc/self/ns/net", os.O_RDONLY)
+        try:
+            fd = os.open("/run/netns/" + name, os.O_RDONLY)
+            try:
+                _setns(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            self.leave()
+            raise Skipped("setns into %s not permitted: %s" % (name, e))
+        self.run.nemesis("netns", name, "entered")
+        for cmd in (["ip", "link", "set", "lo", "up"], ["nft", "add", "table", "inet", "dlkf"],
+                    ["nft", "add chain inet dlkf out { type filter hook output priority 0 ; "
+                     "policy accept ; }"]):
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=10)
+            if p.returncode != 0:
+                self.leave()
+                raise Skipped("%s failed in the namespace: %s"
+                              % (" ".join(cmd[:3]), p.stdout.decode().strip()))
+
+    def rules(self, *rules):
+        """Adds rules to the chain (each with a counter), logged as nemesis events."""
+        for r in rules:
+            p = subprocess.run(["nft", "add rule inet dlkf out %s counter drop" % r],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=10)
+            if p.returncode != 0:
+                raise HarnessError("nft rule %r: %s" % (r, p.stdout.decode().strip()))
+            self.run.nemesis("nft-drop", self.name, r)
+
+    def heal(self):
+        """Removes every rule; returns how many packets they dropped."""
+        p = subprocess.run(["nft", "list", "chain", "inet", "dlkf", "out"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=10)
+        dropped = 0
+        for w in p.stdout.decode().split("packets ")[1:]:
+            dropped += int(w.split()[0])
+        subprocess.run(["nft", "flush", "chain", "inet", "dlkf", "out"], timeout=10)
+        self.run.nemesis("nft-heal", self.name, "%d packets dropped" % dropped)
+        return dropped
+
+    def leave(self):
+        if self.home is not None:
+            try:
+                _setns(self.home)
+            except OSError:
+                pass
+            os.close(self.home)
+            self.home = None
+        if self.name:
+            _ip("netns", "del", self.name)  # its rules die with it
+            self.name = None
+
+
+def threading_active():
+    import threading
+    return threading.active_count() > 1
+
+
+def netns_setup(run, **kw):
+    """Enters a fresh namespace, then sets the run up inside it."""
+    run.netns = Netns(run)
+    run.netns.enter()
+    run.setup(**kw)
+
+
+@scenario("F12", "30 % packet loss (nft numgen random) both ways on every lock server's port for "
+          "3 s, in the run's own network namespace",
+          "TCP retransmits stretch calls: validity shrinks, a grant read after its validity is "
+          "no hold; every call bounded", "SFR", outcome={m: "SAFE" for m in "SFR"})
+def f12(run):
+    netns_setup(run, wait_ms=2000)
+    run.start_workers()
+    run.sleep_ms(700)
+    for s in run.lock_servers:
+        run.netns.rules("tcp dport %d numgen random mod 100 < 30" % s.port,
+                        "tcp sport %d numgen random mod 100 < 30" % s.port)
+    run.sleep_ms(3000)
+    dropped = run.netns.heal()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
+    # wait + command timeout + reconnect + slack, as F11; a SYN lost costs 1 s more
+    run.bounded_latency(2000 + 500 + 500 + 1000 + 700)
+    run.min_acquisitions(5)
+
+
+@scenario("F14", "the holder partitioned from its server(s) (nft drop both ways on its routes) for "
+          "3 s, in the run's own network namespace",
+          "the holder stops at its deadline (a careful holder does not write); the others get "
+          "the lock after it expires; every call bounded", "SFR",
+          outcome={m: "SAFE, LIVE(TTL)" for m in "SFR"})
+def f14(run):
+    netns_setup(run, wait_ms=2000, hold_ms=600, poll_ms=30)
+    run.start_workers()
+    run.sleep_ms(500)
+    t = mono_ns()
+    run.wait_for(lambda: run.acquired_since(t, workers=[1]), 8, "worker 1 holding")
+    ports = [run.proxy.ports[run.route(1, i)] for i in range(len(run.lock_servers))]
+    for p in ports:
+        run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+    t0 = mono_ns()
+    run.sleep_ms(3000)
+    dropped = run.netns.heal()
+    t1 = mono_ns()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
+    others = [e for w in run.workers[1:] for e in w.events() if e.get("f") == "acquire"
+              and e["type"] == "ok" and t0 + run.ttl_ms * 1_000_000 <= e["t"] <= t1]
+    run.probe("others acquired while the holder was cut off", others,
+              "%d acquisitions" % len(others))
+    run.bounded_latency(2000 + 500 + 500 + 1000 + 700)
+    run.min_acquisitions(5)
+
+
+@scenario("F13", "Redlock client cut (nft) from 1 of 3 masters for 2.5 s, then from 2 of 3 for "
+          "2.5 s, in the run's own network namespace",
+          "success iff a quorum is reachable: it still acquires with 1 cut, never with 2 cut",
+          "R", outcome={"R": "SAFE, LIVE with 1 cut"})
+def f13(run):
+    netns_setup(run, wait_ms=1000, poll_ms=30)
+    run.start_workers()
+    run.sleep_ms(500)
+    ports = [run.proxy.ports[run.route(1, i)] for i in range(len(run.lock_servers))]
+    windows = []
+    for k in (1, 2):
+        for p in ports[len(windows):k]:
+            run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+        t0 = mono_ns()
+        run.sleep_ms(2500)
+        windows.append((t0, mono_ns()))
+    dropped = run.netns.heal()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
+    inv = {(e["w"], e["op"]): e["t"] for e in run.workers[0].events() if e["type"] == "invoke"}
+    oks = [(inv.get((e["w"], e["op"]), 0), e["t"]) for e in run.workers[0].events()
+           if e.get("f") == "acquire" and e["type"] == "ok"]
+    one = [o for o in oks if windows[0][0] <= o[0] and o[1] <= windows[0][1]]
+    two = [o for o in oks if windows[1][0] <= o[0] and o[1] <= windows[1][1]]
+    run.probe("worker 1 still acquires with 1 of 3 masters cut", one, "%d" % len(one))
+    run.probe("worker 1 never acquires with 2 of 3 masters cut", not two, "%d" % len(two))
+    run.min_acquisitions(5)
+
+
+# ---------------------------------------------------------------------------------------------
 # the randomised tier: a Jepsen-style schedule of faults that keep the model (so SAFE is
 # expected), for a given time and seed.
 
@@ -1628,11 +1833,14 @@ def run_one(env, sc, mode, seed, results, keep, body=None):
     start = time.monotonic()
     expect = dict(sc.expect.get(mode, {})) if sc.expect else {}
     verdict, out, measured, error = "NOT as expected", "", {}, None
+    skipped = None
     try:
         (body or sc.body)(run)
         code, out, measured = run.check(expect, sc.max_gap_ms)
         ok = code == 0 and all(p["passed"] for p in run.probes)
         verdict = "as expected" if ok else "NOT as expected"
+    except Skipped as e:
+        skipped, verdict, ok = str(e), "skipped", True
     except (HarnessError, OSError, subprocess.SubprocessError, ValueError, KeyError) as e:
         error = "%s: %s" % (type(e).__name__, e)
         ok = False
@@ -1644,6 +1852,7 @@ def run_one(env, sc, mode, seed, results, keep, body=None):
         "expected": sc.outcome.get(mode, ""),
         "expect": {c: expect.get(c, "ok") for c in CHECKS},
         "measured": measured, "probes": run.probes, "verdict": verdict, "error": error,
+        "skipped": skipped,
         "seed": seed, "duration_s": round(duration, 1), "max_gap_ms": sc.max_gap_ms,
         "artifacts": base, "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "report": out,
@@ -1653,6 +1862,8 @@ def run_one(env, sc, mode, seed, results, keep, body=None):
         print("PROBE %s: %s %s" % ("ok" if p["passed"] else "FAILED", p["name"], p["detail"]))
     if error:
         print("HARNESS ERROR: %s" % error)
+    if skipped:
+        print("SKIPPED: %s" % skipped)
     print("%s %s seed=%d duration=%.1fs: %s" % (sc.id, mode, seed, duration, verdict))
     if results:
         os.makedirs(results, exist_ok=True)
@@ -1662,7 +1873,7 @@ def run_one(env, sc, mode, seed, results, keep, body=None):
         shutil.rmtree(base, ignore_errors=True)
     else:
         print("artifacts kept in %s" % base)
-    return ok
+    return 77 if skipped else 0 if ok else 1
 
 
 def main():
@@ -1711,13 +1922,13 @@ def main():
         if not sc or a.mode not in sc.modes:
             print("unknown scenario/mode %s %s (see list)" % (a.id, a.mode), file=sys.stderr)
             return 64
-        return 0 if run_one(env, sc, a.mode, a.seed, a.results, a.keep) else 1
+        return run_one(env, sc, a.mode, a.seed, a.results, a.keep)
     if a.cmd == "random":
         sc = Scenario("RND", "randomised nemesis schedule (%.0f s)" % a.seconds,
                       "SAFE under faults that keep the model", a.mode, None,
                       outcome={a.mode: "SAFE"}, timeout=int(a.seconds) + 120)
-        return 0 if run_one(env, sc, a.mode, a.seed, a.results, a.keep,
-                            body=lambda run: random_run(run, a.seconds)) else 1
+        return run_one(env, sc, a.mode, a.seed, a.results, a.keep,
+                       body=lambda run: random_run(run, a.seconds))
     return 64
 
 
