@@ -157,6 +157,7 @@ class Redis:
         os.makedirs(self.dir, exist_ok=True)
         self.persistence = persistence  # none | aof
         self.extra = extra or []
+        self.args = []  # extra command-line arguments (--sentinel)
         self.proc = None
 
     def conf(self):
@@ -178,7 +179,7 @@ class Redis:
         env = dict(os.environ)
         if self.skew_file:
             env.update(LD_PRELOAD=self.run.env.skew, DLOCK_SKEW_FILE=self.skew_file)
-        self.proc = subprocess.Popen([self.run.env.redis_server, path], stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([self.run.env.redis_server, path] + self.args, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True, env=env)
         end = time.monotonic() + budget
         while time.monotonic() < end:
@@ -390,11 +391,11 @@ class Run:
     def setup(self, workers=3, ttl_ms=1000, persistence="none", resource=None, hold_ms=100,
               duration_ms=4500, command_timeout_ms=500, wait_ms=3000, poll_ms=0,
               worker_extra=None, lock_extra=None, resource_via_proxy=False, lock_skew=None,
-              worker_skew=None, think_ms=100, lock_auth=""):
+              worker_skew=None, think_ms=100, lock_auth="", lock_url=None):
         """Starts lock servers (1, or 3 masters for R), the resource server, the proxy and
         prepares (does not start) the workers."""
         self.ttl_ms = ttl_ms
-        n_lock = 3 if self.mode == "R" else 1
+        n_lock = 0 if lock_url else 3 if self.mode == "R" else 1
         for i in range(n_lock):
             r = Redis(self, "lock%d" % i, persistence=persistence, extra=lock_extra,
                       skew=(lock_skew or {}).get(i))
@@ -408,21 +409,24 @@ class Run:
             self.resource.start()
         routes = {}
         for w in range(1, workers + 1):
-            for i, r in enumerate(self.lock_servers):
+            for i, r in enumerate(self.lock_servers[:n_lock]):
                 routes["w%d-l%d" % (w, i)] = r.port
             if self.resource and resource_via_proxy:
                 routes["w%d-res" % w] = self.resource.port
-        self.proxy = Proxy(self, routes)
+        self.proxy = Proxy(self, routes) if routes else None
         for w in range(1, workers + 1):
             urls = ["redis://%s127.0.0.1:%d" % (lock_auth, self.proxy.ports["w%d-l%d" % (w, i)])
                     for i in range(n_lock)]
-            args = ["--mode", self.mode, "--lock", self.lock, "--ttl-ms", str(ttl_ms),
+            args = ["--mode", "S" if lock_url else self.mode, "--lock", self.lock, "--ttl-ms", str(ttl_ms),
                     "--wait-ms", str(wait_ms), "--poll-ms", str(poll_ms),
                     "--command-timeout-ms", str(command_timeout_ms), "--hold-ms", str(hold_ms),
                     "--duration-ms", str(duration_ms), "--ops", "100000",
                     "--seed", str(self.seed), "--resource", resource,
                     "--think-ms", str(think_ms)]
-            args += ["--masters", ",".join(urls)] if self.mode == "R" else ["--url", urls[0]]
+            if lock_url:
+                args += ["--url", lock_url]
+            else:
+                args += ["--masters", ",".join(urls)] if self.mode == "R" else ["--url", urls[0]]
             if self.resource:
                 port = (self.proxy.ports["w%d-res" % w] if resource_via_proxy
                         else self.resource.port)
@@ -615,6 +619,8 @@ class Run:
         so there only the last one counts). The checker then requires t_start <=
         t_first_fwd: the validity was measured from before the send."""
         fwd = []
+        if not self.proxy:
+            return w.log
         try:
             with open(self.proxy.fwd_log) as f:
                 for line in f:
@@ -698,7 +704,8 @@ def w_duration(w):
 class Scenario:
     def __init__(self, sid, title, checks, modes, body, expect=None, outcome=None,
                  max_gap_ms=None, timeout=90):
-        self.id, self.title, self.checks, self.modes = sid, title, checks, modes
+        self.id, self.title, self.checks = sid, title, checks
+        self.modes = [modes] if modes == "FO" else list(modes)
         self.body, self.expect, self.outcome = body, expect or {}, outcome or {}
         self.max_gap_ms, self.timeout = max_gap_ms, timeout
 
@@ -1630,6 +1637,154 @@ def f13(run):
 
 
 # ---------------------------------------------------------------------------------------------
+# mode FO: a Sentinel-managed master (1 master, 2 replicas, 3 sentinels, as the C++ fixture
+# tests/support/redis_fixture.cpp builds it); the workers use a redis-sentinel:// URL and talk
+# to the master directly (no proxy: the faults are the servers' own).
+
+
+class Sentinel(Redis):
+    def __init__(self, run, name, master_port):
+        super().__init__(run, name)
+        self.master_port = master_port
+        self.args = ["--sentinel"]
+
+    def conf(self):
+        return "\n".join([
+            "port %d" % self.port, "bind 127.0.0.1", "daemonize no", "dir %s" % self.dir,
+            "logfile %s" % os.path.join(self.dir, "sentinel.log"),
+            "sentinel monitor mymaster 127.0.0.1 %d 2" % self.master_port,
+            "sentinel down-after-milliseconds mymaster 1000",
+            "sentinel failover-timeout mymaster 3000",
+            "sentinel parallel-syncs mymaster 1"]) + "\n"
+
+    def master_port_now(self):
+        r = self.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster")
+        return int(r[1]) if isinstance(r, list) and len(r) == 2 else None
+
+
+def fo_setup(run, query="", lock_extra=None, **kw):
+    """Master lock0, replicas lock1 and lock2, sentinels s0-s2; ready when both replicas are
+    linked and every sentinel sees 2 replicas and 2 other sentinels."""
+    sync = ["repl-diskless-sync yes", "repl-diskless-sync-delay 0"] + (lock_extra or [])
+    master = Redis(run, "lock0", extra=sync)
+    master.start()
+    run.lock_servers.append(master)
+    for i in (1, 2):
+        r = Redis(run, "lock%d" % i, extra=sync + ["replicaof 127.0.0.1 %d" % master.port])
+        r.start()
+        run.lock_servers.append(r)
+    for i in range(3):
+        s = Sentinel(run, "s%d" % i, master.port)
+        s.start()
+        run.extra_servers.append(s)
+
+    def ready():
+        for r in run.lock_servers[1:]:
+            if info_field(r, "replication", "master_link_status") != "up":
+                return False
+        for s in run.extra_servers:
+            m = s.call("SENTINEL", "MASTER", "mymaster")
+            kv = dict(zip(m[0::2], m[1::2])) if isinstance(m, list) else {}
+            if kv.get("num-slaves") != "2" or kv.get("num-other-sentinels") != "2":
+                return False
+        return True
+    run.wait_for(ready, 30, "the sentinel group")
+    url = "redis-sentinel://%s/mymaster%s" % (
+        ",".join("127.0.0.1:%d" % s.port for s in run.extra_servers),
+        "?" + query if query else "")
+    run.setup(lock_url=url, **kw)
+
+
+def failover(run, victim_after=None):
+    """Stops both replicas, waits for a fresh acquisition (a grant no replica has: the master
+    drops its replica links first, else the stopped replicas would find the grant in their
+    socket buffers), kills the master, resumes the replicas and waits until the sentinels
+    name a new master. With victim_after(t), that waits instead and the links stay."""
+    master, replicas = run.lock_servers[0], run.lock_servers[1:]
+    for r in replicas:
+        r.signal(signal.SIGSTOP)
+    run.nemesis("sigstop", "lock1,lock2", "replicas")
+    t = mono_ns()
+    if victim_after:
+        victim_after(t)
+    else:
+        master.call("CLIENT", "KILL", "TYPE", "replica")
+        run.nemesis("client-kill", master.name, "replica links")
+        t = mono_ns()
+        run.wait_for(lambda: run.acquired_since(t), 12, "an acquisition the replicas miss")
+    master.kill9()
+    run.nemesis("kill-9", master.name, "master")
+    for r in replicas:
+        r.signal(signal.SIGCONT)
+    run.nemesis("sigcont", "lock1,lock2", "replicas")
+    s0 = run.extra_servers[0]
+    port = run.wait_for(lambda: (lambda p: p if p and p != master.port else None)(
+        s0.master_port_now()), 30, "the sentinels' failover")
+    run.nemesis("failover", "sentinels", "new master on port %d" % port)
+
+
+# Holders keep their lease to its end (expire-pct 100): a lost lease is believed for a whole
+# TTL, longer than a failover here (about 2.5 s).
+FO_KW = dict(ttl_ms=4000, hold_ms=300, wait_ms=10000, duration_ms=13000,
+             worker_extra={w: ["--expire-pct", "100"] for w in (1, 2, 3)})
+
+
+@scenario("F25", "Sentinel failover with an unreplicated lock (replicas stopped, fresh grant, "
+          "master kill -9), lock_delay=0",
+          "the new master does not know the lock: a second holder overlaps (why Redis docs "
+          "call failover unsafe for locks)", "FO",
+          expect={"FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"}},
+          outcome={"FO": "EXPECT-VIOL"}, timeout=110)
+def f25(run):
+    fo_setup(run, query="lock_delay=0", **FO_KW)
+    run.start_workers()
+    run.sleep_ms(1000)
+    failover(run)
+    run.wait_workers()
+
+
+@scenario("F25L", "F25 with dlock's default lock-delay (no new grant for one lease after the "
+          "client sees the master change)",
+          "the lock-delay outlasts the lost lease: no overlap in this schedule", "FO",
+          expect={"FO": {"ORPHANS": "any"}}, outcome={"FO": "SAFE (LIVE reduced by the delay)"},
+          timeout=110)
+def f25l(run):
+    fo_setup(run, **FO_KW)
+    run.start_workers()
+    run.sleep_ms(1000)
+    failover(run)
+    run.wait_workers()
+    run.min_acquisitions(3)
+
+
+@scenario("F26", "F25 with min-replicas-to-write 1 and wait=1 (WAIT after every acquisition), "
+          "lock_delay=0",
+          "with the replicas stopped an acquisition is undone (not_replicated) or refused "
+          "(NOREPLICAS): no hold the failover can lose", "FO",
+          expect={"FO": {"ORPHANS": "any"}}, outcome={"FO": "SAFE; LIVE reduced"}, timeout=110)
+def f26(run):
+    # Short holds, released: the lock is taken again right after the replicas stop.
+    fo_setup(run, query="lock_delay=0&wait=1:200", ttl_ms=4000, hold_ms=300, wait_ms=10000,
+             duration_ms=11000,
+             lock_extra=["min-replicas-to-write 1", "min-replicas-max-lag 2"])
+    run.start_workers()
+    run.sleep_ms(1000)
+
+    def refused(t):
+        run.wait_for(lambda: [e for e in worker_events(run, "acquire") if e["t"] >= t and
+                              "replica" in e.get("err", "").lower()], 12,
+                     "an acquisition undone for want of a replica")
+        # past min-replicas-max-lag (whole seconds, checked once a second)
+        r = run.wait_for(lambda: (lambda x: x if str(x).startswith("NOREPLICAS") else None)(
+            run.lock_servers[0].call("SET", "probe", "x")), 8, "NOREPLICAS")
+        run.nemesis("noreplicas", "lock0", r)
+    failover(run, victim_after=refused)
+    run.wait_workers()
+    held = [e for e in worker_events(run, "acquire") if e["type"] == "ok"]
+    run.probe("acquisitions before and after the failover", len(held) >= 3, "%d" % len(held))
+
+
+# ---------------------------------------------------------------------------------------------
 # the randomised tier: a Jepsen-style schedule of faults that keep the model (so SAFE is
 # expected), for a given time and seed.
 
@@ -1888,7 +2043,7 @@ def main():
     sub.add_parser("list")
     r = sub.add_parser("run")
     r.add_argument("id")
-    r.add_argument("mode", choices=["S", "F", "R"])
+    r.add_argument("mode", choices=["S", "F", "R", "FO"])
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--results")
     r.add_argument("--keep", action="store_true")
@@ -1905,7 +2060,7 @@ def main():
     a = ap.parse_args()
     if a.cmd == "list":
         for sc in SCENARIOS.values():
-            print("%-5s %-4s %s" % (sc.id, sc.modes, sc.title))
+            print("%-5s %-6s %s" % (sc.id, ",".join(sc.modes), sc.title))
         return 0
     if a.cmd == "safety-doc":
         import safety_doc
