@@ -38,10 +38,15 @@ def mono_ns():
     return time.monotonic_ns()
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_port(below=65536):
+    """A free loopback port under `below` (a cluster node's bus port is port + 10000)."""
+    for _ in range(200):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port < below:
+            return port
+    raise HarnessError("no free port under %d" % below)
 
 
 class HarnessError(Exception):
@@ -146,13 +151,13 @@ def parse_resp_commands(data):
 class Redis:
     """One redis-server on a free loopback port, with its own directory and config."""
 
-    def __init__(self, run, name, persistence="none", extra=None, skew=None):
+    def __init__(self, run, name, persistence="none", extra=None, skew=None, below=65536):
         self.run, self.name = run, name
         self.skew_file = os.path.join(run.out, name + ".skew") if skew else None
         if skew:
             with open(self.skew_file, "w") as f:
                 f.write(skew)
-        self.port = free_port()
+        self.port = free_port(below)
         self.dir = os.path.join(run.out, name)
         os.makedirs(self.dir, exist_ok=True)
         self.persistence = persistence  # none | aof
@@ -391,7 +396,7 @@ class Run:
     def setup(self, workers=3, ttl_ms=1000, persistence="none", resource=None, hold_ms=100,
               duration_ms=4500, command_timeout_ms=500, wait_ms=3000, poll_ms=0,
               worker_extra=None, lock_extra=None, resource_via_proxy=False, lock_skew=None,
-              worker_skew=None, think_ms=100, lock_auth="", lock_url=None):
+              worker_skew=None, think_ms=100, lock_auth="", lock_url=None, lock_mode="S"):
         """Starts lock servers (1, or 3 masters for R), the resource server, the proxy and
         prepares (does not start) the workers."""
         self.ttl_ms = ttl_ms
@@ -417,7 +422,7 @@ class Run:
         for w in range(1, workers + 1):
             urls = ["redis://%s127.0.0.1:%d" % (lock_auth, self.proxy.ports["w%d-l%d" % (w, i)])
                     for i in range(n_lock)]
-            args = ["--mode", "S" if lock_url else self.mode, "--lock", self.lock, "--ttl-ms", str(ttl_ms),
+            args = ["--mode", lock_mode if lock_url else self.mode, "--lock", self.lock, "--ttl-ms", str(ttl_ms),
                     "--wait-ms", str(wait_ms), "--poll-ms", str(poll_ms),
                     "--command-timeout-ms", str(command_timeout_ms), "--hold-ms", str(hold_ms),
                     "--duration-ms", str(duration_ms), "--ops", "100000",
@@ -1782,6 +1787,96 @@ def f26(run):
     run.wait_workers()
     held = [e for e in worker_events(run, "acquire") if e["type"] == "ok"]
     run.probe("acquisitions before and after the failover", len(held) >= 3, "%d" % len(held))
+
+
+# Cluster (F28): 3 masters without replicas (resharding needs no failover), made by
+# redis-cli --cluster create as the C++ fixture does; workers take the reentrant lock with
+# its fencing token through a redis-cluster:// URL.
+
+
+def cluster_setup(run, **kw):
+    nodes = []
+    for i in range(3):
+        n = Redis(run, "lock%d" % i, extra=["cluster-enabled yes",
+                                            "cluster-config-file nodes.conf",
+                                            "cluster-node-timeout 2000",
+                                            "cluster-require-full-coverage yes"],
+                  below=55536)
+        n.start()
+        run.lock_servers.append(n)
+        nodes.append(n)
+    cli = shutil.which("redis-cli")
+    if not cli:
+        raise Skipped("needs redis-cli (redis-tools) to create the cluster")
+    p = subprocess.run([cli, "--cluster", "create"] + ["127.0.0.1:%d" % n.port for n in nodes] +
+                       ["--cluster-replicas", "0", "--cluster-yes"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=60)
+    if p.returncode != 0:
+        raise HarnessError("redis-cli --cluster create: %s" % p.stdout.decode()[-500:])
+    run.wait_for(lambda: all("cluster_state:ok" in str(n.call("CLUSTER", "INFO")) and
+                             "cluster_known_nodes:3" in str(n.call("CLUSTER", "INFO"))
+                             for n in nodes), 30, "cluster_state:ok")
+    run.setup(lock_url="redis-cluster://" + ",".join("127.0.0.1:%d" % n.port for n in nodes),
+              lock_mode="F", resource="fenced", **kw)
+
+
+def migrate_slot(run, slot, src, dst, pause_ms=300):
+    """Moves `slot` with its keys from src to dst (IMPORTING, MIGRATING, a pause in which
+    clients meet ASK, MIGRATE of every key with its TTL, SETSLOT NODE on every master)."""
+    sid, did = src.call("CLUSTER", "MYID"), dst.call("CLUSTER", "MYID")
+    dst.call("CLUSTER", "SETSLOT", str(slot), "IMPORTING", sid)
+    src.call("CLUSTER", "SETSLOT", str(slot), "MIGRATING", did)
+    run.nemesis("slot-migrating", "%s->%s" % (src.name, dst.name), slot)
+    run.sleep_ms(pause_ms)
+    moved = 0
+    for _ in range(100):
+        keys = src.call("CLUSTER", "GETKEYSINSLOT", str(slot), "100") or []
+        if not keys:
+            break
+        r = src.call("MIGRATE", "127.0.0.1", str(dst.port), "", "0", "5000", "KEYS", *keys)
+        if isinstance(r, RedisReplyError) and not r.startswith("NOKEY"):
+            raise HarnessError("MIGRATE: %s" % r)
+        moved += len(keys)
+    for n in run.lock_servers:
+        n.call("CLUSTER", "SETSLOT", str(slot), "NODE", did)
+    run.nemesis("slot-moved", "%s->%s" % (src.name, dst.name), "slot %d, %d keys" % (slot, moved))
+    return moved
+
+
+@scenario("F28", "Cluster resharding while the lock is held: its slot (lock hash and fence "
+          "counter) migrated to another master and back, with a 300 ms ASK window each way",
+          "MOVED/ASK followed, TTL and fence counter move with the slot: no overlap, fences "
+          "increase, the fenced resource stays consistent", "FO",
+          outcome={"FO": "SAFE"}, timeout=110)
+def f28(run):
+    cluster_setup(run, poll_ms=30, ttl_ms=2000, hold_ms=600)
+    slot = run.lock_servers[0].call("CLUSTER", "KEYSLOT", run.lock)
+    owner = next(n for n in run.lock_servers
+                 if any("myself" in line and slot_in(line, slot)
+                        for line in str(n.call("CLUSTER", "NODES")).splitlines()))
+    other = next(n for n in run.lock_servers if n is not owner)
+    run.start_workers()
+    run.sleep_ms(800)
+    for src, dst in ((owner, other), (other, owner)):
+        t = mono_ns()
+        run.wait_for(lambda: run.acquired_since(t), 8, "an acquisition")
+        moved = migrate_slot(run, slot, src, dst)
+        run.probe("the held lock's keys moved %s -> %s" % (src.name, dst.name), moved >= 1,
+                  "%d keys" % moved)
+        run.sleep_ms(1500)
+    run.wait_workers()
+    run.min_acquisitions(5)
+
+
+def slot_in(nodes_line, slot):
+    """Whether a CLUSTER NODES line's slot ranges contain `slot`."""
+    for r in nodes_line.split()[8:]:
+        if r.startswith("["):
+            continue
+        lo, _, hi = r.partition("-")
+        if int(lo) <= slot <= int(hi or lo):
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------------

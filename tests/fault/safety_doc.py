@@ -57,9 +57,6 @@ NOT_COVERED = [
     ("F17", "Kleppmann #1 composite (partition + clock step)", "not written yet (F13's "
      "partitions and F16's clock step exist separately)"),
     ("F27", "old master isolated with its clients (split brain)", "not written yet"),
-    ("F28", "Cluster resharding of a held lock's slot", "not in this suite; "
-     "tests/integration/cluster_test.cpp (`moved_after_a_migration_and_ask_during_one_are_"
-     "followed_and_a_held_lock_keeps_renewing`) migrates a held lock's slot"),
 ]
 
 
@@ -138,7 +135,8 @@ def render(results_dir, scenarios, random_dir=None):
            "single master (simple lock, counter resource), F = single master with fencing "
            "(reentrant lock, `fenced_set` resource), R = Redlock over 3 masters (counter "
            "resource), FO = a Sentinel-managed master (1 master, 2 replicas, 3 sentinels; "
-           "simple lock through a `redis-sentinel://` URL, counter resource). Checks in brackets are asserted as stated; every other check must "
+           "simple lock through a `redis-sentinel://` URL, counter resource; F28: a 3-master "
+           "Cluster through a `redis-cluster://` URL, reentrant lock with `fenced_set`). Checks in brackets are asserted as stated; every other check must "
            "be ok. Probes are the harness's own assertions (the fault took effect, calls "
            "stayed bounded, the resource's acknowledgements match its log). F12-F14 move the whole "
            "run into a network namespace of its own (`ip netns`, root) and drop packets there "
