@@ -1641,6 +1641,31 @@ def f13(run):
     run.min_acquisitions(5)
 
 
+@scenario("F17", "Kleppmann #1 composite on 3 Redlock masters A, B, C: worker 1 cut from C "
+          "(nft) acquires A and B; B's clock is stepped past the TTL; worker 2, cut from A, "
+          "acquires B and C",
+          "two workers believe they hold the lock at once: the checker must see it", "R",
+          expect={"R": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"}},
+          outcome={"R": "EXPECT-VIOL"})
+def f17(run):
+    run.netns = Netns(run)
+    run.netns.enter()
+    run.setup(workers=2, ttl_ms=2000, hold_ms=1500, poll_ms=30, lock_skew={1: "0 1.0"},
+              worker_extra={w: ["--expire-pct", "100"] for w in (1, 2)})
+    for w, cut in ((1, 2), (2, 0)):
+        p = run.proxy.ports[run.route(w, cut)]
+        run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+    t = mono_ns()
+    run.start_workers(arm=lambda _: run.wait_for(lambda: run.acquired_since(t, workers=[1]), 8,
+                                                 "worker 1 holding A and B"),
+                      others_after_ms=0)
+    run.lock_servers[1].set_skew(3000)
+    run.wait_for(lambda: run.acquired_since(t, workers=[2]), 8, "worker 2 holding B and C")
+    dropped = run.netns.heal()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
+
+
 # ---------------------------------------------------------------------------------------------
 # mode FO: a Sentinel-managed master (1 master, 2 replicas, 3 sentinels, as the C++ fixture
 # tests/support/redis_fixture.cpp builds it); the workers use a redis-sentinel:// URL and talk
