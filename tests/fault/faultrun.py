@@ -184,7 +184,8 @@ class Redis:
         env = dict(os.environ)
         if self.skew_file:
             env.update(LD_PRELOAD=self.run.env.skew, DLOCK_SKEW_FILE=self.skew_file)
-        self.proc = subprocess.Popen([self.run.env.redis_server, path] + self.args, stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([self.run.env.redis_server, path] + self.args,
+                                     stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True, env=env)
         end = time.monotonic() + budget
         while time.monotonic() < end:
@@ -422,7 +423,8 @@ class Run:
         for w in range(1, workers + 1):
             urls = ["redis://%s127.0.0.1:%d" % (lock_auth, self.proxy.ports["w%d-l%d" % (w, i)])
                     for i in range(n_lock)]
-            args = ["--mode", lock_mode if lock_url else self.mode, "--lock", self.lock, "--ttl-ms", str(ttl_ms),
+            args = ["--mode", lock_mode if lock_url else self.mode, "--lock", self.lock,
+                    "--ttl-ms", str(ttl_ms),
                     "--wait-ms", str(wait_ms), "--poll-ms", str(poll_ms),
                     "--command-timeout-ms", str(command_timeout_ms), "--hold-ms", str(hold_ms),
                     "--duration-ms", str(duration_ms), "--ops", "100000",

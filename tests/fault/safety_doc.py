@@ -224,8 +224,8 @@ def render(results_dir, scenarios, random_dir=None):
            "simple lock through a `redis-sentinel://` URL, counter resource; F28: a 3-master "
            "Cluster through a `redis-cluster://` URL, reentrant lock with `fenced_set`). Checks in brackets are asserted as stated; every other check must "
            "be ok. Probes are the harness's own assertions (the fault took effect, calls "
-           "stayed bounded, the resource's acknowledgements match its log). F12-F14 and F17 move the whole "
-           "run into a network namespace of its own (`ip netns`, root) and drop packets there "
+           "stayed bounded, the resource's acknowledgements match its log). F12-F14 and F17 "
+           "move the whole run into a network namespace of its own (`ip netns`, root) and drop packets there "
            "with nftables rules; where that is not permitted they are reported as skipped, "
            "with the reason.", "",
            "%d of %d runs as expected%s." % (good, len(rows) - len(skipped),
