@@ -38,14 +38,19 @@ only after the longest lease. Redlock gives **no fencing token**: N counters can
 every grant. Pauses and delays affect it exactly as a single master.
 
 **Failover-based deployments (Sentinel, Cluster).** An asynchronous failover can lose a lock
-that was not yet replicated; `wait=N` (WAIT) and the lock-delay only narrow that window. dlock
-does not promise mutual exclusion across a failover, and fencing tokens can regress there.
+that was not yet replicated (F25 shows the overlap); `wait=N` (WAIT) and the lock-delay only
+narrow that window (F26 and F25L are safe in their schedules, not in general). dlock does not
+promise mutual exclusion across a failover, and fencing tokens can regress there. Resharding
+a held lock's slot moves its keys and its fence counter together (F28).
 
 **Always, in every mode:** release and extend act only on the lock instance the same
 acquisition created (128-bit random token, compare-and-delete scripts); an acquisition whose
 outcome is unknown (timeout, reset, lost reply) is reported as not acquired (`errc::ambiguous`)
 and its token is released best-effort; every call returns within its wait plus one command
-timeout; a crashed holder's lock is free again after at most its lease.
+timeout; a crashed holder's lock is free again after at most its lease. A server that cannot
+take the lock (read-only replica, LOADING, MASTERDOWN, BUSY, out of memory, refused
+credentials) gives a typed error, never "not acquired" (F30, F31, F33-F35); a single-node
+client reports it at once, Sentinel and Cluster clients retry it within the wait.
 
 **Operational requirements:** `maxmemory-policy noeviction`; persistence with `appendfsync
 always` or a restart delayed past the longest lease; NTP slewing only (no clock steps on the
@@ -201,7 +206,7 @@ def render(results_dir, scenarios, random_dir=None):
     for path in sorted(glob.glob(os.path.join(results_dir, "*.json"))):
         with open(path) as f:
             rows.append(json.load(f))
-    rows = [r for r in rows if r["id"] in scenarios]
+    rows = [r for r in rows if r["id"] in scenarios and r["mode"] in scenarios[r["id"]].modes]
     rows.sort(key=lambda r: (r["id"], ["S", "F", "R", "FO"].index(r["mode"])
                              if r["mode"] in ("S", "F", "R", "FO") else 9))
     when = max((r.get("when", "") for r in rows), default="(no run)")
