@@ -419,7 +419,7 @@ class Run:
                 routes["w%d-l%d" % (w, i)] = r.port
             if self.resource and resource_via_proxy:
                 routes["w%d-res" % w] = self.resource.port
-        self.proxy = Proxy(self, routes) if routes else None
+        self.proxy = Proxy(self, routes) if routes else self.proxy
         for w in range(1, workers + 1):
             urls = ["redis://%s127.0.0.1:%d" % (lock_auth, self.proxy.ports["w%d-l%d" % (w, i)])
                     for i in range(n_lock)]
@@ -1679,8 +1679,8 @@ def f17(run):
 
 
 class Sentinel(Redis):
-    def __init__(self, run, name, master_port):
-        super().__init__(run, name)
+    def __init__(self, run, name, master_port, extra=None):
+        super().__init__(run, name, extra=extra)
         self.master_port = master_port
         self.args = ["--sentinel"]
 
@@ -1691,26 +1691,33 @@ class Sentinel(Redis):
             "sentinel monitor mymaster 127.0.0.1 %d 2" % self.master_port,
             "sentinel down-after-milliseconds mymaster 1000",
             "sentinel failover-timeout mymaster 3000",
-            "sentinel parallel-syncs mymaster 1"]) + "\n"
+            "sentinel parallel-syncs mymaster 1"] + self.extra) + "\n"
 
     def master_port_now(self):
         r = self.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster")
         return int(r[1]) if isinstance(r, list) and len(r) == 2 else None
 
 
-def fo_setup(run, query="", lock_extra=None, **kw):
+def fo_setup(run, query="", lock_extra=None, split=False, **kw):
     """Master lock0, replicas lock1 and lock2, sentinels s0-s2; ready when both replicas are
-    linked and every sentinel sees 2 replicas and 2 other sentinels."""
+    linked and every sentinel sees 2 replicas and 2 other sentinels. With `split`, replicas
+    and sentinels connect from 127.0.0.2 (announcing 127.0.0.1), so that nft can cut the
+    master from them and not from the workers (F27); worker 1 then reaches the sentinels
+    through proxy routes w1-s0..2."""
     sync = ["repl-diskless-sync yes", "repl-diskless-sync-delay 0"] + (lock_extra or [])
+    src = ["bind-source-addr 127.0.0.2"] if split else []
     master = Redis(run, "lock0", extra=sync)
     master.start()
     run.lock_servers.append(master)
     for i in (1, 2):
-        r = Redis(run, "lock%d" % i, extra=sync + ["replicaof 127.0.0.1 %d" % master.port])
+        r = Redis(run, "lock%d" % i, extra=sync + src + (
+            ["replica-announce-ip 127.0.0.1"] if split else []) +
+            ["replicaof 127.0.0.1 %d" % master.port])
         r.start()
         run.lock_servers.append(r)
     for i in range(3):
-        s = Sentinel(run, "s%d" % i, master.port)
+        s = Sentinel(run, "s%d" % i, master.port,
+                     extra=src + ["sentinel announce-ip 127.0.0.1"] if split else None)
         s.start()
         run.extra_servers.append(s)
 
@@ -1725,10 +1732,14 @@ def fo_setup(run, query="", lock_extra=None, **kw):
                 return False
         return True
     run.wait_for(ready, 30, "the sentinel group")
-    url = "redis-sentinel://%s/mymaster%s" % (
-        ",".join("127.0.0.1:%d" % s.port for s in run.extra_servers),
-        "?" + query if query else "")
-    run.setup(lock_url=url, **kw)
+    def url(ports):
+        return "redis-sentinel://%s/mymaster%s" % (",".join("127.0.0.1:%d" % p for p in ports),
+                                                   "?" + query if query else "")
+    if split:
+        run.proxy = Proxy(run, {"w1-s%d" % i: s.port for i, s in enumerate(run.extra_servers)})
+        kw["worker_extra"] = {1: ["--url", url(run.proxy.ports["w1-s%d" % i]
+                                              for i in range(3))]}
+    run.setup(lock_url=url(s.port for s in run.extra_servers), **kw)
 
 
 def failover(run, victim_after=None):
@@ -1818,6 +1829,38 @@ def f26(run):
     run.wait_workers()
     held = [e for e in worker_events(run, "acquire") if e["type"] == "ok"]
     run.probe("acquisitions before and after the failover", len(held) >= 3, "%d" % len(held))
+
+
+
+@scenario("F27", "split brain: the Sentinel master isolated (nft) from its replicas and "
+          "sentinels, with worker 1, which is also cut from the sentinels; the others follow "
+          "the failover", "two masters grant the lock at once: the checker must see it", "FO",
+          expect={"FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any",
+                         "ORPHANS": "any"}},
+          outcome={"FO": "EXPECT-VIOL"}, timeout=110)
+def f27(run):
+    run.netns = Netns(run)
+    run.netns.enter()
+    fo_setup(run, split=True, poll_ms=30, duration_ms=12000)
+    run.start_workers()
+    run.sleep_ms(1000)
+    master = run.lock_servers[0]
+    run.netns.rules("ip saddr 127.0.0.2 tcp dport %d" % master.port,
+                    "ip daddr 127.0.0.2 tcp sport %d" % master.port)
+    for i in range(3):
+        p = run.proxy.ports["w1-s%d" % i]
+        run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+    run.nemesis("split", "lock0 + w1", "cut from replicas and sentinels")
+    s0 = run.extra_servers[0]
+    port = run.wait_for(lambda: (lambda p: p if p and p != master.port else None)(
+        s0.master_port_now()), 30, "the sentinels' failover")
+    run.nemesis("failover", "sentinels", "new master on port %d" % port)
+    t = mono_ns()
+    run.wait_for(lambda: run.acquired_since(t, workers=[2, 3]), 10, "a grant by the new master")
+    run.sleep_ms(2000)
+    dropped = run.netns.heal()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
 
 
 # Cluster (F28): 3 masters without replicas (resharding needs no failover), made by

@@ -39,7 +39,8 @@ every grant. Pauses and delays affect it exactly as a single master.
 
 **Failover-based deployments (Sentinel, Cluster).** An asynchronous failover can lose a lock
 that was not yet replicated (F25 shows the overlap); `wait=N` (WAIT) and the lock-delay only
-narrow that window (F26 and F25L are safe in their schedules, not in general). dlock does not
+narrow that window (F26 and F25L are safe in their schedules, not in general), and
+nothing helps when the old master keeps serving clients that cannot see the failover (F27). dlock does not
 promise mutual exclusion across a failover, and fencing tokens can regress there. Resharding
 a held lock's slot moves its keys and its fence counter together (F28).
 
@@ -59,7 +60,6 @@ pauses and delays, a fencing token checked by the resource.
 """
 
 NOT_COVERED = [
-    ("F27", "old master isolated with its clients (split brain)", "not written yet"),
 ]
 
 
@@ -229,7 +229,7 @@ def render(results_dir, scenarios, random_dir=None):
            "simple lock through a `redis-sentinel://` URL, counter resource; F28: a 3-master "
            "Cluster through a `redis-cluster://` URL, reentrant lock with `fenced_set`). Checks in brackets are asserted as stated; every other check must "
            "be ok. Probes are the harness's own assertions (the fault took effect, calls "
-           "stayed bounded, the resource's acknowledgements match its log). F12-F14 and F17 "
+           "stayed bounded, the resource's acknowledgements match its log). F12-F14, F17 and F27 "
            "move the whole run into a network namespace of its own (`ip netns`, root) and drop packets there "
            "with nftables rules; where that is not permitted they are reported as skipped, "
            "with the reason.", "",
