@@ -40,9 +40,9 @@ every grant. Pauses and delays affect it exactly as a single master.
 **Failover-based deployments (Sentinel, Cluster).** An asynchronous failover can lose a lock
 that was not yet replicated (F25 shows the overlap); `wait=N` (WAIT) and the lock-delay only
 narrow that window (F26 and F25L are safe in their schedules, not in general), and
-nothing helps when the old master keeps serving clients that cannot see the failover (F27). dlock does not
-promise mutual exclusion across a failover, and fencing tokens can regress there. Resharding
-a held lock's slot moves its keys and its fence counter together (F28).
+nothing helps when the old master keeps serving clients that cannot see the failover (F27).
+dlock does not promise mutual exclusion across a failover, and fencing tokens can regress
+there. Resharding a held lock's slot moves its keys and its fence counter together (F28).
 
 **Always, in every mode:** release and extend act only on the lock instance the same
 acquisition created (128-bit random token, compare-and-delete scripts); an acquisition whose
