@@ -1227,8 +1227,8 @@ def keys_with_ttl(run):
           "acquisitions dropped in their handler, exceptions in the critical section, clients "
           "destroyed while their acquisition is pending",
           "nothing is renewed after its handle is gone: no key with a TTL is left one TTL "
-          "after the last round, while every process still lives", "FR",
-          outcome={m: "SAFE" for m in "FR"})
+          "after the last round, while every process still lives", "F",
+          outcome={m: "SAFE" for m in "F"})
 def f08(run):
     linger = run.ttl_ms + 3000
     run.setup(resource="none", worker_extra={w: ["--storm", "--linger-ms", str(linger)]
