@@ -38,10 +38,15 @@ def mono_ns():
     return time.monotonic_ns()
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_port(below=65536):
+    """A free loopback port under `below` (a cluster node's bus port is port + 10000)."""
+    for _ in range(200):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port < below:
+            return port
+    raise HarnessError("no free port under %d" % below)
 
 
 class HarnessError(Exception):
@@ -146,17 +151,18 @@ def parse_resp_commands(data):
 class Redis:
     """One redis-server on a free loopback port, with its own directory and config."""
 
-    def __init__(self, run, name, persistence="none", extra=None, skew=None):
+    def __init__(self, run, name, persistence="none", extra=None, skew=None, below=65536):
         self.run, self.name = run, name
         self.skew_file = os.path.join(run.out, name + ".skew") if skew else None
         if skew:
             with open(self.skew_file, "w") as f:
                 f.write(skew)
-        self.port = free_port()
+        self.port = free_port(below)
         self.dir = os.path.join(run.out, name)
         os.makedirs(self.dir, exist_ok=True)
         self.persistence = persistence  # none | aof
         self.extra = extra or []
+        self.args = []  # extra command-line arguments (--sentinel)
         self.proc = None
 
     def conf(self):
@@ -178,7 +184,8 @@ class Redis:
         env = dict(os.environ)
         if self.skew_file:
             env.update(LD_PRELOAD=self.run.env.skew, DLOCK_SKEW_FILE=self.skew_file)
-        self.proc = subprocess.Popen([self.run.env.redis_server, path], stdout=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([self.run.env.redis_server, path] + self.args,
+                                     stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True, env=env)
         end = time.monotonic() + budget
         while time.monotonic() < end:
@@ -367,6 +374,8 @@ class Run:
         self.lock = "fault-%s" % scenario.id.lower()
         self.ttl_ms = 1000
         self.lock_servers, self.workers, self.proxy, self.resource = [], [], None, None
+        self.extra_servers = []  # started by a scenario body (F33's upstream), stopped by close
+        self.netns = None  # F12-F14: the run's own network namespace
         self.resource_kind = "none"
         self.file = os.path.join(out, "resource.txt")
         self.probes = []  # (name, passed, detail)
@@ -388,11 +397,11 @@ class Run:
     def setup(self, workers=3, ttl_ms=1000, persistence="none", resource=None, hold_ms=100,
               duration_ms=4500, command_timeout_ms=500, wait_ms=3000, poll_ms=0,
               worker_extra=None, lock_extra=None, resource_via_proxy=False, lock_skew=None,
-              worker_skew=None, think_ms=100):
+              worker_skew=None, think_ms=100, lock_auth="", lock_url=None, lock_mode="S"):
         """Starts lock servers (1, or 3 masters for R), the resource server, the proxy and
         prepares (does not start) the workers."""
         self.ttl_ms = ttl_ms
-        n_lock = 3 if self.mode == "R" else 1
+        n_lock = 0 if lock_url else 3 if self.mode == "R" else 1
         for i in range(n_lock):
             r = Redis(self, "lock%d" % i, persistence=persistence, extra=lock_extra,
                       skew=(lock_skew or {}).get(i))
@@ -406,21 +415,25 @@ class Run:
             self.resource.start()
         routes = {}
         for w in range(1, workers + 1):
-            for i, r in enumerate(self.lock_servers):
+            for i, r in enumerate(self.lock_servers[:n_lock]):
                 routes["w%d-l%d" % (w, i)] = r.port
             if self.resource and resource_via_proxy:
                 routes["w%d-res" % w] = self.resource.port
-        self.proxy = Proxy(self, routes)
+        self.proxy = Proxy(self, routes) if routes else self.proxy
         for w in range(1, workers + 1):
-            urls = ["redis://127.0.0.1:%d" % self.proxy.ports["w%d-l%d" % (w, i)]
+            urls = ["redis://%s127.0.0.1:%d" % (lock_auth, self.proxy.ports["w%d-l%d" % (w, i)])
                     for i in range(n_lock)]
-            args = ["--mode", self.mode, "--lock", self.lock, "--ttl-ms", str(ttl_ms),
+            args = ["--mode", lock_mode if lock_url else self.mode, "--lock", self.lock,
+                    "--ttl-ms", str(ttl_ms),
                     "--wait-ms", str(wait_ms), "--poll-ms", str(poll_ms),
                     "--command-timeout-ms", str(command_timeout_ms), "--hold-ms", str(hold_ms),
                     "--duration-ms", str(duration_ms), "--ops", "100000",
                     "--seed", str(self.seed), "--resource", resource,
                     "--think-ms", str(think_ms)]
-            args += ["--masters", ",".join(urls)] if self.mode == "R" else ["--url", urls[0]]
+            if lock_url:
+                args += ["--url", lock_url]
+            else:
+                args += ["--masters", ",".join(urls)] if self.mode == "R" else ["--url", urls[0]]
             if self.resource:
                 port = (self.proxy.ports["w%d-res" % w] if resource_via_proxy
                         else self.resource.port)
@@ -581,10 +594,11 @@ class Run:
         for w in self.workers:
             inv = {}
             for e in w.events():
+                k = (e["w"], e["op"])
                 if e["type"] == "invoke":
-                    inv[e["op"]] = e["t"]
-                elif e["op"] in inv:
-                    d = (e["t"] - inv.pop(e["op"])) // 1_000_000
+                    inv[k] = e["t"]
+                elif k in inv:
+                    d = (e["t"] - inv.pop(k)) // 1_000_000
                     if d > worst:
                         worst, where = d, "w%d op %d %s" % (w.id, e["op"], e["f"])
         self.probe("every call returned within %d ms" % bound_ms, worst <= bound_ms,
@@ -612,6 +626,8 @@ class Run:
         so there only the last one counts). The checker then requires t_start <=
         t_first_fwd: the validity was measured from before the send."""
         fwd = []
+        if not self.proxy:
+            return w.log
         try:
             with open(self.proxy.fwd_log) as f:
                 for line in f:
@@ -625,10 +641,11 @@ class Run:
         inv = {}
         with open(out, "w") as f:
             for e in w.events():
+                k = (e["w"], e["op"])  # F36's fork children write to their parent's log
                 if e.get("f") == "acquire" and e["type"] == "invoke":
-                    inv[e["op"]] = e["t"]
-                if e.get("f") == "acquire" and e["type"] == "ok" and e["op"] in inv:
-                    mine = [t for t in fwd if inv[e["op"]] <= t <= e["t"]]
+                    inv[k] = e["t"]
+                if e.get("f") == "acquire" and e["type"] == "ok" and k in inv:
+                    mine = [t for t in fwd if inv[k] <= t <= e["t"]]
                     burst = 5_000_000 if self.mode == "R" else 0  # one server: the last one
                     if mine:
                         e["t_first_fwd"] = min(t for t in mine if t >= max(mine) - burst)
@@ -674,8 +691,11 @@ class Run:
                 w.proc.wait(timeout=5)
         if self.proxy:
             self.proxy.stop()
-        for r in self.lock_servers + ([self.resource] if self.resource else []):
+        for r in self.lock_servers + ([self.resource] if self.resource else []) + \
+                self.extra_servers:
             r.stop()
+        if self.netns:
+            self.netns.leave()
 
 
 def w_duration(w):
@@ -691,7 +711,8 @@ def w_duration(w):
 class Scenario:
     def __init__(self, sid, title, checks, modes, body, expect=None, outcome=None,
                  max_gap_ms=None, timeout=90):
-        self.id, self.title, self.checks, self.modes = sid, title, checks, modes
+        self.id, self.title, self.checks = sid, title, checks
+        self.modes = [modes] if modes == "FO" else list(modes)
         self.body, self.expect, self.outcome = body, expect or {}, outcome or {}
         self.max_gap_ms, self.timeout = max_gap_ms, timeout
 
@@ -1153,6 +1174,786 @@ def f32(run):
 
 
 # ---------------------------------------------------------------------------------------------
+# F07, F08, F33-F36 (session 2): renewal starvation, a cancellation/destroy storm, demotion,
+# credentials rotated, transient server states, fork() while holding.
+
+
+def worker_events(run, f=None, workers=None):
+    """Every event of every worker's log (fork children included), optionally one kind."""
+    return [e for w in run.workers if not workers or w.id in workers for e in w.events()
+            if f is None or e.get("f") == f]
+
+
+EXTEND_MS = 1377  # an extend lease no other request carries, so the proxy can match it
+
+
+@scenario("F07", "renewal starvation: worker 1's extend request delayed 1.5 x TTL in the "
+          "network (to every server)",
+          "an extend that reaches the server after the deadline fails; the holder is told and "
+          "does not write; no silent re-acquire", "SFR", outcome={m: "SAFE" for m in "SFR"})
+def f07(run):
+    run.setup(hold_ms=200,
+              worker_extra={1: ["--extend-ms", str(EXTEND_MS), "--command-timeout-ms", "3000"]})
+    routes = [run.route(1, i) for i in range(len(run.lock_servers))]
+    run.start_workers()
+    run.sleep_ms(600)
+    t = mono_ns()
+    for r in routes:
+        run.proxy.ctl("rule %s delay-req %d cmd EVALSHA|EVAL arg %d count 1"
+                      % (r, 1.5 * run.ttl_ms, EXTEND_MS))
+    run.wait_for(lambda: all(run.proxy.triggered(r) for r in routes), 8, "a delayed extend")
+    run.wait_workers()
+    starved = [e for e in worker_events(run, "extend", [1])
+               if e["type"] != "invoke" and e["t"] >= t]
+    first = starved[0] if starved else None
+    run.probe("the starved extend was not reported as ok",
+              first is not None and first["type"] in ("fail", "info"),
+              "%s %s" % (first and first["type"], first and first.get("err", "")))
+    ok = sum(1 for e in worker_events(run, "extend", [1]) if e["type"] == "ok")
+    run.probe("unfaulted extends succeed", ok > 0, "%d extends ok" % ok)
+    run.min_acquisitions(5)
+
+
+def keys_with_ttl(run):
+    out = []
+    for r in run.lock_servers:
+        for k in r.call("KEYS", "*") or []:
+            if r.call("PTTL", k) > 0:
+                out.append("%s:%s" % (r.name, k))
+    return out
+
+
+@scenario("F08", "cancellation/destroy storm: watchdog leases dropped mid-renewal, async "
+          "acquisitions dropped in their handler, exceptions in the critical section, clients "
+          "destroyed while their acquisition is pending",
+          "nothing is renewed after its handle is gone: no key with a TTL is left one TTL "
+          "after the last round, while every process still lives", "F",
+          outcome={m: "SAFE" for m in "F"})
+def f08(run):
+    linger = run.ttl_ms + 3000
+    run.setup(resource="none", worker_extra={w: ["--storm", "--linger-ms", str(linger)]
+                                             for w in (1, 2, 3)})
+    run.start_workers()
+    end_rounds = time.monotonic() + max(w_duration(w) for w in run.workers) / 1000.0
+    # A round's wait ends with the run; its hold (<= TTL/2) and a command timeout may follow;
+    # then a dropped watchdog lease's key lives at most one more TTL.
+    run.sleep_ms(max(0, end_rounds - time.monotonic()) * 1000 + run.ttl_ms / 2 + 500 +
+                 run.ttl_ms + 500)
+    alive = sum(1 for w in run.workers if w.proc.poll() is None)
+    left = keys_with_ttl(run)
+    run.nemesis("orphan-scan", "lock servers", "%d workers alive, %d keys" % (alive, len(left)))
+    run.probe("workers still alive at the scan (their I/O threads could renew)",
+              alive == len(run.workers), "%d of %d" % (alive, len(run.workers)))
+    run.probe("no key renewed after its handle was destroyed", not left, ", ".join(left[:5]))
+    run.wait_workers()
+    bad = [ln for w in run.workers for ln in open(w.log + ".err") if "never completed" in ln]
+    run.probe("every async acquisition completed", not bad, "; ".join(bad[:3]))
+    run.min_acquisitions(10)
+
+
+def repl_offset(srv, field):
+    return int(info_field(srv, "replication", field) or -1)
+
+
+def none_contended(run, t0, t1):
+    """Probe: no acquisition invoked and completed in [t0, t1] (a server state in which nobody
+    can hold the lock) was reported as "not acquired" without an error (= contended)."""
+    inv = {(e["w"], e["op"]): e["t"] for e in worker_events(run, "acquire")
+           if e["type"] == "invoke"}
+    contended = [e for e in worker_events(run, "acquire") if e["type"] == "fail"
+                 and not e.get("err") and t0 <= inv.get((e["w"], e["op"]), 0) and e["t"] <= t1]
+    run.probe("no acquisition inside the fault reported as contended", not contended,
+              "; ".join("w%d op %d" % (e["w"], e["op"]) for e in contended[:3]))
+
+
+@scenario("F33", "demotion mid-run: lock server 0 becomes a replica (a controlled switch to a "
+          "synced replica) for 1.5 x TTL, then master again",
+          "READONLY is a typed error (never 'not acquired'); no hold across the demotion; "
+          "fences survive (the replica had every write)", "SF",
+          outcome={m: "SAFE" for m in "SF"})
+def f33(run):
+    nodelay = ["repl-diskless-sync-delay 0"]  # Redis 7.0 waits 5 s for more replicas
+    run.setup(poll_ms=30, lock_extra=nodelay)
+    srv = run.lock_servers[0]
+    up = Redis(run, "upstream", extra=nodelay)
+    up.start()
+    run.extra_servers.append(up)
+    up.call("REPLICAOF", "127.0.0.1", str(srv.port))
+    run.wait_for(lambda: info_field(up, "replication", "master_link_status") == "up", 10,
+                 "the replica's link")
+    run.start_workers()
+    run.sleep_ms(800)
+    # Switch: pause writes, let the replica catch up, promote it, demote the master.
+    srv.call("CLIENT", "PAUSE", "2000", "WRITE")
+    off = repl_offset(srv, "master_repl_offset")
+    run.wait_for(lambda: repl_offset(up, "slave_repl_offset") >= off, 5, "the replica in sync")
+    up.call("REPLICAOF", "NO", "ONE")
+    srv.call("REPLICAOF", "127.0.0.1", str(up.port))
+    srv.call("CLIENT", "UNPAUSE")
+    t0 = mono_ns()
+    run.nemesis("demote", srv.name, "replica of upstream")
+    r = srv.call("SET", "probe", "x")
+    run.probe("the demoted server answers READONLY", str(r).startswith("READONLY"), repr(r))
+    run.sleep_ms(1.5 * run.ttl_ms)
+    srv.call("REPLICAOF", "NO", "ONE")
+    t1 = mono_ns()
+    run.nemesis("promote", srv.name, "master again")
+    run.wait_workers()
+    if run.mode != "R":  # Redlock counts a READONLY master as a failed vote
+        ro = [e for e in worker_events(run, "acquire") if t0 <= e["t"] <= t1
+              and e["type"] in ("fail", "info") and "read" in e.get("err", "").lower()]
+        run.probe("a worker was told the server is read-only", ro, "%d acquisitions" % len(ro))
+        none_contended(run, t0, t1)
+    run.min_acquisitions(5)
+
+
+def acl_auth_failures(srv):
+    """Refused AUTH/HELLO so far: the counts of ACL LOG's `auth` entries (Redis 7.0 has no
+    INFO field for them; the log keeps 128 entries, similar ones aggregated)."""
+    n = 0
+    for entry in srv.call("ACL", "LOG", "128") or []:
+        kv = dict(zip(entry[0::2], entry[1::2]))
+        if kv.get("reason") == "auth":
+            n += int(kv.get("count", 0))
+    return n
+
+
+@scenario("F34", "credentials rotated: the lock user's password changed and its connections "
+          "killed (ACL SETUSER resetpass, CLIENT KILL USER) for 1.5 x TTL, then restored",
+          "auth_failed is typed; no retry storm; the password never appears in any output; "
+          "holders lose at their deadline", "SF", outcome={m: "SAFE" for m in "SF"})
+def f34(run):
+    pw, new = "CANARY-%d" % run.rng.randrange(10 ** 9), "ROTATED-%d" % run.rng.randrange(10 ** 9)
+    run.setup(poll_ms=30, lock_auth="locker:%s@" % pw,
+              lock_extra=["user locker on >%s ~* &* +@all" % pw])
+    run.start_workers()
+    run.sleep_ms(800)
+    before = [acl_auth_failures(s) for s in run.lock_servers]
+    t0 = mono_ns()
+    for s in run.lock_servers:
+        s.call("ACL", "SETUSER", "locker", "resetpass", ">" + new)
+        s.call("CLIENT", "KILL", "USER", "locker")
+    run.nemesis("acl-rotate", "all lock servers", "password changed, connections killed")
+    window = 1.5 * run.ttl_ms
+    run.sleep_ms(window)
+    denied = [acl_auth_failures(s) - b for s, b in zip(run.lock_servers, before)]
+    for s in run.lock_servers:
+        s.call("ACL", "SETUSER", "locker", "resetpass", ">" + pw)
+    t1 = mono_ns()
+    run.nemesis("acl-restore", "all lock servers", "password back")
+    run.wait_workers()
+    run.probe("the rotation took effect (AUTH refused)", sum(denied) > 0, "%r" % denied)
+    # No storm: per worker and server at most one AUTH per 20 ms (the failed-call pause).
+    bound = len(run.workers) * int(window / 20 + 2)
+    run.probe("no retry storm (at most one refused AUTH per worker per 20 ms)",
+              max(denied) <= bound, "%r refused AUTHs in %d ms, bound %d" % (denied, window, bound))
+    if run.mode != "R":
+        told = [e for e in worker_events(run, "acquire") if t0 <= e["t"] <= t1
+                and e["type"] in ("fail", "info") and "auth" in e.get("err", "").lower()]
+        run.probe("a worker was told auth_failed", told, "%d acquisitions" % len(told))
+    leaks = []
+    for w in run.workers:
+        for path in (w.log, w.log + ".err"):
+            try:
+                with open(path) as f:
+                    text = f.read()
+            except OSError:
+                continue
+            leaks += ["%s in %s" % (p, os.path.basename(path)) for p in (pw, new) if p in text]
+    run.probe("no password in any worker output", not leaks, "; ".join(leaks))
+    run.min_acquisitions(5)
+
+
+@scenario("F35", "transient server states: MASTERDOWN for 1.5 x TTL (replica of a dead master, "
+          "replica-serve-stale-data no), then LOADING for about 1 s (DEBUG RELOAD, slowed by "
+          "key-load-delay)",
+          "a typed error (readonly / server_busy), never 'not acquired', never a hold across "
+          "them (a single-node client reports them at once; Sentinel and Cluster clients retry "
+          "them within the wait: integration tests, with TRYAGAIN and CLUSTERDOWN)", "SF",
+          outcome={m: "SAFE" for m in "SF"})
+def f35(run):
+    run.setup(poll_ms=30, lock_extra=["enable-debug-command local", "key-load-delay 20",
+                                      "loading-process-events-interval-bytes 1024"])
+    srv = run.lock_servers[0]
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
+        rd = RespReader(s)
+        s.sendall(resp_encode(["SELECT", "1"]) + resp_encode(["DEBUG", "POPULATE", "20000"]))
+        rd.read()
+        rd.read()
+    run.start_workers()
+    run.sleep_ms(800)
+    srv.call("CONFIG", "SET", "replica-serve-stale-data", "no")
+    srv.call("REPLICAOF", "127.0.0.1", str(free_port()))
+    t0 = mono_ns()
+    run.nemesis("masterdown", srv.name, "replica of a dead master")
+    r = srv.call("GET", "probe")
+    run.probe("the server answers MASTERDOWN", str(r).startswith("MASTERDOWN"), repr(r))
+    run.sleep_ms(1.5 * run.ttl_ms)
+    srv.call("REPLICAOF", "NO", "ONE")
+    run.nemesis("master", srv.name, "master again")
+    run.sleep_ms(500)
+    seen = []
+
+    def probe_loading():
+        end = time.monotonic() + 5
+        while time.monotonic() < end and not seen:
+            try:
+                r = srv.call("PING", timeout=1)
+                if str(r).startswith("LOADING"):
+                    seen.append(r)
+            except OSError:
+                pass
+            time.sleep(0.02)
+    import threading
+    th = threading.Thread(target=probe_loading)
+    th.start()
+    t = time.monotonic()
+    run.nemesis("loading", srv.name, "DEBUG RELOAD")
+    r = srv.call("DEBUG", "RELOAD", timeout=30)
+    took = time.monotonic() - t
+    th.join(10)
+    run.nemesis("loaded", srv.name, "%.0f ms" % (took * 1000))
+    run.probe("the server answered LOADING during the reload", seen and r == "OK",
+              "reload %r in %.0f ms" % (r, took * 1000))
+    t1 = mono_ns()
+    run.wait_workers()
+    if run.mode != "R":  # Redlock counts such a master as a failed vote
+        busy = [e for e in worker_events(run, "acquire") if t0 <= e["t"] <= t1
+                and "busy" in e.get("err", "")]
+        run.probe("a worker was told server_busy (LOADING)", busy, "%d acquisitions" % len(busy))
+        none_contended(run, t0, t1)
+    run.min_acquisitions(5)
+
+
+@scenario("F36", "fork() while holding: 30 % of holders fork a child that makes its own client "
+          "and contends for the same lock",
+          "the child's new client has new tokens and a new owner id (a copied one would re-enter "
+          "or release the parent's hold); the child leaves the parent's copied hold alone; no "
+          "overlap", "SF",
+          outcome={m: "SAFE" for m in "SF"})
+def f36(run):
+    run.setup(hold_ms=200, worker_extra={w: ["--fork-pct", "30"] for w in (1, 2, 3)})
+    run.start_workers()
+    run.wait_workers()
+    kids = [e for e in worker_events(run, "acquire") if e["w"] > 100 and e["type"] == "ok"]
+    run.probe("fork children acquired the lock", len(kids) >= 2, "%d acquisitions" % len(kids))
+    bad = [ln.strip() for w in run.workers for ln in open(w.log + ".err") if "fork child" in ln]
+    run.probe("every fork child exited cleanly", not bad, "; ".join(bad[:3]))
+    run.min_acquisitions(5)
+
+
+# ---------------------------------------------------------------------------------------------
+# network namespaces and nftables (F12-F14): the run moves itself (this process, single-
+# threaded at that point, and so every process it starts afterwards) into a network namespace
+# of its own; its loopback is then private, and nft rules there touch nobody else's traffic.
+
+
+class Skipped(Exception):
+    """The scenario cannot run here (reason in the message): recorded, exit code 77."""
+
+
+NETNS_PREFIX = "dlkf-"  # dlock fault: <prefix><creator pid>-<random>
+CLONE_NEWNET = 0x40000000
+
+
+def _setns(fd):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(fd, CLONE_NEWNET) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+
+
+def _ip(*args):
+    return subprocess.run(["ip"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=10)
+
+
+def sweep_netns():
+    """Deletes namespaces of earlier runs whose creator is gone (a run killed by its timeout)."""
+    p = _ip("netns", "list")
+    for line in p.stdout.decode(errors="replace").splitlines():
+        name = line.split()[0] if line.split() else ""
+        if not name.startswith(NETNS_PREFIX):
+            continue
+        try:
+            pid = int(name[len(NETNS_PREFIX):].split("-")[0])
+        except ValueError:
+            continue
+        if not os.path.exists("/proc/%d" % pid):
+            _ip("netns", "del", name)
+
+
+class Netns:
+    """This process's own network namespace with one nft table (`inet dlkf`, chain `out` on the
+    output hook); left and deleted by leave() (Run.close, on every exit path)."""
+
+    def __init__(self, run):
+        self.run, self.name, self.home = run, None, None
+
+    def enter(self):
+        if not shutil.which("ip") or not shutil.which("nft"):
+            raise Skipped("needs ip (iproute2) and nft (nftables)")
+        if threading_active():
+            raise HarnessError("netns must be entered before any thread starts")
+        sweep_netns()
+        name = "%s%d-%04x" % (NETNS_PREFIX, os.getpid(), random.getrandbits(16))
+        p = _ip("netns", "add", name)
+        if p.returncode != 0:
+            raise Skipped("ip netns add not permitted: %s" % p.stdout.decode().strip())
+        self.name = name
+        self.home = os.open("/proc/self/ns/net", os.O_RDONLY)
+        try:
+            fd = os.open("/run/netns/" + name, os.O_RDONLY)
+            try:
+                _setns(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            self.leave()
+            raise Skipped("setns into %s not permitted: %s" % (name, e))
+        self.run.nemesis("netns", name, "entered")
+        for cmd in (["ip", "link", "set", "lo", "up"], ["nft", "add", "table", "inet", "dlkf"],
+                    ["nft", "add chain inet dlkf out { type filter hook output priority 0 ; "
+                     "policy accept ; }"]):
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=10)
+            if p.returncode != 0:
+                self.leave()
+                raise Skipped("%s failed in the namespace: %s"
+                              % (" ".join(cmd[:3]), p.stdout.decode().strip()))
+
+    def rules(self, *rules):
+        """Adds rules to the chain (each with a counter), logged as nemesis events."""
+        for r in rules:
+            p = subprocess.run(["nft", "add rule inet dlkf out %s counter drop" % r],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=10)
+            if p.returncode != 0:
+                raise HarnessError("nft rule %r: %s" % (r, p.stdout.decode().strip()))
+            self.run.nemesis("nft-drop", self.name, r)
+
+    def heal(self):
+        """Removes every rule; returns how many packets they dropped."""
+        p = subprocess.run(["nft", "list", "chain", "inet", "dlkf", "out"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=10)
+        dropped = 0
+        for w in p.stdout.decode().split("packets ")[1:]:
+            dropped += int(w.split()[0])
+        subprocess.run(["nft", "flush", "chain", "inet", "dlkf", "out"], timeout=10)
+        self.run.nemesis("nft-heal", self.name, "%d packets dropped" % dropped)
+        return dropped
+
+    def leave(self):
+        if self.home is not None:
+            try:
+                _setns(self.home)
+            except OSError:
+                pass
+            os.close(self.home)
+            self.home = None
+        if self.name:
+            _ip("netns", "del", self.name)  # its rules die with it
+            self.name = None
+
+
+def threading_active():
+    import threading
+    return threading.active_count() > 1
+
+
+def netns_setup(run, **kw):
+    """Enters a fresh namespace, then sets the run up inside it. The scenarios let their
+    workers run about 4 s past the heal: a request the kernel retransmits after the heal
+    (backoff up to 3.2 s after a 3 s cut) must land, and expire, before the orphan scan."""
+    run.netns = Netns(run)
+    run.netns.enter()
+    run.setup(**kw)
+
+
+@scenario("F12", "30 % packet loss (nft numgen random) both ways on every lock server's port for "
+          "3 s, in the run's own network namespace",
+          "TCP retransmits stretch calls: validity shrinks, a grant read after its validity is "
+          "no hold; every call bounded", "SR", outcome={m: "SAFE" for m in "SR"})
+def f12(run):
+    netns_setup(run, wait_ms=2000, duration_ms=7500)
+    run.start_workers()
+    run.sleep_ms(700)
+    for s in run.lock_servers:
+        run.netns.rules("tcp dport %d numgen random mod 100 < 30" % s.port,
+                        "tcp sport %d numgen random mod 100 < 30" % s.port)
+    run.sleep_ms(3000)
+    dropped = run.netns.heal()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
+    # wait + command timeout + reconnect + slack, as F11; a SYN lost costs 1 s more
+    run.bounded_latency(2000 + 500 + 500 + 1000 + 700)
+    run.min_acquisitions(5)
+
+
+@scenario("F14", "the holder partitioned from its server(s) (nft drop both ways on its routes) for "
+          "3 s, in the run's own network namespace",
+          "the holder stops at its deadline (a careful holder does not write); the others get "
+          "the lock after it expires; every call bounded", "SF",
+          outcome={m: "SAFE, LIVE(TTL)" for m in "SF"})
+def f14(run):
+    netns_setup(run, wait_ms=2000, hold_ms=600, poll_ms=30, duration_ms=8000)
+    run.start_workers()
+    run.sleep_ms(500)
+    t = mono_ns()
+    run.wait_for(lambda: run.acquired_since(t, workers=[1]), 8, "worker 1 holding")
+    ports = [run.proxy.ports[run.route(1, i)] for i in range(len(run.lock_servers))]
+    for p in ports:
+        run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+    t0 = mono_ns()
+    run.sleep_ms(3000)
+    dropped = run.netns.heal()
+    t1 = mono_ns()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
+    others = [e for w in run.workers[1:] for e in w.events() if e.get("f") == "acquire"
+              and e["type"] == "ok" and t0 + run.ttl_ms * 1_000_000 <= e["t"] <= t1]
+    run.probe("others acquired while the holder was cut off", others,
+              "%d acquisitions" % len(others))
+    run.bounded_latency(2000 + 500 + 500 + 1000 + 700)
+    run.min_acquisitions(5)
+
+
+@scenario("F13", "Redlock client cut (nft) from 1 of 3 masters for 2.5 s, then from 2 of 3 for "
+          "2.5 s, in the run's own network namespace",
+          "success iff a quorum is reachable: it still acquires with 1 cut, never with 2 cut",
+          "R", outcome={"R": "SAFE, LIVE with 1 cut"})
+def f13(run):
+    netns_setup(run, wait_ms=1000, poll_ms=30, duration_ms=9500)
+    run.start_workers()
+    run.sleep_ms(500)
+    ports = [run.proxy.ports[run.route(1, i)] for i in range(len(run.lock_servers))]
+    windows = []
+    for k in (1, 2):
+        for p in ports[len(windows):k]:
+            run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+        t0 = mono_ns()
+        run.sleep_ms(2500)
+        windows.append((t0, mono_ns()))
+    dropped = run.netns.heal()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
+    inv = {(e["w"], e["op"]): e["t"] for e in run.workers[0].events() if e["type"] == "invoke"}
+    oks = [(inv.get((e["w"], e["op"]), 0), e["t"]) for e in run.workers[0].events()
+           if e.get("f") == "acquire" and e["type"] == "ok"]
+    one = [o for o in oks if windows[0][0] <= o[0] and o[1] <= windows[0][1]]
+    two = [o for o in oks if windows[1][0] <= o[0] and o[1] <= windows[1][1]]
+    run.probe("worker 1 still acquires with 1 of 3 masters cut", one, "%d" % len(one))
+    run.probe("worker 1 never acquires with 2 of 3 masters cut", not two, "%d" % len(two))
+    run.min_acquisitions(5)
+
+
+@scenario("F17", "Kleppmann #1 composite on 3 Redlock masters A, B, C: worker 1 cut from C "
+          "(nft) acquires A and B; B's clock is stepped past the TTL; worker 2, cut from A, "
+          "acquires B and C",
+          "two workers believe they hold the lock at once: the checker must see it", "R",
+          expect={"R": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"}},
+          outcome={"R": "EXPECT-VIOL"})
+def f17(run):
+    run.netns = Netns(run)
+    run.netns.enter()
+    run.setup(workers=2, ttl_ms=2000, hold_ms=1500, poll_ms=30, lock_skew={1: "0 1.0"},
+              duration_ms=8000,
+              worker_extra={w: ["--expire-pct", "100"] for w in (1, 2)})
+    for w, cut in ((1, 2), (2, 0)):
+        p = run.proxy.ports[run.route(w, cut)]
+        run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+    t = mono_ns()
+    run.start_workers(arm=lambda _: run.wait_for(lambda: run.acquired_since(t, workers=[1]), 8,
+                                                 "worker 1 holding A and B"),
+                      others_after_ms=0)
+    run.lock_servers[1].set_skew(3000)
+    run.wait_for(lambda: run.acquired_since(t, workers=[2]), 8, "worker 2 holding B and C")
+    dropped = run.netns.heal()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
+
+
+# ---------------------------------------------------------------------------------------------
+# mode FO: a Sentinel-managed master (1 master, 2 replicas, 3 sentinels, as the C++ fixture
+# tests/support/redis_fixture.cpp builds it); the workers use a redis-sentinel:// URL and talk
+# to the master directly (no proxy: the faults are the servers' own).
+
+
+class Sentinel(Redis):
+    def __init__(self, run, name, master_port, extra=None):
+        super().__init__(run, name, extra=extra)
+        self.master_port = master_port
+        self.args = ["--sentinel"]
+
+    def conf(self):
+        return "\n".join([
+            "port %d" % self.port, "bind 127.0.0.1", "daemonize no", "dir %s" % self.dir,
+            "logfile %s" % os.path.join(self.dir, "sentinel.log"),
+            "sentinel monitor mymaster 127.0.0.1 %d 2" % self.master_port,
+            "sentinel down-after-milliseconds mymaster 1000",
+            "sentinel failover-timeout mymaster 3000",
+            "sentinel parallel-syncs mymaster 1"] + self.extra) + "\n"
+
+    def master_port_now(self):
+        r = self.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster")
+        return int(r[1]) if isinstance(r, list) and len(r) == 2 else None
+
+
+def fo_setup(run, query="", lock_extra=None, split=False, **kw):
+    """Master lock0, replicas lock1 and lock2, sentinels s0-s2; ready when both replicas are
+    linked and every sentinel sees 2 replicas and 2 other sentinels. With `split`, replicas
+    and sentinels connect from 127.0.0.2 (announcing 127.0.0.1), so that nft can cut the
+    master from them and not from the workers (F27); worker 1 then reaches the sentinels
+    through proxy routes w1-s0..2."""
+    sync = ["repl-diskless-sync yes", "repl-diskless-sync-delay 0"] + (lock_extra or [])
+    src = ["bind-source-addr 127.0.0.2"] if split else []
+    master = Redis(run, "lock0", extra=sync)
+    master.start()
+    run.lock_servers.append(master)
+    for i in (1, 2):
+        r = Redis(run, "lock%d" % i, extra=sync + src + (
+            ["replica-announce-ip 127.0.0.1"] if split else []) +
+            ["replicaof 127.0.0.1 %d" % master.port])
+        r.start()
+        run.lock_servers.append(r)
+    for i in range(3):
+        s = Sentinel(run, "s%d" % i, master.port,
+                     extra=src + ["sentinel announce-ip 127.0.0.1"] if split else None)
+        s.start()
+        run.extra_servers.append(s)
+
+    def ready():
+        for r in run.lock_servers[1:]:
+            if info_field(r, "replication", "master_link_status") != "up":
+                return False
+        for s in run.extra_servers:
+            m = s.call("SENTINEL", "MASTER", "mymaster")
+            kv = dict(zip(m[0::2], m[1::2])) if isinstance(m, list) else {}
+            if kv.get("num-slaves") != "2" or kv.get("num-other-sentinels") != "2":
+                return False
+        return True
+    run.wait_for(ready, 30, "the sentinel group")
+    def url(ports):
+        return "redis-sentinel://%s/mymaster%s" % (",".join("127.0.0.1:%d" % p for p in ports),
+                                                   "?" + query if query else "")
+    if split:
+        run.proxy = Proxy(run, {"w1-s%d" % i: s.port for i, s in enumerate(run.extra_servers)})
+        kw["worker_extra"] = {1: ["--url", url(run.proxy.ports["w1-s%d" % i]
+                                              for i in range(3))]}
+    run.setup(lock_url=url(s.port for s in run.extra_servers), **kw)
+
+
+def failover(run, victim_after=None):
+    """Stops both replicas, waits for a fresh acquisition (a grant no replica has: the master
+    drops its replica links first, else the stopped replicas would find the grant in their
+    socket buffers), kills the master, resumes the replicas and waits until the sentinels
+    name a new master. With victim_after(t), that waits instead and the links stay."""
+    master, replicas = run.lock_servers[0], run.lock_servers[1:]
+    for r in replicas:
+        r.signal(signal.SIGSTOP)
+    run.nemesis("sigstop", "lock1,lock2", "replicas")
+    t = mono_ns()
+    if victim_after:
+        victim_after(t)
+    else:
+        master.call("CLIENT", "KILL", "TYPE", "replica")
+        run.nemesis("client-kill", master.name, "replica links")
+        t = mono_ns()
+        run.wait_for(lambda: run.acquired_since(t), 12, "an acquisition the replicas miss")
+    master.kill9()
+    run.nemesis("kill-9", master.name, "master")
+    for r in replicas:
+        r.signal(signal.SIGCONT)
+    run.nemesis("sigcont", "lock1,lock2", "replicas")
+    s0 = run.extra_servers[0]
+    port = run.wait_for(lambda: (lambda p: p if p and p != master.port else None)(
+        s0.master_port_now()), 30, "the sentinels' failover")
+    run.nemesis("failover", "sentinels", "new master on port %d" % port)
+
+
+# Holders keep their lease to its end (expire-pct 100): a lost lease is believed for a whole
+# TTL, longer than a failover here (about 2.5 s).
+FO_KW = dict(ttl_ms=4000, hold_ms=300, wait_ms=10000, duration_ms=13000,
+             worker_extra={w: ["--expire-pct", "100"] for w in (1, 2, 3)})
+
+
+@scenario("F25", "Sentinel failover with an unreplicated lock (replicas stopped, fresh grant, "
+          "master kill -9), lock_delay=0",
+          "the new master does not know the lock: a second holder overlaps (why Redis docs "
+          "call failover unsafe for locks)", "FO",
+          expect={"FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"}},
+          outcome={"FO": "EXPECT-VIOL"}, timeout=110)
+def f25(run):
+    fo_setup(run, query="lock_delay=0", **FO_KW)
+    run.start_workers()
+    run.sleep_ms(1000)
+    failover(run)
+    run.wait_workers()
+
+
+@scenario("F25L", "F25 with dlock's default lock-delay (no new grant for one lease after the "
+          "client sees the master change)",
+          "the lock-delay outlasts the lost lease: no overlap in this schedule", "FO",
+          expect={"FO": {"ORPHANS": "any"}}, outcome={"FO": "SAFE (LIVE reduced by the delay)"},
+          timeout=110)
+def f25l(run):
+    fo_setup(run, **FO_KW)
+    run.start_workers()
+    run.sleep_ms(1000)
+    failover(run)
+    run.wait_workers()
+    run.min_acquisitions(3)
+
+
+@scenario("F26", "F25 with min-replicas-to-write 1 and wait=1 (WAIT after every acquisition), "
+          "lock_delay=0",
+          "with the replicas stopped an acquisition is undone (not_replicated) or refused "
+          "(NOREPLICAS): no hold the failover can lose", "FO",
+          expect={"FO": {"ORPHANS": "any"}}, outcome={"FO": "SAFE; LIVE reduced"}, timeout=110)
+def f26(run):
+    # Short holds, released: the lock is taken again right after the replicas stop.
+    fo_setup(run, query="lock_delay=0&wait=1:200", ttl_ms=4000, hold_ms=300, wait_ms=10000,
+             duration_ms=9500,
+             lock_extra=["min-replicas-to-write 1", "min-replicas-max-lag 2"])
+    run.start_workers()
+    run.sleep_ms(1000)
+
+    def refused(t):
+        run.wait_for(lambda: [e for e in worker_events(run, "acquire") if e["t"] >= t and
+                              "replica" in e.get("err", "").lower()], 12,
+                     "an acquisition undone for want of a replica")
+        # past min-replicas-max-lag (whole seconds, checked once a second)
+        r = run.wait_for(lambda: (lambda x: x if str(x).startswith("NOREPLICAS") else None)(
+            run.lock_servers[0].call("SET", "probe", "x")), 8, "NOREPLICAS")
+        run.nemesis("noreplicas", "lock0", r)
+    failover(run, victim_after=refused)
+    run.wait_workers()
+    held = [e for e in worker_events(run, "acquire") if e["type"] == "ok"]
+    run.probe("acquisitions before and after the failover", len(held) >= 3, "%d" % len(held))
+
+
+
+@scenario("F27", "split brain: the Sentinel master isolated (nft) from its replicas and "
+          "sentinels, with worker 1, which is also cut from the sentinels; the others follow "
+          "the failover", "two masters grant the lock at once: the checker must see it", "FO",
+          expect={"FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any",
+                         "ORPHANS": "any"}},
+          outcome={"FO": "EXPECT-VIOL"}, timeout=110)
+def f27(run):
+    run.netns = Netns(run)
+    run.netns.enter()
+    fo_setup(run, split=True, poll_ms=30, duration_ms=12000)
+    run.start_workers()
+    run.sleep_ms(1000)
+    master = run.lock_servers[0]
+    run.netns.rules("ip saddr 127.0.0.2 tcp dport %d" % master.port,
+                    "ip daddr 127.0.0.2 tcp sport %d" % master.port)
+    for i in range(3):
+        p = run.proxy.ports["w1-s%d" % i]
+        run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+    run.nemesis("split", "lock0 + w1", "cut from replicas and sentinels")
+    s0 = run.extra_servers[0]
+    port = run.wait_for(lambda: (lambda p: p if p and p != master.port else None)(
+        s0.master_port_now()), 30, "the sentinels' failover")
+    run.nemesis("failover", "sentinels", "new master on port %d" % port)
+    t = mono_ns()
+    run.wait_for(lambda: run.acquired_since(t, workers=[2, 3]), 10, "a grant by the new master")
+    run.sleep_ms(2000)
+    dropped = run.netns.heal()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
+
+
+# Cluster (F28): 3 masters without replicas (resharding needs no failover), made by
+# redis-cli --cluster create as the C++ fixture does; workers take the reentrant lock with
+# its fencing token through a redis-cluster:// URL.
+
+
+def cluster_setup(run, **kw):
+    nodes = []
+    for i in range(3):
+        n = Redis(run, "lock%d" % i, extra=["cluster-enabled yes",
+                                            "cluster-config-file nodes.conf",
+                                            "cluster-node-timeout 2000",
+                                            "cluster-require-full-coverage yes"],
+                  below=55536)
+        n.start()
+        run.lock_servers.append(n)
+        nodes.append(n)
+    cli = shutil.which("redis-cli")
+    if not cli:
+        raise Skipped("needs redis-cli (redis-tools) to create the cluster")
+    p = subprocess.run([cli, "--cluster", "create"] + ["127.0.0.1:%d" % n.port for n in nodes] +
+                       ["--cluster-replicas", "0", "--cluster-yes"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=60)
+    if p.returncode != 0:
+        raise HarnessError("redis-cli --cluster create: %s" % p.stdout.decode()[-500:])
+    run.wait_for(lambda: all("cluster_state:ok" in str(n.call("CLUSTER", "INFO")) and
+                             "cluster_known_nodes:3" in str(n.call("CLUSTER", "INFO"))
+                             for n in nodes), 30, "cluster_state:ok")
+    run.setup(lock_url="redis-cluster://" + ",".join("127.0.0.1:%d" % n.port for n in nodes),
+              lock_mode="F", resource="fenced", **kw)
+
+
+def migrate_slot(run, slot, src, dst, pause_ms=300):
+    """Moves `slot` with its keys from src to dst (IMPORTING, MIGRATING, a pause in which
+    clients meet ASK, MIGRATE of every key with its TTL, SETSLOT NODE on every master)."""
+    sid, did = src.call("CLUSTER", "MYID"), dst.call("CLUSTER", "MYID")
+    dst.call("CLUSTER", "SETSLOT", str(slot), "IMPORTING", sid)
+    src.call("CLUSTER", "SETSLOT", str(slot), "MIGRATING", did)
+    run.nemesis("slot-migrating", "%s->%s" % (src.name, dst.name), slot)
+    run.sleep_ms(pause_ms)
+    moved = 0
+    for _ in range(100):
+        keys = src.call("CLUSTER", "GETKEYSINSLOT", str(slot), "100") or []
+        if not keys:
+            break
+        r = src.call("MIGRATE", "127.0.0.1", str(dst.port), "", "0", "5000", "KEYS", *keys)
+        if isinstance(r, RedisReplyError) and not r.startswith("NOKEY"):
+            raise HarnessError("MIGRATE: %s" % r)
+        moved += len(keys)
+    for n in run.lock_servers:
+        n.call("CLUSTER", "SETSLOT", str(slot), "NODE", did)
+    run.nemesis("slot-moved", "%s->%s" % (src.name, dst.name), "slot %d, %d keys" % (slot, moved))
+    return moved
+
+
+@scenario("F28", "Cluster resharding while the lock is held: its slot (lock hash and fence "
+          "counter) migrated to another master and back, with a 300 ms ASK window each way",
+          "MOVED/ASK followed, TTL and fence counter move with the slot: no overlap, fences "
+          "increase, the fenced resource stays consistent", "FO",
+          outcome={"FO": "SAFE"}, timeout=110)
+def f28(run):
+    cluster_setup(run, poll_ms=30, ttl_ms=2000, hold_ms=600)
+    slot = run.lock_servers[0].call("CLUSTER", "KEYSLOT", run.lock)
+    owner = next(n for n in run.lock_servers
+                 if any("myself" in line and slot_in(line, slot)
+                        for line in str(n.call("CLUSTER", "NODES")).splitlines()))
+    other = next(n for n in run.lock_servers if n is not owner)
+    run.start_workers()
+    run.sleep_ms(800)
+    for src, dst in ((owner, other), (other, owner)):
+        t = mono_ns()
+        run.wait_for(lambda: run.acquired_since(t), 8, "an acquisition")
+        moved = migrate_slot(run, slot, src, dst)
+        run.probe("the held lock's keys moved %s -> %s" % (src.name, dst.name), moved >= 1,
+                  "%d keys" % moved)
+        run.sleep_ms(1500)
+    run.wait_workers()
+    run.min_acquisitions(5)
+
+
+def slot_in(nodes_line, slot):
+    """Whether a CLUSTER NODES line's slot ranges contain `slot`."""
+    for r in nodes_line.split()[8:]:
+        if r.startswith("["):
+            continue
+        lo, _, hi = r.partition("-")
+        if int(lo) <= slot <= int(hi or lo):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
 # the randomised tier: a Jepsen-style schedule of faults that keep the model (so SAFE is
 # expected), for a given time and seed.
 
@@ -1356,11 +2157,14 @@ def run_one(env, sc, mode, seed, results, keep, body=None):
     start = time.monotonic()
     expect = dict(sc.expect.get(mode, {})) if sc.expect else {}
     verdict, out, measured, error = "NOT as expected", "", {}, None
+    skipped = None
     try:
         (body or sc.body)(run)
         code, out, measured = run.check(expect, sc.max_gap_ms)
         ok = code == 0 and all(p["passed"] for p in run.probes)
         verdict = "as expected" if ok else "NOT as expected"
+    except Skipped as e:
+        skipped, verdict, ok = str(e), "skipped", True
     except (HarnessError, OSError, subprocess.SubprocessError, ValueError, KeyError) as e:
         error = "%s: %s" % (type(e).__name__, e)
         ok = False
@@ -1372,6 +2176,7 @@ def run_one(env, sc, mode, seed, results, keep, body=None):
         "expected": sc.outcome.get(mode, ""),
         "expect": {c: expect.get(c, "ok") for c in CHECKS},
         "measured": measured, "probes": run.probes, "verdict": verdict, "error": error,
+        "skipped": skipped,
         "seed": seed, "duration_s": round(duration, 1), "max_gap_ms": sc.max_gap_ms,
         "artifacts": base, "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "report": out,
@@ -1381,6 +2186,8 @@ def run_one(env, sc, mode, seed, results, keep, body=None):
         print("PROBE %s: %s %s" % ("ok" if p["passed"] else "FAILED", p["name"], p["detail"]))
     if error:
         print("HARNESS ERROR: %s" % error)
+    if skipped:
+        print("SKIPPED: %s" % skipped)
     print("%s %s seed=%d duration=%.1fs: %s" % (sc.id, mode, seed, duration, verdict))
     if results:
         os.makedirs(results, exist_ok=True)
@@ -1390,7 +2197,7 @@ def run_one(env, sc, mode, seed, results, keep, body=None):
         shutil.rmtree(base, ignore_errors=True)
     else:
         print("artifacts kept in %s" % base)
-    return ok
+    return 77 if skipped else 0 if ok else 1
 
 
 def main():
@@ -1405,7 +2212,7 @@ def main():
     sub.add_parser("list")
     r = sub.add_parser("run")
     r.add_argument("id")
-    r.add_argument("mode", choices=["S", "F", "R"])
+    r.add_argument("mode", choices=["S", "F", "R", "FO"])
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--results")
     r.add_argument("--keep", action="store_true")
@@ -1422,7 +2229,7 @@ def main():
     a = ap.parse_args()
     if a.cmd == "list":
         for sc in SCENARIOS.values():
-            print("%-5s %-4s %s" % (sc.id, sc.modes, sc.title))
+            print("%-5s %-6s %s" % (sc.id, ",".join(sc.modes), sc.title))
         return 0
     if a.cmd == "safety-doc":
         import safety_doc
@@ -1439,13 +2246,13 @@ def main():
         if not sc or a.mode not in sc.modes:
             print("unknown scenario/mode %s %s (see list)" % (a.id, a.mode), file=sys.stderr)
             return 64
-        return 0 if run_one(env, sc, a.mode, a.seed, a.results, a.keep) else 1
+        return run_one(env, sc, a.mode, a.seed, a.results, a.keep)
     if a.cmd == "random":
         sc = Scenario("RND", "randomised nemesis schedule (%.0f s)" % a.seconds,
                       "SAFE under faults that keep the model", a.mode, None,
                       outcome={a.mode: "SAFE"}, timeout=int(a.seconds) + 120)
-        return 0 if run_one(env, sc, a.mode, a.seed, a.results, a.keep,
-                            body=lambda run: random_run(run, a.seconds)) else 1
+        return run_one(env, sc, a.mode, a.seed, a.results, a.keep,
+                       body=lambda run: random_run(run, a.seconds))
     return 64
 
 

@@ -25,16 +25,21 @@
 #include <dlock/redlock.hpp>
 
 #include <chrono>
+#include <condition_variable>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <fcntl.h>
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <utility>
@@ -74,7 +79,11 @@ struct config {
     std::int64_t seed = 1;
     std::int64_t expire_pct = 0;
     std::int64_t think_ms = 0;
+    std::int64_t extend_ms = 0;
+    std::int64_t fork_pct = 0;
+    std::int64_t linger_ms = 0;
     bool careless = false;
+    bool storm = false;
     std::string log;
 };
 
@@ -112,6 +121,34 @@ std::int64_t value_after(const std::string& v) {
     }
 }
 
+/// The lock side of a worker: one dlock::client (S, F) or one dlock::redlock (R). A fork()ed
+/// child and F08's throw-away rounds make their own.
+struct locker {
+    std::unique_ptr<dlock::client> client;
+    std::unique_ptr<dlock::redlock> redlock;
+
+    dlock::lease acquire(const std::string& name, const dlock::acquire_options& ao,
+                         std::error_code& ec) {
+        return redlock ? redlock->acquire(name, ao, ec) : client->acquire(name, ao, ec);
+    }
+    template <class Handler>
+    void async_acquire(const std::string& name, const dlock::acquire_options& ao, Handler&& h) {
+        if (redlock)
+            redlock->async_acquire(name, ao, std::forward<Handler>(h));
+        else
+            client->async_acquire(name, ao, std::forward<Handler>(h));
+    }
+};
+
+/// What an async acquisition delivered, handed from the I/O thread to the worker's thread.
+struct async_result {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::error_code ec;
+    dlock::lease l;
+};
+
 class worker {
 public:
     explicit worker(config c)
@@ -127,17 +164,7 @@ public:
             return 64;
         }
         try {
-            if (c_.mode == "R") {
-                dlock::redlock_options ro;
-                ro.node_timeout = ms(c_.node_timeout_ms);
-                ro.retry_delay = ms(c_.poll_ms > 0 ? c_.poll_ms : 50);
-                ro.retry_jitter = ms(c_.poll_ms > 0 ? c_.poll_ms : 50);
-                for (const auto& u : c_.masters)
-                    ro.masters.push_back(options(u));
-                redlock_ = std::make_unique<dlock::redlock>(std::move(ro));
-            } else {
-                lock_client_ = std::make_unique<dlock::client>(options(c_.url));
-            }
+            lock_ = make_locker();
             if (c_.resource == "counter" || c_.resource == "fenced")
                 res_client_ = std::make_unique<dlock::client>(options(c_.resource_url));
         } catch (const dlock::error& e) {
@@ -145,17 +172,42 @@ public:
             return 64;
         }
         auto end = clock_type::now() + ms(c_.duration_ms);
-        for (std::int64_t i = 0; i < c_.ops && clock_type::now() < end; ++i)
-            one_round(end);
+        for (std::int64_t i = 0; i < c_.ops && clock_type::now() < end; ++i) {
+            if (c_.storm)
+                storm_round(end);
+            else
+                one_round(end);
+        }
+        // F08: stay alive (clients and their I/O threads with us) while the orchestrator looks
+        // for keys a destroyed handle would still renew.
+        std::this_thread::sleep_for(ms(c_.linger_ms));
         return 0;
     }
 
 private:
+    locker make_locker() const {
+        locker k;
+        if (c_.mode == "R") {
+            dlock::redlock_options ro;
+            ro.node_timeout = ms(c_.node_timeout_ms);
+            ro.retry_delay = ms(c_.poll_ms > 0 ? c_.poll_ms : 50);
+            ro.retry_jitter = ms(c_.poll_ms > 0 ? c_.poll_ms : 50);
+            ro.watchdog_lease = ms(c_.ttl_ms);
+            for (const auto& u : c_.masters)
+                ro.masters.push_back(options(u));
+            k.redlock = std::make_unique<dlock::redlock>(std::move(ro));
+        } else {
+            k.client = std::make_unique<dlock::client>(options(c_.url));
+        }
+        return k;
+    }
+
     dlock::client_options options(const std::string& url) const {
         auto o = dlock::parse_url(url);
         o.command_timeout = ms(c_.command_timeout_ms);
         o.connect_timeout = ms(c_.command_timeout_ms);
         o.reconnect_max = 200ms;
+        o.watchdog_lease = ms(c_.ttl_ms); // F08's handles without a fixed lease
         o.client_name = "dlock-fault-w" + std::to_string(c_.id);
         return o;
     }
@@ -177,23 +229,73 @@ private:
 
     void one_round(clock_type::time_point end) {
         std::int64_t op = ++op_;
-        auto left = std::chrono::duration_cast<ms>(end - clock_type::now());
-        dlock::acquire_options ao;
-        ao.wait = std::max(ms(0), std::min(ms(c_.wait_ms), left));
-        ao.lease = ms(c_.ttl_ms);
-        ao.kind = c_.mode == "F" ? dlock::lock_kind::reentrant : dlock::lock_kind::simple;
-        if (c_.poll_ms > 0)
-            ao.retry = dlock::retry_policy{
-                static_cast<unsigned>(std::max<std::int64_t>(1, c_.wait_ms / c_.poll_ms + 1)),
-                ms(c_.poll_ms), ms(c_.poll_ms / 2)};
+        dlock::acquire_options ao = acquire_opts(end, true);
         {
             auto w = ev(op, "acquire", "invoke");
             put(w, now_ns());
         }
         std::error_code ec;
-        dlock::lease l =
-            redlock_ ? redlock_->acquire(c_.lock, ao, ec) : lock_client_->acquire(c_.lock, ao, ec);
+        dlock::lease l = lock_.acquire(c_.lock, ao, ec);
         std::int64_t t_done = now_ns();
+        if (!log_acquired(op, l, ec, t_done)) return;
+        std::string token_h = std::to_string(c_.id) + "-" + std::to_string(op);
+        std::optional<std::int64_t> fence;
+        if (auto t = l.token()) fence = static_cast<std::int64_t>(*t);
+        pid_t child = 0;
+        std::uniform_int_distribution<std::int64_t> pct(0, 99);
+        if (c_.fork_pct > 0 && pct(rng_) < c_.fork_pct) child = fork_contender();
+        // A careful holder looks at its lease before it starts (an acquisition can return
+        // after its validity, F03/F04); only the write of a --careless one is unchecked.
+        if (clock_type::now() < l.valid_until()) use(++op_, l, token_h, fence);
+        if (pct(rng_) < c_.expire_pct) {
+            // Let it expire: keep the handle (no release) until its validity has passed.
+            std::this_thread::sleep_until(l.valid_until() + 1ms);
+        } else {
+            release(l);
+        }
+        if (child > 0) reap(child);
+        think();
+    }
+
+    void release(dlock::lease& l) {
+        std::int64_t rop = ++op_;
+        {
+            auto w = ev(rop, "release", "invoke");
+            put(w, now_ns());
+        }
+        std::error_code ec;
+        l.release(ec);
+        std::int64_t t_rel = now_ns();
+        auto w = ev(rop, "release", !ec ? "ok" : ec == dlock::errc::not_owner ? "fail" : "info");
+        if (!ec) w.field("deleted", std::int64_t{1});
+        if (ec == dlock::errc::not_owner) w.field("deleted", std::int64_t{0});
+        if (ec) w.field("err", ec.message());
+        put(w, t_rel);
+    }
+
+    /// Think time, so that a Redlock poller (no wake-up message) gets its turn.
+    void think() {
+        std::uniform_int_distribution<std::int64_t> d(0, c_.think_ms);
+        std::this_thread::sleep_for(ms(d(rng_)));
+    }
+
+    dlock::acquire_options acquire_opts(clock_type::time_point end, bool fixed_lease) const {
+        auto left = std::chrono::duration_cast<ms>(end - clock_type::now());
+        dlock::acquire_options ao;
+        ao.wait = std::max(ms(0), std::min(ms(c_.wait_ms), left));
+        if (fixed_lease) ao.lease = ms(c_.ttl_ms);
+        ao.kind = c_.mode == "F" ? dlock::lock_kind::reentrant : dlock::lock_kind::simple;
+        if (c_.poll_ms > 0)
+            ao.retry = dlock::retry_policy{
+                static_cast<unsigned>(std::max<std::int64_t>(1, c_.wait_ms / c_.poll_ms + 1)),
+                ms(c_.poll_ms), ms(c_.poll_ms / 2)};
+        return ao;
+    }
+
+    /// Logs the outcome of acquisition `op` (ok with its deadline and fence, fail when
+    /// definitely not acquired, info when unknown); true when `l` holds.
+    bool log_acquired(std::int64_t op, const dlock::lease& l, const std::error_code& ec,
+                      std::int64_t t_done) {
         if (!l) {
             bool definite = !ec || ec == dlock::errc::unavailable ||
                             ec == dlock::errc::out_of_memory || ec == dlock::errc::server_busy;
@@ -202,48 +304,136 @@ private:
             put(w, t_done);
             // A server that is down fails every call at once: do not spin.
             std::this_thread::sleep_for(20ms);
-            return;
+            return false;
         }
-        std::string token_h = std::to_string(c_.id) + "-" + std::to_string(op);
         std::int64_t deadline = ns_of(l.valid_until());
-        std::optional<std::int64_t> fence;
-        if (auto t = l.token()) fence = static_cast<std::int64_t>(*t);
-        {
-            auto w = ev(op, "acquire", "ok");
-            w.field("token_h", token_h);
-            if (fence) w.field("fence", *fence);
-            // t_start is not public: derived from valid_until = t_start + TTL - drift, so that
-            // the checker's DEADLINE check verifies t_inv <= t_start and t_ok < deadline.
-            w.field("deadline", deadline)
-                .field("ttl_ms", c_.ttl_ms)
-                .field("t_start",
-                       deadline - c_.ttl_ms * 1'000'000 + dlock::fault::drift_ns(c_.ttl_ms));
-            put(w, t_done);
+        auto w = ev(op, "acquire", "ok");
+        w.field("token_h", std::to_string(c_.id) + "-" + std::to_string(op));
+        if (auto t = l.token()) w.field("fence", static_cast<std::int64_t>(*t));
+        // t_start is not public: derived from valid_until = t_start + TTL - drift, so that
+        // the checker's DEADLINE check verifies t_inv <= t_start and t_ok < deadline.
+        w.field("deadline", deadline)
+            .field("ttl_ms", c_.ttl_ms)
+            .field("t_start", deadline - c_.ttl_ms * 1'000'000 + dlock::fault::drift_ns(c_.ttl_ms));
+        put(w, t_done);
+        return true;
+    }
+
+    /// F36: fork() while holding. The child (worker id + 100, same log: one write(2) per line
+    /// with O_APPEND) makes its own client, waits for the lock the parent holds, takes it after
+    /// the parent's release, holds briefly, releases and _exit()s without touching anything
+    /// of the parent's (whose copies it has, with no I/O thread to renew them).
+    pid_t fork_contender() {
+        pid_t pid = ::fork();
+        if (pid != 0) return pid; // parent, or -1: no child
+        int rc = 0;
+        try {
+            // Worker id + 100; op numbers go on from the parent's (so that (w, op) stays
+            // unique across the children of one parent: the parent uses 3 per round).
+            c_.id += 100;
+            locker k = make_locker();
+            std::int64_t op = ++op_;
+            auto end = clock_type::now() + ms(3 * c_.ttl_ms);
+            {
+                auto w = ev(op, "acquire", "invoke");
+                put(w, now_ns());
+            }
+            std::error_code ec;
+            dlock::lease l = k.acquire(c_.lock, acquire_opts(end, true), ec);
+            if (log_acquired(op, l, ec, now_ns())) {
+                std::this_thread::sleep_for(ms(c_.hold_ms / 4));
+                release(l);
+            }
+        } catch (const std::exception& e) {
+            std::cerr << "dlock_fault_worker: fork child: " << e.what() << "\n";
+            rc = 70;
         }
-        // A careful holder looks at its lease before it starts (an acquisition can return
-        // after its validity, F03/F04); only the write of a --careless one is unchecked.
-        if (clock_type::now() < l.valid_until()) use(++op_, l, token_h, fence);
-        std::uniform_int_distribution<std::int64_t> pct(0, 99);
-        if (pct(rng_) < c_.expire_pct) {
-            // Let it expire: keep the handle (no release) until its validity has passed.
-            std::this_thread::sleep_until(l.valid_until() + 1ms);
-            return;
+        std::cerr.flush();
+        ::_exit(rc);
+    }
+
+    /// Waits for a fork child (bounded: its wait is 3 TTL; kill -9 after 5 TTL + 5 s).
+    void reap(pid_t child) {
+        auto end = clock_type::now() + ms(5 * c_.ttl_ms + 5000);
+        int status = 0;
+        while (::waitpid(child, &status, WNOHANG) == 0) {
+            if (clock_type::now() >= end) {
+                std::cerr << "dlock_fault_worker: fork child " << child << " hung: killed\n";
+                ::kill(child, SIGKILL);
+                ::waitpid(child, &status, 0);
+                return;
+            }
+            std::this_thread::sleep_for(5ms);
         }
-        std::int64_t rop = ++op_;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            std::cerr << "dlock_fault_worker: fork child " << child << " failed: status " << status
+                      << "\n";
+    }
+
+    /// F08: one round of a cancellation/destroy storm, chosen at random: (0) a watchdog lease
+    /// dropped while its renewal may be in flight; (1) an async acquisition whose handler drops
+    /// the lease at once; (2) an exception thrown in the critical section, the lease released
+    /// by unwinding; (3) a throw-away client destroyed while its async acquisition is pending.
+    void storm_round(clock_type::time_point end) {
+        std::uniform_int_distribution<int> pick(0, 3);
+        int what = pick(rng_);
+        std::int64_t op = ++op_;
         {
-            auto w = ev(rop, "release", "invoke");
+            auto w = ev(op, "acquire", "invoke");
             put(w, now_ns());
         }
-        l.release(ec);
-        std::int64_t t_rel = now_ns();
-        auto w = ev(rop, "release", !ec ? "ok" : ec == dlock::errc::not_owner ? "fail" : "info");
-        if (!ec) w.field("deleted", std::int64_t{1});
-        if (ec == dlock::errc::not_owner) w.field("deleted", std::int64_t{0});
-        if (ec) w.field("err", ec.message());
-        put(w, t_rel);
-        // Think time, so that a Redlock poller (no wake-up message) gets its turn.
-        std::uniform_int_distribution<std::int64_t> think(0, c_.think_ms);
-        std::this_thread::sleep_for(ms(think(rng_)));
+        std::error_code ec;
+        if (what == 0 || what == 2) {
+            dlock::lease l = lock_.acquire(c_.lock, acquire_opts(end, false), ec);
+            if (!log_acquired(op, l, ec, now_ns())) return;
+            std::uniform_int_distribution<std::int64_t> hold(0, c_.ttl_ms / 2);
+            std::this_thread::sleep_for(ms(hold(rng_)));
+            auto w = ev(++op_, "release", "invoke");
+            put(w, now_ns());
+            try {
+                dlock::lease gone = std::move(l);
+                if (what == 2) throw std::runtime_error("thrown in the critical section");
+            } catch (const std::runtime_error&) {
+            }
+            think();
+            return;
+        }
+        auto r = std::make_shared<async_result>();
+        auto deliver = [r](std::error_code e, dlock::lease got) {
+            std::lock_guard g(r->m);
+            r->ec = e;
+            r->l = std::move(got);
+            r->done = true;
+            r->cv.notify_all();
+        };
+        std::optional<locker> temp;
+        if (what == 3) temp.emplace(make_locker());
+        locker& k = what == 3 ? *temp : lock_;
+        k.async_acquire(c_.lock, acquire_opts(end, true), deliver);
+        if (what == 3) {
+            std::uniform_int_distribution<std::int64_t> after(0, 30);
+            std::this_thread::sleep_for(ms(after(rng_)));
+            temp.reset(); // the client goes while its acquisition is pending (or just done)
+        }
+        dlock::lease l;
+        {
+            std::unique_lock g(r->m);
+            if (!r->cv.wait_for(g, ms(c_.wait_ms + 2 * c_.command_timeout_ms + 2000),
+                                [&] { return r->done; })) {
+                auto w = ev(op, "acquire", "info");
+                w.field("err", "async acquisition never completed");
+                put(w, now_ns());
+                std::cerr << "dlock_fault_worker: async acquisition never completed\n";
+                return;
+            }
+            l = std::move(r->l);
+            ec = r->ec;
+        }
+        if (!log_acquired(op, l, ec, now_ns())) return;
+        auto w = ev(++op_, "release", "invoke");
+        put(w, now_ns());
+        l = dlock::lease(); // dropped at once
+        think();
     }
 
     void sleep_in_section() {
@@ -251,7 +441,26 @@ private:
         std::this_thread::sleep_for(ms(d(rng_)));
     }
 
-    void use(std::int64_t op, const dlock::lease& l, const std::string& token_h,
+    /// F07: extends the lease by --extend-ms in the critical section (the proxy may delay the
+    /// request past the deadline: then it must fail, and the holder stops).
+    void extend(dlock::lease& l, const std::string& token_h) {
+        std::int64_t op = ++op_;
+        {
+            auto w = ev(op, "extend", "invoke");
+            w.field("token_h", token_h);
+            put(w, now_ns());
+        }
+        std::error_code ec;
+        l.extend(ms(c_.extend_ms), ec);
+        std::int64_t t = now_ns();
+        auto w = ev(op, "extend", !ec ? "ok" : ec == dlock::errc::not_owner ? "fail" : "info");
+        w.field("token_h", token_h);
+        if (!ec) w.field("deadline", ns_of(l.valid_until()));
+        if (ec) w.field("err", ec.message());
+        put(w, t);
+    }
+
+    void use(std::int64_t op, dlock::lease& l, const std::string& token_h,
              std::optional<std::int64_t> fence) {
         auto event = [&](const char* type) {
             auto w = ev(op, "use", type);
@@ -272,6 +481,7 @@ private:
         };
         if (c_.resource == "none") {
             sleep_in_section();
+            if (c_.extend_ms > 0) extend(l, token_h);
             return finish("ok", "", "");
         }
         if (c_.resource == "fenced" && !fence)
@@ -305,6 +515,7 @@ private:
             if (before < 0) return finish("fail", "unparsable value " + v.str, "");
         }
         sleep_in_section();
+        if (c_.extend_ms > 0) extend(l, token_h);
         if (!c_.careless && clock_type::now() >= l.valid_until())
             return finish("fail", "deadline passed before the write (not written)", "");
         if (c_.resource == "file") {
@@ -354,8 +565,7 @@ private:
     std::mt19937_64 rng_;
     resource_keys keys_;
     std::int64_t op_ = 0;
-    std::unique_ptr<dlock::client> lock_client_;
-    std::unique_ptr<dlock::redlock> redlock_;
+    locker lock_;
     std::unique_ptr<dlock::client> res_client_;
 };
 
@@ -365,7 +575,8 @@ int usage(const std::string& why) {
                  "  [--id N] [--lock NAME] [--resource none|counter|fenced|file]\n"
                  "  [--resource-url URL] [--file PATH] [--ttl-ms N] [--wait-ms N] [--poll-ms N]\n"
                  "  [--command-timeout-ms N] [--node-timeout-ms N] [--hold-ms N] [--ops N]\n"
-                 "  [--duration-ms N] [--seed N] [--expire-pct N] [--think-ms N] [--careless]\n";
+                 "  [--duration-ms N] [--seed N] [--expire-pct N] [--think-ms N] [--careless]\n"
+                 "  [--extend-ms N] [--fork-pct N] [--storm] [--linger-ms N]\n";
     return 64;
 }
 
@@ -389,6 +600,9 @@ constexpr number_option number_options[] = {
     {"--seed", &config::seed, 0, any},
     {"--think-ms", &config::think_ms, 0, any},
     {"--expire-pct", &config::expire_pct, 0, 100},
+    {"--extend-ms", &config::extend_ms, 0, any},
+    {"--fork-pct", &config::fork_pct, 0, 100},
+    {"--linger-ms", &config::linger_ms, 0, any},
 };
 constexpr std::pair<const char*, std::string config::*> string_options[] = {
     {"--mode", &config::mode},
@@ -407,8 +621,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
-        if (a == "--careless") {
-            c.careless = true;
+        if (a == "--careless" || a == "--storm") {
+            (a == "--careless" ? c.careless : c.storm) = true;
             continue;
         }
         if (i + 1 >= args.size()) return usage("option " + a + " needs a value");
