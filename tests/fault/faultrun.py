@@ -620,12 +620,16 @@ class Run:
 
     def join_forwards(self, w):
         """Copies worker w's log with t_first_fwd added to each acquire ok: when the requests
-        of the attempt that won reached the proxy (the last lock request before the ok, and,
-        for a Redlock round, the others of the same burst: within 5 ms before it; rounds are
-        at least the retry delay apart; on one server a woken waiter may retry within 1 ms,
-        so there only the last one counts). The checker then requires t_start <=
-        t_first_fwd: the validity was measured from before the send."""
-        fwd = []
+        of the attempt that won reached the proxy. That attempt sent one lock request per
+        server: on each route the last one before the ok; for a Redlock round, the earliest
+        of those last requests that lie within 5 ms of the latest (rounds are at least the
+        retry delay apart, and a server that got no request in the winning round drops out).
+        Only the last request of each route counts: a server stopped and resumed (SIGCONT)
+        makes the proxy forward the earlier rounds' requests that waited for it all at once,
+        just before the winning round (seed 118, mode R, of the randomised tier: those stale
+        requests were taken for the round's first, a false START_AFTER_SEND). The checker then
+        requires t_start <= t_first_fwd: the validity was measured from before the send."""
+        fwd = {}
         if not self.proxy:
             return w.log
         try:
@@ -634,7 +638,7 @@ class Run:
                     e = json.loads(line)
                     wanted = e["fence_key"] if self.mode == "F" else e["cmd"] == "SET"
                     if wanted and e["route"].startswith("w%d-l" % w.id):
-                        fwd.append(e["t"])
+                        fwd.setdefault(e["route"], []).append(e["t"])
         except (OSError, ValueError):
             return w.log
         out = w.log.replace(".jsonl", ".joined.jsonl")
@@ -645,10 +649,14 @@ class Run:
                 if e.get("f") == "acquire" and e["type"] == "invoke":
                     inv[k] = e["t"]
                 if e.get("f") == "acquire" and e["type"] == "ok" and k in inv:
-                    mine = [t for t in fwd if inv[k] <= t <= e["t"]]
+                    last = []  # per route, the last lock request of this attempt
+                    for ts in fwd.values():
+                        mine = [t for t in ts if inv[k] <= t <= e["t"]]
+                        if mine:
+                            last.append(max(mine))
                     burst = 5_000_000 if self.mode == "R" else 0  # one server: the last one
-                    if mine:
-                        e["t_first_fwd"] = min(t for t in mine if t >= max(mine) - burst)
+                    if last:
+                        e["t_first_fwd"] = min(t for t in last if t >= max(last) - burst)
                 f.write(json.dumps(e, separators=(",", ":")) + "\n")
         return out
 
