@@ -182,14 +182,19 @@ def expected_text(r):
 
 
 def random_section(random_dir):
-    """The randomised tier's runs (tests/fault/random.sh writes them to their own folder)."""
+    """The randomised tier's runs: random.sh writes the last one per mode to its results
+    folder; a batch of runs kept one folder each below random_dir is listed whole, by seed.
+    A NOTES.md in random_dir (what was found in a run and how it was judged) is appended."""
     runs = []
-    for path in sorted(glob.glob(os.path.join(random_dir or "", "RND-*.json"))):
+    paths = glob.glob(os.path.join(random_dir or "", "RND-*.json"))
+    paths += glob.glob(os.path.join(random_dir or "", "*", "RND-*.json"))
+    for path in paths:
         with open(path) as f:
             runs.append(json.load(f))
     if not runs:
         return []
-    out = ["", "## Randomised runs (last one per mode)", "",
+    runs.sort(key=lambda r: (r["seed"], r["mode"]))
+    out = ["", "## Randomised runs", "",
            "`tests/fault/random.sh SECONDS SEED MODE`: a seeded schedule of faults that keep the "
            "model (dropped, held and slow replies, resets, blackholes, server stalls, worker "
            "kill -9 with a replacement, SCRIPT FLUSH, server kill -9 with `appendfsync always`; "
@@ -198,6 +203,10 @@ def random_section(random_dir):
     for r in runs:
         out.append("| %s | %d | %.0f s | %s | %s |" % (r["mode"], r["seed"], r["duration_s"],
                                                     measured_text(r), r["verdict"]))
+    notes = os.path.join(random_dir or "", "NOTES.md")
+    if os.path.exists(notes):
+        with open(notes) as f:
+            out += [""] + f.read().rstrip("\n").splitlines()
     return out
 
 
