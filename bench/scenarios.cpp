@@ -115,8 +115,9 @@ struct async_worker : std::enable_shared_from_this<async_worker> {
             self->stage = 0;
             if (ec || !l) {
                 // Said once per worker: a run that ends with fewer pairs says why.
-                std::fprintf(stderr, "async worker on %s stopped: %s\n", self->name.c_str(),
-                             ec ? ec.message().c_str() : "not acquired");
+                std::fprintf(stderr, "async worker on %s stopped: %s (%s)\n", self->name.c_str(),
+                             ec ? ec.message().c_str() : "not acquired",
+                             self->c->last_error_detail().c_str());
                 self->done = true;
                 return;
             }
