@@ -3,13 +3,13 @@
 # `dlock SUBCOMMAND --help`; tests/packaging/completion_test.sh checks both ways.
 
 _dlock_subcommands="exec status list keys unlock demo bench"
-_dlock_kinds="lock simple fair read write shedlock lease"
+_dlock_kinds="lock simple fair read write shedlock lease versioned semaphore"
 _dlock_global_opts="--url --help --version"
 
 # Options of one subcommand (the global ones are accepted after it too).
 _dlock_options_of() {
     case $1 in
-    exec) echo "--wait --lease --watchdog --kind --kill-after" ;;
+    exec) echo "--wait --lease --watchdog --kind --permits --kill-after" ;;
     status) echo "--json --watch --interval" ;;
     list) echo "--json --watch --interval" ;;
     keys) echo "--kind" ;;
@@ -58,16 +58,16 @@ _dlock() {
         return 0
         ;;
     --backend)
-        mapfile -t COMPREPLY < <(compgen -W "redis zookeeper" -- "$cur")
+        mapfile -t COMPREPLY < <(compgen -W "redis zookeeper postgresql" -- "$cur")
         return 0
         ;;
     --url)
-        mapfile -t COMPREPLY < <(compgen -W "redis:// rediss:// unix:// zk://" -- "$cur")
+        mapfile -t COMPREPLY < <(compgen -W "redis:// rediss:// unix:// zk:// postgresql://" -- "$cur")
         compopt -o nospace 2>/dev/null
         return 0
         ;;
     --wait | --lease | --watchdog | --kill-after | --seconds | --processes | --threads | \
-        --stock | --workers | --keys | --interval)
+        --stock | --workers | --keys | --interval | --permits)
         return 0 # a number or a duration: nothing to offer
         ;;
     esac
