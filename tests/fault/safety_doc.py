@@ -279,7 +279,8 @@ def render(results_dir, scenarios, random_dir=None):
     out += ["", "## Running it", "",
             "- Deterministic tier (fixed seeds): `ctest --test-dir build/ci -L fault -LE "
             "extended` is what CI runs; `ctest --test-dir build/ci -L extended` runs the modes "
-            "CI leaves out for time (F08 S/R, F12 F, F14 R, F33-F36 R); then regenerate this "
+            "CI leaves out for time (F08 S/R, F12 F, F14 R, F33-F36 R, and F01, F19, F32, F36 "
+            "on a Sentinel-managed master, FO); then regenerate this "
             "page with `python3 tests/fault/faultrun.py safety-doc build/ci/fault-results "
             "build/ci/fault-results-random > docs/SAFETY.md`.",
             "- One scenario: `python3 tests/fault/faultrun.py --worker "
