@@ -3,6 +3,7 @@
 #include "redis/hold.hpp"
 #include "redis/locks/names.hpp"
 #include "redis/locks/protocol.hpp"
+#include "redis/resp3/parser.hpp"
 
 #include <gtest/gtest.h>
 
@@ -119,6 +120,57 @@ TEST(acquire_logic, unexpected_replies_are_protocol_errors_never_success) {
     }
     const auto out = protocol_of(lock_kind::simple).read_attempt({}, simple("QUEUED"));
     EXPECT_EQ(out.ec, errc::protocol_error);
+}
+
+TEST(acquire_logic, a_double_or_boolean_where_an_integer_is_expected_is_never_success) {
+    // RESP3 doubles (`,nan`, `,inf`, even `,1`), booleans and big numbers are valid replies of
+    // their own types; where a lock reply has an integer they are protocol errors, never a
+    // grant, a token or a TTL. Parsed from the wire, so the parser's reading of them is used.
+    using rk = dlock::detail::release_outcome::kind;
+    const auto parse = [](std::string_view bytes) {
+        resp3::parser p;
+        std::size_t used = 0;
+        std::error_code ec;
+        auto v = p.consume(bytes, used, ec);
+        EXPECT_FALSE(ec) << bytes;
+        EXPECT_EQ(used, bytes.size()) << bytes;
+        return v.value_or(resp3::value{});
+    };
+    const char* const replies[] = {
+        ",nan\r\n",
+        ",inf\r\n",
+        ",1\r\n",
+        "#t\r\n",
+        "(1\r\n",
+        "*2\r\n,nan\r\n:1\r\n",
+        "*2\r\n:1\r\n,nan\r\n",
+        "*2\r\n:1\r\n,inf\r\n",
+        "*2\r\n,1\r\n,7\r\n",
+        "*2\r\n#t\r\n:7\r\n",
+        "*2\r\n:1\r\n#t\r\n",
+        "*2\r\n(1\r\n(7\r\n",
+        "*2\r\n:0\r\n,nan\r\n",
+        "*2\r\n:2\r\n,inf\r\n",
+    };
+    for (const auto kind : {lock_kind::reentrant, lock_kind::simple, lock_kind::fair,
+                            lock_kind::read, lock_kind::write}) {
+        const auto& p = protocol_of(kind);
+        for (const char* bytes : replies) {
+            const auto v = parse(bytes);
+            const auto out = p.read_attempt({}, v);
+            EXPECT_EQ(out.what, attempt_outcome::kind::error) << p.name() << " " << bytes;
+            EXPECT_EQ(out.ec, errc::protocol_error) << p.name() << " " << bytes;
+            const auto rel = p.read_release({}, v);
+            EXPECT_EQ(rel.what, rk::error) << p.name() << " " << bytes;
+            EXPECT_EQ(rel.ec, errc::protocol_error) << p.name() << " " << bytes;
+            EXPECT_EQ(dlock::detail::lock_protocol::read_ttl({}, v), -1) << bytes;
+        }
+    }
+    // A renewal batch answered with doubles or booleans renews nothing.
+    std::vector<char> ok;
+    ASSERT_TRUE(
+        dlock::detail::lock_protocol::read_renew({}, parse("*3\r\n,1\r\n#t\r\n,nan\r\n"), 3, ok));
+    EXPECT_EQ(ok, std::vector<char>(3, 0));
 }
 
 TEST(acquire_logic, server_error_replies_are_classified) {

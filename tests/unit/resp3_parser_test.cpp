@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 
+using namespace std::string_literals;
 using dlock::errc;
 using dlock::resp3::limits;
 using dlock::resp3::parser;
@@ -112,6 +113,10 @@ const std::vector<row> valid_rows = {
     {"RESP3 null", "_\r\n", {"_"}, {}},
     {"double", ",3.25\r\n", {",3.25"}, {}},
     {"double infinity", ",inf\r\n", {",inf"}, {}},
+    {"double negative infinity", ",-inf\r\n", {",-inf"}, {}},
+    // RESP3 NaN is a valid double; that it is never read as an integer or a success is
+    // acquire_logic.a_double_or_boolean_where_an_integer_is_expected_is_never_success.
+    {"double nan", ",nan\r\n", {",nan"}, {}},
     {"booleans", "#t\r\n#f\r\n", {"#t", "#f"}, {}},
     {"big number",
      "(3492890328409238509324850943850943825024385\r\n",
@@ -152,6 +157,17 @@ const std::vector<row> malformed_rows = {
     {"RESP3 null with payload", "_x\r\n", {}, errc::protocol_error},
     {"verbatim without format", "=2\r\nab\r\n", {}, errc::protocol_error},
     {"big number with letters", "(12a\r\n", {}, errc::protocol_error},
+    {"integer with a fraction", ":1.5\r\n", {}, errc::protocol_error},
+    {"integer that is only a sign", ":-\r\n", {}, errc::protocol_error},
+    {"plus-signed bulk length", "$+5\r\nhello\r\n", {}, errc::protocol_error},
+    {"space before a bulk length", "$ 5\r\nhello\r\n", {}, errc::protocol_error},
+    {"empty line", "\r\n", {}, errc::protocol_error},
+    // Simple strings and errors are text: CR, LF (RESP3) and NUL inside are refused.
+    {"NUL inside a simple string", "+OK\0garbage\r\n"s, {}, errc::protocol_error},
+    {"NUL inside a simple error", "-ERR\0x\r\n"s, {}, errc::protocol_error},
+    {"bare CR inside a simple string", "+O\rK\r\n", {}, errc::protocol_error},
+    {"LF-only line end, then a line", "+OK\n:1\r\n", {}, errc::protocol_error},
+    {"LF-only line end of a bulk header", "$5\nhello\r\n", {}, errc::protocol_error},
 };
 
 } // namespace

@@ -69,11 +69,12 @@ std::optional<value> parser::consume(std::string_view in, std::size_t& consumed,
         bool have_leaf = true;
         switch (marker) {
         case '+':
-            leaf.kind = type::simple_string;
-            leaf.str.assign(line);
-            break;
         case '-':
-            leaf.kind = type::error;
+            // Simple strings and errors are text lines: no CR or LF (RESP3), and no NUL, which
+            // Redis never sends there and which would cut the text short in C consumers.
+            if (line.find_first_of(std::string_view("\0\r\n", 3)) != std::string_view::npos)
+                return fail();
+            leaf.kind = marker == '+' ? type::simple_string : type::error;
             leaf.str.assign(line);
             break;
         case ':':
