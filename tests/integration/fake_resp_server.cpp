@@ -11,8 +11,9 @@
 
 namespace dlock::test {
 
-fake_resp_server::fake_resp_server(script reply)
-    : reply_(std::move(reply)) {
+fake_resp_server::fake_resp_server(script reply, handshake h)
+    : reply_(std::move(reply))
+    , handshake_(h) {
     listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -68,7 +69,8 @@ void fake_resp_server::serve(int fd) {
             std::vector<std::string> cmd;
             for (auto& e : v->elements)
                 cmd.push_back(e.str);
-            if (!cmd.empty() && (cmd[0] == "HELLO" || cmd[0] == "hello")) {
+            if (handshake_ == handshake::answered && !cmd.empty() &&
+                (cmd[0] == "HELLO" || cmd[0] == "hello")) {
                 const std::string hello = "%1\r\n+server\r\n+fake\r\n";
                 ::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL);
                 continue;

@@ -123,7 +123,14 @@ TEST(errors, server_errors_are_classified_by_their_first_word) {
         {"WRONGPASS invalid username-password pair", errc::auth_failed},
         {"NOPERM this user has no permissions", errc::permission_denied},
         {"CROSSSLOT Keys in request don't hash to the same slot", errc::cross_slot},
+        {"NOREPLICAS Not enough good replicas to write.", errc::server_busy},
+        {"UNKILLABLE Sorry the script already executed write commands", errc::server_busy},
+        {"DENIED Redis is running in protected mode", errc::auth_failed},
         {"ERR unknown command", errc::server_error},
+        {"ERR Script killed by user with SCRIPT KILL...", errc::server_error},
+        // Not a condition of its own: the transaction was discarded (dlock sends no MULTI).
+        {"EXECABORT Transaction discarded because of previous errors.", errc::server_error},
+        {"FOO bar", errc::server_error}, // an unknown first word
         {"WRONGTYPE Operation against a key", errc::server_error},
         {"", errc::server_error},
         {"OOMX not a prefix match", errc::server_error},

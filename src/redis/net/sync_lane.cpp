@@ -95,6 +95,11 @@ sync_lane::result sync_lane::call(connection& main, std::span<const std::string_
         if (ec == errc::ambiguous) detail::wire_counters::bump(counters.ambiguous);
         return result::done;
     }
+    if (desynchronised_locked() && needs_eval(out, eval_fallback)) {
+        // NOSCRIPT ran nothing, and the lane the EVAL would go on is closed now.
+        ec = make_error_code(errc::protocol_error);
+        return result::done;
+    }
     if (needs_eval(out, eval_fallback)) {
         detail::wire_counters::bump(counters.noscript);
         counters.sent("EVAL");
@@ -107,9 +112,16 @@ sync_lane::result sync_lane::call(connection& main, std::span<const std::string_
         }
         if (!read_reply(out, deadline, ec) && ec == errc::ambiguous)
             detail::wire_counters::bump(counters.ambiguous);
+        if (!ec) desynchronised_locked();
     }
     if (!ec && out.is_error()) main.note_error_reply(out.str); // for messages, as the connection
     return result::done;
+}
+
+bool sync_lane::desynchronised_locked() noexcept {
+    if (fd_ < 0 || in_pos_ == in_buf_.size()) return false;
+    close_locked();
+    return true;
 }
 
 bool sync_lane::usable_locked(connection& main, clock::time_point deadline) {

@@ -23,6 +23,7 @@
 // Outcome rules are those of net::connection: a command written whose reply did not come by
 // its deadline, or whose connection closed first, is errc::ambiguous (never re-sent); a
 // malformed reply is errc::protocol_error; either closes the lane (the next call reconnects).
+// Bytes that arrive with a reply after it (a second reply to one command) close the lane too.
 // NOSCRIPT is answered by one EVAL of the fallback text on the lane.
 //
 // Thread safety: call() and shutdown() from any thread.
@@ -77,6 +78,11 @@ private:
     bool write_all(std::string_view bytes, clock::time_point deadline);
     /// Reads one reply (pushes are skipped). Errors close the lane.
     bool read_reply(resp3::value& out, clock::time_point deadline, std::error_code& ec);
+    /// Whether bytes arrived after the reply just read (a server that answered one command
+    /// twice, or a push after the reply); they would be read as the next command's reply, so
+    /// the lane is then closed, as the pipelined connection drops itself on a reply nobody
+    /// asked for. The reply read is still the command's own.
+    bool desynchronised_locked() noexcept;
     void close_locked() noexcept;
 
     const client_options& opts_;
