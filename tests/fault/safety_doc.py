@@ -69,8 +69,8 @@ NOT_COVERED = [
 COVERAGE = [
     ("B01", "malformed framing (missing CRLF, unknown type byte, bad lengths)",
      "`resp3_parser.malformed_input_is_a_protocol_error_at_every_split_point` (every row at "
-     "every split point); libFuzzer target `resp3_parser_fuzz`",
-     "NUL inside a simple string is not a row"),
+     "every split point, incl. NUL, bare CR and LF-only inside a simple string or error, empty "
+     "line, `$+5`, `$ 5`); libFuzzer target `resp3_parser_fuzz`", ""),
     ("B02", "huge declared lengths", "`resp3_parser.huge_declared_lengths_fail_on_the_header_"
      "alone`, `resp3_parser.the_bulk_length_limit_applies_before_allocating`, "
      "`connection_faults.a_huge_declared_length_is_a_protocol_error_not_an_allocation`", ""),
@@ -80,15 +80,25 @@ COVERAGE = [
      "limit_applies_to_lines_without_crlf`",
      "no test streams a real 100 MB bulk from a server"),
     ("B04", "bad integers, doubles, booleans, big numbers", "`resp3_parser.malformed_input_is_"
-     "a_protocol_error_at_every_split_point` (overflow, `:+5`, empty, junk, `#x`, `,1.2.3`, "
-     "`(12a`)", "`,nan` is not a row"),
+     "a_protocol_error_at_every_split_point` (overflow, `:+5`, `:1.5`, `:-`, empty, junk, `#x`, "
+     "`,1.2.3`, `(12a`); `,nan` and `,inf` are valid RESP3 doubles (`resp3_parser.every_valid_"
+     "reply_parses_the_same_at_every_split_point`) and `acquire_logic.a_double_or_boolean_where_"
+     "an_integer_is_expected_is_never_success` (`,nan`, `,inf`, `,1`, `#t`, `(1` in every "
+     "integer slot: protocol error for every kind's acquire and release, no TTL, no renewal)",
+     ""),
     ("B05", "truncated reply, reset, silence", "`connection_faults.a_truncated_reply_then_"
      "close_is_ambiguous`, `connection_faults.a_server_that_never_answers_gives_ambiguous_at_"
      "the_deadline`, `connection_faults.a_reply_then_reset_delivers_the_reply`; fault F09, "
      "F10, F11 (real servers behind the proxy)", ""),
     ("B06", "desync, unsolicited replies", "`connection_faults.an_unsolicited_reply_drops_the_"
-     "connection_and_is_never_attributed`, `connection.replies_match_their_commands_under_"
-     "many_threads`", "an interleaved RESP3 push is not tested on its own"),
+     "connection_and_is_never_attributed`, `bad_server.a_second_reply_to_one_command_is_never_"
+     "attributed_to_the_next` (sync lane; found and fixed a stray `+OK` read as the next SET "
+     "NX's grant), `bad_server.a_push_is_never_taken_as_the_reply_of_a_pending_command` (a "
+     "grant-shaped push before and after replies, blocking and async), `connection.replies_"
+     "match_their_commands_under_many_threads`",
+     "a push is skipped, not a reason to drop the connection (RESP3 allows pushes between "
+     "replies); a stray reply that arrives after the next command was written cannot be told "
+     "from that command's reply (no request ids in RESP)"),
     ("B07", "wrong-type success replies, huge error text", "`acquire_logic.unexpected_replies_"
      "are_protocol_errors_never_success`, `release_reading.every_kind_reads_a_malformed_"
      "release_reply_as_a_protocol_error`, `renew_reading.a_batch_reply_must_answer_every_"
@@ -102,13 +112,21 @@ COVERAGE = [
     ("B09", "wrong password, unknown user, NOAUTH, protected mode",
      "`connection.a_wrong_password_is_auth_failed_and_nothing_runs_as_default`, `connection."
      "a_handshake_error_that_echoes_the_password_is_kept_without_it`, `config.rejects_bad_"
-     "urls_with_a_reason_that_has_no_password`; fault F34 (password rotated mid-run)",
-     "protected-mode `DENIED` not tested"),
+     "urls_with_a_reason_that_has_no_password`, `bad_server.protected_mode_denied_at_the_"
+     "handshake_is_auth_failed_and_nothing_follows` (fake server: `auth_failed`, only HELLO "
+     "received, canary password absent); fault F34 (password rotated mid-run)",
+     "`DENIED` comes from a fake server, not a real one in protected mode"),
     ("B10", "errors inside a script (real)", "`connection.acl_users_authenticate_and_denied_"
-     "commands_are_permission_errors`", "`Script killed by user` and `UNKILLABLE` not tested"),
+     "commands_are_permission_errors`; `bad_server.a_killed_or_unkillable_acquire_script_is_a_"
+     "typed_error_and_keeps_the_connection` (fake server: `Script killed by user` is "
+     "`server_error`, `UNKILLABLE` is `server_busy`, not acquired, nothing released, connection "
+     "kept, blocking and async)",
+     "killed and UNKILLABLE replies come from a fake server, not a real SCRIPT KILL"),
     ("B11", "NOSCRIPT after SCRIPT FLUSH", "`connection.scripts_fall_back_to_eval_after_script_"
      "flush`, `lock.script_flush_mid_run_is_survived`, `metrics.a_flushed_script_cache_counts_"
-     "a_noscript_fallback`; fault F32", "a server that always answers NOSCRIPT not tested"),
+     "a_noscript_fallback`, `bad_server.a_server_that_always_answers_noscript_gives_no_"
+     "script_after_one_eval` (fake server: `no_script` at once, one EVALSHA and one EVAL per "
+     "acquisition, reentrant and fair, blocking and async); fault F32", ""),
     ("B12", "READONLY (real replica)", "fault F33 (demoted master: typed `readonly`, never "
      "contended), fault F35; `sentinel.a_failover_moves_holds_and_waiters_to_the_new_master`",
      ""),
@@ -123,10 +141,11 @@ COVERAGE = [
     ("B16", "BUSY (real)", "fault F31; `errors.server_errors_are_classified_by_their_first_"
      "word`", ""),
     ("B17", "LOADING, MASTERDOWN, TRYAGAIN, CLUSTERDOWN, NOREPLICAS, EXECABORT, unknown",
-     "`errors.server_errors_are_classified_by_their_first_word` (all but EXECABORT; unknown is "
-     "`server_error`); real: fault F35 (MASTERDOWN, LOADING), F26 (NOREPLICAS), "
+     "`errors.server_errors_are_classified_by_their_first_word` (EXECABORT and unknown `-FOO "
+     "bar` are `server_error`); real: fault F35 (MASTERDOWN, LOADING), F26 (NOREPLICAS), "
      "`cluster.moved_after_a_migration_and_ask_during_one_are_followed_and_a_held_lock_"
-     "keeps_renewing` (TRYAGAIN during the migration)", "EXECABORT not tested"),
+     "keeps_renewing` (TRYAGAIN during the migration)", "EXECABORT only classified (dlock "
+     "sends no MULTI)"),
     ("B18", "TLS failures", "`connection.tls_verifies_the_chain_and_the_host_name_and_never_"
      "falls_back`, `connection.tls_rejects_a_certificate_for_another_host`",
      "expired certificate not tested"),
@@ -146,9 +165,11 @@ COVERAGE = [
     ("S5", "script allowlist", "`lock.every_script_is_named_by_the_sha1_redis_computes` "
      "(constant scripts)", "no recording proxy with hostile lock names"),
     ("S6", "tokens unique, from getrandom, across fork()", "`random.tokens_do_not_repeat_across_"
-     "buffer_refills_and_threads`, `random.a_forked_child_never_repeats_the_parents_next_"
-     "tokens`, `random.a_token_is_32_lowercase_hex_characters`; fault F36",
-     "10^6 acquisitions not run"),
+     "buffer_refills_and_threads`, `random.a_million_tokens_from_the_generator_have_no_"
+     "duplicate` (10^6 tokens from the generator, `random_token()`, compared as 128-bit "
+     "values), `random.a_forked_child_never_repeats_the_parents_next_tokens`, `random.a_token_"
+     "is_32_lowercase_hex_characters`; fault F36",
+     "10^6 tokens from the generator, not 10^6 acquisitions against a server"),
 ]
 
 def measured_text(r):
