@@ -105,7 +105,8 @@ COVERAGE = [
      "urls_with_a_reason_that_has_no_password`; fault F34 (password rotated mid-run)",
      "protected-mode `DENIED` not tested"),
     ("B10", "errors inside a script (real)", "`connection.acl_users_authenticate_and_denied_"
-     "commands_are_permission_errors`", "`Script killed by user` and `UNKILLABLE` not tested"),
+     "commands_are_permission_errors`, `security.a_command_the_acl_denies_inside_a_script_is_"
+     "permission_denied` (ERR from the script is `permission_denied`, ACL LOG shows it)", "`Script killed by user` and `UNKILLABLE` not tested"),
     ("B11", "NOSCRIPT after SCRIPT FLUSH", "`connection.scripts_fall_back_to_eval_after_script_"
      "flush`, `lock.script_flush_mid_run_is_survived`, `metrics.a_flushed_script_cache_counts_"
      "a_noscript_fallback`; fault F32", "a server that always answers NOSCRIPT not tested"),

@@ -324,3 +324,21 @@ TEST(security, every_lock_kind_works_as_the_least_privileged_user) {
     exercise(holder, waiter, "after-flush", s);
     EXPECT_EQ(s.cli({"ACL", "LOG"}), "");
 }
+
+// The other side of S4: a user without one command a script runs (HSET, the reentrant
+// acquire's) is told permission_denied, not a generic server error, and ACL LOG shows it
+// (so the check above can fail).
+TEST(security, a_command_the_acl_denies_inside_a_script_is_permission_denied) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    std::string acl = locker_acl;
+    const std::string hset = " +hset";
+    acl.erase(acl.find(hset), hset.size());
+    redis_server s(server_options{.acl_lines = {acl}});
+    dlock::client c(
+        dlock::test::fast_options("redis://locker:pw@127.0.0.1:" + std::to_string(s.port())));
+    std::error_code ec;
+    auto l = c.acquire("denied", {.wait = 0ms}, ec);
+    EXPECT_FALSE(l);
+    EXPECT_EQ(ec, dlock::errc::permission_denied) << ec.message() << ": " << c.last_error_detail();
+    EXPECT_NE(s.cli({"ACL", "LOG"}), "");
+}

@@ -123,6 +123,11 @@ TEST(errors, server_errors_are_classified_by_their_first_word) {
         {"WRONGPASS invalid username-password pair", errc::auth_failed},
         {"NOPERM this user has no permissions", errc::permission_denied},
         {"CROSSSLOT Keys in request don't hash to the same slot", errc::cross_slot},
+        {"ERR The user executing the script can't run this command or subcommand script: "
+         "3a95..., on @user_script:1.",
+         errc::permission_denied}, // an ACL denial inside a script (Redis 7)
+        {"ERR The user executing the script can't access at least one of the keys",
+         errc::permission_denied},
         {"ERR unknown command", errc::server_error},
         {"WRONGTYPE Operation against a key", errc::server_error},
         {"", errc::server_error},
