@@ -88,6 +88,11 @@ errc classify_server_error(std::string_view message) noexcept {
     }};
     for (const auto& [prefix, code] : table)
         if (word == prefix) return code;
+    // An ACL denial inside a script (a command, key or channel the user may not use) comes
+    // back as ERR, not NOPERM (Redis 7): "ERR The user executing the script can't ...".
+    if (word == "ERR" &&
+        message.substr(space + 1).starts_with("The user executing the script can't"))
+        return errc::permission_denied;
     return errc::server_error;
 }
 

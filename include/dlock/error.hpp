@@ -65,7 +65,9 @@ inline std::error_code make_error_code(errc e) noexcept {
     return {static_cast<int>(e), error_category()};
 }
 
-/// Classifies a Redis error reply by its first word (`NOSCRIPT`, `READONLY`, `MOVED`, ...).
+/// Classifies a Redis error reply by its first word (`NOSCRIPT`, `READONLY`, `MOVED`, ...);
+/// an ACL denial inside a script ("ERR The user executing the script can't ...") is
+/// errc::permission_denied like NOPERM.
 /// Edge values: an empty string or an unknown prefix gives errc::server_error.
 errc classify_server_error(std::string_view message) noexcept;
 

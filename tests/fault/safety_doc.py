@@ -117,7 +117,9 @@ COVERAGE = [
      "received, canary password absent); fault F34 (password rotated mid-run)",
      "`DENIED` comes from a fake server, not a real one in protected mode"),
     ("B10", "errors inside a script (real)", "`connection.acl_users_authenticate_and_denied_"
-     "commands_are_permission_errors`; `bad_server.a_killed_or_unkillable_acquire_script_is_a_"
+     "commands_are_permission_errors`, `security.a_command_the_acl_denies_inside_a_script_is_"
+     "permission_denied` (ERR from the script is `permission_denied`, ACL LOG shows it); "
+     "`bad_server.a_killed_or_unkillable_acquire_script_is_a_"
      "typed_error_and_keeps_the_connection` (fake server: `Script killed by user` is "
      "`server_error`, `UNKILLABLE` is `server_busy`, not acquired, nothing released, connection "
      "kept, blocking and async)",
@@ -132,10 +134,16 @@ COVERAGE = [
      ""),
     ("B13", "MOVED / ASK", "`cluster_map.moved_and_ask_errors_name_the_slot_and_the_address_"
      "to_go_to` (malformed MOVED refused), `cluster.moved_after_a_migration_and_ask_during_one_"
-     "are_followed_and_a_held_lock_keeps_renewing`; fault F28",
-     "MOVED ping-pong and MOVED to an unreachable host not tested"),
-    ("B14", "CROSSSLOT", "`errors.server_errors_are_classified_by_their_first_word` "
-     "(classification only)", "no real CROSSSLOT is forced (every layout keeps one slot)"),
+     "are_followed_and_a_held_lock_keeps_renewing`; fault F28; `connection.moved_ping_pong_"
+     "between_two_nodes_stops_after_bounded_redirects`, `connection.moved_to_an_unreachable_"
+     "host_fails_typed_within_the_deadline` (two fake Cluster nodes: 1 + 5 sends, then the "
+     "MOVED reply, `moved`, in milliseconds; an unmapped MOVED address is not dialled, the map "
+     "is asked again)", "ping-pong and the unreachable address only against fake nodes"),
+    ("B14", "CROSSSLOT", "`errors.server_errors_are_classified_by_their_first_word`, "
+     "`cluster.a_cross_slot_command_is_answered_once_with_cross_slot_and_never_retried` (real "
+     "Cluster: MSET and EVAL over two slots through `client::command()`, `cross_slot`, sent "
+     "once by the nodes' commandstats)", "the lock paths cannot produce one (every layout keeps "
+     "one slot), so only raw commands are tested"),
     ("B15", "OOM (real)", "fault F30 (acquire told `out_of_memory`, release still works); "
      "`errors.server_errors_are_classified_by_their_first_word`", ""),
     ("B16", "BUSY (real)", "fault F31; `errors.server_errors_are_classified_by_their_first_"
@@ -147,8 +155,9 @@ COVERAGE = [
      "keeps_renewing` (TRYAGAIN during the migration)", "EXECABORT only classified (dlock "
      "sends no MULTI)"),
     ("B18", "TLS failures", "`connection.tls_verifies_the_chain_and_the_host_name_and_never_"
-     "falls_back`, `connection.tls_rejects_a_certificate_for_another_host`",
-     "expired certificate not tested"),
+     "falls_back`, `connection.tls_rejects_a_certificate_for_another_host`, `connection.tls_"
+     "rejects_an_expired_certificate_and_runs_nothing` (trusted CA, right host, expired: "
+     "`auth_failed`, the reason says expired, no command ran, no plaintext port)", ""),
     ("S1", "canary password never printed", "`config.to_string_never_prints_the_password`, "
      "`log_sink.warnings_never_contain_the_password_owner_or_token`, `connection.a_handshake_"
      "error_that_echoes_the_password_is_kept_without_it`; fault F34 (canary absent from every "
@@ -160,10 +169,18 @@ COVERAGE = [
      "`cluster_map.a_tls_client_takes_the_masters_tls_port`",
      "SNI mismatch and Sentinel-given IP SANs not tested"),
     ("S4", "least privilege (whole suite as a restricted ACL user, ACL LOG empty)",
-     "`connection.acl_users_authenticate_and_denied_commands_are_permission_errors` (one user)",
-     "not covered: the suite does not run as a restricted user"),
+     "`connection.acl_users_authenticate_and_denied_commands_are_permission_errors` (one user), "
+     "`security.every_lock_kind_works_as_the_least_privileged_user` (the README's ACL: every "
+     "kind acquired, renewed, waited for, released and force-unlocked, a multi-lock, after "
+     "SCRIPT FLUSH too; ACL LOG empty)", "standalone only: the whole suite does not run as "
+     "that user, nor Cluster or Sentinel clients"),
     ("S5", "script allowlist", "`lock.every_script_is_named_by_the_sha1_redis_computes` "
-     "(constant scripts)", "no recording proxy with hostile lock names"),
+     "(constant scripts), `security.every_script_the_server_receives_is_a_constant_one_for_"
+     "hostile_names` (MONITOR records every command while every kind and a multi-lock are "
+     "acquired, renewed, waited for, released and force-unlocked under hostile and random "
+     "names: each EVAL body, SCRIPT LOAD and EVALSHA digest is a constant script's, names "
+     "travel only as keys, arguments and channels, no FLUSHALL, the sentinel key survives)",
+     "standalone only (no Cluster or Sentinel recording)"),
     ("S6", "tokens unique, from getrandom, across fork()", "`random.tokens_do_not_repeat_across_"
      "buffer_refills_and_threads`, `random.a_million_tokens_from_the_generator_have_no_"
      "duplicate` (10^6 tokens from the generator, `random_token()`, compared as 128-bit "

@@ -428,3 +428,54 @@ TEST(cluster, new_acquisitions_wait_out_the_lock_delay_after_a_failover_inside_t
     EXPECT_TRUE(lease);
     EXPECT_GE(std::chrono::steady_clock::now(), paused_until);
 }
+
+namespace {
+
+/// calls + rejected_calls of `cmd` summed over every node of `c` (INFO commandstats).
+std::int64_t calls_everywhere(redis_cluster& c, const std::string& cmd) {
+    std::int64_t total = 0;
+    for (std::size_t n = 0; n < c.size(); ++n) {
+        const auto stats = c.node(n).cli({"INFO", "commandstats"});
+        const auto at = stats.find("cmdstat_" + cmd + ":");
+        if (at == std::string::npos) continue;
+        const auto line = stats.substr(at, stats.find('\n', at) - at);
+        for (const std::string field : {"calls=", "rejected_calls="}) {
+            const auto f = line.find("," + field) != std::string::npos ? line.find("," + field) + 1
+                                                                       : line.find(":" + field) + 1;
+            total += std::stoll(line.substr(f + field.size()));
+        }
+    }
+    return total;
+}
+
+} // namespace
+
+// B14: a command whose keys are in two slots (a raw MSET, an EVAL with two keys) reaches one
+// node once and comes back as CROSSSLOT, errc::cross_slot by its first word; it is not
+// retried or redirected, and the client stays usable.
+TEST(cluster, a_cross_slot_command_is_answered_once_with_cross_slot_and_never_retried) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_cluster c;
+    dlock::client cl(fast_options(c.url()));
+    ASSERT_EQ(cl.command({"SET", "warm", "1"}).str, "OK"); // the slot map is loaded
+    std::string a = "xs-a", b = "xs-b0";
+    for (int i = 1; slot_of(a) == slot_of(b); ++i)
+        b = "xs-b" + std::to_string(i);
+    const auto eval =
+        std::string("return redis.call('SET', KEYS[1], '1') and redis.call('SET', KEYS[2], '1')");
+    for (const auto& [cmd, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"mset", {"MSET", a, "1", b, "2"}}, {"eval", {"EVAL", eval, "2", a, b}}}) {
+        SCOPED_TRACE(cmd);
+        const auto before = calls_everywhere(c, cmd);
+        std::vector<std::string_view> view(args.begin(), args.end());
+        std::error_code ec;
+        const auto v = cl.command(view, ec);
+        ASSERT_FALSE(ec) << ec.message(); // an error reply is a value, not a failed call
+        ASSERT_TRUE(v.is_error());
+        EXPECT_EQ(dlock::classify_server_error(v.str), dlock::errc::cross_slot) << v.str;
+        EXPECT_EQ(calls_everywhere(c, cmd) - before, 1) << "sent more than once";
+    }
+    EXPECT_EQ(cl.command({"EXISTS", a, b}).is_error(), true);           // EXISTS of two slots, too
+    EXPECT_EQ(cl.command({"GET", "warm"}).str, "1");                    // still usable
+    EXPECT_EQ(c.node(c.master_of(slot_of(a))).cli({"EXISTS", a}), "0"); // nothing was written
+}

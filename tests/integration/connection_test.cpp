@@ -1,8 +1,12 @@
 // The RESP client against real servers (and the fake server for protocol faults): pipelining,
-// async forms, scripts, reconnects, authentication, ACL, TLS.
+// async forms, scripts, reconnects, authentication, ACL, TLS (an expired certificate too), and
+// Cluster redirects that cannot end (MOVED ping-pong, MOVED to a dead address; fake nodes).
 #include "fake_resp_server.hpp"
+#include "process.hpp"
 #include "redis/client_impl.hpp"
+#include "redis/locks/names.hpp"
 #include "redis/net/connection.hpp"
+#include "redis/topology/cluster.hpp"
 #include "test_util.hpp"
 
 #include <asio/co_spawn.hpp>
@@ -11,6 +15,8 @@
 #include <asio/use_future.hpp>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -250,6 +256,163 @@ TEST(connection, tls_rejects_a_certificate_for_another_host) {
     std::error_code ec;
     c.command(std::vector<std::string_view>{"PING"}, ec);
     EXPECT_EQ(ec, errc::auth_failed) << ec.message();
+}
+
+namespace {
+
+/// Runs openssl with `args` in `dir`; fails the test with its exit status otherwise.
+void openssl_in(const std::filesystem::path& dir, std::vector<std::string> args) {
+    args.insert(args.begin(), "openssl");
+    args.insert(args.begin(), "/usr/bin/env");
+    const auto [out, rc] = dlock::test::run_capture(args, {}, dir / "openssl.err");
+    ASSERT_EQ(rc, 0) << "openssl " << args[2] << " failed (see " << (dir / "openssl.err") << ")";
+}
+
+} // namespace
+
+// B18: a server certificate signed by the trusted CA, for the right host, but expired (valid
+// in 2020 only) is refused like any failed verification (auth_failed); nothing runs on the
+// connection and there is no plaintext fallback (the server has no plaintext port).
+TEST(connection, tls_rejects_an_expired_certificate_and_runs_nothing) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s(server_options{.tls = true});
+    auto o = fast_options(s.url());
+    o.tls.ca_file = s.tls().ca_cert.string();
+    {
+        dlock::client c(o); // the valid certificate works: only the expiry differs below
+        EXPECT_EQ(c.command({"PING"}).str, "PONG");
+    }
+    // An expired leaf for 127.0.0.1 from the same CA: `openssl ca` can backdate, x509 cannot.
+    const auto d = s.dir();
+    const auto path = [&](const char* f) { return (d / f).string(); };
+    {
+        std::ofstream cnf(d / "expired-ca.cnf");
+        cnf << "[ca]\ndefault_ca=d\n[d]\ndatabase=" << path("index.txt")
+            << "\nnew_certs_dir=" << d.string() << "\nserial=" << path("serial")
+            << "\ndefault_md=sha256\npolicy=p\n[p]\ncommonName=supplied\n";
+        std::ofstream(d / "index.txt").flush();
+        std::ofstream(d / "serial") << "01\n";
+        std::ofstream(d / "expired.ext") << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
+    }
+    openssl_in(d,
+               {"req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+                path("expired.key"), "-out", path("expired.csr"), "-subj", "/CN=localhost"});
+    openssl_in(d, {"ca", "-batch", "-config", path("expired-ca.cnf"), "-cert", path("ca.crt"),
+                   "-keyfile", path("ca.key"), "-in", path("expired.csr"), "-out",
+                   path("expired.crt"), "-startdate", "20200101000000Z", "-enddate",
+                   "20200102000000Z", "-extfile", path("expired.ext")});
+    s.cli({"CONFIG", "SET", "tls-cert-file", path("expired.crt"), "tls-key-file",
+           path("expired.key")});
+    // redis-cli verifies too from now on: --insecure for the test's own look at the server.
+    const auto pings = [&] {
+        const auto stats = s.cli({"--insecure", "INFO", "commandstats"});
+        const auto at = stats.find("cmdstat_ping:calls=");
+        return at == std::string::npos ? 0 : std::stoll(stats.substr(at + 19));
+    };
+    ASSERT_EQ(s.cli({"--insecure", "CONFIG", "GET", "tls-cert-file"}),
+              "tls-cert-file\n" + path("expired.crt"));
+    const auto before = pings();
+    dlock::client c(o);
+    std::error_code ec;
+    c.command(std::vector<std::string_view>{"PING"}, ec);
+    EXPECT_EQ(ec, errc::auth_failed) << ec.message();
+    EXPECT_NE(c.last_error_detail().find("expired"), std::string::npos) << c.last_error_detail();
+    EXPECT_EQ(pings(), before) << "a command ran over the unverified connection";
+    EXPECT_EQ(s.cli({"--insecure", "CONFIG", "GET", "port"}), "port\n0"); // TLS only
+}
+
+namespace {
+
+/// A CLUSTER SHARDS reply (RESP3): slots 0-8191 at 127.0.0.1:`a`, 8192-16383 at `b` (all
+/// at `a` when `b` is 0).
+std::string shards_reply(std::uint16_t a, std::uint16_t b) {
+    const auto bulk = [](const std::string& s) {
+        return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+    };
+    const auto shard = [&](const char* id, std::uint16_t port, int from, int to) {
+        return "%2\r\n" + bulk("slots") + "*2\r\n:" + std::to_string(from) +
+               "\r\n:" + std::to_string(to) + "\r\n" + bulk("nodes") + "*1\r\n%5\r\n" + bulk("id") +
+               bulk(id) + bulk("port") + ":" + std::to_string(port) + "\r\n" + bulk("ip") +
+               bulk("127.0.0.1") + bulk("role") + bulk("master") + bulk("health") + bulk("online");
+    };
+    if (b == 0) return "*1\r\n" + shard("m1", a, 0, 16383);
+    return "*2\r\n" + shard("m1", a, 0, 8191) + shard("m2", b, 8192, 16383);
+}
+
+/// A fake Cluster node: CLUSTER SHARDS as shards_reply(a, b), ROLE master, GET answered
+/// MOVED to `moved_to` (and counted), anything else +OK.
+dlock::test::fake_resp_server::script redirecting_node(const std::atomic<std::uint16_t>& a,
+                                                       const std::atomic<std::uint16_t>& b,
+                                                       const std::atomic<std::uint16_t>& moved_to,
+                                                       std::atomic<int>& gets) {
+    return [&a, &b, &moved_to, &gets](const std::vector<std::string>& cmd) {
+        dlock::test::fake_resp_server::action r;
+        const std::string verb = cmd.empty() ? "" : cmd[0];
+        if (verb == "CLUSTER") {
+            r.bytes = shards_reply(a.load(), b.load());
+        } else if (verb == "ROLE") {
+            r.bytes = "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n";
+        } else if (verb == "GET" && cmd.size() == 2) {
+            ++gets;
+            r.bytes = "-MOVED " + std::to_string(dlock::detail::key_slot(cmd[1])) +
+                      " 127.0.0.1:" + std::to_string(moved_to.load()) + "\r\n";
+        } else {
+            r.bytes = "+OK\r\n";
+        }
+        return r;
+    };
+}
+
+/// The outcome of a redirect that cannot end: a typed error code, or the MOVED reply itself
+/// (errc::moved by its first word) once the redirects are used up.
+bool typed_redirect_failure(std::error_code ec, const dlock::resp3::value& v) {
+    if (ec) return ec == errc::moved || ec == errc::unavailable || ec == errc::timeout;
+    return v.is_error() && dlock::classify_server_error(v.str) == errc::moved;
+}
+
+} // namespace
+
+// B13: two masters that send each other's address in MOVED forever: the client follows a
+// bounded number of redirects (both nodes see the command), then the caller gets the MOVED
+// reply (errc::moved) well within the command timeout.
+TEST(connection, moved_ping_pong_between_two_nodes_stops_after_bounded_redirects) {
+    std::atomic<std::uint16_t> a_port{0}, b_port{0};
+    std::atomic<int> a_gets{0}, b_gets{0};
+    fake_resp_server a(redirecting_node(a_port, b_port, b_port, a_gets));
+    fake_resp_server b(redirecting_node(a_port, b_port, a_port, b_gets));
+    a_port = a.port();
+    b_port = b.port();
+    const std::string key = "k"; // slot 7629: node a by the map
+    ASSERT_LT(dlock::detail::key_slot(key), 8192);
+    dlock::client c(fast_options("redis-cluster://127.0.0.1:" + std::to_string(a.port())));
+    std::error_code ec;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto v = c.command(std::vector<std::string_view>{"GET", key}, ec);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_TRUE(typed_redirect_failure(ec, v)) << ec.message() << " / " << v.str;
+    EXPECT_GE(b_gets.load(), 1) << "the MOVED to a known master was not followed";
+    // The first send and max_redirects (5) more, alternating: a, b, a, b, a, b.
+    EXPECT_EQ(a_gets.load(), 1 + dlock::detail::cluster::max_redirects / 2);
+    EXPECT_EQ(a_gets.load() + b_gets.load(), 1 + dlock::detail::cluster::max_redirects);
+    EXPECT_LT(took, 3s);
+}
+
+// B13: MOVED to an address where nothing listens and that no map names: the client asks the
+// map again (which still says node a) instead of trusting the address, and after a bounded
+// number of redirects the caller gets a typed failure within the command timeout.
+TEST(connection, moved_to_an_unreachable_host_fails_typed_within_the_deadline) {
+    std::atomic<std::uint16_t> a_port{0}, none{0}, dead{dlock::test::free_port()};
+    std::atomic<int> a_gets{0};
+    fake_resp_server a(redirecting_node(a_port, none, dead, a_gets));
+    a_port = a.port();
+    dlock::client c(fast_options("redis-cluster://127.0.0.1:" + std::to_string(a.port())));
+    std::error_code ec;
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto v = c.command(std::vector<std::string_view>{"GET", "k"}, ec);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_TRUE(typed_redirect_failure(ec, v)) << ec.message() << " / " << v.str;
+    EXPECT_EQ(a_gets.load(), 1 + dlock::detail::cluster::max_redirects); // never more
+    EXPECT_LT(took, 3s);
 }
 
 TEST(connection, an_unreachable_server_is_unavailable_or_timeout_within_bounds) {

@@ -126,6 +126,11 @@ TEST(errors, server_errors_are_classified_by_their_first_word) {
         {"NOREPLICAS Not enough good replicas to write.", errc::server_busy},
         {"UNKILLABLE Sorry the script already executed write commands", errc::server_busy},
         {"DENIED Redis is running in protected mode", errc::auth_failed},
+        {"ERR The user executing the script can't run this command or subcommand script: "
+         "3a95..., on @user_script:1.",
+         errc::permission_denied}, // an ACL denial inside a script (Redis 7)
+        {"ERR The user executing the script can't access at least one of the keys",
+         errc::permission_denied},
         {"ERR unknown command", errc::server_error},
         {"ERR Script killed by user with SCRIPT KILL...", errc::server_error},
         // Not a condition of its own: the transaction was discarded (dlock sends no MULTI).

@@ -5,6 +5,9 @@
 
 #include <dlock/error.hpp>
 
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -322,7 +325,13 @@ void connection::on_transport_ready() {
             // A certificate that fails verification is an auth failure:
             // retrying will not fix it, and we never fall back.
             const bool verify = ec.category() == asio::error::get_ssl_category();
-            note_failure("TLS handshake with " + address() + ": " + ec.message());
+            std::string why = ec.message();
+            // OpenSSL's reason says which check failed ("certificate has expired").
+            auto* t = std::get_if<std::unique_ptr<tls_stream>>(&stream_);
+            const long result = t ? SSL_get_verify_result((*t)->native_handle()) : X509_V_OK;
+            if (verify && result != X509_V_OK)
+                why += std::string(" (") + X509_verify_cert_error_string(result) + ")";
+            note_failure("TLS handshake with " + address() + ": " + why);
             return fail_connection(make_error_code(verify ? errc::auth_failed : errc::unavailable));
         }
         handshake();
