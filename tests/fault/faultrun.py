@@ -794,9 +794,20 @@ def f02(run):
 def f03(run):
     run.setup()
     victim = run.workers[0]
-    run.start_workers(arm=lambda w: run.proxy.ctl(
-        "rule %s stop %d %s count 1" % (run.route(1), w.pid(), run.acquire_rule())))
+    # Redlock: a stop armed on one master's route alone can land after the other two granted
+    # (the proxy forwarded them first, CI 2026-11-24: the quorum was reached and checked
+    # before the stop, so the fault was a pause *after* the acquisition, F02's, not this
+    # one). The first lock request on any of the worker's routes stops it, before any reply
+    # can pass; the other routes' rules are cleared while it is stopped.
+    routes = [run.route(1, i) for i in range(len(run.lock_servers))]
+
+    def arm(w):
+        for r in routes:
+            run.proxy.ctl("rule %s stop %d %s count 1" % (r, w.pid(), run.acquire_rule()))
+    run.start_workers(arm=arm)
     run.wait_for(lambda: run.stopped(victim.pid()), 8, "worker 1 stopped after its acquire")
+    for r in routes:
+        run.proxy.ctl("clear %s" % r)
     run.sleep_ms(2 * run.ttl_ms)
     os.kill(victim.pid(), signal.SIGCONT)
     run.nemesis("sigcont", "w1")
