@@ -162,11 +162,15 @@ std::string ls_ddl(const settings&) {
 }
 statement ls_acquire(const settings&, const std::string& name, const std::string& owner,
                      milliseconds lease, const std::optional<std::string>&) {
+    // The token of a takeover is drawn in DO UPDATE, under the row lock, after the previous
+    // holder's last change committed; the VALUES one is drawn before the conflict check and
+    // serves only a name's first row. Rows are never deleted (release and force expire them),
+    // so no acquisition after the first can insert a token drawn before a later one's grant.
     return {"INSERT INTO dlock_lease(name, owner, token, expires_at, acquired_at) VALUES ($1, $3, "
             "nextval('dlock_fence'), now() + make_interval(secs => $2), now()) ON CONFLICT "
-            "(name) DO UPDATE SET owner = EXCLUDED.owner, token = EXCLUDED.token, expires_at = "
-            "EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at WHERE dlock_lease.expires_at "
-            "<= now() RETURNING token",
+            "(name) DO UPDATE SET owner = EXCLUDED.owner, token = nextval('dlock_fence'), "
+            "expires_at = EXCLUDED.expires_at, acquired_at = EXCLUDED.acquired_at WHERE "
+            "dlock_lease.expires_at <= now() RETURNING token",
             {name, seconds_text(lease), owner}};
 }
 statement ls_remaining(const settings&, const std::string& name) {
@@ -180,8 +184,9 @@ statement ls_extend(const settings&, const std::string& name, const std::string&
             {name, seconds_text(lease), id}};
 }
 statement ls_release(const settings&, const std::string& name, const std::string& id) {
-    return {"WITH d AS (DELETE FROM dlock_lease WHERE name = $1 AND token = $2::bigint RETURNING "
-            "name) SELECT pg_notify('" +
+    // The row stays, expired (see ls_acquire).
+    return {"WITH d AS (UPDATE dlock_lease SET expires_at = LEAST(expires_at, now()) WHERE name "
+            "= $1 AND token = $2::bigint RETURNING name) SELECT pg_notify('" +
                 lease_channel + "', name) FROM d",
             {name, id}};
 }
@@ -196,8 +201,8 @@ statement ls_list(const settings&) {
             " FROM dlock_lease WHERE expires_at > now() ORDER BY name"};
 }
 statement ls_force(const settings&, const std::string& name) {
-    return {"WITH d AS (DELETE FROM dlock_lease WHERE name = $1 RETURNING name) SELECT "
-            "pg_notify('" +
+    return {"WITH d AS (UPDATE dlock_lease SET expires_at = now() WHERE name = $1 AND "
+            "expires_at > now() RETURNING name) SELECT pg_notify('" +
                 lease_channel + "', name) FROM d",
             {name}};
 }

@@ -82,7 +82,9 @@ std::pair<std::string, int> run_capture(const std::vector<std::string>& argv,
                                         const std::vector<std::string>& env_extra,
                                         const std::filesystem::path& err) {
     int out[2];
-    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
+    // Close-on-exec: a process another thread spawns meanwhile must not inherit the write end,
+    // or the read below waits for that process to end (a 20 s `dlock exec` holder did).
+    if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
     auto args = c_args(argv);
     const pid_t pid = ::fork();
     if (pid < 0) {

@@ -64,15 +64,20 @@ TEST_F(PgCli, ExecExcludesAmongProcesses) {
     // ShedLock rows too.
     EXPECT_EQ(dlock("exec --kind shedlock --wait 0 cli:shed -- true").code, 0);
     EXPECT_EQ(server().psql("SELECT count(*) FROM shedlock WHERE name = 'cli:shed'"), "1");
-    // dlock's lease rows: the row is deleted on release.
+    // dlock's lease rows: the row is kept, expired, on release.
     EXPECT_EQ(dlock("exec --kind lease --wait 0 cli:lease -- true").code, 0);
-    EXPECT_EQ(server().psql("SELECT count(*) FROM dlock_lease"), "0");
+    EXPECT_EQ(server().psql("SELECT count(*) FROM dlock_lease WHERE expires_at > now()"), "0");
+    EXPECT_EQ(server().psql("SELECT count(*) FROM dlock_lease WHERE name = 'cli:lease'"), "1");
 }
 
 TEST_F(PgCli, StatusListAndUnlockForceOnAHeldLock) {
     outcome held;
-    std::thread holder([&] { held = dlock("exec cli:held -- sleep 20"); });
-    ASSERT_TRUE(eventually([&] { return granted() == 1; }, 10s));
+    std::thread holder([&] { held = dlock("exec cli:held -- sleep 60"); });
+    if (!eventually([&] { return granted() == 1; }, 10s)) {
+        dlock("unlock --force cli:held"); // the holder must not outlive the test
+        holder.join();
+        FAIL() << "the holder did not take its lock: " << held.code << " " << held.out;
+    }
     const auto st = dlock("status cli:held");
     EXPECT_EQ(st.code, 0);
     EXPECT_NE(st.out.find("holder   dlock:cli:held"), std::string::npos) << st.out;
@@ -90,8 +95,8 @@ TEST_F(PgCli, StatusListAndUnlockForceOnAHeldLock) {
     EXPECT_NE(dlock("status cli:free").out.find("kind     none"), std::string::npos);
 }
 
-// unlock --force of the row kinds: ShedLock's lock_until set to now (row kept), lease and
-// versioned rows deleted; another exec takes the lock at once.
+// unlock --force of the row kinds: ShedLock's lock_until and lease's expires_at set to now
+// (rows kept), versioned rows deleted; another exec takes the lock at once.
 TEST_F(PgCli, UnlockForceEndsEveryRowKind) {
     const std::vector<std::string> kinds{"shedlock", "lease", "versioned"};
     std::vector<outcome> held(kinds.size());
@@ -99,12 +104,14 @@ TEST_F(PgCli, UnlockForceEndsEveryRowKind) {
     for (std::size_t i = 0; i < kinds.size(); ++i)
         ts.emplace_back([&, i] {
             held[i] = dlock("exec --kind " + kinds[i] + " --lease 30s cli:row-" + kinds[i] +
-                            " -- sleep 2");
+                            " -- sleep 60");
         });
     const auto rows_held = [&] {
         return server().psql("SELECT (SELECT count(*) FROM shedlock WHERE name = "
                              "'cli:row-shedlock' AND lock_until > timezone('utc', now())) + "
-                             "(SELECT count(*) FROM dlock_lease WHERE name = 'cli:row-lease') + "
+                             "(SELECT count(*) FROM dlock_lease WHERE name = 'cli:row-lease' AND "
+                             "expires_at > "
+                             "now()) + "
                              "(SELECT count(*) FROM locks WHERE name = 'cli:row-versioned' AND "
                              "record_version_number IS NOT NULL)") == "3";
     };
@@ -126,8 +133,12 @@ TEST_F(PgCli, UnlockForceEndsEveryRowKind) {
         EXPECT_EQ(dlock("exec --kind " + kinds[i] + " --wait 0 " + name + " -- true").code, 0);
         EXPECT_NE(dlock("unlock --force " + name).out.find("nothing ended"), std::string::npos);
     }
+    for (std::size_t i = 0; !up && i < kinds.size(); ++i)
+        dlock("unlock --force cli:row-" + kinds[i]); // the holders must not outlive the test
     for (auto& t : ts)
         t.join();
+    for (std::size_t i = 0; i < kinds.size(); ++i) // each child stopped: its lock was lost
+        EXPECT_EQ(held[i].code, 73) << kinds[i] << ": " << held[i].out;
     ASSERT_TRUE(up) << "the holders did not take their rows";
     EXPECT_EQ(server().psql("SELECT count(*) FROM shedlock WHERE name = 'cli:row-shedlock'"), "1");
 }
