@@ -2,6 +2,7 @@
 
 #include "process.hpp"
 #include "redis_fixture.hpp" // free_port()
+#include "throwaway_postgres.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -101,11 +102,11 @@ pg_server::pg_server(std::vector<std::string> extra_config)
         give_to_server(dir_);
         write_file(dir_ / "pw", password() + "\n");
         give_to_server(dir_ / "pw");
-        const pid_t init = launch({pg_bin("initdb"), "-D", (dir_ / "data").string(), "-U",
-                                   "postgres", "--pwfile=" + (dir_ / "pw").string(),
-                                   "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8",
-                                   "--locale=C.UTF-8", "--no-sync", "--no-instructions"},
-                                  dir_ / "initdb.log", false);
+        const pid_t init = launch(
+            tools::throwaway_initdb_args(pg_bin("initdb"), (dir_ / "data").string(),
+                                         {"--pwfile=" + (dir_ / "pw").string(),
+                                          "--auth-local=trust", "--auth-host=scram-sha-256"}),
+            dir_ / "initdb.log", false);
         if (wait_child(init) != 0)
             throw std::runtime_error("initdb failed: " + read_tail(dir_ / "initdb.log", 2000));
         port_ = free_port();
@@ -152,27 +153,10 @@ bool pg_server::running() const {
 }
 
 void pg_server::start() {
-    std::vector<std::string> argv{pg_bin("postgres"),
-                                  "-D",
-                                  (dir_ / "data").string(),
-                                  "-p",
-                                  std::to_string(port_),
-                                  "-k",
-                                  dir_.string(),
-                                  "-c",
-                                  "listen_addresses=127.0.0.1",
-                                  "-c",
-                                  "fsync=off",
-                                  "-c",
-                                  "synchronous_commit=off",
-                                  "-c",
-                                  "full_page_writes=off",
-                                  "-c",
-                                  "max_connections=200"};
-    for (const auto& c : extra_) {
-        argv.push_back("-c");
-        argv.push_back(c);
-    }
+    std::vector<std::string> settings{"max_connections=200"};
+    settings.insert(settings.end(), extra_.begin(), extra_.end());
+    const auto argv = tools::throwaway_server_args(pg_bin("postgres"), (dir_ / "data").string(),
+                                                   port_, dir_.string(), settings);
     pid_ = launch(argv, dir_ / "server.log", true);
     const auto until = std::chrono::steady_clock::now() + 30s;
     for (;;) {

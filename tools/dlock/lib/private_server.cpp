@@ -3,6 +3,7 @@
 #include "private_server.hpp"
 
 #include "common.hpp"
+#include "throwaway_postgres.hpp"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -192,17 +193,8 @@ void private_server::init_postgres(const std::string& bin_dir) {
     const auto id = postgres_identity();
     if (id.drop && ::chown(dir_.c_str(), id.uid, id.gid) != 0)
         throw std::system_error(errno, std::generic_category(), "chown " + dir_.string());
-    const std::vector<std::string> args{bin_dir + "/initdb",
-                                        "-D",
-                                        (dir_ / "data").string(),
-                                        "-U",
-                                        "postgres",
-                                        "--auth=trust",
-                                        "-E",
-                                        "UTF8",
-                                        "--locale=C.UTF-8",
-                                        "--no-sync",
-                                        "--no-instructions"};
+    const auto args = tools::throwaway_initdb_args(bin_dir + "/initdb", (dir_ / "data").string(),
+                                                   {"--auth=trust"});
     std::vector<char*> argv;
     for (const auto& a : args)
         argv.push_back(const_cast<char*>(a.c_str()));
@@ -229,21 +221,8 @@ void private_server::init_postgres(const std::string& bin_dir) {
 
 std::vector<std::string> private_server::arguments(const std::string& binary) const {
     if (kind_ == kind::postgresql) // no durability: the data dies with the demo
-        return {binary,
-                "-D",
-                (dir_ / "data").string(),
-                "-p",
-                std::to_string(port_),
-                "-k",
-                dir_.string(),
-                "-c",
-                "listen_addresses=127.0.0.1",
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off"};
+        return tools::throwaway_server_args(binary, (dir_ / "data").string(), port_, dir_.string(),
+                                            {});
     if (kind_ == kind::redis)
         return {binary,        "--port",    std::to_string(port_), "--bind",      "127.0.0.1",
                 "--save",      "",          "--appendonly",        "no",          "--dir",
