@@ -1017,8 +1017,8 @@ def crash_restart(run, delay_ms=0, restore=None, victim=0):
     run.sleep_ms(delay_ms)
     srv.start()
     run.nemesis("restart", srv.name, "after %d ms" % delay_ms)
-    run.fo_master_note()
     run.wait_workers()
+    run.fo_master_note()  # FO: whether the sentinels moved the master (reported)
 
 
 @scenario("F20", "lock server kill -9 and immediate restart without persistence",
@@ -1094,8 +1094,8 @@ def f24(run):
     run.sleep_ms(2 * run.ttl_ms)
     srv.signal(signal.SIGCONT)
     run.nemesis("sigcont", srv.name)
-    run.fo_master_note()  # FO: a 2 s stall may or may not end in a failover (both SAFE)
     run.wait_workers()
+    run.fo_master_note()  # FO: a 2 s stall may or may not end in a failover (both SAFE)
     run.bounded_latency(2000 + 500 + 500 + 700)
 
 
