@@ -401,14 +401,16 @@ class Run:
         """Starts lock servers (1, or 3 masters for R), the resource server, the proxy and
         prepares (does not start) the workers. In mode FO a scenario written for one master
         runs the same on a Sentinel-managed master (fo_setup: the workers find it through
-        the sentinels, without the proxy; lock_servers[0] is the master)."""
+        the sentinels; every data node behind its own proxy route; lock_servers[0] is the
+        master)."""
         if self.mode == "FO" and lock_url is None:
-            assert not (resource_via_proxy or lock_skew or lock_auth or persistence != "none")
+            assert not (lock_skew or lock_auth)
             return fo_setup(self, lock_extra=lock_extra, workers=workers, ttl_ms=ttl_ms,
                             resource=resource, hold_ms=hold_ms, duration_ms=duration_ms,
                             command_timeout_ms=command_timeout_ms, wait_ms=wait_ms,
                             poll_ms=poll_ms, worker_extra=worker_extra, worker_skew=worker_skew,
-                            think_ms=think_ms)
+                            think_ms=think_ms, persistence=persistence,
+                            resource_via_proxy=resource_via_proxy)
         self.ttl_ms = ttl_ms
         n_lock = 0 if lock_url else 3 if self.mode == "R" else 1
         for i in range(n_lock):
@@ -420,7 +422,8 @@ class Run:
             resource = "fenced" if self.mode == "F" else "counter"
         self.resource_kind = resource
         if resource in ("counter", "fenced"):
-            self.resource = Redis(self, "resource", persistence="aof")
+            if not self.resource:  # fo_setup made it, to route it through its proxy
+                self.resource = Redis(self, "resource", persistence="aof")
             self.resource.start()
         routes = {}
         for w in range(1, workers + 1):
@@ -428,7 +431,10 @@ class Run:
                 routes["w%d-l%d" % (w, i)] = r.port
             if self.resource and resource_via_proxy:
                 routes["w%d-res" % w] = self.resource.port
-        self.proxy = Proxy(self, routes) if routes else self.proxy
+        if self.proxy and routes:  # FO: fo_setup's proxy already has these routes
+            assert set(routes) <= set(self.proxy.ports), routes
+        else:
+            self.proxy = Proxy(self, routes) if routes else self.proxy
         for w in range(1, workers + 1):
             urls = ["redis://%s127.0.0.1:%d" % (lock_auth, self.proxy.ports["w%d-l%d" % (w, i)])
                     for i in range(n_lock)]
@@ -465,11 +471,33 @@ class Run:
                 w.start()
 
     def route(self, w, server=0):
-        return "w%d-l%d" % (w, server)
+        """Worker w's proxy route to lock server `server`. In FO the route is the node's own
+        (fo_setup: one per data node, shared by every client, replica and sentinel): the
+        workers find the master through Sentinel, which can name only one address per node."""
+        return "l%d" % server if self.fo_proxied() else "w%d-l%d" % (w, server)
+
+    def lock_routes(self, w):
+        """The routes worker w's lock requests take: one per lock server; in FO the master's
+        (lock0 until a failover)."""
+        n = 1 if self.fo_proxied() else len(self.lock_servers)
+        return [self.route(w, i) for i in range(n)]
+
+    def masters(self):
+        """The lock servers that take writes: every one, or in FO the master (lock0)."""
+        return self.lock_servers[:1] if self.mode == "FO" else self.lock_servers
+
+    def fo_proxied(self):
+        return self.mode == "FO" and self.proxy is not None and "l0" in self.proxy.ports
+
+    def announced(self, srv):
+        """The port Sentinel names for a data node: its proxy route in FO, else its own."""
+        return self.proxy.ports[srv.name.replace("lock", "l")] if self.fo_proxied() \
+            else srv.port
 
     def acquire_rule(self):
-        """What the proxy matches for an acquisition request in this mode."""
-        return "cmd SET" if self.mode in ("S", "R") else "arg redisson_lock_token"
+        """What the proxy matches for an acquisition request in this mode (FO: the simple
+        lock, as in S)."""
+        return "cmd SET" if self.mode in ("S", "R", "FO") else "arg redisson_lock_token"
 
     def write_rule(self):
         return "cmd SET" if self.resource_kind == "counter" else "cmd EVALSHA|EVAL arg :value"
@@ -615,12 +643,40 @@ class Run:
 
     def victim_told_ambiguous(self):
         """Worker 1's first acquisition (the faulted one) ended as `info` (outcome unknown) or
-        `fail`, never as a hold."""
+        `fail`, never as a hold. In FO a client of a Sentinel master retries a timed-out or
+        reset attempt within its wait (the master may be moving; the undo of the unknown
+        attempt goes first): there the acquisition may end ok, but only through an attempt
+        sent after the last faulted one (its lease starts after that request met the proxy)."""
         first = next((e for e in self.workers[0].events()
                       if e.get("f") == "acquire" and e["type"] != "invoke"), None)
-        self.probe("the faulted acquisition was not reported as a hold",
-                   first is not None and first["type"] in ("info", "fail"),
-                   "%s %s" % (first and first["type"], first and first.get("err", "")))
+        ok = first is not None and first["type"] in ("info", "fail")
+        detail = "%s %s" % (first and first["type"], first and first.get("err", ""))
+        if self.mode == "FO" and first is not None and first["type"] == "ok":
+            faulted = [e["t"] for e in self.events_of(os.path.join(self.out, "proxy.jsonl"))
+                       if e.get("target") == self.route(1) and e.get("nemesis", "") not in
+                       ("proxy-rule", "proxy-clear", "proxy-release", "proxy-stopped")]
+            ok = bool(faulted) and first["t_start"] > max(faulted)
+            detail += "; lease from %d ns after the last faulted request" % (
+                first["t_start"] - max(faulted)) if faulted else "; no fault logged"
+        self.probe("the faulted acquisition was not reported as a hold", ok, detail)
+
+    def events_of(self, path):
+        try:
+            with open(path) as f:
+                return [json.loads(line) for line in f if line.endswith("\n")]
+        except OSError:
+            return []
+
+    def fo_master_note(self):
+        """FO: logs (and prints) whether the sentinels moved the master; returns the port."""
+        if self.mode != "FO":
+            return None
+        port = self.extra_servers[0].master_port_now()
+        moved = port != self.announced(self.lock_servers[0])
+        self.nemesis("master-now", "sentinels", "port %s (%s)" % (port, "failed over" if moved
+                                                                 else "no failover"))
+        print("FO: master on port %s: %s" % (port, "failed over" if moved else "no failover"))
+        return port
 
     def min_acquisitions(self, n):
         ok = sum(1 for w in self.workers for e in w.events()
@@ -750,6 +806,17 @@ def scenario(sid, title, checks, modes, expect=None, outcome=None, max_gap_ms=No
 
 
 SAFE = {}
+FO_MODES = ["S", "F", "R", "FO"]
+# In FO a fault on the proxy hits a data node for every client, replica and sentinel (see
+# fo_setup): a partition or a stall of the master longer than down-after-milliseconds (1 s)
+# is a failover. dlock's lock-delay (no new grant for one lease after a client sees the master
+# change) then outlasts every hold the old master granted to a request sent before the switch
+# was seen (its validity counts from before the send): SAFE. What is left is a race as wide
+# as the spread of the sentinels' +switch-master among the clients (milliseconds here): a
+# client that has not seen it yet can still be granted by the old master while it is master.
+FO_FAILOVER = ("SAFE: the master is cut from everyone, sentinels included, for longer than "
+               "down-after-milliseconds: Sentinel fails over; the lock-delay outlasts every "
+               "hold the old master granted")
 LOST_UPDATE = {"RESOURCE": "violated", "USE_WITHIN_HOLD": "violated"}
 
 
@@ -770,10 +837,11 @@ def f01(run):
 
 @scenario("F02", "holder paused (SIGSTOP) > TTL inside its critical section, then writes",
           "beliefs never overlap; the unfenced resource loses an update, the fenced one rejects "
-          "the stale write", "SFR",
-          expect={"S": LOST_UPDATE, "R": LOST_UPDATE, "F": SAFE},
+          "the stale write", "SFR", ext=["FO"],
+          expect={"S": LOST_UPDATE, "R": LOST_UPDATE, "F": SAFE, "FO": LOST_UPDATE},
           outcome={"S": "beliefs SAFE; resource EXPECT-VIOL", "R": "beliefs SAFE; resource "
-                   "EXPECT-VIOL", "F": "SAFE (stale write rejected)"})
+                   "EXPECT-VIOL", "F": "SAFE (stale write rejected)",
+                   "FO": "as S: beliefs SAFE; resource EXPECT-VIOL"})
 def f02(run):
     run.setup(resource_via_proxy=True, worker_extra={1: ["--careless"]})
     run.start_workers()
@@ -789,8 +857,8 @@ def f02(run):
 
 
 @scenario("F03", "holder paused between the acquire request and its reply (Kleppmann #2)",
-          "the validity counts from before the send: a reply read after TTL is no hold", "SFR",
-          outcome={m: "SAFE" for m in "SFR"})
+          "the validity counts from before the send: a reply read after TTL is no hold",
+          FO_MODES, outcome={m: "SAFE" for m in FO_MODES})
 def f03(run):
     run.setup()
     victim = run.workers[0]
@@ -799,7 +867,7 @@ def f03(run):
     # before the stop, so the fault was a pause *after* the acquisition, F02's, not this
     # one). The first lock request on any of the worker's routes stops it, before any reply
     # can pass; the other routes' rules are cleared while it is stopped.
-    routes = [run.route(1, i) for i in range(len(run.lock_servers))]
+    routes = run.lock_routes(1)  # FO: the master's route, which worker 1 alone uses yet
 
     def arm(w):
         for r in routes:
@@ -816,7 +884,8 @@ def f03(run):
 
 @scenario("F04", "acquire reply held back by the proxy for 1.5 x TTL",
           "a reply arriving after the validity is no hold; per-node timeout respected", "SFR",
-          outcome={"S": "SAFE", "F": "SAFE", "R": "SAFE (node counted failed)"})
+          ext=["FO"],
+          outcome={"S": "SAFE", "F": "SAFE", "R": "SAFE (node counted failed)", "FO": "SAFE"})
 def f04(run):
     run.setup(worker_extra={1: ["--command-timeout-ms", "3000"]})
     held = [0, 1] if run.mode == "R" else [0]
@@ -850,16 +919,18 @@ def fault_first_acquire(run, fault, count=1, others_after_ms=300):
 
 @scenario("F05", "acquire request delayed 1.5 s in the network; the client times out, "
           "releases on a new connection, then the SET lands",
-          "no belief; the orphan key lives at most TTL", "SFR",
-          outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE", "R": "SAFE, LIVE"}, max_gap_ms=2500)
+          "no belief; the orphan key lives at most TTL", FO_MODES,
+          outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE", "R": "SAFE, LIVE", "FO": "SAFE"},
+          max_gap_ms=2500)
 def f05(run):
     fault_first_acquire(run, "delay-req 1500", others_after_ms=100)
 
 
 @scenario("F06", "data-plane delay: the holder's write reaches the resource 2 x TTL late",
-          "no client-side check helps; only the fence does", "SFR",
-          expect={"S": LOST_UPDATE, "R": LOST_UPDATE, "F": SAFE},
-          outcome={"S": "EXPECT-VIOL (overwrite)", "R": "EXPECT-VIOL", "F": "SAFE"})
+          "no client-side check helps; only the fence does", "SFR", ext=["FO"],
+          expect={"S": LOST_UPDATE, "R": LOST_UPDATE, "F": SAFE, "FO": LOST_UPDATE},
+          outcome={"S": "EXPECT-VIOL (overwrite)", "R": "EXPECT-VIOL", "F": "SAFE",
+                   "FO": "EXPECT-VIOL (overwrite)"})
 def f06(run):
     run.setup(resource_via_proxy=True, worker_extra={1: ["--command-timeout-ms", "5000"]})
     run.start_workers()
@@ -870,46 +941,62 @@ def f06(run):
 
 
 @scenario("F09", "asymmetric loss: the acquire request is applied, its reply dropped",
-          "acquire reported ambiguous, token released best-effort, lock free within TTL", "SFR",
-          outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE (fence may be burned)", "R": "SAFE"},
+          "acquire reported ambiguous, token released best-effort, lock free within TTL",
+          FO_MODES, outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE (fence may be burned)",
+                             "R": "SAFE", "FO": "SAFE, LIVE(TTL)"},
           max_gap_ms=2500)
 def f09(run):
     fault_first_acquire(run, "drop")
 
 
 @scenario("F10", "connection reset right after the acquire request was forwarded",
-          "idempotent retry or ambiguity, never a false hold", "SFR",
-          outcome={m: "SAFE" for m in "SFR"}, max_gap_ms=2500)
+          "idempotent retry or ambiguity, never a false hold", FO_MODES,
+          outcome={m: "SAFE" for m in FO_MODES}, max_gap_ms=2500)
 def f10(run):
     fault_first_acquire(run, "reset", count=3)
 
 
-def cut_victim(run, rule):
+def cut_victim(run, rule, fails_over=True):
     """Applies `rule` to worker 1's routes to every lock server for 3 s, then heals; every
-    call must still return within wait + one command timeout + one reconnect + slack."""
+    call must still return within wait + one command timeout + one reconnect + slack. In FO
+    the route is the master's, for everyone: `fails_over` says whether Sentinel must then
+    move the master (asserted, both ways)."""
     run.setup(wait_ms=2000)
     run.start_workers()
     run.sleep_ms(700)
-    for i in range(len(run.lock_servers)):
-        run.proxy.ctl("rule %s %s" % (run.route(1, i), rule))
+    before = run.extra_servers[0].master_port_now() if run.fo_proxied() else None
+    for r in run.lock_routes(1):
+        run.proxy.ctl("rule %s %s" % (r, rule))
     run.sleep_ms(3000)
-    for i in range(len(run.lock_servers)):
-        run.proxy.ctl("clear %s" % run.route(1, i))
+    for r in run.lock_routes(1):
+        run.proxy.ctl("clear %s" % r)
+    if run.fo_proxied() and fails_over:  # a partition of the master, sentinels included
+        port = run.wait_for(lambda: (lambda p: p if p and p != before else None)(
+            run.extra_servers[0].master_port_now()), 15, "the sentinels' failover")
+        run.nemesis("failover", "sentinels", "new master on port %d" % port)
+    elif run.fo_proxied():
+        run.probe("no failover", run.fo_master_note() == before)
     run.wait_workers()
     run.bounded_latency(2000 + 500 + 500 + 700)
     run.min_acquisitions(5)
 
 
 @scenario("F11", "blackhole (no RST) between one worker and its server(s) for 3 s",
-          "every call returns within its deadline", "SFR", outcome={m: "SAFE" for m in "SFR"})
+          "every call returns within its deadline", FO_MODES,
+          outcome=dict({m: "SAFE" for m in "SFR"}, FO=FO_FAILOVER))
 def f11(run):
     cut_victim(run, "blackhole")
 
 
 @scenario("F11s", "slow drip: replies to one worker trickle at 5 bytes/s for 3 s",
-          "every call returns within its deadline", "SFR", outcome={m: "SAFE" for m in "SFR"})
+          "every call returns within its deadline", "SFR", ext=["FO"],
+          outcome=dict({m: "SAFE" for m in "SFR"},
+                       FO="SAFE: the master's route (everyone's) drips; no failover (Sentinel's "
+                       "PING replies are short enough to pass in time)"))
 def f11s(run):
-    cut_victim(run, "drip 5")
+    # FO: no failover: the proxy paces at least a byte per 50 ms, so the sentinels' 7-byte
+    # PING replies still come within down-after-milliseconds; the master is slow, not down.
+    cut_victim(run, "drip 5", fails_over=False)
 
 
 def crash_restart(run, delay_ms=0, restore=None, victim=0):
@@ -931,31 +1018,41 @@ def crash_restart(run, delay_ms=0, restore=None, victim=0):
     srv.start()
     run.nemesis("restart", srv.name, "after %d ms" % delay_ms)
     run.wait_workers()
+    run.fo_master_note()  # FO: whether the sentinels moved the master (reported)
 
 
 @scenario("F20", "lock server kill -9 and immediate restart without persistence",
           "the holder's key is lost: a second holder overlaps (Redlock: one of 3 restarted is "
-          "safe)", "SR",
+          "safe)", "SR", ext=["FO"],
           expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
-                  "R": SAFE},
-          outcome={"S": "EXPECT-VIOL", "R": "SAFE (holder on all 3, one restarted)"})
+                  "R": SAFE,
+                  "FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"}},
+          outcome={"S": "EXPECT-VIOL", "R": "SAFE (holder on all 3, one restarted)",
+                   "FO": "EXPECT-VIOL: the master is back, empty, long before "
+                   "down-after-milliseconds, so no failover; its replicas resync from it and "
+                   "lose the key too"})
 def f20(run):
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30)
     crash_restart(run)
 
 
 @scenario("F21", "lock server kill -9, restart delayed past the TTL",
-          "safe without persistence when the restart waits out every lease", "SFR",
+          "safe without persistence when the restart waits out every lease", FO_MODES,
           outcome={"S": "SAFE (unavailable meanwhile)", "F": "SAFE (with AOF)",
-                   "R": "SAFE, LIVE with quorum"})
+                   "R": "SAFE, LIVE with quorum",
+                   "FO": "SAFE: the master is down past down-after-milliseconds; whether "
+                   "Sentinel fails over first (the replicas have the key; lock-delay) or the "
+                   "empty master returns first, every lease it lost has ended"})
 def f21(run):
     run.setup(ttl_ms=1000, hold_ms=500, poll_ms=30, persistence="aof" if run.mode == "F" else "none")
     crash_restart(run, delay_ms=run.ttl_ms + 500)
 
 
 @scenario("F22", "lock server kill -9 and immediate restart with appendfsync always",
-          "key and fence counter survive", "SFR",
-          outcome={"S": "SAFE", "F": "SAFE (fences monotonic)", "R": "SAFE"})
+          "key and fence counter survive", "SFR", ext=["FO"],
+          outcome={"S": "SAFE", "F": "SAFE (fences monotonic)", "R": "SAFE",
+                   "FO": "SAFE (the master restarts with its keys before down-after-"
+                   "milliseconds; the replicas resync from it)"})
 def f22(run):
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30, persistence="aof")
     crash_restart(run)
@@ -963,12 +1060,14 @@ def f22(run):
 
 @scenario("F23", "rollback restart: the lock server restarts from a copy of its data taken "
           "before the run (emulated lost fsync window)",
-          "the lost key lets a second holder in; the fence counter goes back", "SF",
+          "the lost key lets a second holder in; the fence counter goes back", "SF", ext=["FO"],
           expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
+                  "FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
                   "F": {"FENCE": "violated", "MUTEX": "any", "USE_WITHIN_HOLD": "any",
                         "RESOURCE": "any"}},
           outcome={"S": "EXPECT-VIOL", "F": "fence regression detected (EXPECT-VIOL on "
-                   "fences); a repeated fence can also defeat the fenced resource"})
+                   "fences); a repeated fence can also defeat the fenced resource",
+                   "FO": "EXPECT-VIOL, as S: the replicas resync from the rolled-back master"})
 def f23(run):
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30, persistence="aof")
     snap = os.path.join(run.out, "lock0-snapshot")
@@ -978,8 +1077,11 @@ def f23(run):
 
 
 @scenario("F24", "lock server stalled (SIGSTOP) for 2 x TTL while the lock is held",
-          "the holder's deadline passes before the server resumes; calls time out", "SFR",
-          outcome={m: "SAFE" for m in "SFR"})
+          "the holder's deadline passes before the server resumes; calls time out", FO_MODES,
+          outcome=dict({m: "SAFE" for m in "SFR"},
+                       FO=FO_FAILOVER.replace("is cut from everyone, sentinels included,",
+                                              "stalls").replace("Sentinel fails", "Sentinel "
+                                                                "may fail")))
 def f24(run):
     run.setup(wait_ms=2000)
     run.start_workers()
@@ -993,6 +1095,7 @@ def f24(run):
     srv.signal(signal.SIGCONT)
     run.nemesis("sigcont", srv.name)
     run.wait_workers()
+    run.fo_master_note()  # FO: a 2 s stall may or may not end in a failover (both SAFE)
     run.bounded_latency(2000 + 500 + 500 + 700)
 
 
@@ -1115,10 +1218,13 @@ def info_field(srv, section, field):
 
 @scenario("F29", "eviction: maxmemory 2 MB with volatile-lru, filled while the lock is held",
           "an evicted lock key lets a second holder in (why dlock requires noeviction)", "SF",
+          ext=["FO"],
           expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
+                  "FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
                   "F": {"MUTEX": "violated", "USE_WITHIN_HOLD": "any"}},
           outcome={"S": "EXPECT-VIOL", "F": "beliefs EXPECT-VIOL, RES-SAFE (the fence "
-                   "counter has no TTL)"})
+                   "counter has no TTL)", "FO": "EXPECT-VIOL (the master evicts; its replicas "
+                   "follow its DELs)"})
 def f29(run):
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30,
               lock_extra=["maxmemory 2mb", "maxmemory-policy volatile-lru"])
@@ -1136,19 +1242,20 @@ def f29(run):
 
 @scenario("F30", "OOM under noeviction: 3 MB of persistent keys, then maxmemory 1 MB, for 2 s",
           "acquire fails with out_of_memory, no half acquisition; release still works; "
-          "locking resumes once memory is freed", "SFR", outcome={m: "SAFE" for m in "SFR"})
+          "locking resumes once memory is freed", "SFR", ext=["FO"],
+          outcome={m: "SAFE" for m in FO_MODES})
 def f30(run):
     run.setup(poll_ms=30)
     run.start_workers()
     run.sleep_ms(800)
-    for srv in run.lock_servers:
+    for srv in run.masters():  # FO: the master (the replicas apply its writes)
         fill(srv, 3000, 1024)
         srv.call("CONFIG", "SET", "maxmemory", "1mb")
         run.nemesis("oom", srv.name, "3 MB used, maxmemory 1 MB, noeviction")
         r = srv.call("SET", "probe", "x")
         run.probe("%s refuses writes (OOM)" % srv.name, str(r).startswith("OOM"), repr(r))
     run.sleep_ms(2000)
-    for srv in run.lock_servers:
+    for srv in run.masters():
         with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
             rd = RespReader(s)
             s.sendall(resp_encode(["SELECT", "1"]) + resp_encode(["FLUSHDB"]))
@@ -1225,11 +1332,12 @@ EXTEND_MS = 1377  # an extend lease no other request carries, so the proxy can m
 @scenario("F07", "renewal starvation: worker 1's extend request delayed 1.5 x TTL in the "
           "network (to every server)",
           "an extend that reaches the server after the deadline fails; the holder is told and "
-          "does not write; no silent re-acquire", "SFR", outcome={m: "SAFE" for m in "SFR"})
+          "does not write; no silent re-acquire", "SFR", ext=["FO"],
+          outcome={m: "SAFE" for m in FO_MODES})
 def f07(run):
     run.setup(hold_ms=200,
               worker_extra={1: ["--extend-ms", str(EXTEND_MS), "--command-timeout-ms", "3000"]})
-    routes = [run.route(1, i) for i in range(len(run.lock_servers))]
+    routes = run.lock_routes(1)
     run.start_workers()
     run.sleep_ms(600)
     t = mono_ns()
@@ -1262,8 +1370,8 @@ def keys_with_ttl(run):
           "acquisitions dropped in their handler, exceptions in the critical section, clients "
           "destroyed while their acquisition is pending",
           "nothing is renewed after its handle is gone: no key with a TTL is left one TTL "
-          "after the last round, while every process still lives", "F", ext="SR",
-          outcome={m: "SAFE" for m in "SFR"})
+          "after the last round, while every process still lives", "F", ext=["S", "R", "FO"],
+          outcome={m: "SAFE" for m in FO_MODES})
 def f08(run):
     linger = run.ttl_ms + 3000
     run.setup(resource="none", worker_extra={w: ["--storm", "--linger-ms", str(linger)]
@@ -1709,8 +1817,19 @@ def f17(run):
 
 # ---------------------------------------------------------------------------------------------
 # mode FO: a Sentinel-managed master (1 master, 2 replicas, 3 sentinels, as the C++ fixture
-# tests/support/redis_fixture.cpp builds it); the workers use a redis-sentinel:// URL and talk
-# to the master directly (no proxy: the faults are the servers' own).
+# tests/support/redis_fixture.cpp builds it); the workers use a redis-sentinel:// URL.
+#
+# The fault proxy stands in front of every data node (routes l0, l1, l2), and the topology
+# announces the proxies' addresses: `sentinel monitor` names the master's route, every node
+# has replica-announce-ip/-port set to its own route (the master too, for when it is
+# demoted). So everything Sentinel hands out (the master, after a failover the promoted
+# replica) is a proxy address, and every connection to a data node goes through its proxy:
+# the workers', the replicas' replication links and the sentinels' own (sentinels learn the
+# replicas from the master's INFO, which lists the announced addresses). A fault on a node's
+# route therefore hits that node for everyone: a blackhole of l0 is a real partition of the
+# master, which fails over after down-after-milliseconds (1 s), as in production. Only the
+# sentinels themselves are reached directly (the clients' discovery and +switch-master).
+# F27 (split) keeps direct links: it cuts by source address with nft instead.
 
 
 class Sentinel(Redis):
@@ -1733,25 +1852,38 @@ class Sentinel(Redis):
         return int(r[1]) if isinstance(r, list) and len(r) == 2 else None
 
 
-def fo_setup(run, query="", lock_extra=None, split=False, **kw):
-    """Master lock0, replicas lock1 and lock2, sentinels s0-s2; ready when both replicas are
-    linked and every sentinel sees 2 replicas and 2 other sentinels. With `split`, replicas
-    and sentinels connect from 127.0.0.2 (announcing 127.0.0.1), so that nft can cut the
-    master from them and not from the workers (F27); worker 1 then reaches the sentinels
-    through proxy routes w1-s0..2."""
+def fo_setup(run, query="", lock_extra=None, split=False, persistence="none",
+             resource_via_proxy=False, workers=3, **kw):
+    """Master lock0, replicas lock1 and lock2, sentinels s0-s2, each data node behind its
+    proxy route (above); ready when both replicas are linked and every sentinel sees 2
+    replicas and 2 other sentinels. With `split`, no node proxies: replicas and sentinels
+    connect from 127.0.0.2 (announcing 127.0.0.1), so that nft can cut the master from them
+    and not from the workers (F27); worker 1 then reaches the sentinels through proxy routes
+    w1-s0..2. `persistence` applies to every data node; with resource_via_proxy the
+    resource server gets its per-worker routes w1-res.. on the same proxy."""
     sync = ["repl-diskless-sync yes", "repl-diskless-sync-delay 0"] + (lock_extra or [])
     src = ["bind-source-addr 127.0.0.2"] if split else []
-    master = Redis(run, "lock0", extra=sync)
-    master.start()
-    run.lock_servers.append(master)
-    for i in (1, 2):
-        r = Redis(run, "lock%d" % i, extra=sync + src + (
-            ["replica-announce-ip 127.0.0.1"] if split else []) +
-            ["replicaof 127.0.0.1 %d" % master.port])
-        r.start()
-        run.lock_servers.append(r)
+    nodes = [Redis(run, "lock%d" % i, persistence=persistence) for i in range(3)]
+    if not split:
+        routes = {"l%d" % i: n.port for i, n in enumerate(nodes)}
+        if resource_via_proxy:
+            run.resource = Redis(run, "resource", persistence="aof")
+            routes.update({"w%d-res" % w: run.resource.port for w in range(1, workers + 1)})
+        run.proxy = Proxy(run, routes)
+    for i, n in enumerate(nodes):
+        n.extra = sync + src
+        if split:
+            n.extra += ["replica-announce-ip 127.0.0.1"] if i else []
+        else:
+            n.extra += ["replica-announce-ip 127.0.0.1",
+                        "replica-announce-port %d" % run.proxy.ports["l%d" % i]]
+        if i:
+            n.extra += ["replicaof 127.0.0.1 %d" % run.announced(nodes[0])]
+        n.start()
+        run.lock_servers.append(n)
+    master_port = run.announced(nodes[0])
     for i in range(3):
-        s = Sentinel(run, "s%d" % i, master.port,
+        s = Sentinel(run, "s%d" % i, master_port,
                      extra=src + ["sentinel announce-ip 127.0.0.1"] if split else None)
         s.start()
         run.extra_servers.append(s)
@@ -1767,6 +1899,15 @@ def fo_setup(run, query="", lock_extra=None, split=False, **kw):
                 return False
         return True
     run.wait_for(ready, 30, "the sentinel group")
+    if not split:  # the probe of the wiring: Sentinel names proxy addresses only
+        names = set()
+        for s in run.extra_servers:
+            names.add(s.master_port_now())
+            for r in s.call("SENTINEL", "REPLICAS", "mymaster") or []:
+                names.add(int(dict(zip(r[0::2], r[1::2])).get("port", 0)))
+        run.probe("Sentinel names only the nodes' proxy routes",
+                  names == {run.proxy.ports["l%d" % i] for i in range(3)}, "%r" % sorted(names))
+
     def url(ports):
         return "redis-sentinel://%s/mymaster%s" % (",".join("127.0.0.1:%d" % p for p in ports),
                                                    "?" + query if query else "")
@@ -1774,7 +1915,8 @@ def fo_setup(run, query="", lock_extra=None, split=False, **kw):
         run.proxy = Proxy(run, {"w1-s%d" % i: s.port for i, s in enumerate(run.extra_servers)})
         kw["worker_extra"] = {1: ["--url", url(run.proxy.ports["w1-s%d" % i]
                                               for i in range(3))]}
-    run.setup(lock_url=url(s.port for s in run.extra_servers), **kw)
+    run.setup(lock_url=url(s.port for s in run.extra_servers), workers=workers,
+              resource_via_proxy=resource_via_proxy, **kw)
 
 
 def failover(run, victim_after=None):
@@ -1800,7 +1942,7 @@ def failover(run, victim_after=None):
         r.signal(signal.SIGCONT)
     run.nemesis("sigcont", "lock1,lock2", "replicas")
     s0 = run.extra_servers[0]
-    port = run.wait_for(lambda: (lambda p: p if p and p != master.port else None)(
+    port = run.wait_for(lambda: (lambda p: p if p and p != run.announced(master) else None)(
         s0.master_port_now()), 30, "the sentinels' failover")
     run.nemesis("failover", "sentinels", "new master on port %d" % port)
 
@@ -1887,7 +2029,7 @@ def f27(run):
         run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
     run.nemesis("split", "lock0 + w1", "cut from replicas and sentinels")
     s0 = run.extra_servers[0]
-    port = run.wait_for(lambda: (lambda p: p if p and p != master.port else None)(
+    port = run.wait_for(lambda: (lambda p: p if p and p != run.announced(master) else None)(
         s0.master_port_now()), 30, "the sentinels' failover")
     run.nemesis("failover", "sentinels", "new master on port %d" % port)
     t = mono_ns()

@@ -41,17 +41,22 @@ every grant. Pauses and delays affect it exactly as a single master.
 that was not yet replicated (F25 shows the overlap); `wait=N` (WAIT) and the lock-delay only
 narrow that window (F26 and F25L are safe in their schedules, not in general), and
 nothing helps when the old master keeps serving clients that cannot see the failover (F27).
+A master cut off from everyone (F11 FO: clients, replicas and sentinels alike) or stalled
+(F24 FO) past `down-after-milliseconds` fails over; the lock-delay outlasted every hold the old
+master had granted in those runs, but a client that has not yet seen the switch can still be
+granted by the old master while it serves.
 dlock does not promise mutual exclusion across a failover, and fencing tokens can regress
 there. Resharding a held lock's slot moves its keys and its fence counter together (F28).
 
 **Always, in every mode:** release and extend act only on the lock instance the same
 acquisition created (128-bit random token, compare-and-delete scripts); an acquisition whose
 outcome is unknown (timeout, reset, lost reply) is reported as not acquired (`errc::ambiguous`)
-and its token is released best-effort; every call returns within its wait plus one command
-timeout; a crashed holder's lock is free again after at most its lease. A server that cannot
-take the lock (read-only replica, LOADING, MASTERDOWN, BUSY, out of memory, refused
-credentials) gives a typed error, never "not acquired" (F30, F31, F33-F35); a single-node
-client reports it at once, Sentinel and Cluster clients retry it within the wait.
+and its token is released best-effort (a Sentinel client, whose master may be moving, releases
+it and tries again within the wait: F05, F09, F10 in mode FO); every call returns within its
+wait plus one command timeout; a crashed holder's lock is free again after at most its lease. A
+server that cannot take the lock (read-only replica, LOADING, MASTERDOWN, BUSY, out of memory,
+refused credentials) gives a typed error, never "not acquired" (F30, F31, F33-F35); a
+single-node client reports it at once, Sentinel and Cluster clients retry it within the wait.
 
 **Operational requirements:** `maxmemory-policy noeviction`; persistence with `appendfsync
 always` or a restart delayed past the longest lease; NTP slewing only (no clock steps on the
@@ -277,7 +282,11 @@ def render(results_dir, scenarios, random_dir=None):
            "single master (simple lock, counter resource), F = single master with fencing "
            "(reentrant lock, `fenced_set` resource), R = Redlock over 3 masters (counter "
            "resource), FO = a Sentinel-managed master (1 master, 2 replicas, 3 sentinels; "
-           "simple lock through a `redis-sentinel://` URL, counter resource; F28: a 3-master "
+           "simple lock through a `redis-sentinel://` URL, counter resource; the fault proxy stands "
+           "in front of every data node and the topology announces the proxies' addresses, so "
+           "workers, replicas and sentinels all go through it and a fault on the master's route "
+           "hits the master for everyone: a blackhole is a partition that fails over; F27 "
+           "instead cuts by source address with nftables; F28: a 3-master "
            "Cluster through a `redis-cluster://` URL, reentrant lock with `fenced_set`). Checks in brackets are asserted as stated; every other check must "
            "be ok. Mode \"(ext)\": a run CI leaves out for time (`ctest -L extended`). Probes are the harness's own assertions (the fault took effect, calls "
            "stayed bounded, the resource's acknowledgements match its log). F12-F14, F17 and F27 "
@@ -321,8 +330,9 @@ def render(results_dir, scenarios, random_dir=None):
     out += ["", "## Running it", "",
             "- Deterministic tier (fixed seeds): `ctest --test-dir build/ci -L fault -LE "
             "extended` is what CI runs; `ctest --test-dir build/ci -L extended` runs the modes "
-            "CI leaves out for time (F08 S/R, F12 F, F14 R, F33-F36 R, and F01, F19, F32, F36 "
-            "on a Sentinel-managed master, FO); then regenerate this "
+            "CI leaves out for time (%s); then regenerate this " % ", ".join(
+                "%s %s" % (sid, "/".join(sc.ext_modes)) for sid, sc in sorted(scenarios.items())
+                if sc.ext_modes) +
             "page with `python3 tests/fault/faultrun.py safety-doc build/ci/fault-results "
             "build/ci/fault-results-random > docs/SAFETY.md`.",
             "- One scenario: `python3 tests/fault/faultrun.py --worker "

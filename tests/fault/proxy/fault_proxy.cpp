@@ -13,7 +13,8 @@
 //       triggered by a matching request: delay-req MS (that request waits MS) | hold (replies
 //       of that connection held until `release`) | drop (request forwarded, every reply of that
 //       connection discarded) | reset (request forwarded, then the client connection is reset)
-//       | stop PID (request forwarded, then SIGSTOP PID)
+//       | stop PID (SIGSTOP PID, wait until every thread of it is stopped, then forward the
+//       request: a reply can only be read after SIGCONT)
 //       `cmd` matches the command name (case-insensitive alternatives), `arg` a substring of
 //       any argument; `count` triggers at most N times (default unlimited).
 //   release ROUTE   lets held replies go
@@ -37,11 +38,14 @@
 #include <cstdio>
 #include <deque>
 #include <fcntl.h>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -163,13 +167,41 @@ struct route {
         , target(asio::ip::make_address("127.0.0.1"), target_port) {}
 };
 
-enum class after { nothing, reset, stop };
+enum class after { nothing, reset };
+
+/// Whether every thread of `pid` is stopped (state T or t in /proc/PID/task/TID/stat).
+bool all_threads_stopped(std::int64_t pid) {
+    std::error_code ec;
+    const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+    std::size_t seen = 0;
+    for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+        std::ifstream f(t.path() / "stat");
+        std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+        const auto paren = stat.rfind(')');
+        if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
+        const char state = stat[paren + 2];
+        if (state != 'T' && state != 't') return false;
+        ++seen;
+    }
+    return !ec && seen > 0;
+}
+
+/// `stop PID`: SIGSTOP, then wait (at most 2 s) until every thread has stopped. A group stop
+/// reaches the threads one by one: forwarded at once, the reply could come back and be read
+/// by a thread not stopped yet (a loaded machine, F03 S seed 2: the grant was read, checked
+/// and returned before the stop, and the pause fell after the acquisition instead of
+/// between its request and its reply).
+void stop_process(std::int64_t pid) {
+    ::kill(static_cast<pid_t>(pid), SIGSTOP);
+    const auto end = clock_type::now() + std::chrono::seconds(2);
+    while (!all_threads_stopped(pid) && clock_type::now() < end)
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+}
 
 struct chunk {
     clock_type::time_point due;
     std::string data;
     after then = after::nothing;
-    std::int64_t pid = 0;
 };
 
 struct pipe_state {
@@ -311,8 +343,10 @@ private:
                 c.then = after::reset;
                 break;
             case fault::stop:
-                c.then = after::stop;
-                c.pid = r.arg;
+                if (r.arg > 1) {
+                    stop_process(r.arg);
+                    log_event("stopped", rt_.name, std::to_string(r.arg));
+                }
                 break;
             default:
                 break;
@@ -381,7 +415,6 @@ private:
                                   pp.next_piece = clock_type::now() + std::chrono::milliseconds(50);
                               if (front.data.empty()) {
                                   after then = front.then;
-                                  std::int64_t pid = front.pid;
                                   pp.q.pop_front();
                                   if (then == after::reset) {
                                       // The client sees a reset; the server gets the request and
@@ -395,10 +428,6 @@ private:
                                                                ignored);
                                       self->client_.close(ignored);
                                       return;
-                                  }
-                                  if (then == after::stop && pid > 1) {
-                                      ::kill(static_cast<pid_t>(pid), SIGSTOP);
-                                      log_event("stopped", self->rt_.name, std::to_string(pid));
                                   }
                               }
                               if (up && self->client_gone_ && pp.q.empty()) return self->close();
