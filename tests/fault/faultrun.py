@@ -317,6 +317,16 @@ class Proxy:
             self.proc.wait(timeout=5)
 
 
+def read_jsonl(path):
+    """The complete lines of a JSON-lines log (a line still being written is left out); none
+    when the file does not exist yet."""
+    try:
+        with open(path) as f:
+            return [json.loads(line) for line in f if line.endswith("\n")]
+    except OSError:
+        return []
+
+
 class Worker:
     def __init__(self, run, wid, args, skew_file=None):
         self.run, self.id, self.skew_file = run, wid, skew_file
@@ -346,15 +356,7 @@ class Worker:
                             {"w": self.id, "f": "crash", "type": "info", "t": mono_ns()})
 
     def events(self):
-        out = []
-        try:
-            with open(self.log) as f:
-                for line in f:
-                    if line.endswith("\n"):
-                        out.append(json.loads(line))
-        except FileNotFoundError:
-            pass
-        return out
+        return read_jsonl(self.log)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -652,20 +654,13 @@ class Run:
         ok = first is not None and first["type"] in ("info", "fail")
         detail = "%s %s" % (first and first["type"], first and first.get("err", ""))
         if self.mode == "FO" and first is not None and first["type"] == "ok":
-            faulted = [e["t"] for e in self.events_of(os.path.join(self.out, "proxy.jsonl"))
+            faulted = [e["t"] for e in read_jsonl(os.path.join(self.out, "proxy.jsonl"))
                        if e.get("target") == self.route(1) and e.get("nemesis", "") not in
                        ("proxy-rule", "proxy-clear", "proxy-release", "proxy-stopped")]
             ok = bool(faulted) and first["t_start"] > max(faulted)
             detail += "; lease from %d ns after the last faulted request" % (
                 first["t_start"] - max(faulted)) if faulted else "; no fault logged"
         self.probe("the faulted acquisition was not reported as a hold", ok, detail)
-
-    def events_of(self, path):
-        try:
-            with open(path) as f:
-                return [json.loads(line) for line in f if line.endswith("\n")]
-        except OSError:
-            return []
 
     def fo_master_note(self):
         """FO: logs (and prints) whether the sentinels moved the master; returns the port."""
