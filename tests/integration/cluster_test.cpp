@@ -282,6 +282,9 @@ TEST(cluster,
     const std::string other = "c-move-ask{" + name + "}";
     ASSERT_EQ(slot_of(other), slot);
     auto asked = b.make_simple_mutex(other);
+    // The target is slow to answer (paused, well within the command timeout): the ASKING sent
+    // ahead of the command has the command's deadline, not one of its own that has passed.
+    c.node(to).cli({"CLIENT", "PAUSE", "400", "ALL"});
     ASSERT_TRUE(asked.try_lock());
     EXPECT_NE(c.node(from).cli({"EXISTS", other}), "1"); // not on the source (it answers ASK)
     EXPECT_FALSE(a.make_simple_mutex(other).try_lock()); // found on the target: held

@@ -51,13 +51,16 @@ bool add_range(cluster_shard& s, std::int64_t lo, std::int64_t hi) {
 }
 
 /// A command the router sends on its own behalf (ASKING, SCRIPT LOAD) whose reply nobody
-/// needs; it owns its words and deletes itself.
+/// needs; it owns its words and deletes itself. It goes ahead of the request it serves and
+/// has that request's deadline: a default (already passed) one would make the connection's
+/// deadline check fail the connection whenever its reply is not back within one tick.
 struct owned_request final : request {
-    explicit owned_request(std::vector<std::string> w)
+    owned_request(std::vector<std::string> w, std::chrono::steady_clock::time_point until)
         : words(std::move(w)) {
         for (const auto& s : words)
             views.push_back(s);
         args = views;
+        deadline = until;
     }
     std::vector<std::string> words;
     std::vector<std::string_view> views;
@@ -505,8 +508,9 @@ bool cluster::redirect(node& from, request& r, const resp3::value& reply) {
     // ASK: this one command, on that node, preceded by ASKING; the map stays as it is.
     std::vector<request*> group;
     if (!r.eval_fallback.empty())
-        group.push_back(new owned_request({"SCRIPT", "LOAD", std::string(r.eval_fallback)}));
-    group.push_back(new owned_request({"ASKING"}));
+        group.push_back(
+            new owned_request({"SCRIPT", "LOAD", std::string(r.eval_fallback)}, r.deadline));
+    group.push_back(new owned_request({"ASKING"}, r.deadline));
     group.push_back(self);
     n->conn().submit_group(group);
     return true;
