@@ -46,12 +46,17 @@ TEST(lock, try_lock_for_and_until_honour_the_wait_deadline) {
     dlock::mutex ma = a.make_mutex("deadline");
     ma.lock();
     dlock::mutex mb = b.make_mutex("deadline");
+    // The slack past the wait: 50 ms plus two refused attempts, as long as one takes here (a
+    // sanitizer build is slow). A wait that ignored its deadline would take the holder's 30 s.
+    const auto r0 = std::chrono::steady_clock::now();
+    EXPECT_FALSE(mb.try_lock());
+    const auto slack = 50ms + 2 * (std::chrono::steady_clock::now() - r0);
     for (auto wait : {50ms, 200ms}) {
         const auto t0 = std::chrono::steady_clock::now();
         EXPECT_FALSE(mb.try_lock_for(wait));
         const auto took = std::chrono::steady_clock::now() - t0;
         EXPECT_GE(took, wait);
-        EXPECT_LT(took, wait + 50ms);
+        EXPECT_LT(took, wait + slack);
     }
     const auto t0 = std::chrono::system_clock::now();
     EXPECT_FALSE(mb.try_lock_until(t0 + 100ms));
