@@ -1734,15 +1734,23 @@ def f12(run):
           outcome={m: "SAFE, LIVE(TTL)" for m in "SFR"})
 def f14(run):
     netns_setup(run, wait_ms=2000, hold_ms=600, poll_ms=30, duration_ms=8000)
-    run.start_workers()
-    run.sleep_ms(500)
+    # Worker 1 starts alone and is cut while it holds its first lock; the others follow. (Had
+    # all three started together, worker 1 could lose the race for seconds, and a cut that
+    # begins late in the workers' 8 s leaves them no time to acquire during it or to outlive a
+    # request retransmitted after the heal.)
+    cut = {}
     t = mono_ns()
-    run.wait_for(lambda: run.acquired_since(t, workers=[1]), 8, "worker 1 holding")
-    ports = [run.proxy.ports[run.route(1, i)] for i in range(len(run.lock_servers))]
-    for p in ports:
-        run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
-    t0 = mono_ns()
-    run.sleep_ms(3000)
+
+    def arm(_w1):
+        run.wait_for(lambda: run.acquired_since(t, workers=[1]), 8, "worker 1 holding")
+        ports = [run.proxy.ports[run.route(1, i)] for i in range(len(run.lock_servers))]
+        for p in ports:
+            run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+        cut["t0"] = mono_ns()
+
+    run.start_workers(arm=arm)
+    t0 = cut["t0"]
+    run.sleep_ms(max(0, 3000 - (mono_ns() - t0) / 1_000_000))
     dropped = run.netns.heal()
     t1 = mono_ns()
     run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
