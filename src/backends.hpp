@@ -1,10 +1,10 @@
 // The backends dlock::client can stand on, chosen by the URL's scheme.
 //
-// Redis schemes (redis, rediss, unix, redis-sentinel, rediss-sentinel, redis-cluster) are the
-// built-in Redis client (client_impl); make_backend() returns null for them. zk:// names the
-// ZooKeeper backend (src/zookeeper/), postgresql:// and postgres:// the PostgreSQL backend
-// (src/postgres/); each is compiled in when its Debian package was found at configure time
-// (DLOCK_WITH_ZOOKEEPER, DLOCK_WITH_POSTGRES), otherwise its scheme is errc::unsupported.
+// Redis schemes (redis, rediss, unix, redis-sentinel, rediss-sentinel, redis-cluster) make the
+// Redis backend (src/redis/backend.hpp). zk:// names the ZooKeeper backend (src/zookeeper/),
+// postgresql:// and postgres:// the PostgreSQL backend (src/postgres/); each is compiled in
+// when its Debian package was found at configure time (DLOCK_WITH_ZOOKEEPER,
+// DLOCK_WITH_POSTGRES), otherwise its scheme is errc::unsupported.
 #pragma once
 
 #include "core/lock_backend.hpp"
@@ -16,11 +16,14 @@
 
 namespace dlock::detail {
 
-/// The backend `url` names, or null with `ec` clear for a Redis URL. Errors: `ec` =
-/// errc::unsupported for a backend this build lacks, errc::configuration_error for a bad URL;
-/// `why` (when given) gets one line for the message (never a password).
+/// The backend `url` names. Errors (null returned): `ec` = errc::unsupported for a backend this
+/// build lacks, errc::configuration_error for a bad URL or an unknown scheme (`why` then lists
+/// the known ones); `why` (when given) gets one line for the message (never a password).
 std::shared_ptr<lock_backend> make_backend(std::string_view url, std::error_code& ec,
                                            std::string* why);
+
+/// Every scheme make_backend() knows, for messages and help: "redis://, rediss://, ...".
+std::string known_schemes();
 
 /// Each backend's factory, defined in its folder (same contract as make_backend()).
 std::shared_ptr<lock_backend> make_zookeeper_backend(std::string_view url, std::error_code& ec,

@@ -1,8 +1,11 @@
-// dlock::client: the public facade over detail::client_impl (Redis) or a detail::lock_backend
-// (any other backend, chosen by the URL's scheme in backends.cpp).
+// dlock::client: the public facade over one detail::lock_backend, chosen by the URL's scheme
+// (backends.cpp). Nothing here depends on which backend it is; the Redis-only calls (command,
+// masters, command_on_master, async_command) ask for the Redis backend and are
+// errc::unsupported on the others.
+#include "access.hpp"
 #include "backends.hpp"
-#include "redis/acquire.hpp"
-#include "redis/client_impl.hpp"
+#include "core/kinds.hpp"
+#include "redis/backend.hpp"
 
 #include <dlock/mutex.hpp>
 #include <dlock/rw_mutex.hpp>
@@ -20,44 +23,34 @@ std::shared_ptr<detail::lock_backend> backend_for(std::string_view url) {
 } // namespace
 
 client::client(std::string_view url)
-    : backend_(backend_for(url)) {
-    if (backend_) return;
-    impl_ = std::make_shared<detail::client_impl>(parse_url(url));
-    impl_->start();
-}
+    : backend_(backend_for(url)) {}
 
 client::client(client_options opts)
-    : impl_(std::make_shared<detail::client_impl>(std::move(opts))) {
-    impl_->start();
-}
+    : backend_(std::make_shared<detail::redis_backend>(std::move(opts))) {}
 
 client::client(std::shared_ptr<detail::lock_backend> backend)
     : backend_(std::move(backend)) {}
 
 client::~client() {
-    if (impl_) impl_->shutdown();
     if (backend_) backend_->shutdown();
 }
 client::client(client&&) noexcept = default;
 client& client::operator=(client&& o) noexcept {
     if (this != &o) {
-        if (impl_) impl_->shutdown();
         if (backend_) backend_->shutdown();
-        impl_ = std::move(o.impl_);
         backend_ = std::move(o.backend_);
     }
     return *this;
 }
 
 const client_options& client::options() const noexcept {
-    static const client_options defaults{};
-    return impl_ ? impl_->options() : defaults;
+    return backend_->options();
 }
 const std::string& client::id() const noexcept {
-    return impl_ ? impl_->id() : backend_->id();
+    return backend_->id();
 }
 std::string_view client::backend_name() const noexcept {
-    return impl_ ? std::string_view("redis") : backend_->backend_name();
+    return backend_->backend_name();
 }
 
 namespace {
@@ -67,11 +60,25 @@ bool has_detail(const std::error_code& ec) {
            ec == errc::configuration_error || ec == errc::out_of_memory ||
            ec == errc::server_busy || ec == errc::readonly || ec == errc::server_error;
 }
+
+/// The Redis backend for a Redis-only call, or null with `ec` = errc::unsupported.
+detail::redis_backend* redis_only(const client& c, std::error_code& ec) {
+    auto* r = detail::access::redis(c);
+    ec = r ? std::error_code{} : make_error_code(errc::unsupported);
+    return r;
+}
+
+/// The backend for a blocking call, or null with `ec` = errc::invalid_argument on the
+/// backend's own I/O thread (it would wait for itself).
+detail::lock_backend* blocking(const std::shared_ptr<detail::lock_backend>& b,
+                               std::error_code& ec) {
+    ec = b->on_io_thread() ? make_error_code(errc::invalid_argument) : std::error_code{};
+    return ec ? nullptr : b.get();
+}
 } // namespace
 
 std::string client::last_error_detail() const {
-    if (backend_) return backend_->last_error_detail();
-    return impl_->router().any().conn().last_failure();
+    return backend_->last_error_detail();
 }
 
 void client::throw_with_detail(const std::error_code& ec) const {
@@ -92,33 +99,20 @@ resp3::value client::command(std::span<const std::string_view> args) {
 }
 
 resp3::value client::command(std::span<const std::string_view> args, std::error_code& ec) {
-    if (backend_) {
-        ec = make_error_code(errc::unsupported);
-        return {};
-    }
-    if (args.empty()) {
-        ec = make_error_code(errc::invalid_argument);
-        return {};
-    }
-    return impl_->run(impl_->router().any(), args, ec);
+    auto* r = redis_only(*this, ec);
+    return r ? r->command(args, ec) : resp3::value{};
 }
 
 std::size_t client::masters() const {
-    return impl_ ? impl_->router().masters().size() : 0;
+    std::error_code ec;
+    auto* r = redis_only(*this, ec);
+    return r ? r->masters() : 0;
 }
 
 resp3::value client::command_on_master(std::size_t i, std::span<const std::string_view> args,
                                        std::error_code& ec) {
-    if (backend_) {
-        ec = make_error_code(errc::unsupported);
-        return {};
-    }
-    const auto all = impl_->router().masters();
-    if (args.empty() || i >= all.size()) {
-        ec = make_error_code(errc::invalid_argument);
-        return {};
-    }
-    return impl_->run(*all[i], args, ec);
+    auto* r = redis_only(*this, ec);
+    return r ? r->command_on_master(i, args, ec) : resp3::value{};
 }
 
 mutex client::make_mutex(std::string name) {
@@ -137,65 +131,26 @@ rw_mutex client::make_rw_mutex(std::string name) {
 lease client::acquire(std::string_view name, const acquire_options& opts) {
     std::error_code ec;
     auto l = acquire(name, opts, ec);
+    if (ec == errc::unsupported && !backend_->supports(opts.kind))
+        throw error(ec, detail::unsupported_kind_text(backend_name(), opts.kind));
     throw_with_detail(ec);
     throw_if(ec);
     return l;
 }
 
-namespace {
-/// The backend that answers inspect() and list(), or null with `ec` set: errc::unsupported on
-/// Redis, errc::invalid_argument on the backend's own I/O thread (these calls block).
-detail::lock_backend* querying(const std::shared_ptr<detail::lock_backend>& b,
-                               std::error_code& ec) {
-    ec.clear();
-    if (!b)
-        ec = make_error_code(errc::unsupported);
-    else if (b->on_io_thread())
-        ec = make_error_code(errc::invalid_argument);
-    return ec ? nullptr : b.get();
-}
-} // namespace
-
 lock_status client::inspect(std::string_view name, lock_kind kind, std::error_code& ec) {
-    auto* b = querying(backend_, ec);
+    auto* b = blocking(backend_, ec);
     return b ? b->inspect(name, kind, ec) : lock_status{};
 }
 
 std::vector<lock_status> client::list(std::string_view pattern, std::error_code& ec) {
-    auto* b = querying(backend_, ec);
+    auto* b = blocking(backend_, ec);
     return b ? b->list(pattern, ec) : std::vector<lock_status>{};
 }
 
 bool client::force_unlock(std::string_view name, lock_kind kind, std::error_code& ec) {
-    ec.clear();
-    if (backend_) {
-        if (backend_->on_io_thread()) {
-            ec = make_error_code(errc::invalid_argument);
-            return false;
-        }
-        return backend_->force_unlock(name, kind, ec);
-    }
-    // Redis: the lock object of the kind breaks it (Redisson's forceUnlock).
-    const std::string n(name);
-    try {
-        switch (kind) {
-        case lock_kind::reentrant:
-            return make_mutex(n).force_unlock(ec);
-        case lock_kind::simple:
-            return make_simple_mutex(n).force_unlock(ec);
-        case lock_kind::fair:
-            return make_fair_mutex(n).force_unlock(ec);
-        case lock_kind::read:
-        case lock_kind::write:
-            return make_rw_mutex(n).force_unlock(ec);
-        default:
-            ec = make_error_code(errc::unsupported);
-            return false;
-        }
-    } catch (const dlock::error& e) { // a name no lock object takes
-        ec = e.code();
-        return false;
-    }
+    auto* b = blocking(backend_, ec);
+    return b && b->force_unlock(name, kind, ec);
 }
 
 bool client::force_unlock(std::string_view name, lock_kind kind) {
@@ -207,68 +162,33 @@ bool client::force_unlock(std::string_view name, lock_kind kind) {
 }
 
 lease client::acquire(std::string_view name, const acquire_options& opts, std::error_code& ec) {
-    ec.clear();
-    if (backend_) {
-        if (backend_->on_io_thread()) {
-            ec = make_error_code(errc::invalid_argument);
-            return {};
-        }
-        auto h = backend_->acquire(name, opts, ec);
-        return h && !ec ? detail::access::make_lease(std::move(h)) : lease{};
-    }
-    auto& c = *impl_;
-    if (c.on_io_thread()) {
-        ec = make_error_code(errc::invalid_argument);
-        return {};
-    }
-    const auto& p = detail::protocol_of(opts.kind);
-    auto keys = p.keys(name, ec);
-    if (ec) return {};
-    detail::acquire_request req;
-    if ((ec = detail::prepare(c, p, std::move(keys), opts, detail::new_owner(c, p, false), req)))
-        return {};
-    const auto res = detail::acquire_blocking(c, req, ec);
-    if (ec || !res.acquired) return {};
-    return detail::access::make_lease(detail::make_hold(c, req, res));
+    auto* b = blocking(backend_, ec);
+    if (!b) return {};
+    auto h = b->acquire(name, opts, ec);
+    return h && !ec ? detail::access::make_lease(std::move(h)) : lease{};
 }
 
 void client::start_async_acquire(std::string name, const acquire_options& opts,
                                  std::function<void(std::error_code, lease)> done) {
-    if (backend_)
-        return backend_->async_acquire(
-            std::move(name), opts,
-            [done = std::move(done)](std::error_code e, std::shared_ptr<detail::hold> h) {
-                done(e, h && !e ? detail::access::make_lease(std::move(h)) : lease{});
-            });
-    auto c = impl_;
-    const auto& p = detail::protocol_of(opts.kind);
-    detail::acquire_request req;
-    std::error_code ec;
-    auto keys = p.keys(name, ec);
-    if (!ec)
-        ec = detail::prepare(*c, p, std::move(keys), opts, detail::new_owner(*c, p, false), req);
-    if (ec) return asio::post(c->io(), [done = std::move(done), ec] { done(ec, lease{}); });
-    detail::acquire_async(*c, std::move(req),
-                          [c, done = std::move(done)](std::error_code e, detail::acquire_result r,
-                                                      const detail::acquire_request& q) {
-                              if (e || !r.acquired) return done(e, lease{});
-                              done({}, detail::access::make_lease(detail::make_hold(*c, q, r)));
-                          });
+    backend_->async_acquire(
+        std::move(name), opts,
+        [done = std::move(done)](std::error_code e, std::shared_ptr<detail::hold> h) {
+            done(e, h && !e ? detail::access::make_lease(std::move(h)) : lease{});
+        });
 }
 
 void client::submit(detail::request& r) {
-    if (backend_) return r.complete(make_error_code(errc::unsupported), {});
-    if (r.deadline == std::chrono::steady_clock::time_point{})
-        r.deadline = std::chrono::steady_clock::now() + impl_->options().command_timeout;
-    impl_->router().any().conn().submit(r);
+    std::error_code ec;
+    if (auto* redis = redis_only(*this, ec)) return redis->submit(r);
+    r.complete(ec, {});
 }
 
 metrics_snapshot client::metrics() const {
-    return backend_ ? backend_->metrics() : impl_->metrics_snapshot_now();
+    return backend_->metrics();
 }
 
 asio::any_io_executor client::get_executor() const {
-    return backend_ ? backend_->executor() : impl_->io().get_executor();
+    return backend_->executor();
 }
 
 } // namespace dlock

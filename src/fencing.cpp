@@ -8,7 +8,12 @@ namespace dlock {
 
 bool fenced_set(client& c, std::string_view key, std::string_view fence_key, std::uint64_t token,
                 std::string_view value, std::error_code& ec) {
-    auto& impl = *detail::access::impl(c);
+    const auto redis = detail::access::impl(c);
+    if (!redis) { // a Redis call; other backends have their own (dlock/zk_fencing.hpp)
+        ec = make_error_code(errc::unsupported);
+        return false;
+    }
+    auto& impl = *redis;
     detail::command cmd;
     cmd.script(detail::script_id::fencing_set).arg("2").arg(key).arg(fence_key);
     cmd.own(std::to_string(token)).arg(value); // all 64 bits, never a negative number

@@ -1,13 +1,11 @@
 // dlock::multi_lease and client::acquire_all: the blocking and async shells around
-// core::multi_sequence. The members are lease handles taken through the normal acquisition
-// path, one at a time in name order; the sequence decides what comes next. The same shells
-// serve every backend: on Redis a member is acquired through client_impl, on another backend
-// (ZooKeeper, PostgreSQL) through detail::lock_backend's acquire / async_acquire.
+// core::multi_sequence. The members are lease handles taken through the client's backend
+// (lock_backend::acquire / async_acquire), one at a time in name order; the sequence decides
+// what comes next. One path for every backend.
+#include "access.hpp"
 #include "core/lock_backend.hpp"
 #include "core/loss_signal.hpp"
 #include "core/multi_sequence.hpp"
-#include "redis/acquire.hpp"
-#include "redis/client_impl.hpp"
 
 #include <dlock/client.hpp>
 #include <dlock/multi_lock.hpp>
@@ -25,7 +23,6 @@ namespace dlock::detail {
 /// What a multi_lease shares with its members' loss callbacks.
 class multi_state final : public loss_signal {
 public:
-    std::weak_ptr<client_impl> client; ///< for the executor of async_release (Redis)
     std::vector<lease> members;
     /// A member was lost: the multi-lock is lost unless it was released already.
     void member_lost() {
@@ -48,12 +45,11 @@ namespace {
 using clock = std::chrono::steady_clock;
 using seq_action = multi_sequence::action_type;
 
-/// The members sorted by (name, kind), each name's keys checked (on another `backend`: each
-/// kind offered, the names are checked when acquired). Errors: invalid_argument for an empty
-/// set or a name given twice; the kind's own errors for a bad name; unsupported for a kind
-/// the backend does not offer.
+/// The members sorted by (name, kind), each checked by `backend`. Errors: invalid_argument for
+/// an empty set, a name given twice or a bad name; unsupported for a kind the backend does not
+/// offer.
 std::error_code sorted_members(std::span<const lock_ref> in, std::vector<lock_ref>& out,
-                               const lock_backend* backend) {
+                               const lock_backend& backend) {
     if (in.empty()) return make_error_code(errc::invalid_argument);
     out.assign(in.begin(), in.end());
     std::sort(out.begin(), out.end(), [](const lock_ref& a, const lock_ref& b) {
@@ -61,13 +57,7 @@ std::error_code sorted_members(std::span<const lock_ref> in, std::vector<lock_re
     });
     for (std::size_t i = 0; i < out.size(); ++i) {
         if (i > 0 && out[i].name == out[i - 1].name) return make_error_code(errc::invalid_argument);
-        if (backend) {
-            if (!backend->supports(out[i].kind)) return make_error_code(errc::unsupported);
-            continue;
-        }
-        std::error_code ec;
-        (void)protocol_of(out[i].kind).keys(out[i].name, ec);
-        if (ec) return ec;
+        if (auto ec = backend.check_name(out[i].name, out[i].kind)) return ec;
     }
     return {};
 }
@@ -98,9 +88,8 @@ void keep(std::error_code& first, std::error_code e) {
     if (!first || e == errc::not_owner) first = e;
 }
 
-multi_lease make_multi(const std::shared_ptr<client_impl>& c, std::vector<lease> held) {
+multi_lease make_multi(std::vector<lease> held) {
     auto s = std::make_shared<multi_state>();
-    s->client = c;
     s->members = std::move(held);
     std::weak_ptr<multi_state> w = s;
     for (auto& m : s->members)
@@ -110,34 +99,13 @@ multi_lease make_multi(const std::shared_ptr<client_impl>& c, std::vector<lease>
     return access::make_multi(std::move(s));
 }
 
-/// One member's acquisition for the async shell: a lease handle with an owner of its own
-/// (what client::async_acquire does, without the client object, which may move meanwhile).
-void acquire_member_async(const std::shared_ptr<client_impl>& c, const std::string& name,
-                          const acquire_options& o,
-                          std::function<void(std::error_code, lease)> done) {
-    const auto& p = protocol_of(o.kind);
-    acquire_request req;
-    std::error_code ec;
-    auto keys = p.keys(name, ec);
-    if (!ec) ec = prepare(*c, p, std::move(keys), o, new_owner(*c, p, false), req);
-    if (ec) return asio::post(c->io(), [done = std::move(done), ec] { done(ec, lease{}); });
-    acquire_async(
-        *c, std::move(req),
-        [c, done = std::move(done)](std::error_code e, acquire_result r, const acquire_request& q) {
-            if (e || !r.acquired) return done(e, lease{});
-            done({}, access::make_lease(make_hold(*c, q, r)));
-        });
-}
-
-/// The async shell: one acquisition of a set, alive until it reports. Over Redis (`c`) or
-/// another backend (`b`, then `c` is null).
+/// The async shell: one acquisition of a set, alive until it reports.
 class multi_acquire_op : public std::enable_shared_from_this<multi_acquire_op> {
 public:
     using done_fn = std::function<void(std::error_code, multi_lease)>;
-    multi_acquire_op(std::shared_ptr<client_impl> c, std::shared_ptr<lock_backend> b,
-                     std::vector<lock_ref> members, const acquire_options& opts, done_fn done)
-        : c_(std::move(c))
-        , b_(std::move(b))
+    multi_acquire_op(std::shared_ptr<lock_backend> b, std::vector<lock_ref> members,
+                     const acquire_options& opts, done_fn done)
+        : b_(std::move(b))
         , members_(std::move(members))
         , opts_(opts)
         , seq_(members_.size(), opts.wait, opts.lease, clock::now())
@@ -151,17 +119,11 @@ private:
         switch (a.what) {
         case seq_action::acquire: {
             const auto& m = members_[a.member];
-            if (b_) {
-                b_->async_acquire(
-                    m.name, member_options(opts_, m.kind, a),
-                    [self](std::error_code ec, std::shared_ptr<hold> h) {
-                        self->on_member(ec, h && !ec ? access::make_lease(std::move(h)) : lease{});
-                    });
-                return;
-            }
-            acquire_member_async(
-                c_, m.name, member_options(opts_, m.kind, a),
-                [self](std::error_code ec, lease l) { self->on_member(ec, std::move(l)); });
+            b_->async_acquire(m.name, member_options(opts_, m.kind, a),
+                              [self](std::error_code ec, std::shared_ptr<hold> h) {
+                                  self->on_member(ec, h && !ec ? access::make_lease(std::move(h))
+                                                               : lease{});
+                              });
             return;
         }
         case seq_action::refresh: {
@@ -195,7 +157,7 @@ private:
                 held_.clear();
                 return done(a.ec, multi_lease{});
             }
-            return done({}, make_multi(c_, std::move(held_)));
+            return done({}, make_multi(std::move(held_)));
         }
         }
     }
@@ -220,7 +182,6 @@ private:
         return --pending_ == 0;
     }
 
-    std::shared_ptr<client_impl> c_;
     std::shared_ptr<lock_backend> b_;
     std::vector<lock_ref> members_;
     acquire_options opts_;
@@ -257,12 +218,12 @@ multi_lease client::acquire_all(std::span<const lock_ref> locks, const acquire_o
                                 std::error_code& ec) {
     using namespace detail;
     ec.clear();
-    if (backend_ ? backend_->on_io_thread() : impl_->on_io_thread()) {
+    if (backend_->on_io_thread()) {
         ec = make_error_code(errc::invalid_argument);
         return {};
     }
     std::vector<lock_ref> members;
-    if ((ec = sorted_members(locks, members, backend_.get()))) return {};
+    if ((ec = sorted_members(locks, members, *backend_))) return {};
     multi_sequence seq(members.size(), opts.wait, opts.lease, clock::now());
     std::vector<lease> held;
     auto a = seq.start(clock::now());
@@ -304,7 +265,7 @@ multi_lease client::acquire_all(std::span<const lock_ref> locks, const acquire_o
         case seq_action::done:
             ec = a.ec;
             if (!a.acquired) return {};
-            return make_multi(impl_, std::move(held));
+            return make_multi(std::move(held));
         }
     }
 }
@@ -312,10 +273,10 @@ multi_lease client::acquire_all(std::span<const lock_ref> locks, const acquire_o
 void client::start_async_acquire_all(std::vector<lock_ref> locks, const acquire_options& opts,
                                      std::function<void(std::error_code, multi_lease)> done) {
     std::vector<lock_ref> members;
-    if (auto ec = detail::sorted_members(locks, members, backend_.get()))
+    if (auto ec = detail::sorted_members(locks, members, *backend_))
         return asio::post(get_executor(),
                           [done = std::move(done), ec] { done(ec, multi_lease{}); });
-    auto op = std::make_shared<detail::multi_acquire_op>(impl_, backend_, std::move(members), opts,
+    auto op = std::make_shared<detail::multi_acquire_op>(backend_, std::move(members), opts,
                                                          std::move(done));
     op->start();
 }
@@ -325,7 +286,7 @@ void client::start_async_acquire_all(std::vector<lock_ref> locks, const acquire_
 multi_mutex::multi_mutex(client& c, std::vector<lock_ref> locks)
     : s_(std::make_unique<detail::multi_mutex_state>()) {
     s_->c = &c;
-    throw_if(detail::sorted_members(locks, s_->locks, detail::access::backend(c).get()));
+    throw_if(detail::sorted_members(locks, s_->locks, *detail::access::backend(c)));
 }
 
 multi_mutex::multi_mutex(multi_mutex&&) noexcept = default;
@@ -527,12 +488,8 @@ void multi_lease::extend(std::chrono::milliseconds lease_ms, std::error_code& ec
 }
 
 asio::any_io_executor multi_lease::executor_of(const std::shared_ptr<detail::multi_state>& s) {
-    if (!s) return {};
-    if (auto c = s->client.lock())
-        return !c->shut_down() ? asio::any_io_executor(c->io().get_executor())
-                               : asio::any_io_executor{};
-    // Another backend: its I/O executor, as a member's hold knows it (empty once it is gone).
-    if (s->members.empty()) return {};
+    // The backend's I/O executor, as a member's hold knows it (empty once it is gone).
+    if (!s || s->members.empty()) return {};
     const auto& h = detail::access::state(s->members.front());
     return h ? h->executor() : asio::any_io_executor{};
 }

@@ -1,8 +1,7 @@
-// dlock::rw_mutex: the two sides are basic_mutex objects of the read and write kinds
-// (src/redis/locks/rwlock/); only the any-mode query is its own.
-#include "redis/client_impl.hpp"
-#include "redis/locks/names.hpp"
-#include "redis/topology/router.hpp"
+// dlock::rw_mutex: the two sides are basic_mutex objects of the read and write kinds; only the
+// any-mode query is its own, answered by the client's backend (lock_backend::rw_is_locked).
+#include "access.hpp"
+#include "core/lock_backend.hpp"
 
 #include <dlock/client.hpp>
 #include <dlock/rw_mutex.hpp>
@@ -12,7 +11,7 @@ namespace dlock {
 rw_mutex::rw_mutex(client& c, std::string name)
     : r_(c, name)
     , w_(c, std::move(name))
-    , c_(detail::access::impl(c)) {}
+    , b_(detail::access::backend(c)) {}
 
 bool rw_mutex::is_locked() {
     std::error_code ec;
@@ -22,11 +21,12 @@ bool rw_mutex::is_locked() {
 }
 
 bool rw_mutex::is_locked(std::error_code& ec) {
-    detail::command cmd;
-    cmd.plain("EXISTS").arg(name());
-    const auto v = c_->run(c_->router().for_slot(detail::key_slot(name())), cmd, ec);
-    if (!ec) ec = detail::reply_error(v);
-    return !ec && v.is_integer() && v.integer == 1;
+    ec.clear();
+    if (b_->on_io_thread()) {
+        ec = make_error_code(errc::invalid_argument);
+        return false;
+    }
+    return b_->rw_is_locked(name(), ec);
 }
 
 } // namespace dlock

@@ -1,5 +1,5 @@
 // dlock::zk_fenced_set: the public shell over zk_backend::fenced_set (a multi of check + write).
-#include "redis/client_impl.hpp"
+#include "access.hpp"
 
 #include <dlock/client.hpp>
 #include <dlock/error.hpp>

@@ -1,10 +1,12 @@
 // dlock/inspect.hpp: what a lock looks like on its server, for tools (dlock status / list) and
-// operators, on any backend that dlock::client::inspect() and list() answer for (ZooKeeper and
-// PostgreSQL; on Redis the CLI reads the keys of dlock/layout.hpp itself).
+// operators: one shape on every backend (dlock::client::inspect() and list()). What only one
+// backend knows goes into lock_status::details; `dlock status --json` prints this shape
+// (docs/dlock.1, "STATUS SCHEMA").
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +29,12 @@ struct lock_contender {
     std::optional<std::uint64_t> position{};
     /// The fencing token this contender would carry (a creation zxid, a sequence value).
     std::optional<std::uint64_t> token{};
+    /// How many times the holder holds it (a reentrant lock's count on the server), where the
+    /// backend records it.
+    std::optional<std::int64_t> hold_count{};
+    /// A waiter's remaining place in the queue (Redisson's fair lock), where the backend has
+    /// such deadlines.
+    std::optional<std::chrono::milliseconds> remaining{};
 };
 
 /// A lock as `dlock status` shows it.
@@ -45,6 +53,16 @@ struct lock_status {
     std::optional<std::uint64_t> fencing_counter{};
     /// Anything else worth one line (a lease table's `locked_at`, permits of a semaphore).
     std::string detail{};
+    /// The backend that answered: "redis", "zookeeper", "postgresql".
+    std::string backend{};
+    /// How many wait, where the backend can count waiters it cannot name (Redis counts the
+    /// subscribers of the lock's channels); nullopt where every waiter is a contender above.
+    std::optional<std::uint64_t> waiter_count{};
+    /// Backend-specific facts by name (Redis's read-write lock: "mode", "writer_waiting_ms").
+    std::map<std::string, std::string> details{};
+    /// Non-empty when the name holds something that is not a lock (a Redis key of another
+    /// type or content): what it holds. Then nothing else is filled in.
+    std::string foreign{};
 };
 
 } // namespace dlock

@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 namespace dlock {
 
@@ -19,6 +21,18 @@ enum class lock_kind {
     versioned, ///< PostgreSQL: a version-column lease row (cirello.io/pglock's table), no clock
     semaphore, ///< ZooKeeper: Curator InterProcessSemaphoreV2, acquire_options::permits leases
 };
+
+///@{
+/// The kinds by name, from the library's one table of kinds (src/core/kinds.cpp): the names
+/// the CLI's --kind, `dlock status` and the man page use ("lock" for reentrant, "simple",
+/// "fair", "read", "write", "shedlock", "lease", "versioned", "semaphore").
+std::string_view kind_name(lock_kind kind) noexcept;
+std::optional<lock_kind> kind_from_name(std::string_view name) noexcept;
+/// Every kind, in the table's order.
+std::vector<lock_kind> all_kinds();
+/// The backends ("redis", "zookeeper", "postgresql") that offer `kind`, for messages.
+std::string_view backends_offering(lock_kind kind) noexcept;
+///@}
 
 /// A fixed lease: the lock expires after it and is not renewed (the watchdog is not used).
 /// A type of its own so that `m.lock(fixed_lease{10s})` and `try_lock_for(2s,

@@ -43,7 +43,7 @@
 namespace dlock {
 
 namespace detail {
-class client_impl;
+class lock_backend;
 }
 
 /// The read side alone, a lock object with every member of basic_mutex (Redisson's
@@ -193,7 +193,7 @@ public:
 private:
     read_mutex r_;
     write_mutex w_;
-    std::shared_ptr<detail::client_impl> c_;
+    std::shared_ptr<detail::lock_backend> b_;
 };
 
 } // namespace dlock

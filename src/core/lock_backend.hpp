@@ -1,13 +1,14 @@
-// detail::lock_backend: a lock service other than Redis (ZooKeeper, PostgreSQL) behind
-// dlock::client, dlock::lease and the thread-bound lock objects of dlock/mutex.hpp.
+// detail::lock_backend: the one seam between the facades (dlock::client, lease, the lock objects
+// of dlock/mutex.hpp and rw_mutex.hpp, multi_lock) and a lock service: Redis (src/redis/
+// backend.cpp, every topology), ZooKeeper (src/zookeeper/) and PostgreSQL (src/postgres/).
 //
-// dlock::client picks the backend by the URL's scheme (src/backends.cpp: redis, rediss, unix,
-// redis-sentinel, rediss-sentinel and redis-cluster stay on the Redis client; zk:// and
-// postgresql:// / postgres:// make a backend when the library was built with it). A backend
-// owns its I/O (thread, sessions, connections) and makes detail::hold objects (core/hold.hpp)
-// for what it acquires; the lease handle and the loss signal are shared with Redis.
+// dlock::client holds one backend, picked by the URL's scheme (src/backends.cpp, the one table
+// of schemes). A backend owns its I/O (thread, sessions, connections), makes detail::hold
+// objects (core/hold.hpp) for what it acquires and the lock objects of thread-bound locks
+// (make_lock_object: Redis counts re-entries on the server, the others locally); the lease
+// handle and the loss signal are shared by all.
 //
-// Contract (every implementation keeps it; client.cpp and mutex.cpp rely on it):
+// Contract (every implementation keeps it; the facades rely on it):
 // - acquire(): blocking, up to opts.wait (nullopt = forever, 0 = one attempt) plus one
 //   request timeout. Returns null and leaves ec clear when not acquired within the wait; null
 //   with ec set on an error. Never called on the backend's own I/O thread (the caller checks
@@ -15,8 +16,9 @@
 // - async_acquire(): the same without blocking; `done` runs once on the backend's I/O thread.
 // - A kind the backend does not offer is errc::unsupported (synchronously from
 //   acquire(); through `done` from async_acquire()).
-// - Re-entry of thread-bound locks is counted locally by mutex.cpp (as Curator counts it): a
-//   backend sees one acquire() per first hold of a thread and one release per last unlock.
+// - make_lock_object(): the default counts re-entry of thread-bound locks locally
+//   (core/local_lock_object.cpp, as Curator counts it): the backend then sees one acquire()
+//   per first hold of a thread and one release per last unlock.
 // - The queries (is_locked, force_unlock, remaining_lease, inspect, list) answer for the lock
 //   `name` of kind `kind` as the backend stores it; remaining_lease is nullopt where the
 //   backend has no lease (a ZooKeeper node lives as long as its session).
@@ -28,6 +30,8 @@
 #pragma once
 
 #include "core/hold.hpp"
+#include "core/local_lock_object.hpp"
+#include "core/lock_object.hpp"
 
 #include <dlock/config.hpp>
 #include <dlock/error.hpp>
@@ -55,8 +59,14 @@ public:
     lock_backend& operator=(const lock_backend&) = delete;
     virtual ~lock_backend() = default;
 
-    /// The URL scheme's backend name for messages: "zookeeper", "postgresql".
+    /// The URL scheme's backend name for messages: "redis", "zookeeper", "postgresql".
     virtual std::string_view backend_name() const noexcept = 0;
+    /// The client options in effect (Redis parses them from its URL); defaults elsewhere (the
+    /// URL of another backend carries its own settings).
+    virtual const client_options& options() const noexcept {
+        static const client_options defaults{};
+        return defaults;
+    }
     /// This client's id (a random UUID, or what the backend's owner fields carry).
     virtual const std::string& id() const noexcept = 0;
     /// The backend's I/O executor (where async completions run by default).
@@ -69,9 +79,25 @@ public:
     virtual metrics_snapshot metrics() const = 0;
     /// Whether acquire() accepts `kind`.
     virtual bool supports(lock_kind kind) const noexcept = 0;
+    /// Whether `name` can name a lock of `kind` here: errc::invalid_argument when it cannot
+    /// (the default: empty or over 4096 bytes; Redis adds an empty hash tag), errc::unsupported
+    /// for a kind not offered.
+    virtual std::error_code check_name(std::string_view name, lock_kind kind) const {
+        if (!supports(kind)) return make_error_code(errc::unsupported);
+        return name.empty() || name.size() > 4096 ? make_error_code(errc::invalid_argument)
+                                                  : std::error_code{};
+    }
     /// Whether a thread that holds `kind` may take it again (mutex.cpp counts re-entries
     /// locally; a non-reentrant kind's second lock() by the holder is errc::invalid_argument).
     virtual bool reentrant(lock_kind kind) const noexcept { return kind != lock_kind::simple; }
+
+    /// The lock object of a thread-bound lock `name` of `kind` on this backend (`self` is this
+    /// backend's owning pointer, which the object keeps). Errors: dlock::error, with
+    /// errc::invalid_argument for a bad name and errc::unsupported for a kind not offered.
+    virtual std::shared_ptr<lock_object> make_lock_object(std::shared_ptr<lock_backend> self,
+                                                          std::string name, lock_kind kind) {
+        return make_local_lock_object(std::move(self), std::move(name), kind);
+    }
 
     virtual std::shared_ptr<hold> acquire(std::string_view name, const acquire_options& opts,
                                           std::error_code& ec) = 0;
@@ -91,6 +117,12 @@ public:
     }
 
     virtual bool is_locked(std::string_view name, lock_kind kind, std::error_code& ec) = 0;
+    /// Whether the read-write lock `name` is held in either mode (rw_mutex::is_locked). The
+    /// default asks each side; a backend that can tell in one request overrides it.
+    virtual bool rw_is_locked(std::string_view name, std::error_code& ec) {
+        if (is_locked(name, lock_kind::write, ec) || ec) return !ec;
+        return is_locked(name, lock_kind::read, ec);
+    }
     virtual bool force_unlock(std::string_view name, lock_kind kind, std::error_code& ec) = 0;
     virtual std::optional<std::chrono::milliseconds>
     remaining_lease(std::string_view name, lock_kind kind, std::error_code& ec) = 0;

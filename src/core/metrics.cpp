@@ -72,8 +72,10 @@ std::uint64_t metrics_snapshot::losses_total() const noexcept {
 namespace dlock::detail {
 namespace {
 
-constexpr std::string_view kind_names[client_metrics::kinds] = {"reentrant", "simple", "fair",
-                                                                "read",      "write",  "custom"};
+/// The label of slot `i`: the kinds table's, then "custom".
+std::string_view kind_label(std::size_t i) noexcept {
+    return i < kind_count ? kinds_begin()[i].metrics_label : std::string_view("custom");
+}
 
 std::uint64_t get(const std::atomic<std::uint64_t>& a) noexcept {
     return a.load(std::memory_order_relaxed);
@@ -173,7 +175,7 @@ metrics_snapshot client_metrics::snapshot() const {
     s.acquisitions.reserve(kinds);
     for (std::size_t i = 0; i < kinds; ++i) {
         kind_counts k;
-        k.kind = std::string(kind_names[i]);
+        k.kind = std::string(kind_label(i));
         k.acquired = get(kinds_[i].acquired);
         k.reentered = get(kinds_[i].reentered);
         k.not_acquired = get(kinds_[i].not_acquired);

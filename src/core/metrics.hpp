@@ -11,6 +11,8 @@
 // function to nothing; snapshots are then all zeros with `enabled == false`.
 #pragma once
 
+#include "core/kinds.hpp"
+
 #include <dlock/metrics.hpp>
 
 #include <array>
@@ -110,11 +112,12 @@ struct alignas(cache_line) wire_counters {
 class client_metrics {
 public:
     using clock = std::chrono::steady_clock;
-    /// The built-in kinds in lock_kind order, then one slot for every registered kind.
-    static constexpr std::size_t kinds = 6;
+    /// A slot per kind of the kinds table (core/kinds.hpp: detail::metrics_slot), then one for
+    /// every kind a backend registers itself (custom).
+    static constexpr std::size_t kinds = kind_count + 1;
 
     /// One acquisition ended: granted (`acquired`, maybe by re-entry), not granted within the
-    /// wait (`!acquired`, no error) or failed (`ec`). `kind` is the protocol's registry index.
+    /// wait (`!acquired`, no error) or failed (`ec`). `kind` is the kind's slot (metrics_slot).
     void acquisition(std::size_t kind, std::error_code ec, bool acquired, bool reentered,
                      clock::duration waited) noexcept;
     void hold_ended(clock::duration held) noexcept {

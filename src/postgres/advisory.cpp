@@ -31,11 +31,6 @@ std::string app_name_for(std::string_view name) {
     return s;
 }
 
-std::size_t metrics_slot(lock_kind k) noexcept {
-    const auto i = static_cast<std::size_t>(k);
-    return i < client_metrics::kinds - 1 ? i : client_metrics::kinds - 1;
-}
-
 bool shared_kind(lock_kind k) noexcept {
     return k == lock_kind::read;
 }

@@ -1,6 +1,7 @@
 // dlock::prometheus: metrics_snapshot -> prometheus::MetricFamily, and the collectable that
 // takes a snapshot per scrape. prometheus-cpp serializes; nothing here writes text.
-#include "redis/client_impl.hpp"
+#include "access.hpp"
+#include "core/lock_backend.hpp"
 
 #include <dlock/prometheus.hpp>
 
@@ -152,12 +153,13 @@ make_prometheus_collectable(std::function<std::optional<metrics_snapshot>()> sou
 
 std::shared_ptr<::prometheus::Collectable>
 make_prometheus_collectable(const client& c, ::prometheus::Labels labels) {
-    std::weak_ptr<detail::client_impl> weak = detail::access::impl(c);
+    // Every backend's counters, through the seam (client::metrics() reads the same).
+    std::weak_ptr<detail::lock_backend> weak = detail::access::backend(c);
     return make_prometheus_collectable(
         [weak]() -> std::optional<metrics_snapshot> {
-            const auto impl = weak.lock();
-            if (!impl || impl->shut_down()) return std::nullopt;
-            return impl->metrics_snapshot_now();
+            const auto b = weak.lock();
+            if (!b) return std::nullopt;
+            return b->metrics();
         },
         std::move(labels));
 }

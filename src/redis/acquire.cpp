@@ -68,7 +68,7 @@ bool late_grant(const acquire_request& req, clock::time_point sent_at) {
 void count(client_impl& c, const acquire_request& req, std::error_code ec,
            const acquire_result& r) noexcept {
     if constexpr (metrics_enabled)
-        c.metrics().acquisition(req.protocol->index(), ec, r.acquired, r.reentered,
+        c.metrics().acquisition(metrics_slot_of(*req.protocol), ec, r.acquired, r.reentered,
                                 clock::now() - req.started_at);
 }
 

@@ -4,6 +4,7 @@
 // renewal live in acquire.cpp, release.cpp and renewal.cpp.
 #pragma once
 
+#include "access.hpp"
 #include "core/completion_flag.hpp"
 #include "core/metrics.hpp"
 #include "redis/hold_registry.hpp"
@@ -100,25 +101,6 @@ public:
 
 private:
     completion_flag done_;
-};
-
-/// Internal access to the public objects' implementation (facades, tests, benchmarks).
-struct access {
-    static const std::shared_ptr<client_impl>& impl(const client& c) noexcept { return c.impl_; }
-    /// The client's non-Redis backend, null on Redis.
-    static const std::shared_ptr<lock_backend>& backend(const client& c) noexcept {
-        return c.backend_;
-    }
-    /// A client over `b` (what client(url) makes for a zk:// or postgresql:// URL).
-    static client make_client(std::shared_ptr<lock_backend> b) { return client(std::move(b)); }
-    static lease make_lease(std::shared_ptr<hold> h) noexcept { return lease(std::move(h)); }
-    static const std::shared_ptr<hold>& state(const lease& l) noexcept { return l.state_; }
-    static multi_lease make_multi(std::shared_ptr<multi_state> s) noexcept {
-        return multi_lease(std::move(s));
-    }
-    static const std::shared_ptr<multi_state>& state(const multi_lease& m) noexcept {
-        return m.state_;
-    }
 };
 
 } // namespace dlock::detail

@@ -48,7 +48,7 @@ std::error_code acquisition::retry_error() noexcept {
 
 void acquisition::count(std::error_code ec, bool acquired) {
     if (!internal_)
-        backend_->counters().acquisition(static_cast<std::size_t>(kind_), ec, acquired, false,
+        backend_->counters().acquisition(metrics_slot(kind_), ec, acquired, false,
                                          clock::now() - started_);
 }
 

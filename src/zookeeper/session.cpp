@@ -14,21 +14,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The C client's log lines (it calls this from its own threads): the last warning or error
-// is kept for messages; nothing is written to stderr.
-std::mutex log_mu;
-std::string last_log; // guarded by log_mu
-
-void log_sink(const char* message) {
-    if (!message) return;
-    const std::string_view m(message);
-    if (m.find("ERROR") == std::string_view::npos && m.find("WARN") == std::string_view::npos)
-        return;
-    std::lock_guard lk(log_mu);
-    last_log.assign(m.substr(0, 400));
-    while (!last_log.empty() && (last_log.back() == '\n' || last_log.back() == '\r'))
-        last_log.pop_back();
-}
+// The C client's log lines (it calls this from its own threads) are dropped: messages carry
+// dlock's own words (session::last_error()), and nothing is written to stderr. A ZooKeeper
+// client has no dlock log sink yet (client_options::log is Redis's); when it gets one, these
+// lines go there.
+void log_sink(const char*) {}
 
 /// True when the server answered (the rc says something about the data, not the transport).
 bool server_answered(int rc) {
@@ -193,18 +183,9 @@ std::pair<std::int64_t, std::string> session::credentials() const {
 }
 
 std::string session::last_error() const {
-    std::string own;
-    {
-        std::lock_guard lk(err_mu_);
-        own = last_error_;
-    }
-    std::string lib;
-    {
-        std::lock_guard lk(log_mu);
-        lib = last_log;
-    }
-    if (lib.empty()) return own;
-    return own.empty() ? lib : own + " (client log: " + lib + ")";
+    // dlock's own words only: the C client's log lines (log_sink above) never reach a message.
+    std::lock_guard lk(err_mu_);
+    return last_error_;
 }
 
 void session::on_state(int state) {

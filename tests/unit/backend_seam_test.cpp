@@ -330,13 +330,17 @@ TEST_F(seam, a_kind_the_backend_lacks_and_redis_only_calls_are_unsupported) {
     EXPECT_EQ(ec, errc::unsupported);
 }
 
-TEST(seam_redis, inspect_and_list_are_not_answered_on_redis) {
+TEST(seam_redis, inspect_and_list_go_to_the_redis_server_and_other_kinds_are_refused) {
     dlock::client r("redis://127.0.0.1:1"); // connects lazily: nothing is sent
     EXPECT_EQ(r.backend_name(), "redis");
     std::error_code ec;
-    r.inspect("x", lock_kind::reentrant, ec);
-    EXPECT_EQ(ec, errc::unsupported);
+    r.inspect("x", lock_kind::reentrant, ec); // answered by the server, which is not there
+    EXPECT_EQ(ec, errc::unavailable);
     r.list("*", ec);
+    EXPECT_EQ(ec, errc::unavailable);
+    r.inspect("x", lock_kind::shedlock, ec);
+    EXPECT_EQ(ec, errc::unsupported);
+    EXPECT_FALSE(r.force_unlock("x", lock_kind::semaphore, ec));
     EXPECT_EQ(ec, errc::unsupported);
     // A kind only another backend offers is refused before anything is sent.
     EXPECT_FALSE(r.acquire("x", {.wait = 0ms, .kind = lock_kind::shedlock}, ec));
@@ -358,3 +362,18 @@ TEST(seam_urls, a_backend_this_build_lacks_is_unsupported_with_the_package_named
 }
 
 } // namespace
+
+TEST(seam_urls, an_unknown_scheme_is_a_configuration_error_that_lists_the_known_ones) {
+    for (const char* url : {"etcd://127.0.0.1:2379", "http://x", "no-scheme-at-all"}) {
+        try {
+            dlock::client k(url);
+            ADD_FAILURE() << url << " made a client";
+        } catch (const dlock::error& e) {
+            EXPECT_EQ(e.code(), errc::configuration_error) << url;
+            const std::string what = e.what();
+            for (const char* scheme :
+                 {"redis://", "redis-sentinel://", "redis-cluster://", "zk://", "postgresql://"})
+                EXPECT_NE(what.find(scheme), std::string::npos) << url << ": " << what;
+        }
+    }
+}

@@ -88,9 +88,9 @@ TEST(ClientMetrics, CountsAcquisitionsByKindAndOutcome) {
     m.acquisition(1, {}, false, false, 5ms); // simple, not acquired
     m.acquisition(2, make_error_code(dlock::errc::ambiguous), false, false, 1ms);
     m.acquisition(4, make_error_code(dlock::errc::out_of_memory), false, false, 1ms);
-    m.acquisition(9, {}, true, false, 1ms); // a registered kind: "custom"
+    m.acquisition(dlock::detail::custom_kind_slot, {}, true, false, 1ms); // a registered kind
     const auto s = m.snapshot();
-    ASSERT_EQ(s.acquisitions.size(), 6u);
+    ASSERT_EQ(s.acquisitions.size(), dlock::detail::kind_count + 1); // every kind, and custom
     EXPECT_EQ(s.kind("reentrant").acquired, 1u);
     EXPECT_EQ(s.kind("reentrant").reentered, 1u);
     EXPECT_EQ(s.kind("simple").not_acquired, 1u);

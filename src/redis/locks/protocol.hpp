@@ -241,6 +241,8 @@ private:
 /// The protocol of a public lock kind; for a kind Redis does not offer (the lease tables of
 /// other backends), a stand-in whose keys() fail with errc::unsupported.
 const lock_protocol& protocol_of(lock_kind kind) noexcept;
+/// The metrics slot of `p` (core/kinds.hpp): a built-in kind's own, else the custom slot.
+std::size_t metrics_slot_of(const lock_protocol& p) noexcept;
 /// How many kinds are built in: the lock_kind values 0 .. builtin_kinds() - 1.
 std::size_t builtin_kinds() noexcept;
 /// Adds a protocol (tests register a throwaway kind this way); returns its index. Not

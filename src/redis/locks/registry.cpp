@@ -1,4 +1,5 @@
 // The registered lock kinds. A new kind adds one line here (and its folder).
+#include "core/kinds.hpp"
 #include "redis/locks/protocol.hpp"
 
 #include <vector>
@@ -84,6 +85,12 @@ const lock_protocol& protocol_of(lock_kind kind) noexcept {
         return stand_in;
     }
     return *r.all[i];
+}
+
+std::size_t metrics_slot_of(const lock_protocol& p) noexcept {
+    // The built-in kinds are registered in the order of lock_kind (protocol_of above).
+    return p.index() < the_registry().builtin ? metrics_slot(static_cast<lock_kind>(p.index()))
+                                              : custom_kind_slot;
 }
 
 std::size_t builtin_kinds() noexcept {

@@ -39,7 +39,7 @@ const lock_kind member_kinds[] = {
     lock_kind::write, // (the read side is shared: another client's read does not block it)
 };
 
-std::string kind_name(lock_kind k) {
+std::string kind_label(lock_kind k) {
     switch (k) {
     case lock_kind::reentrant:
         return "reentrant";
@@ -82,7 +82,7 @@ class multi_lock_kinds : public testing::TestWithParam<lock_kind> {};
 
 INSTANTIATE_TEST_SUITE_P(kinds, multi_lock_kinds, testing::ValuesIn(member_kinds),
                          [](const testing::TestParamInfo<lock_kind>& i) {
-                             return kind_name(i.param);
+                             return kind_label(i.param);
                          });
 
 TEST_P(multi_lock_kinds, every_member_is_held_on_the_server_and_release_frees_them_all) {
@@ -313,7 +313,7 @@ TEST_P(multi_lock_kinds, a_lease_extends_asynchronously_and_reports_a_lost_lock)
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
     dlock::client c(fast_options(s.url()));
-    const std::string name = "aext-" + kind_name(GetParam());
+    const std::string name = "aext-" + kind_label(GetParam());
     auto l = c.acquire(name, {.lease = 1s, .kind = GetParam()});
     ASSERT_TRUE(l);
     auto f = l.async_extend(20s, asio::use_future);

@@ -79,13 +79,18 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
         return exit_code::usage;
     }
 
-    CLI::App app{"dlock: distributed locks on Redis (Redisson-compatible)", "dlock"};
+    CLI::App app{"dlock: distributed locks on Redis, ZooKeeper and PostgreSQL, sharing locks with "
+                 "Redisson, Curator and ShedLock",
+                 "dlock"};
     app.require_subcommand(1);
     app.fallthrough(); // inherited: `--url` may also follow the command (`dlock demo --url U`)
     app.footer(footer());
     global_options g;
     app.add_option("--url", g.urls,
-                   "Redis URL; repeatable (several mean Redlock over those masters; exec only)");
+                   "Server URL: redis://, rediss://, unix://, redis-sentinel://, "
+                   "rediss-sentinel://, redis-cluster://, zk://, postgresql:// (postgres://); "
+                   "repeatable with Redis URLs (several mean Redlock over those masters; exec "
+                   "only). Default $DLOCK_URL, else redis://127.0.0.1:6379");
     app.add_flag_callback(
         "--version", [] { throw version_requested{}; }, "Print the version and exit");
 

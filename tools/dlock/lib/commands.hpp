@@ -38,9 +38,11 @@ struct exec_options {
 int run_exec(const global_options& g, const exec_options& o, std::ostream& err);
 
 /// `dlock status [--json] NAME...`: holders, hold counts, remaining lease, waiters, fencing
-/// counter of each lock, read directly from the Redisson / redis-py layout (--json: one object
-/// per line). Exit: 0 (also when no lock exists: kind "none"); 65 when a NAME holds something
-/// else; the codes of diagnose() for a library error.
+/// counter of each lock, as its backend records it (Redis: the Redisson / redis-py layout;
+/// ZooKeeper: the lock's nodes; PostgreSQL: pg_locks and the lease tables); --json: one object
+/// per line, one schema on every backend (docs/dlock.1, STATUS SCHEMA). Exit: 0 (also when no lock
+/// exists: kind "none"); 65 when a NAME holds something else; the codes of diagnose() for a library
+/// error.
 int run_status(const global_options& g, const std::vector<std::string>& names, bool json,
                std::ostream& out);
 
@@ -73,21 +75,6 @@ int run_keys(const std::string& name, const std::string& kind, std::ostream& out
 /// message on its channel so waiters wake. Exit: 0 whether or not a lock existed (the output
 /// says which); 65 when NAME holds something that is not a lock (left untouched).
 int run_unlock(const global_options& g, const std::string& name, std::ostream& out);
-
-/// A URL that names a backend other than Redis (postgresql://, postgres://, zk://) when `g`
-/// has exactly one; "" otherwise. status, list, unlock and exec then go through
-/// dlock::client(url) (backend_cmds.cpp).
-std::string backend_url(const global_options& g);
-/// The client of such a URL. Errors: usage_error for a bad URL, failure otherwise.
-client backend_client(const std::string& url);
-/// status / list / unlock --force on such a URL: client::inspect (the backend's default kind,
-/// then ShedLock rows), client::list, and the lock object's force_unlock() (PostgreSQL: ends
-/// the holding session; ShedLock rows: not yet, errc::unsupported).
-int run_status_backend(const std::string& url, const std::vector<std::string>& names, bool json,
-                       std::ostream& out);
-int run_list_backend(const std::string& url, const std::string& pattern, bool json,
-                     std::ostream& out);
-int run_unlock_backend(const std::string& url, const std::string& name, std::ostream& out);
 
 /// `dlock demo`.
 struct demo_options {

@@ -10,36 +10,11 @@
 
 namespace dlock::cli {
 
-namespace {
-struct named_kind {
-    std::string_view name;
-    lock_kind kind;
-};
-constexpr named_kind kind_names[] = {
-    {"lock", lock_kind::reentrant},     {"simple", lock_kind::simple},
-    {"fair", lock_kind::fair},          {"read", lock_kind::read},
-    {"write", lock_kind::write},        {"shedlock", lock_kind::shedlock},
-    {"lease", lock_kind::lease},        {"versioned", lock_kind::versioned},
-    {"semaphore", lock_kind::semaphore}};
-} // namespace
-
 std::vector<std::string> kind_choices() {
     std::vector<std::string> names;
-    for (const auto& k : kind_names)
-        names.emplace_back(k.name);
+    for (const auto k : all_kinds()) // the library's one table of kinds
+        names.emplace_back(kind_name(k));
     return names;
-}
-
-std::optional<lock_kind> kind_from_name(std::string_view name) {
-    for (const auto& k : kind_names)
-        if (k.name == name) return k.kind;
-    return std::nullopt;
-}
-
-std::string_view kind_name(lock_kind kind) {
-    for (const auto& k : kind_names)
-        if (k.kind == kind) return k.name;
-    return "?";
 }
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
@@ -191,8 +166,18 @@ int exit_code_for(const std::error_code& ec) {
     return exit_code::software;
 }
 
+namespace {
+/// The server a backend's user starts, for remedies.
+std::string_view server_of(std::string_view backend) {
+    if (backend == "zookeeper") return "a ZooKeeper server";
+    if (backend == "postgresql") return "PostgreSQL";
+    return "redis-server";
+}
+} // namespace
+
 failure diagnose(const std::error_code& ec, std::string_view doing, std::string_view detail,
-                 std::string_view name, std::string_view held_type) {
+                 std::string_view name, std::string_view held_type, std::string_view backend) {
+    const std::string server(server_of(backend));
     const std::string d = one_line(detail);
     const auto with = [&](std::string_view what) {
         std::string m = std::string(doing) + ": " + std::string(what);
@@ -216,8 +201,8 @@ failure diagnose(const std::error_code& ec, std::string_view doing, std::string_
             return {code, with(what) + ": check the address, the network and any firewall"};
         if (d.empty())
             return {code,
-                    with(what) + ": check --url or $DLOCK_URL and that redis-server runs there"};
-        return {code, with(what) + ": is redis-server running there? (--url or $DLOCK_URL)"};
+                    with(what) + ": check --url or $DLOCK_URL and that " + server + " runs there"};
+        return {code, with(what) + ": is " + server + " running there? (--url or $DLOCK_URL)"};
     }
     if (ec == errc::ambiguous)
         return {code, with(what) + "; check the server and the network, then retry"};
@@ -234,7 +219,7 @@ failure diagnose(const std::error_code& ec, std::string_view doing, std::string_
         return {code, with(what) + ": check that the replicas are up and keep up"};
     if (ec == errc::readonly)
         return {code, with(what) + ": point --url at the master, not a replica"};
-    if (ec == errc::configuration_error)
+    if (ec == errc::configuration_error && backend == "redis")
         return {code, with(what) + ": dlock needs Redis 6 or later (HELLO 3)"};
     return {code, with(what)};
 }
@@ -250,7 +235,7 @@ failure diagnose(client& c, const std::error_code& ec, std::string_view doing,
         const auto t = c.command(args, tec);
         if (!tec && t.is_string() && t.str != "none") type = t.str;
     }
-    return diagnose(ec, doing, detail, name, type);
+    return diagnose(ec, doing, detail, name, type, c.backend_name());
 }
 
 void json_string(std::ostream& out, std::string_view s) {

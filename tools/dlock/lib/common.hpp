@@ -50,11 +50,8 @@ struct failure : std::runtime_error {
     int code;
 };
 
-/// The CLI's name of each lock kind ("lock" is the reentrant lock), in one table.
-/// kind_from_name: nullopt for a name that is no implemented kind.
-std::optional<lock_kind> kind_from_name(std::string_view name);
-std::string_view kind_name(lock_kind kind);
-/// Every kind's CLI name, in the order of lock_kind (for --kind choices).
+/// Every kind's name, from the library's table (dlock::kind_name; "lock" is the reentrant
+/// lock), for --kind choices.
 std::vector<std::string> kind_choices();
 
 /// Parses a duration: digits followed by `ms`, `s`, `m` or `h`, or a bare `0`.
@@ -99,9 +96,11 @@ int exit_code_for(const std::error_code& ec);
 /// Turns a library error into a failure: exit code and one line naming the cause and what to
 /// do. `doing` says what failed ("cannot acquire 'x'"); `detail` is client::last_error_detail()
 /// (address and system reason, or the server's error text; may be empty); `held_type` is the
-/// Redis type of the lock's key when the server said WRONGTYPE (empty: unknown).
+/// Redis type of the lock's key when the server said WRONGTYPE (empty: unknown); `backend` is
+/// client::backend_name() ("redis", "zookeeper", "postgresql"): the remedy names its server.
 failure diagnose(const std::error_code& ec, std::string_view doing, std::string_view detail,
-                 std::string_view name = {}, std::string_view held_type = {});
+                 std::string_view name = {}, std::string_view held_type = {},
+                 std::string_view backend = "redis");
 
 /// diagnose() with what `c` knows: its last_error_detail() and, for WRONGTYPE, `TYPE name`.
 failure diagnose(client& c, const std::error_code& ec, std::string_view doing,

@@ -13,6 +13,7 @@
 //                                                     +-- lease lost --> SIGTERM, later SIGKILL,
 //                                                                        exit 73
 #include "commands.hpp"
+#include "inspect.hpp"
 
 #include <algorithm>
 #include <array>
@@ -231,10 +232,14 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     // Several --url: Redlock over those masters (simple-lock layout on each, no fencing token).
     std::optional<redlock_options> ropts;
     client_options copts;
-    const std::string other_backend = backend_url(g); // postgresql://, zk://: client(url)
-    if (effective_urls(g).size() > 1)
+    // Several --url: Redlock; one Redis URL: the CLI's client options (--watchdog among them);
+    // any other scheme: the library's table of backends (open_client).
+    const bool redlock_urls = effective_urls(g).size() > 1;
+    std::error_code not_redis;
+    if (!redlock_urls) (void)parse_url(effective_urls(g).front(), not_redis);
+    if (redlock_urls)
         ropts = redlock_options_for(g);
-    else if (other_backend.empty())
+    else if (!not_redis)
         copts = connect_options(g);
     if (o.watchdog) {
         if (o.watchdog->count() < 30) throw usage_error("--watchdog must be at least 30ms");
@@ -274,10 +279,10 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
         rl.emplace(std::move(*ropts));
         rl->async_acquire(o.name, ao, std::move(on_acquired));
     } else {
-        if (other_backend.empty())
+        if (!not_redis)
             c.emplace(copts);
         else
-            c.emplace(backend_client(other_backend));
+            c.emplace(open_client(g));
         c->async_acquire(o.name, ao, std::move(on_acquired));
     }
     int interrupted_by = 0;

@@ -132,14 +132,17 @@ std::string now_text() {
 /// bar's full length (a renewal refills the bar; a fixed lease drains it).
 class lease_scale {
 public:
-    long long full(const lock_info& i) {
+    long long full(const lock_status& i) {
         std::string who;
-        for (const auto& h : i.holders)
-            who += h.owner + ' ';
+        for (const auto& h : i.contenders)
+            if (h.holds) who += h.owner + ' ';
         auto& e = seen_[i.name];
         if (e.holders != who) e = {who, 0};
-        e.peak = std::max(e.peak, i.ttl_ms.value_or(0));
+        e.peak = std::max(e.peak, ttl_ms(i).value_or(0));
         return e.peak;
+    }
+    static std::optional<long long> ttl_ms(const lock_status& i) {
+        return i.remaining_lease ? std::optional(i.remaining_lease->count()) : std::nullopt;
     }
 
 private:
@@ -150,32 +153,38 @@ private:
     std::map<std::string, entry> seen_;
 };
 
-void render_lock(std::ostream& v, const lock_info& i, lease_scale& scale) {
+void render_lock(std::ostream& v, const lock_status& i, lease_scale& scale) {
     v << i.name << "  ";
-    if (!i.foreign_type.empty()) {
-        v << "holds a " << i.foreign_type << ", not a lock\n";
+    if (!i.foreign.empty()) {
+        v << "holds a " << i.foreign << ", not a lock\n";
         return;
     }
-    v << (i.kind == "none" ? "not locked" : i.kind) << "  fencing " << fencing_text(i)
-      << "  waiters " << i.waiters << '\n';
-    for (const auto& h : i.holders)
-        v << "  holder  " << h.owner << "  x" << h.count << '\n';
-    if (i.ttl_ms && *i.ttl_ms >= 0)
-        v << "  lease   " << lease_bar(*i.ttl_ms, scale.full(i)) << "  " << seconds_text(*i.ttl_ms)
+    v << (i.exists ? i.kind : "not locked") << "  fencing " << fencing_text(i) << "  waiters "
+      << waiter_count(i) << '\n';
+    for (const auto& h : i.contenders)
+        if (h.holds)
+            v << "  holder  " << h.owner << "  x"
+              << (h.hold_count ? std::to_string(*h.hold_count) : std::string("1")) << '\n';
+    const auto ttl = lease_scale::ttl_ms(i);
+    if (ttl && *ttl >= 0)
+        v << "  lease   " << lease_bar(*ttl, scale.full(i)) << "  " << seconds_text(*ttl)
           << " left\n";
-    else if (i.ttl_ms)
+    else if (ttl)
         v << "  lease   no expiry\n";
-    if (i.kind == "read-write")
-        v << "  mode    " << i.mode
-          << (i.writer_waiting_ms ? "  (a writer waits)" : "  (no writer waits)") << '\n';
-    for (std::size_t k = 0; k < i.queue.size(); ++k) {
-        v << "  queue   " << k + 1 << ". " << i.queue[k].first;
-        if (i.queue[k].second) v << "  (place " << seconds_text(*i.queue[k].second) << ")";
+    if (const auto m = i.details.find("mode"); m != i.details.end())
+        v << "  mode    " << m->second
+          << (i.details.count("writer_waiting_ms") ? "  (a writer waits)" : "  (no writer waits)")
+          << '\n';
+    std::size_t k = 0;
+    for (const auto& w : i.contenders) {
+        if (w.holds) continue;
+        v << "  queue   " << ++k << ". " << w.owner;
+        if (w.remaining) v << "  (place " << seconds_text(w.remaining->count()) << ")";
         v << '\n';
     }
 }
 
-/// One refresh: the view as text. Errors: dlock::error from the reads.
+/// One refresh: the view as text. Errors: failure (diagnosed) from the reads.
 std::string read_view(client& c, const watch_options& o, lease_scale& scale) {
     std::ostringstream v;
     if (o.pattern) {
@@ -185,14 +194,14 @@ std::string read_view(client& c, const watch_options& o, lease_scale& scale) {
         else
             print_list_text(v, locks);
         for (const auto& l : locks)
-            if (l.ttl_ms && *l.ttl_ms >= 0)
-                v << l.name << "  " << lease_bar(*l.ttl_ms, scale.full(l)) << "  "
-                  << seconds_text(*l.ttl_ms) << " left\n";
+            if (const auto ttl = lease_scale::ttl_ms(l); ttl && *ttl >= 0)
+                v << l.name << "  " << lease_bar(*ttl, scale.full(l)) << "  " << seconds_text(*ttl)
+                  << " left\n";
         return v.str();
     }
     for (std::size_t k = 0; k < o.names.size(); ++k) {
         if (k) v << '\n';
-        render_lock(v, inspect(c, o.names[k]), scale);
+        render_lock(v, status_of(c, o.names[k]), scale);
     }
     return v.str();
 }
@@ -214,9 +223,13 @@ void draw(std::ostream& out, const std::string& header, const std::string& body)
 int run_watch(const global_options& g, const watch_options& o, std::ostream& out) {
     for (const auto& n : o.names)
         if (n.empty()) throw usage_error("empty lock name");
-    const auto opts = connect_options(g);
-    watch_signals signals; // before the client: its I/O thread inherits the blocked mask
-    client c(opts);
+    (void)effective_urls(g); // usage errors before the terminal changes
+    watch_signals signals;   // before the client: its I/O thread inherits the blocked mask
+    auto c = open_client(g);
+    // Where it reads: the Redis options as the client understood them (never a password),
+    // else the backend's name (its URL may carry a password).
+    const std::string where =
+        c.backend_name() == "redis" ? to_string(c.options()) : std::string(c.backend_name());
     lease_scale scale;
     const std::string what =
         o.pattern ? "list --watch '" + *o.pattern + "'" : std::string("status --watch");
@@ -225,13 +238,12 @@ int run_watch(const global_options& g, const watch_options& o, std::ostream& out
         body = read_view(c, o, scale);
     } catch (const dlock::error& e) {
         throw diagnose(c, e.code(), "cannot read the locks", o.names.empty() ? "" : o.names[0]);
-    }
+    } // a failure (already diagnosed by status_of / list_locks) ends the view as it is
     terminal_mode term(out, o.terminal);
     const auto interval = std::to_string(o.interval.count()) + "ms";
     for (;;) {
-        const std::string header = "dlock " + what + "  " + to_string(opts) + "  every " +
-                                   interval + "  " + now_text() +
-                                   (term.keys() ? "  (q quits)" : "");
+        const std::string header = "dlock " + what + "  " + where + "  every " + interval + "  " +
+                                   now_text() + (term.keys() ? "  (q quits)" : "");
         if (o.terminal)
             draw(out, header, body);
         else
@@ -270,6 +282,8 @@ int run_watch(const global_options& g, const watch_options& o, std::ostream& out
         } catch (const dlock::error& e) {
             // Keep watching: the server may come back. Say what is wrong meanwhile.
             body = diagnose(c, e.code(), "cannot read the locks").what() + std::string("\n");
+        } catch (const failure& f) {
+            body = f.what() + std::string("\n");
         }
     }
 }

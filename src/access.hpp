@@ -1,0 +1,37 @@
+// detail::access: the library's way into the public objects (their backend, hold and state),
+// for the facades, the backends, tests and benchmarks. Never installed.
+#pragma once
+
+#include <dlock/client.hpp>
+#include <dlock/lease.hpp>
+#include <dlock/multi_lock.hpp>
+
+#include <memory>
+
+namespace dlock::detail {
+
+class client_impl;
+class redis_backend;
+
+struct access {
+    /// The client's backend (never null for a client that was not moved from).
+    static const std::shared_ptr<lock_backend>& backend(const client& c) noexcept {
+        return c.backend_;
+    }
+    /// The client's Redis backend, or null on another backend (redis/backend.cpp).
+    static redis_backend* redis(const client& c) noexcept;
+    /// The Redis client's internals, or null on another backend (redis/backend.cpp).
+    static std::shared_ptr<client_impl> impl(const client& c) noexcept;
+    /// A client over `b` (what client(url) makes for every URL).
+    static client make_client(std::shared_ptr<lock_backend> b) { return client(std::move(b)); }
+    static lease make_lease(std::shared_ptr<hold> h) noexcept { return lease(std::move(h)); }
+    static const std::shared_ptr<hold>& state(const lease& l) noexcept { return l.state_; }
+    static multi_lease make_multi(std::shared_ptr<multi_state> s) noexcept {
+        return multi_lease(std::move(s));
+    }
+    static const std::shared_ptr<multi_state>& state(const multi_lease& m) noexcept {
+        return m.state_;
+    }
+};
+
+} // namespace dlock::detail
