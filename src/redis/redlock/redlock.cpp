@@ -10,7 +10,12 @@
 // Threads: every round runs on the I/O thread (its votes, its timer, its verdict); blocking
 // callers post the round there and wait on a completion_flag. Shared state: a hold's votes
 // (votes_mu_), the watchdog's hold table (watch_mu_), the acquisitions to cancel at shutdown
-// (ops_mu_); the rest is the I/O thread's.
+// (ops_mu_), the count of deletes in flight (atomic); the rest is the I/O thread's.
+//
+// Deletes are never dropped: a release completes only once every master answered its delete
+// or the command timed out (the quorum still decides the result), and the shutdown lets every
+// delete in flight (releases, lost and cancelled rounds) finish the same way before it stops
+// the connections (the drain, bounded by the masters' command_timeout).
 #include "core/completion_flag.hpp"
 #include "core/hold.hpp"
 #include "core/log.hpp"
@@ -106,7 +111,27 @@ public:
     void track(const std::shared_ptr<acquire_op>& op);
     void untrack(const acquire_op* op);
 
+    ///@{
+    /// The deletes in flight, which the shutdown waits for (the drain). begin_delete() (any
+    /// thread) counts one unless the redlock is shutting down (false then); add_delete() (I/O
+    /// thread: a lost or cancelled round) counts one always; end_delete() (any thread) ends one
+    /// once every master answered it or its command timed out.
+    bool begin_delete() {
+        deletes_.fetch_add(1);
+        if (!shut_.load()) return true; // seq_cst: shutdown() stores shut_, then reads deletes_
+        end_delete();
+        return false;
+    }
+    void add_delete() { deletes_.fetch_add(1); }
+    void end_delete() {
+        if (deletes_.fetch_sub(1) == 1 && shut_.load()) asio::post(io_, [this] { drained(); });
+    }
+    ///@}
+
 private:
+    void drain();
+    void drained();
+    void stop_io();
     void arm_tick();
     void tick();
     void arm_loss(clock::time_point when);
@@ -119,8 +144,12 @@ private:
     asio::io_context io_;
     asio::executor_work_guard<asio::io_context::executor_type> work_;
     std::vector<std::unique_ptr<node>> nodes_;
-    asio::steady_timer tick_timer_; // I/O thread
-    asio::steady_timer loss_timer_; // I/O thread
+    asio::steady_timer tick_timer_;  // I/O thread
+    asio::steady_timer loss_timer_;  // I/O thread
+    asio::steady_timer drain_timer_; // I/O thread
+    std::atomic<std::size_t> deletes_{0};
+    bool draining_ = false; // I/O thread
+    bool stopping_ = false; // I/O thread
     std::thread thread_;
     std::atomic<std::thread::id> thread_id_{};
 
@@ -152,12 +181,15 @@ using answer = std::pair<vote, std::error_code>;
 /// fan-out's rounds (one lock, or up to batch_size locks for the watchdog); each answer becomes
 /// one vote per round; the deadline (node_timeout) times out the rest. `decided` runs once per
 /// round, with its verdict. Answers after a round's verdict go to `late` (and change nothing).
+/// `finished` runs once, after every round was decided, when every master's command completed:
+/// answered, failed, or timed out by its master's command_timeout.
 class fanout final : public std::enable_shared_from_this<fanout> {
 public:
     using fill_fn = std::function<void(command&)>;
     using read_fn = std::function<void(std::error_code, const resp3::value&, std::span<answer>)>;
     using decided_fn = std::function<void(fanout&, std::size_t round)>;
     using late_fn = std::function<void(fanout&, std::size_t round, std::size_t master)>;
+    using finished_fn = std::function<void(fanout&)>;
 
     fanout(redlock_impl& r, std::size_t rounds, std::optional<std::chrono::milliseconds> lease)
         : r_(r)
@@ -172,10 +204,12 @@ public:
 
     /// I/O thread. `keep` holds what the commands' views point into.
     void start(std::shared_ptr<const void> keep, const fill_fn& fill, read_fn read,
-               decided_fn decided, late_fn late = {}) {
+               decided_fn decided, late_fn late = {}, finished_fn finished = {}) {
         read_ = std::move(read);
         decided_ = std::move(decided);
         late_ = std::move(late);
+        finished_ = std::move(finished);
+        outstanding_ = r_.size();
         sending_ = true; // a master that fails at once answers inside submit()
         for (std::size_t i = 0; i < r_.size(); ++i) {
             auto* call = new node_call();
@@ -190,6 +224,7 @@ public:
         sending_ = false;
         for (std::size_t k = 0; k < rounds_.size(); ++k)
             if (rounds_[k].state() != quorum_round::verdict::open) report(k);
+        if (outstanding_ == 0) finish();
         if (open_rounds() == 0) return;
         // Weak: the commands in flight keep an open round alive; a handler left in the queue
         // at shutdown must not keep the redlock alive through the round's callbacks.
@@ -233,6 +268,13 @@ private:
                 report(k);
             }
         }
+        // The last answer has every vote in, so every round is decided (or start() decides
+        // them when it came inside submit()).
+        if (--outstanding_ == 0 && !sending_) finish();
+    }
+
+    void finish() {
+        if (auto f = std::move(finished_)) f(*this);
     }
 
     void on_deadline() {
@@ -264,6 +306,8 @@ private:
     read_fn read_;
     decided_fn decided_;
     late_fn late_;
+    finished_fn finished_;
+    std::size_t outstanding_ = 0; // commands not completed yet
     bool sending_ = false;
 };
 
@@ -315,14 +359,15 @@ struct lock_ref {
 };
 
 /// Deletes `ref`'s token on every master, best effort, nobody waiting (a lost round; a
-/// cancelled acquisition). I/O thread.
+/// cancelled acquisition); the shutdown waits for it (the drain). I/O thread.
 void delete_everywhere(redlock_impl& r, std::shared_ptr<const lock_ref> ref) {
     auto fo = std::make_shared<fanout>(r, 1, std::nullopt);
     const auto& k = *ref;
+    r.add_delete();
     fo->start(
         ref,
         [&](command& c) { layout().release(c, k.keys, k.token, k.lease, pubsub::mode::classic); },
-        &read_delete, [](fanout&, std::size_t) {});
+        &read_delete, [](fanout&, std::size_t) {}, {}, [&r](fanout&) { r.end_delete(); });
 }
 
 class redlock_hold;
@@ -378,7 +423,10 @@ public:
         auto self = std::static_pointer_cast<redlock_hold>(shared_from_this());
         if (r->on_io_thread()) return run_release(*r, std::move(done));
         asio::post(r->io(), [self, w = std::weak_ptr(r), done = std::move(done)]() mutable {
-            if (auto live = w.lock()) self->run_release(*live, std::move(done));
+            if (auto live = w.lock())
+                self->run_release(*live, std::move(done));
+            else
+                done(make_error_code(errc::cancelled));
         });
     }
 
@@ -487,16 +535,18 @@ public:
 private:
     /// The checks before a release; returns the redlock when a release must be sent (the hold
     /// is then off the watchdog and marked releasing), else null with `ec` saying why.
+    /// A release to send is counted as a delete in flight until run_release() finishes it.
     std::shared_ptr<redlock_impl> begin_release(std::error_code& ec) {
         if (released()) return nullptr;
         auto r = r_.lock();
-        if (!r || r->shut_down()) {
+        if (!r || !r->begin_delete()) {
             mark_released();
             ec = make_error_code(errc::cancelled);
             return nullptr;
         }
         r->unwatch(this);
         if (lost()) {
+            r->end_delete();
             ec = make_error_code(errc::not_owner);
             return nullptr;
         }
@@ -506,9 +556,13 @@ private:
 
     /// The release round (I/O thread): the token is deleted on every master; released when a
     /// quorum deleted it, lost (not_owner) when a quorum said it was not ours, otherwise ended
-    /// as released with the first failure (the keys expire after their lease).
+    /// as released with the first failure (the keys expire after their lease). The quorum
+    /// decides the result, but `done` runs only once every master answered or its command
+    /// timed out: a delete still on its way to a slow master is not left behind (a key kept
+    /// on one master blocks the next acquirer for a lease when another master is down).
     void run_release(redlock_impl& r, std::function<void(std::error_code)> done) {
         auto self = std::static_pointer_cast<redlock_hold>(shared_from_this());
+        auto result = std::make_shared<std::error_code>();
         auto fo = std::make_shared<fanout>(r, 1, std::nullopt);
         const auto& k = *ref_;
         fo->start(
@@ -517,7 +571,7 @@ private:
                 layout().release(c, k.keys, k.token, k.lease, pubsub::mode::classic);
             },
             &read_delete,
-            [self, done = std::move(done)](fanout& f, std::size_t) {
+            [self, result](fanout& f, std::size_t) {
                 self->set_votes(f.votes());
                 const auto& q = f.round();
                 std::error_code ec;
@@ -537,9 +591,13 @@ private:
                         ec = f.vote_of(0, i).ec;
                     if (!ec) ec = make_error_code(errc::unavailable);
                 }
-                if (done) done(ec);
+                *result = ec;
             },
-            [self](fanout& f, std::size_t, std::size_t i) { self->set_vote(f.vote_of(0, i)); });
+            [self](fanout& f, std::size_t, std::size_t i) { self->set_vote(f.vote_of(0, i)); },
+            [&r, result, done = std::move(done)](fanout&) {
+                if (done) done(*result);
+                r.end_delete();
+            });
     }
 
     std::weak_ptr<redlock_impl> r_;
@@ -761,7 +819,8 @@ redlock_impl::redlock_impl(redlock_options opts)
     : opts_(checked(opts))
     , work_(asio::make_work_guard(io_))
     , tick_timer_(io_)
-    , loss_timer_(io_) {
+    , loss_timer_(io_)
+    , drain_timer_(io_) {
     for (auto m : opts_.masters) {
         if (m.command_timeout <= std::chrono::milliseconds(0) ||
             m.connect_timeout <= std::chrono::milliseconds(0))
@@ -789,33 +848,58 @@ void redlock_impl::start() {
 }
 
 void redlock_impl::shutdown() {
-    shut_.store(true, std::memory_order_release);
+    shut_.store(true); // seq_cst: begin_delete() counts, then reads shut_
     if (!thread_.joinable()) return;
-    asio::post(io_, [this] {
-        std::vector<std::shared_ptr<acquire_op>> ops;
-        {
-            std::lock_guard lk(ops_mu_);
-            for (auto& [p, w] : ops_)
-                if (auto op = w.lock()) ops.push_back(std::move(op));
-        }
-        for (auto& op : ops)
-            op->cancel();
-        {
-            std::lock_guard lk(watch_mu_);
-            stopped_ = true;
-            holds_.clear();
-        }
-        tick_timer_.cancel();
-        loss_timer_.cancel();
+    asio::post(io_, [this] { drain(); });
+    if (on_io_thread())
+        thread_.detach(); // the drain goes on after this returns
+    else
+        thread_.join(); // until stop_io() stopped the I/O thread
+}
+
+/// I/O thread: cancels the acquisitions (their rounds are deleted everywhere) and the watchdog,
+/// then waits until every delete in flight completed, for at most the longest command_timeout
+/// (each command times out by then; the timer is a backstop), and stops.
+void redlock_impl::drain() {
+    std::vector<std::shared_ptr<acquire_op>> ops;
+    {
+        std::lock_guard lk(ops_mu_);
+        for (auto& [p, w] : ops_)
+            if (auto op = w.lock()) ops.push_back(std::move(op));
+    }
+    for (auto& op : ops)
+        op->cancel();
+    {
+        std::lock_guard lk(watch_mu_);
+        stopped_ = true;
+        holds_.clear();
+    }
+    tick_timer_.cancel();
+    loss_timer_.cancel();
+    draining_ = true;
+    auto bound = std::chrono::milliseconds(0);
+    for (const auto& m : opts_.masters)
+        bound = std::max(bound, m.command_timeout);
+    // The connection checks its deadlines every command_timeout / 10, at most 100 ms.
+    drain_timer_.expires_after(bound + std::chrono::milliseconds(200));
+    drain_timer_.async_wait([this](std::error_code ec) {
+        if (!ec) stop_io();
     });
+    drained();
+}
+
+void redlock_impl::drained() {
+    if (draining_ && deletes_.load() == 0) stop_io();
+}
+
+void redlock_impl::stop_io() {
+    if (stopping_) return;
+    stopping_ = true;
+    drain_timer_.cancel();
     for (auto& n : nodes_)
         n->stop();
     work_.reset();
     asio::post(io_, [this] { io_.stop(); });
-    if (on_io_thread())
-        thread_.detach();
-    else
-        thread_.join();
 }
 
 void redlock_impl::track(const std::shared_ptr<acquire_op>& op) {
