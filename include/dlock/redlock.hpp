@@ -30,7 +30,11 @@
 // - release(): one round of compare-and-delete on every master. Clear when a quorum deleted
 //   the token; errc::not_owner (the lease is marked lost) when so many masters no longer had
 //   it that no quorum could; otherwise the first master's error (errc::unavailable when none
-//   answered): the handle ends anyway and the keys expire after their lease.
+//   answered): the handle ends anyway and the keys expire after their lease. The quorum
+//   decides that result, but release() (and async_release()'s completion) returns only once
+//   EVERY master answered its delete or the command timed out (that master's command_timeout):
+//   a key left on one master would block the next acquirer for a lease when another master is
+//   down. A master down for good (connection refused) answers at once.
 // - extend(d): one round of compare-and-pexpire to `d` on every master, with the acquisition's
 //   quorum and validity rule (valid_until() = before the send + d - drift). errc::not_owner
 //   when a quorum refused (lost); errc::unavailable when no quorum extended it (the lease is
@@ -139,7 +143,11 @@ public:
     explicit redlock(redlock_options opts);
     ///@}
     /// Stops the I/O thread; holds still referenced by leases end as released (their keys
-    /// expire after their lease) and further calls on them report errc::cancelled.
+    /// expire after their lease) and further calls on them report errc::cancelled. First lets
+    /// every delete in flight (releases already started, and the deletes of lost or cancelled
+    /// acquisition rounds) finish: blocks until every master answered them or they timed out,
+    /// at most the masters' longest command_timeout. (Destroyed on its own I/O thread, it does
+    /// not wait; the deletes go on after it returns.)
     ~redlock();
     /// Moves the masters' connections; the moved-from object must not be used.
     redlock(redlock&&) noexcept;

@@ -3,7 +3,7 @@
 // A lease handle holds a std::shared_ptr<hold>. The hold carries the loss signal (valid_until,
 // lost/released, stop token, callbacks) and knows how to release and extend itself on its own
 // backend: the single-node Redis hold (redis/hold.hpp) and the Redlock hold
-// (redis/redlock/redlock.cpp) implement it today; a ZooKeeper or PostgreSQL hold will too.
+// (redis/redlock/hold.cpp) implement it today; a ZooKeeper or PostgreSQL hold will too.
 //
 // Contract of the virtual members (every implementation keeps it, lease.cpp relies on it):
 // - release_blocking(ec): ends the hold (released, or lost when the backend says it was not

@@ -288,6 +288,8 @@ exec_redlock)
     fail "redlock exec exit $?"
   [ "$out" = "[rl1][]" ] || fail "redlock has no fencing token: '$out'"
   held rl1 && fail "redlock key kept after exec"
+  heldm 1 rl1 && fail "redlock key kept on master 1 after exec"
+  heldm 2 rl1 && fail "redlock key kept on master 2 after exec"
   "${rl[@]}" exec rl2 -- sleep 30 & holder=$!
   wait_for 5 sh -c "redis-cli -p $port EXISTS rl2 | grep -q 1" || fail "holder never acquired"
   wait_for 5 heldm 1 rl2 || fail "rl2 not on master 1"

@@ -1,7 +1,8 @@
 // Redlock over five (or three) real, independent redis-server masters: quorum with masters
 // stopped, refusal, validity used up by stalled masters, partial acquisitions deleted,
 // mutual exclusion between two redlock objects, loss when an extension misses the quorum,
-// votes, release on every master, configuration errors, and the behaviours of Redisson's
+// votes, release on every master (also a master slower than the quorum, and a redlock destroyed
+// right after an async release), configuration errors, and the behaviours of Redisson's
 // deleted RedissonRedLockTest (redisson.md §8.5) that apply.
 #include "test_util.hpp"
 
@@ -9,6 +10,7 @@
 
 #include <atomic>
 #include <future>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -500,4 +502,66 @@ TEST(redlock, the_watchdog_extends_many_holds_with_one_script_per_master_and_bat
         EXPECT_FALSE(l.lost());
     const auto pttl = std::stoll(m[2].cli({"PTTL", "job149"}));
     EXPECT_GT(pttl, 0);
+}
+
+TEST(redlock, release_returns_only_after_a_master_slower_than_the_quorum_deleted_the_key) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_masters m(3);
+    auto o = options_for(m);
+    o.masters[2].command_timeout = 5s; // the slow master's answer comes long before this
+    redlock r(o);
+    auto l = r.acquire("job", {.wait = 0ms});
+    ASSERT_TRUE(l);
+    ASSERT_EQ(holders(m, "job"), 3u);
+    // Master 2 holds write commands (the release script) for a second: masters 0 and 1 make
+    // the quorum at once, master 2 answers after the round's node_timeout (200 ms).
+    ASSERT_EQ(m[2].cli({"CLIENT", "PAUSE", "1000", "WRITE"}), "OK");
+    const auto t0 = std::chrono::steady_clock::now();
+    std::error_code ec;
+    l.release(ec);
+    const auto spent = std::chrono::steady_clock::now() - t0;
+    EXPECT_FALSE(ec) << ec.message(); // the quorum decided: released
+    EXPECT_FALSE(l);
+    // Right after release() returns, the key is gone on every master, the slow one included.
+    for (std::size_t i = 0; i < 3; ++i)
+        EXPECT_FALSE(exists(m, i, "job")) << "master " << i;
+    EXPECT_LT(spent, 5s);
+}
+
+TEST(redlock, destroying_the_redlock_right_after_an_async_release_still_deletes_everywhere) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_masters m(3);
+    auto o = options_for(m);
+    o.masters[2].command_timeout = 5s;
+    std::atomic<int> completed{0}; // 1: released, 2: an error
+    {
+        redlock r(o);
+        auto l = r.acquire("job", {.wait = 0ms});
+        ASSERT_TRUE(l);
+        ASSERT_EQ(holders(m, "job"), 3u);
+        ASSERT_EQ(m[2].cli({"CLIENT", "PAUSE", "1000", "WRITE"}), "OK");
+        l.async_release([&](std::error_code ec) { completed = ec ? 2 : 1; });
+    } // destroyed at once: the deletes are in flight, or not even sent yet
+    for (std::size_t i = 0; i < 3; ++i)
+        EXPECT_FALSE(exists(m, i, "job")) << "master " << i;
+    EXPECT_EQ(completed.load(), 1);
+}
+
+TEST(redlock, the_shutdown_drain_waits_for_a_stopped_master_no_longer_than_its_command_timeout) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_masters m(3);
+    auto o = options_for(m); // command_timeout 1 s on every master
+    std::optional<redlock> r;
+    r.emplace(o);
+    auto l = r->acquire("job", {.wait = 0ms});
+    ASSERT_TRUE(l);
+    m[2].pause(); // SIGSTOP: the delete is written and never answered
+    l.async_release([](std::error_code) {});
+    const auto t0 = std::chrono::steady_clock::now();
+    r.reset();
+    const auto spent = std::chrono::steady_clock::now() - t0;
+    m[2].resume();
+    EXPECT_FALSE(exists(m, 0, "job"));
+    EXPECT_FALSE(exists(m, 1, "job"));
+    EXPECT_LT(spent, 3s); // the command timeout (1 s) plus the deadline check, with slack
 }

@@ -1,0 +1,141 @@
+// redis/redlock/watchdog.cpp: extension rounds (extend_all) and the watchdog's tick and loss timer.
+#include "redis/redlock/redlock_impl.hpp"
+
+namespace dlock::detail {
+
+void extend_all(redlock_impl& r, std::vector<std::shared_ptr<redlock_hold>> holds,
+                std::chrono::milliseconds lease,
+                std::function<void(std::size_t, std::error_code)> each, std::function<void()> all) {
+    struct batch {
+        std::vector<std::shared_ptr<redlock_hold>> holds;
+        std::size_t open = 0;
+    };
+    auto b = std::make_shared<batch>();
+    b->holds = std::move(holds);
+    b->open = b->holds.size();
+    for (auto& h : b->holds)
+        h->set_extending(true);
+    auto fo = std::make_shared<fanout>(r, b->holds.size(), lease);
+    fo->start(
+        b,
+        [&](command& c) {
+            // simple/renew.lua: KEYS = the locks, ARGV = lease, then each lock's token.
+            c.script(script_id::simple_renew).number(static_cast<std::int64_t>(b->holds.size()));
+            for (const auto& h : b->holds)
+                c.arg(h->ref().keys.key);
+            c.number(lease.count());
+            for (const auto& h : b->holds)
+                c.arg(h->ref().token);
+        },
+        &read_pexpire,
+        [&r, b, each = std::move(each), all = std::move(all)](fanout& f, std::size_t k) {
+            auto& h = *b->holds[k];
+            h.set_extending(false);
+            h.set_votes(f.votes(k));
+            const auto& q = f.round(k);
+            std::error_code ec;
+            if (h.released() || h.lost() || h.releasing()) {
+                ec = make_error_code(errc::not_owner);
+            } else if (q.state() == quorum_round::verdict::won) {
+                h.set_valid_until(q.valid_until());
+            } else if (q.refused_by_quorum()) {
+                r.unwatch(&h);
+                h.end_lost(loss_cause::undetermined); // a quorum said "not ours": gone or taken
+                ec = make_error_code(errc::not_owner);
+            } else {
+                ec = make_error_code(errc::unavailable);
+            }
+            if (each) each(k, ec);
+            if (--b->open == 0 && all) all();
+        },
+        [b](fanout& f, std::size_t k, std::size_t i) { b->holds[k]->set_vote(f.vote_of(k, i)); });
+}
+
+void redlock_impl::watch(const std::shared_ptr<redlock_hold>& h) {
+    const auto until = h->valid_until();
+    {
+        std::lock_guard lk(watch_mu_);
+        if (stopped_) return;
+        holds_.emplace(h.get(), h);
+        if (until >= loss_armed_) return;
+        loss_armed_ = until;
+    }
+    asio::post(io_, [this, until] { arm_loss(until); });
+}
+
+void redlock_impl::unwatch(const redlock_hold* h) {
+    std::lock_guard lk(watch_mu_);
+    holds_.erase(h);
+}
+
+void redlock_impl::arm_tick() {
+    tick_timer_.expires_after(opts_.watchdog_lease / 3);
+    tick_timer_.async_wait([this](std::error_code ec) {
+        if (ec) return;
+        tick();
+        arm_tick();
+    });
+}
+
+void redlock_impl::tick() {
+    std::vector<std::shared_ptr<redlock_hold>> due;
+    {
+        std::lock_guard lk(watch_mu_);
+        if (stopped_) return;
+        for (auto& [p, h] : holds_)
+            if (h->watchdog() && !h->extending() && !h->releasing()) due.push_back(h);
+    }
+    // One fan-out per batch of up to batch_size holds: every master gets one renew script
+    // over the batch's keys, and each hold is decided by its own quorum round.
+    for (std::size_t first = 0; first < due.size(); first += batch_size) {
+        const auto last = std::min(due.size(), first + batch_size);
+        std::vector<std::shared_ptr<redlock_hold>> batch(
+            due.begin() + static_cast<std::ptrdiff_t>(first),
+            due.begin() + static_cast<std::ptrdiff_t>(last));
+        extend_all(*this, std::move(batch), opts_.watchdog_lease, {},
+                   [this] { check_deadlines(); });
+    }
+}
+
+void redlock_impl::check_deadlines() {
+    const auto now = clock::now();
+    std::vector<std::shared_ptr<redlock_hold>> lost;
+    auto next = clock::time_point::max();
+    {
+        std::lock_guard lk(watch_mu_);
+        if (stopped_) return;
+        for (auto it = holds_.begin(); it != holds_.end();) {
+            auto& h = it->second;
+            if (h->released() || h->lost()) {
+                it = holds_.erase(it);
+                continue;
+            }
+            const auto until = h->valid_until();
+            if (!h->releasing() && until <= now) {
+                lost.push_back(std::move(h));
+                it = holds_.erase(it);
+                continue;
+            }
+            next = std::min(next, until);
+            ++it;
+        }
+        loss_armed_ = next;
+    }
+    for (auto& h : lost)
+        h->end_lost(loss_cause::deadline);
+    if (next != clock::time_point::max()) arm_loss(next);
+}
+
+void redlock_impl::arm_loss(clock::time_point when) {
+    {
+        std::lock_guard lk(watch_mu_);
+        if (stopped_ || when > loss_armed_) return;
+    }
+    loss_timer_.expires_at(when);
+    loss_timer_.async_wait([this](std::error_code ec) {
+        if (ec) return;
+        check_deadlines();
+    });
+}
+
+} // namespace dlock::detail
