@@ -351,7 +351,7 @@ class Worker:
             self.proc.kill()
             self.proc.wait(timeout=5)
             self.crashed = True
-            # The checker's synthetic end of a crashed worker (ARCHITECTURE.md).
+            # The checker's synthetic end of a crashed worker (docs/design/fault-suite.md).
             self.run.append(os.path.join(self.run.out, "nemesis.jsonl"),
                             {"w": self.id, "f": "crash", "type": "info", "t": mono_ns()})
 

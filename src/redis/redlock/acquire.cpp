@@ -74,7 +74,8 @@ std::weak_ptr<redlock_hold> acquire_op::decided(fanout& f, const std::shared_ptr
 void acquire_op::finish(std::error_code ec, redlock_acquisition a) {
     finished_ = true;
     // Counted under the simple kind: Redlock takes the simple-lock layout on every master.
-    r_->metrics().acquisition(1, ec, static_cast<bool>(a.held), false, clock::now() - started_at_);
+    r_->metrics().acquisition(metrics_slot(lock_kind::simple), ec, static_cast<bool>(a.held), false,
+                              clock::now() - started_at_);
     if (a.votes.empty()) a.votes = std::move(last_votes_);
     if (a.rounds == 0) a.rounds = rounds_;
     r_->untrack(this);

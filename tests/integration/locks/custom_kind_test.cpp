@@ -1,6 +1,6 @@
 // A third lock kind that only this test knows: a protocol class and one register_protocol()
 // call, nothing else. It goes through the same front-end, wait machine, subscriber, renewal
-// and release paths as the built-in kinds (ARCHITECTURE.md, "Adding a lock kind").
+// and release paths as the built-in kinds (docs/design/redis-locks.md, "Adding a kind").
 #include "lock_test_util.hpp"
 #include "redis/acquire.hpp"
 #include "redis/release.hpp"
