@@ -1,0 +1,266 @@
+// The backend list of the conformance suite (backends.hpp) and its helpers.
+#include "backends.hpp"
+
+#include "../integration/test_util.hpp" // fast_options()
+#include "redis_fixture.hpp"
+
+#if defined(DLOCK_WITH_ZOOKEEPER) && DLOCK_WITH_ZOOKEEPER
+#include "zk_fixture.hpp"
+#endif
+#if defined(DLOCK_WITH_POSTGRES) && DLOCK_WITH_POSTGRES
+#include "pg_fixture.hpp"
+#endif
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+namespace dlock::conformance {
+namespace {
+
+using lk = lock_kind;
+using enum loss_seen;
+
+// ---- the kinds each backend offers --------------------------------------------------------
+// Columns: kind, rival, fenced, object, fixed lease, loss seen, status shows the lease.
+
+/// Redis (standalone, Sentinel, Cluster alike): src/redis/locks/registry.cpp. Every kind has a
+/// PX lease and the watchdog renews it, so a forced unlock is seen at the next renewal; simple
+/// and read carry no fencing token (simple/protocol.cpp, rwlock/protocol.cpp).
+const std::vector<kind_traits> redis_kinds = {
+    {lk::reentrant, lk::reentrant, true, object::reentrant, true, by_itself, true},
+    {lk::simple, lk::simple, false, object::not_reentrant, true, by_itself, true},
+    {lk::fair, lk::fair, true, object::reentrant, true, by_itself, true},
+    {lk::read, lk::write, false, object::reentrant, true, by_itself, true},
+    {lk::write, lk::write, true, object::reentrant, true, by_itself, true},
+};
+
+/// ZooKeeper (src/zookeeper/backend.cpp infix_of): Curator's lock, read-write lock and
+/// semaphore. No lease: a node lives as long as its session, so a fixed lease is
+/// errc::unsupported and inspect() has no remaining lease; the token is the node's czxid
+/// (none for read nodes); a deleted node is seen by the holder's watch.
+[[maybe_unused]] const std::vector<kind_traits> zk_kinds = {
+    {lk::reentrant, lk::reentrant, true, object::reentrant, false, by_itself, false},
+    {lk::fair, lk::fair, true, object::reentrant, false, by_itself, false},
+    {lk::read, lk::write, false, object::reentrant, false, by_itself, false},
+    {lk::write, lk::write, true, object::reentrant, false, by_itself, false},
+    {lk::semaphore, lk::semaphore, true, object::none, false, by_itself, false},
+};
+
+/// PostgreSQL (src/postgres/advisory.cpp, rows.cpp): advisory locks for the Redis kinds (a
+/// session per hold, watched: a terminated session is a loss at once; no lease in the server,
+/// a fixed lease ends the hold on the client; tokens from dlock_fence except for read), and
+/// the lease rows (renewed every 10 s by the watchdog, so a forced unlock is seen at the next
+/// extend; shedlock has no token; versioned has no clock in its table, so no remaining lease).
+[[maybe_unused]] const std::vector<kind_traits> pg_kinds = {
+    {lk::reentrant, lk::reentrant, true, object::reentrant, true, by_itself, false},
+    {lk::simple, lk::simple, true, object::not_reentrant, true, by_itself, false},
+    {lk::fair, lk::fair, true, object::reentrant, true, by_itself, false},
+    {lk::read, lk::write, false, object::reentrant, true, by_itself, false},
+    {lk::write, lk::write, true, object::reentrant, true, by_itself, false},
+    {lk::shedlock, lk::shedlock, false, object::none, true, on_extend, true},
+    {lk::lease, lk::lease, true, object::none, true, on_extend, true},
+    {lk::versioned, lk::versioned, true, object::none, true, on_extend, false},
+};
+
+// ---- servers, started once per process ----------------------------------------------------
+
+/// Starts fixture T once (the first call; a failed start is tried again by the next test) and
+/// returns what `url` makes of it.
+template <class T, class Url>
+std::string start_once(Url url) {
+    static std::mutex mu;
+    static std::string started;
+    std::lock_guard g(mu);
+    if (started.empty()) {
+        auto f = std::make_shared<T>();
+        started = url(*f);
+        keep_until_exit(std::move(f));
+    }
+    return started;
+}
+
+/// Redis test clients: short connect/command bounds and a 1.5 s watchdog lease (renewed
+/// every 500 ms), so a forced unlock is seen within about half a second.
+std::unique_ptr<client> redis_client(const std::string& url) {
+    auto o = test::fast_options(url);
+    o.watchdog_lease = 1500ms;
+    return std::make_unique<client>(std::move(o));
+}
+
+std::unique_ptr<client> url_client(const std::string& url) {
+    return std::make_unique<client>(url);
+}
+
+// ---- the environment that stops the servers -------------------------------------------------
+
+class servers final : public ::testing::Environment {
+public:
+    void keep(std::shared_ptr<void> f) {
+        std::lock_guard g(mu_);
+        kept_.push_back(std::move(f));
+    }
+    void TearDown() override {
+        std::lock_guard g(mu_);
+        while (!kept_.empty())
+            kept_.pop_back(); // newest first
+    }
+
+private:
+    std::mutex mu_;
+    std::vector<std::shared_ptr<void>> kept_;
+};
+
+servers* const the_servers =
+    static_cast<servers*>(::testing::AddGlobalTestEnvironment(new servers));
+
+} // namespace
+
+void keep_until_exit(std::shared_ptr<void> fixture) {
+    the_servers->keep(std::move(fixture));
+}
+
+// ---- THE backend list: one entry per backend ------------------------------------------------
+
+const std::vector<backend_entry>& backend_list() {
+    static const std::vector<backend_entry> all = {
+        {"redis", test::redis_available,
+         [] { return start_once<test::redis_server>([](auto& s) { return s.url(); }); },
+         redis_client, "redis://127.0.0.1:notaport", redis_kinds},
+        {"sentinel", test::sentinel_available,
+         [] { return start_once<test::redis_sentinel_group>([](auto& g) { return g.url(); }); },
+         redis_client, "redis-sentinel://127.0.0.1:26379", redis_kinds},
+        {"cluster", test::redis_available,
+         [] { return start_once<test::redis_cluster>([](auto& c) { return c.url(); }); },
+         redis_client, "redis-cluster://127.0.0.1:70000", redis_kinds},
+#if defined(DLOCK_WITH_ZOOKEEPER) && DLOCK_WITH_ZOOKEEPER
+        {"zookeeper", test::zookeeper_available,
+         [] {
+             return start_once<test::zk_server>(
+                 [](auto& s) { return s.url() + "?session_timeout=4000&connect_timeout=2000"; });
+         },
+         url_client, "zk://127.0.0.1:70000", zk_kinds},
+#endif
+#if defined(DLOCK_WITH_POSTGRES) && DLOCK_WITH_POSTGRES
+        {"postgresql", test::postgres_available,
+         [] { return start_once<test::pg_server>([](auto& s) { return s.url(); }); }, url_client,
+         "postgresql://127.0.0.1/postgres?dlock_key=nope", pg_kinds},
+#endif
+    };
+    return all;
+}
+
+// ---- parameters and names -------------------------------------------------------------------
+
+const std::vector<lock_kind>& all_kinds() {
+    static const std::vector<lock_kind> k = {lk::reentrant, lk::simple,    lk::fair,
+                                             lk::read,      lk::write,     lk::shedlock,
+                                             lk::lease,     lk::versioned, lk::semaphore};
+    return k;
+}
+
+std::string kind_name(lock_kind k) {
+    static const char* const names[] = {"reentrant", "simple", "fair",      "read",     "write",
+                                        "shedlock",  "lease",  "versioned", "semaphore"};
+    return names[static_cast<std::size_t>(k)];
+}
+
+std::vector<const backend_entry*> backend_params() {
+    std::vector<const backend_entry*> v;
+    for (const auto& b : backend_list())
+        v.push_back(&b);
+    return v;
+}
+
+std::vector<kind_case> kind_params() {
+    std::vector<kind_case> v;
+    for (const auto& b : backend_list())
+        for (const auto& k : b.kinds)
+            v.push_back({&b, k});
+    return v;
+}
+
+std::vector<lacking_case> lacking_params() {
+    std::vector<lacking_case> v;
+    for (const auto& b : backend_list())
+        for (const auto k : all_kinds())
+            if (std::none_of(b.kinds.begin(), b.kinds.end(),
+                             [k](const kind_traits& t) { return t.kind == k; }))
+                v.push_back({&b, k});
+    return v;
+}
+
+std::string param_name(const ::testing::TestParamInfo<const backend_entry*>& i) {
+    return i.param->label;
+}
+std::string param_name(const ::testing::TestParamInfo<kind_case>& i) {
+    return i.param.backend->label + "_" + kind_name(i.param.traits.kind);
+}
+std::string param_name(const ::testing::TestParamInfo<lacking_case>& i) {
+    return i.param.backend->label + "_" + kind_name(i.param.kind);
+}
+
+void PrintTo(const kind_case& c, std::ostream* os) {
+    *os << c.backend->label << "/" << kind_name(c.traits.kind);
+}
+void PrintTo(const lacking_case& c, std::ostream* os) {
+    *os << c.backend->label << "/" << kind_name(c.kind);
+}
+void PrintTo(const backend_entry* b, std::ostream* os) {
+    *os << b->label;
+}
+
+std::string fresh_name(const std::string& tag) {
+    static std::atomic<unsigned> n{0};
+    return "cf" + std::to_string(++n) + "-" + tag;
+}
+
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds budget) {
+    const auto until = std::chrono::steady_clock::now() + budget;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() >= until) return false;
+        std::this_thread::sleep_for(5ms);
+    }
+    return true;
+}
+
+// ---- thread-bound lock objects ----------------------------------------------------------------
+
+lock_object::lock_object(client& c, const std::string& name, lock_kind kind)
+    : kind_(kind) {
+    switch (kind) {
+    case lk::reentrant:
+        m_.emplace(c.make_mutex(name));
+        break;
+    case lk::simple:
+        s_.emplace(c.make_simple_mutex(name));
+        break;
+    case lk::fair:
+        f_.emplace(c.make_fair_mutex(name));
+        break;
+    case lk::read:
+    case lk::write:
+        rw_.emplace(c.make_rw_mutex(name));
+        break;
+    default:
+        throw std::logic_error("no lock object takes " + kind_name(kind));
+    }
+}
+
+basic_mutex& lock_object::get() {
+    switch (kind_) {
+    case lk::reentrant:
+        return *m_;
+    case lk::simple:
+        return *s_;
+    case lk::fair:
+        return *f_;
+    case lk::read:
+        return rw_->reader();
+    default:
+        return rw_->writer();
+    }
+}
+
+} // namespace dlock::conformance

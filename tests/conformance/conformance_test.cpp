@@ -1,0 +1,319 @@
+// The behaviours every backend of dlock::client promises, written once and run over every
+// backend and every lock kind it offers (the table in backends.cpp): exclusion across clients,
+// re-entry of lock objects, wait timeouts, fixed-lease expiry, the loss signal of a forced
+// unlock, fencing tokens, inspect/list, waiters woken by a forced unlock, the multi-lock, bad
+// names and URLs, and errc::unsupported for every kind a backend lacks. Each backend's
+// servers are started once per process; every test uses lock names of its own.
+#include "backends.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <system_error>
+
+namespace dlock::conformance {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+bool any_holder(const lock_status& st) {
+    return std::any_of(st.contenders.begin(), st.contenders.end(),
+                       [](const lock_contender& c) { return c.holds; });
+}
+
+/// The URL of the backend's server(s), started on first use; skips without the binaries.
+#define CONFORMANCE_START(entry, url)                                                              \
+    if (!(entry).available()) GTEST_SKIP() << (entry).label << ": server binaries not installed";  \
+    const std::string url = (entry).start()
+
+// ---- per (backend, offered kind) ----------------------------------------------------------
+
+class Kind : public ::testing::TestWithParam<kind_case> {
+protected:
+    void SetUp() override {
+        CONFORMANCE_START(backend(), u);
+        url_ = u;
+        name_ = fresh_name(kind_name(traits().kind));
+    }
+    const backend_entry& backend() const { return *GetParam().backend; }
+    const kind_traits& traits() const { return GetParam().traits; }
+    std::unique_ptr<client> connect() const { return backend().connect(url_); }
+    acquire_options opts(std::optional<std::chrono::milliseconds> wait, lock_kind k) const {
+        return {.wait = wait, .kind = k};
+    }
+    /// Takes the lock of the tested kind through `c` (asserted by the caller).
+    lease hold(client& c) const { return c.acquire(name_, opts(5s, traits().kind)); }
+
+    std::string url_;
+    std::string name_;
+};
+
+// 1. While A holds, B's try (wait 0) of the rival kind fails; after A's release B gets it.
+// A shared kind also admits a second holder of its own kind.
+TEST_P(Kind, ExcludesAcrossClients) {
+    auto a = connect(), b = connect();
+    auto held = hold(*a);
+    ASSERT_TRUE(held);
+    EXPECT_FALSE(b->acquire(name_, opts(0ms, traits().rival)));
+    if (traits().rival != traits().kind) { // shared: another holder of the same kind fits
+        EXPECT_TRUE(b->acquire(name_, opts(0ms, traits().kind)));
+    }
+    held.release();
+    auto next = b->acquire(name_, opts(0ms, traits().rival));
+    EXPECT_TRUE(next);
+}
+
+// 2. The thread-bound object: a reentrant one counts holds (2, 1, 0); a simple one refuses its
+// holder's second lock() with errc::invalid_argument. Another client gets the lock after.
+TEST_P(Kind, LockObjectReentry) {
+    if (traits().obj == object::none) GTEST_SKIP() << "no lock object takes this kind";
+    auto a = connect(), b = connect();
+    lock_object m(*a, name_, traits().kind);
+    m.get().lock();
+    std::error_code ec;
+    if (traits().obj == object::reentrant) {
+        m.get().lock();
+        EXPECT_EQ(m.get().hold_count(), 2);
+        m.get().unlock();
+        EXPECT_EQ(m.get().hold_count(), 1);
+        EXPECT_FALSE(b->acquire(name_, opts(0ms, traits().rival))); // still held once
+    } else {
+        m.get().lock(ec);
+        EXPECT_EQ(ec, errc::invalid_argument) << ec.message();
+        EXPECT_THROW(m.get().lock(), dlock::error);
+    }
+    m.get().unlock();
+    EXPECT_EQ(m.get().hold_count(), 0);
+    EXPECT_TRUE(b->acquire(name_, opts(0ms, traits().rival)));
+}
+
+// 3. A wait of 200 ms on a held lock returns empty after about the wait, never much later.
+TEST_P(Kind, WaitTimesOut) {
+    auto a = connect(), b = connect();
+    auto held = hold(*a);
+    ASSERT_TRUE(held);
+    constexpr auto wait = 200ms;
+    const auto t0 = clock::now();
+    auto l = b->acquire(name_, opts(wait, traits().rival));
+    const auto took = clock::now() - t0;
+    EXPECT_FALSE(l);
+    EXPECT_GE(took, wait - 10ms);
+    EXPECT_LT(took, wait + 2s);
+}
+
+// 4. A fixed lease of 300 ms frees the lock without a release: another client, waiting a few
+// seconds, gets it, and the first holder's lease is lost. A backend without leases refuses a
+// fixed lease with errc::unsupported.
+TEST_P(Kind, FixedLeaseExpires) {
+    auto a = connect(), b = connect();
+    auto o = opts(5s, traits().kind);
+    o.lease = 300ms;
+    std::error_code ec;
+    auto held = a->acquire(name_, o, ec);
+    if (!traits().fixed_lease) {
+        EXPECT_EQ(ec, errc::unsupported) << ec.message();
+        EXPECT_FALSE(held);
+        return;
+    }
+    ASSERT_FALSE(ec) << ec.message();
+    ASSERT_TRUE(held);
+    const auto t0 = clock::now();
+    auto w = opts(5s, traits().rival);
+    w.lease = 300ms; // the same lease: the versioned kind's takeover waits one lease of its own
+    auto next = b->acquire(name_, w, ec);
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_TRUE(next);
+    EXPECT_LT(clock::now() - t0, 4s);
+    EXPECT_TRUE(eventually([&] { return held.lost(); }, 2s)) << "expired lease not marked lost";
+}
+
+// 5. client::force_unlock() by another client ends the hold: the holder's stop_token is
+// requested and its on_lost callback runs (after an extend where only a renewal notices).
+TEST_P(Kind, ForcedUnlockSignalsLoss) {
+    auto a = connect(), c = connect();
+    auto held = hold(*a);
+    ASSERT_TRUE(held);
+    std::atomic<bool> called{false};
+    held.on_lost([&] { called = true; });
+    std::error_code ec;
+    EXPECT_TRUE(c->force_unlock(name_, traits().kind, ec)) << ec.message();
+    EXPECT_FALSE(ec) << ec.message();
+    if (traits().loss == loss_seen::on_extend) {
+        held.extend(30s, ec);
+        EXPECT_EQ(ec, errc::not_owner) << ec.message();
+    }
+    EXPECT_TRUE(eventually([&] { return held.stop_token().stop_requested(); }, 5s));
+    EXPECT_TRUE(eventually([&] { return called.load(); }, 1s));
+    EXPECT_TRUE(held.lost());
+    EXPECT_LE(held.valid_until(), clock::now());
+}
+
+// 6. Successive holders (alternating clients) get strictly increasing fencing tokens; a kind
+// without a token gives none.
+TEST_P(Kind, FencingTokensIncrease) {
+    auto a = connect(), b = connect();
+    std::optional<std::uint64_t> last;
+    for (int i = 0; i < 4; ++i) {
+        auto l = hold(i % 2 == 0 ? *a : *b);
+        ASSERT_TRUE(l);
+        if (!traits().fenced) {
+            EXPECT_FALSE(l.token()) << "round " << i;
+            continue;
+        }
+        ASSERT_TRUE(l.token()) << "round " << i;
+        if (last) {
+            EXPECT_GT(*l.token(), *last) << "round " << i;
+        }
+        last = l.token();
+        l.release();
+    }
+}
+
+// 7a. inspect() shows a held lock with a holder (and its remaining lease where the backend
+// has one); after the release nothing holds it.
+TEST_P(Kind, InspectShowsTheHolder) {
+    auto a = connect(), b = connect();
+    auto held = hold(*a);
+    ASSERT_TRUE(held);
+    std::error_code ec;
+    auto st = b->inspect(name_, traits().kind, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_TRUE(st.exists);
+    EXPECT_TRUE(any_holder(st));
+    if (traits().status_lease) {
+        EXPECT_TRUE(st.remaining_lease && st.remaining_lease->count() > 0);
+    } else {
+        EXPECT_FALSE(st.remaining_lease);
+    }
+    held.release();
+    st = b->inspect(name_, traits().kind, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_FALSE(st.exists && any_holder(st));
+}
+
+// 7b. list() finds a held lock by a pattern of its name.
+TEST_P(Kind, ListFindsTheHeldLock) {
+    auto a = connect(), b = connect();
+    auto held = hold(*a);
+    ASSERT_TRUE(held);
+    std::error_code ec;
+    const auto found = b->list(name_.substr(0, name_.find('-') + 1) + "*", ec);
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_TRUE(std::any_of(found.begin(), found.end(),
+                            [&](const lock_status& s) { return s.name == name_ && s.exists; }))
+        << found.size() << " lock(s) listed";
+}
+
+// 8. A waiter (wait 10 s) gets the lock soon after a third client forces the holder's unlock.
+TEST_P(Kind, ForcedUnlockWakesWaiters) {
+    auto a = connect(), b = connect(), c = connect();
+    auto held = hold(*a);
+    ASSERT_TRUE(held);
+    const auto rival = traits().rival;
+    auto waiter = std::async(std::launch::async, [&] {
+        auto l = b->acquire(name_, opts(10s, rival));
+        return std::make_pair(static_cast<bool>(l), clock::now());
+    });
+    // Not granted while A holds (this also gives the waiter time to start waiting).
+    ASSERT_EQ(waiter.wait_for(300ms), std::future_status::timeout);
+    const auto forced_at = clock::now();
+    std::error_code ec;
+    EXPECT_TRUE(c->force_unlock(name_, traits().kind, ec)) << ec.message();
+    ASSERT_EQ(waiter.wait_for(8s), std::future_status::ready) << "waiter not woken";
+    const auto [got, at] = waiter.get();
+    EXPECT_TRUE(got);
+    EXPECT_LT(at - forced_at, 3s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Conformance, Kind, ::testing::ValuesIn(kind_params()),
+                         [](const auto& i) { return param_name(i); });
+
+// ---- per (backend, kind it lacks) -----------------------------------------------------------
+
+class Lacking : public ::testing::TestWithParam<lacking_case> {};
+
+// Every way to take, end or read a lock of a kind the backend lacks is errc::unsupported.
+TEST_P(Lacking, KindIsUnsupported) {
+    const auto& [entry, kind] = GetParam();
+    CONFORMANCE_START(*entry, url);
+    auto c = entry->connect(url);
+    const auto name = fresh_name(kind_name(kind));
+    std::error_code ec;
+    EXPECT_FALSE(c->acquire(name, {.wait = 0ms, .kind = kind}, ec));
+    EXPECT_EQ(ec, errc::unsupported) << "acquire: " << ec.message();
+    c->force_unlock(name, kind, ec);
+    EXPECT_EQ(ec, errc::unsupported) << "force_unlock: " << ec.message();
+    c->inspect(name, kind, ec);
+    EXPECT_EQ(ec, errc::unsupported) << "inspect: " << ec.message();
+    const lock_ref members[] = {{name + "-a"}, {name + "-b", kind}};
+    EXPECT_FALSE(c->acquire_all(members, {.wait = 0ms}, ec));
+    EXPECT_EQ(ec, errc::unsupported) << "acquire_all: " << ec.message();
+    if (kind == lock_kind::simple) { // the one lacked kind with a lock object of its own
+        try {
+            auto m = c->make_simple_mutex(name);
+            EXPECT_FALSE(m.try_lock(ec));
+            EXPECT_EQ(ec, errc::unsupported) << "simple_mutex: " << ec.message();
+        } catch (const dlock::error& e) {
+            EXPECT_EQ(e.code(), errc::unsupported) << e.what();
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Conformance, Lacking, ::testing::ValuesIn(lacking_params()),
+                         [](const auto& i) { return param_name(i); });
+
+// ---- per backend ----------------------------------------------------------------------------
+
+class Backend : public ::testing::TestWithParam<const backend_entry*> {};
+
+// 9. acquire_all() of two names takes both; a third client can take neither meanwhile; the
+// release frees both together.
+TEST_P(Backend, MultiLockTakesAllAndReleasesTogether) {
+    const auto& entry = *GetParam();
+    CONFORMANCE_START(entry, url);
+    auto a = entry.connect(url), c = entry.connect(url);
+    const auto one = fresh_name("m1"), two = fresh_name("m2");
+    auto all = a->acquire_all({{one}, {two}}, {.wait = 5s});
+    ASSERT_TRUE(all);
+    EXPECT_EQ(all.members().size(), 2U);
+    EXPECT_FALSE(c->acquire(one, {.wait = 0ms}));
+    EXPECT_FALSE(c->acquire(two, {.wait = 0ms}));
+    all.release();
+    EXPECT_TRUE(c->acquire(one, {.wait = 0ms}));
+    EXPECT_TRUE(c->acquire(two, {.wait = 0ms}));
+}
+
+// 10. An empty name is errc::invalid_argument (thrown by the lock object and by acquire());
+// an unknown scheme is a dlock::error; a malformed URL of the backend's scheme is
+// errc::configuration_error.
+TEST_P(Backend, BadNamesAndUrls) {
+    const auto& entry = *GetParam();
+    CONFORMANCE_START(entry, url);
+    auto c = entry.connect(url);
+    try {
+        auto m = c->make_mutex("");
+        m.lock();
+        ADD_FAILURE() << "make_mutex(\"\") locked";
+    } catch (const dlock::error& e) {
+        EXPECT_EQ(e.code(), errc::invalid_argument) << e.what();
+    }
+    try {
+        auto l = c->acquire("", {.wait = 0ms});
+        ADD_FAILURE() << "acquire(\"\") returned " << (l ? "a lease" : "empty");
+    } catch (const dlock::error& e) {
+        EXPECT_EQ(e.code(), errc::invalid_argument) << e.what();
+    }
+    EXPECT_THROW(client("nosuch://x"), dlock::error);
+    try {
+        client bad(entry.bad_url);
+        ADD_FAILURE() << entry.bad_url << " accepted";
+    } catch (const dlock::error& e) {
+        EXPECT_EQ(e.code(), errc::configuration_error) << entry.bad_url << ": " << e.what();
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Conformance, Backend, ::testing::ValuesIn(backend_params()),
+                         [](const auto& i) { return param_name(i); });
+
+} // namespace
+} // namespace dlock::conformance
