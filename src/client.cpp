@@ -138,18 +138,34 @@ lease client::acquire(std::string_view name, const acquire_options& opts) {
     return l;
 }
 
+namespace {
+/// blocking(), and errc::unsupported for a kind the backend does not offer: the one check of
+/// the seam's contract for every backend's queries.
+detail::lock_backend* offering(const std::shared_ptr<detail::lock_backend>& b, lock_kind kind,
+                               std::error_code& ec) {
+    auto* p = blocking(b, ec);
+    if (p && !p->supports(kind)) ec = make_error_code(errc::unsupported);
+    return ec ? nullptr : p;
+}
+} // namespace
+
 lock_status client::inspect(std::string_view name, lock_kind kind, std::error_code& ec) {
-    auto* b = blocking(backend_, ec);
-    return b ? b->inspect(name, kind, ec) : lock_status{};
+    auto* b = offering(backend_, kind, ec);
+    auto s = b ? b->inspect(name, kind, ec) : lock_status{};
+    if (b) s.backend = b->backend_name(); // one schema: every status names its backend
+    return s;
 }
 
 std::vector<lock_status> client::list(std::string_view pattern, std::error_code& ec) {
     auto* b = blocking(backend_, ec);
-    return b ? b->list(pattern, ec) : std::vector<lock_status>{};
+    auto all = b ? b->list(pattern, ec) : std::vector<lock_status>{};
+    for (auto& s : all)
+        s.backend = b->backend_name();
+    return all;
 }
 
 bool client::force_unlock(std::string_view name, lock_kind kind, std::error_code& ec) {
-    auto* b = blocking(backend_, ec);
+    auto* b = offering(backend_, kind, ec);
     return b && b->force_unlock(name, kind, ec);
 }
 

@@ -153,19 +153,6 @@ const std::vector<backend_entry>& backend_list() {
 
 // ---- parameters and names -------------------------------------------------------------------
 
-const std::vector<lock_kind>& all_kinds() {
-    static const std::vector<lock_kind> k = {lk::reentrant, lk::simple,    lk::fair,
-                                             lk::read,      lk::write,     lk::shedlock,
-                                             lk::lease,     lk::versioned, lk::semaphore};
-    return k;
-}
-
-std::string kind_name(lock_kind k) {
-    static const char* const names[] = {"reentrant", "simple", "fair",      "read",     "write",
-                                        "shedlock",  "lease",  "versioned", "semaphore"};
-    return names[static_cast<std::size_t>(k)];
-}
-
 std::vector<const backend_entry*> backend_params() {
     std::vector<const backend_entry*> v;
     for (const auto& b : backend_list())
@@ -184,7 +171,7 @@ std::vector<kind_case> kind_params() {
 std::vector<lacking_case> lacking_params() {
     std::vector<lacking_case> v;
     for (const auto& b : backend_list())
-        for (const auto k : all_kinds())
+        for (const auto k : dlock::all_kinds())
             if (std::none_of(b.kinds.begin(), b.kinds.end(),
                              [k](const kind_traits& t) { return t.kind == k; }))
                 v.push_back({&b, k});
@@ -195,17 +182,17 @@ std::string param_name(const ::testing::TestParamInfo<const backend_entry*>& i) 
     return i.param->label;
 }
 std::string param_name(const ::testing::TestParamInfo<kind_case>& i) {
-    return i.param.backend->label + "_" + kind_name(i.param.traits.kind);
+    return i.param.backend->label + "_" + name_of(i.param.traits.kind);
 }
 std::string param_name(const ::testing::TestParamInfo<lacking_case>& i) {
-    return i.param.backend->label + "_" + kind_name(i.param.kind);
+    return i.param.backend->label + "_" + name_of(i.param.kind);
 }
 
 void PrintTo(const kind_case& c, std::ostream* os) {
-    *os << c.backend->label << "/" << kind_name(c.traits.kind);
+    *os << c.backend->label << "/" << name_of(c.traits.kind);
 }
 void PrintTo(const lacking_case& c, std::ostream* os) {
-    *os << c.backend->label << "/" << kind_name(c.kind);
+    *os << c.backend->label << "/" << name_of(c.kind);
 }
 void PrintTo(const backend_entry* b, std::ostream* os) {
     *os << b->label;
@@ -244,7 +231,7 @@ lock_object::lock_object(client& c, const std::string& name, lock_kind kind)
         rw_.emplace(c.make_rw_mutex(name));
         break;
     default:
-        throw std::logic_error("no lock object takes " + kind_name(kind));
+        throw std::logic_error("no lock object takes " + name_of(kind));
     }
 }
 

@@ -74,10 +74,11 @@ struct backend_entry {
 /// Every backend of this build, in one list (backends.cpp).
 const std::vector<backend_entry>& backend_list();
 
-/// Every lock_kind there is (the unsupported ones are derived from it).
-const std::vector<lock_kind>& all_kinds();
-/// "reentrant", "read", ... (also in test names).
-std::string kind_name(lock_kind k);
+/// A kind's name in test names and messages: the library's (dlock::kind_name; "lock" for the
+/// reentrant lock).
+inline std::string name_of(lock_kind k) {
+    return std::string(dlock::kind_name(k));
+}
 
 /// One (backend, kind) pair: the parameter of the per-kind tests.
 struct kind_case {

@@ -33,7 +33,7 @@ protected:
     void SetUp() override {
         CONFORMANCE_START(backend(), u);
         url_ = u;
-        name_ = fresh_name(kind_name(traits().kind));
+        name_ = fresh_name(name_of(traits().kind));
     }
     const backend_entry& backend() const { return *GetParam().backend; }
     const kind_traits& traits() const { return GetParam().traits; }
@@ -180,6 +180,9 @@ TEST_P(Kind, InspectShowsTheHolder) {
     ASSERT_FALSE(ec) << ec.message();
     EXPECT_TRUE(st.exists);
     EXPECT_TRUE(any_holder(st));
+    EXPECT_EQ(st.name, name_);
+    EXPECT_EQ(st.backend, b->backend_name()); // one schema: every status names its backend
+    EXPECT_NE(st.kind, "none");
     if (traits().status_lease) {
         EXPECT_TRUE(st.remaining_lease && st.remaining_lease->count() > 0);
     } else {
@@ -225,6 +228,23 @@ TEST_P(Kind, ForcedUnlockWakesWaiters) {
     EXPECT_LT(at - forced_at, 3s);
 }
 
+// 7c. The client's metrics count the acquisition in the kind's own slot (its label is the
+// kind's name; the reentrant lock's is "reentrant").
+TEST_P(Kind, MetricsCountTheKindInItsOwnSlot) {
+    auto a = connect();
+    if (!a->metrics().enabled) GTEST_SKIP() << "built without metrics";
+    auto held = hold(*a);
+    ASSERT_TRUE(held);
+    const auto label =
+        traits().kind == lock_kind::reentrant ? std::string("reentrant") : name_of(traits().kind);
+    const auto s = a->metrics();
+    EXPECT_EQ(s.kind(label).acquired, 1U) << label;
+    std::uint64_t all = 0;
+    for (const auto& k : s.acquisitions)
+        all += k.acquired;
+    EXPECT_EQ(all, 1U) << "counted once, in its own slot";
+}
+
 INSTANTIATE_TEST_SUITE_P(Conformance, Kind, ::testing::ValuesIn(kind_params()),
                          [](const auto& i) { return param_name(i); });
 
@@ -237,7 +257,7 @@ TEST_P(Lacking, KindIsUnsupported) {
     const auto& [entry, kind] = GetParam();
     CONFORMANCE_START(*entry, url);
     auto c = entry->connect(url);
-    const auto name = fresh_name(kind_name(kind));
+    const auto name = fresh_name(name_of(kind));
     std::error_code ec;
     EXPECT_FALSE(c->acquire(name, {.wait = 0ms, .kind = kind}, ec));
     EXPECT_EQ(ec, errc::unsupported) << "acquire: " << ec.message();
@@ -281,6 +301,32 @@ TEST_P(Backend, MultiLockTakesAllAndReleasesTogether) {
     all.release();
     EXPECT_TRUE(c->acquire(one, {.wait = 0ms}));
     EXPECT_TRUE(c->acquire(two, {.wait = 0ms}));
+}
+
+// 9b. A read-write lock object tells whether either side is held, seen from another client
+// (rw_mutex::is_locked), on every backend that offers both sides.
+TEST_P(Backend, ReadWriteLockIsLockedInEitherMode) {
+    const auto& entry = *GetParam();
+    CONFORMANCE_START(entry, url);
+    const auto offers = [&](lock_kind k) {
+        return std::any_of(entry.kinds.begin(), entry.kinds.end(),
+                           [k](const kind_traits& t) { return t.kind == k; });
+    };
+    if (!offers(lock_kind::read) || !offers(lock_kind::write))
+        GTEST_SKIP() << entry.label << " has no read-write lock";
+    auto a = entry.connect(url), b = entry.connect(url);
+    const auto name = fresh_name("rw");
+    auto mine = a->make_rw_mutex(name);
+    auto theirs = b->make_rw_mutex(name);
+    EXPECT_FALSE(theirs.is_locked());
+    mine.lock();
+    EXPECT_TRUE(theirs.is_locked());
+    mine.unlock();
+    EXPECT_FALSE(theirs.is_locked());
+    mine.lock_shared();
+    EXPECT_TRUE(theirs.is_locked());
+    mine.unlock_shared();
+    EXPECT_FALSE(theirs.is_locked());
 }
 
 // 10. An empty name is errc::invalid_argument (thrown by the lock object and by acquire());

@@ -9,6 +9,7 @@
 #include <asio.hpp>
 
 #include <cmath>
+#include <optional>
 #include <prometheus/exposer.h>
 #include <string>
 
@@ -128,6 +129,40 @@ TEST(prometheus, a_scrape_of_the_exposer_shows_the_clients_counters) {
     const auto after = http_get(port, "/metrics");
     EXPECT_NE(after.find("200 OK"), std::string::npos);
     EXPECT_EQ(after.find("dlock_acquisitions_total"), std::string::npos);
+}
+
+// Every backend's client has a collectable: a ZooKeeper and a PostgreSQL client (built
+// lazily, no server needed to read counters) export their families, with a series for each of
+// their kinds; before, only a Redis client's collectable exported anything.
+TEST(prometheus, the_collectable_of_every_backend_exports_its_counters) {
+    if (!dlock::detail::metrics_enabled) GTEST_SKIP() << "built with DLOCK_METRICS=OFF";
+    int tried = 0;
+    for (const char* url : {"zk://127.0.0.1:1/locks", "postgresql://u@127.0.0.1:1/db"}) {
+        std::optional<dlock::client> c;
+        try {
+            c.emplace(url);
+        } catch (const dlock::error& e) { // a backend this build lacks
+            EXPECT_EQ(e.code(), dlock::errc::unsupported) << url << ": " << e.what();
+            continue;
+        }
+        ++tried;
+        const auto collectable = dlock::make_prometheus_collectable(*c, {{"service", "t"}});
+        const auto families = collectable->Collect();
+        const prometheus::MetricFamily* acq = nullptr;
+        for (const auto& f : families)
+            if (f.name == "dlock_acquisitions_total") acq = &f;
+        ASSERT_TRUE(acq) << url << ": no dlock_acquisitions_total";
+        bool semaphore = false, shedlock = false;
+        for (const auto& m : acq->metric)
+            for (const auto& l : m.label) {
+                semaphore |= l.name == "kind" && l.value == "semaphore";
+                shedlock |= l.name == "kind" && l.value == "shedlock";
+            }
+        EXPECT_TRUE(semaphore && shedlock) << url << ": every kind has its own series";
+        c.reset();
+        EXPECT_TRUE(collectable->Collect().empty()) << url << ": the client is gone";
+    }
+    if (tried == 0) GTEST_SKIP() << "built without ZooKeeper and PostgreSQL";
 }
 
 } // namespace
