@@ -1,4 +1,4 @@
-// dlock::multi_lease and client::acquire_all: the blocking and async shells around
+// client::acquire_all and dlock::multi_mutex: the blocking and async shells around
 // core::multi_sequence. The members are lease handles taken through the client's backend
 // (lock_backend::acquire / async_acquire), one at a time in name order; the sequence decides
 // what comes next. One path for every backend.
@@ -6,6 +6,7 @@
 #include "core/lock_backend.hpp"
 #include "core/loss_signal.hpp"
 #include "core/multi_sequence.hpp"
+#include "multi_state.hpp"
 
 #include <dlock/client.hpp>
 #include <dlock/multi_lock.hpp>
@@ -19,17 +20,6 @@
 #include <vector>
 
 namespace dlock::detail {
-
-/// What a multi_lease shares with its members' loss callbacks.
-class multi_state final : public loss_signal {
-public:
-    std::vector<lease> members;
-    /// A member was lost: the multi-lock is lost unless it was released already.
-    void member_lost() {
-        if (!released()) mark_lost();
-    }
-    void end_released() noexcept { mark_released(); }
-};
 
 /// A multi_mutex: its set, its client and the current hold (guarded: any thread may lock).
 struct multi_mutex_state {
@@ -73,13 +63,6 @@ acquire_options member_options(const acquire_options& opts, lock_kind kind,
 
 bool any_lost(const std::vector<lease>& held) {
     return std::any_of(held.begin(), held.end(), [](const lease& l) { return l.lost(); });
-}
-
-clock::time_point earliest(const std::vector<lease>& held) {
-    auto t = clock::time_point::max();
-    for (const auto& l : held)
-        t = std::min(t, l.valid_until());
-    return t;
 }
 
 /// Keeps the error a refresh reports: a lost member (not_owner) wins, else the first error.
@@ -405,126 +388,6 @@ void multi_mutex::on_lost(std::function<void()> cb) {
 const std::vector<lock_ref>& multi_mutex::locks() const noexcept {
     static const std::vector<lock_ref> none;
     return s_ ? s_->locks : none;
-}
-
-// ---- multi_lease -------------------------------------------------------------------------
-
-multi_lease::multi_lease(std::shared_ptr<detail::multi_state> s) noexcept
-    : state_(std::move(s)) {}
-
-multi_lease::multi_lease(multi_lease&&) noexcept = default;
-
-multi_lease& multi_lease::operator=(multi_lease&& o) noexcept {
-    if (this != &o) {
-        std::error_code ignore;
-        release(ignore);
-        state_ = std::move(o.state_);
-    }
-    return *this;
-}
-
-multi_lease::~multi_lease() {
-    std::error_code ignore;
-    release(ignore);
-}
-
-std::span<const lease> multi_lease::members() const noexcept {
-    if (!state_) return {};
-    return state_->members;
-}
-
-std::chrono::steady_clock::time_point multi_lease::valid_until() const {
-    if (!state_ || state_->members.empty()) return {};
-    return detail::earliest(state_->members);
-}
-
-bool multi_lease::lost() const noexcept {
-    return state_ && state_->lost();
-}
-
-std::stop_token multi_lease::stop_token() const {
-    return state_ ? state_->stop_token() : std::stop_token{};
-}
-
-void multi_lease::on_lost(std::function<void()> cb) {
-    if (state_) state_->on_lost(std::move(cb));
-}
-
-void multi_lease::release() {
-    std::error_code ec;
-    release(ec);
-    throw_if(ec);
-}
-
-void multi_lease::release(std::error_code& ec) {
-    ec.clear();
-    auto s = std::move(state_);
-    if (!s || s->released()) return;
-    for (std::size_t j = s->members.size(); j-- > 0;) {
-        std::error_code e;
-        s->members[j].release(e);
-        if (!ec) ec = e;
-    }
-    s->end_released();
-}
-
-void multi_lease::extend(std::chrono::milliseconds lease_ms) {
-    std::error_code ec;
-    extend(lease_ms, ec);
-    throw_if(ec);
-}
-
-void multi_lease::extend(std::chrono::milliseconds lease_ms, std::error_code& ec) {
-    ec.clear();
-    if (!state_ || state_->released()) {
-        ec = make_error_code(errc::not_owner);
-        return;
-    }
-    for (auto& m : state_->members) {
-        std::error_code e;
-        m.extend(lease_ms, e);
-        if (!ec) ec = e;
-    }
-}
-
-asio::any_io_executor multi_lease::executor_of(const std::shared_ptr<detail::multi_state>& s) {
-    // The backend's I/O executor, as a member's hold knows it (empty once it is gone).
-    if (!s || s->members.empty()) return {};
-    const auto& h = detail::access::state(s->members.front());
-    return h ? h->executor() : asio::any_io_executor{};
-}
-
-void multi_lease::start_release(std::shared_ptr<detail::multi_state> s,
-                                std::function<void(std::error_code)> done) {
-    if (!s || s->released()) return done({});
-    const std::size_t n = s->members.size();
-    if (n == 0) {
-        s->end_released();
-        return done({});
-    }
-    struct countdown {
-        std::mutex mu;
-        std::size_t left;
-        std::vector<std::error_code> errors; // by member
-        std::function<void(std::error_code)> done;
-    };
-    auto cd = std::make_shared<countdown>();
-    cd->left = n;
-    cd->errors.resize(n);
-    cd->done = std::move(done);
-    for (std::size_t j = n; j-- > 0;)
-        s->members[j].async_release([s, cd, j](std::error_code ec) {
-            {
-                std::lock_guard lk(cd->mu);
-                cd->errors[j] = ec;
-                if (--cd->left != 0) return;
-            }
-            s->end_released();
-            std::error_code first; // in release order: the last member first
-            for (std::size_t k = cd->errors.size(); k-- > 0;)
-                if (!first) first = cd->errors[k];
-            cd->done(first);
-        });
 }
 
 } // namespace dlock
