@@ -121,5 +121,16 @@ TEST_F(ZkCli, BadUrlsAndMissingChroot) {
     EXPECT_NE(r.out.find("/nope"), std::string::npos) << r.out;
 }
 
+// An unreachable ensemble is named as ZooKeeper, with ZooKeeper's remedy, in dlock's own words:
+// never redis-server's remedy, never a line of the C client's log.
+TEST_F(ZkCli, AnUnreachableServerIsNamedAsZooKeeper) {
+    const auto r = dlock_cli("--url 'zk://127.0.0.1:" + std::to_string(free_port()) +
+                             "/x?connect_timeout=1000' status x");
+    EXPECT_EQ(r.code, 69) << r.out; // unavailable
+    EXPECT_NE(r.out.find("is a ZooKeeper server running there?"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("redis"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("ZOO_"), std::string::npos) << r.out;
+}
+
 } // namespace
 } // namespace dlock::test
