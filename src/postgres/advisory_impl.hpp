@@ -1,0 +1,83 @@
+// postgres/advisory_impl.hpp: what advisory.cpp (acquisition), advisory_hold.cpp (the hold)
+// and advisory_queries.cpp (inspect, unlock --force, list) share.
+#pragma once
+
+#include "postgres/advisory.hpp"
+#include "postgres/errors.hpp"
+
+#include <asio/steady_timer.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dlock::detail::pg {
+
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+inline constexpr std::string_view app_prefix = "dlock:";
+
+inline bool shared_kind(lock_kind k) noexcept {
+    return k == lock_kind::read;
+}
+
+inline statement key_statement(std::string sql, const advisory_key& k) {
+    statement s{std::move(sql), {key_param1(k)}};
+    if (auto p2 = key_param2(k)) s.params.emplace_back(std::move(*p2));
+    return s;
+}
+
+inline errc error_of(const result& r, bool caller_input = false) {
+    return classify_sqlstate(r.sqlstate(), caller_input);
+}
+
+// --- the hold -------------------------------------------------------------------------------
+
+class advisory_hold final : public pg_hold {
+public:
+    advisory_hold(std::shared_ptr<engine> e, std::string name, advisory_key key, lock_kind kind,
+                  std::optional<std::uint64_t> token, std::shared_ptr<connection> session);
+    ~advisory_hold() override;
+
+    // I/O thread: start watching the session; called once, right after the grant.
+    void start(std::optional<milliseconds> fixed_lease);
+
+    const std::string& name() const noexcept override { return name_; }
+    std::optional<std::uint64_t> fencing_token() const noexcept override { return token_; }
+    void end_on_shutdown() override { lose(loss_cause::gone); }
+
+private:
+    std::shared_ptr<advisory_hold> self() {
+        return std::static_pointer_cast<advisory_hold>(shared_from_this());
+    }
+    std::weak_ptr<advisory_hold> weak() { return self(); }
+
+    bool ended() const noexcept { return ended_io_; }
+
+    void arm_tick();
+    void on_tick();
+    /// One `SELECT 1` on the session: valid_until moves to its send time + check_period.
+    void prove(std::function<void(std::error_code)> done);
+    void arm_lease(milliseconds lease);
+    void extend_io(milliseconds lease, std::function<void(std::error_code)> done) override;
+    void release_io(std::function<void(std::error_code)> done) override;
+    void lose(loss_cause cause);
+
+    std::string name_;
+    advisory_key key_;
+    lock_kind kind_;
+    std::optional<std::uint64_t> token_;
+    // I/O thread only:
+    std::shared_ptr<connection> session_;
+    asio::steady_timer tick_;
+    asio::steady_timer lease_timer_;
+    std::optional<clock::time_point> lease_end_{};
+    clock::time_point acquired_at_{};
+    bool checking_ = false;
+    bool releasing_ = false;
+    bool ended_io_ = false;
+};
+
+} // namespace dlock::detail::pg
