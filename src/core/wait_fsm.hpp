@@ -4,7 +4,7 @@
 //      ^                                  (covered: skip the last attempt)               │
 //      └──────────── wake (unlock message, hand-over refused) / timer (holder's TTL) ────┘
 //
-// The shell (redis/acquire.cpp) feeds it events with resume(event) and carries out the action
+// The shell (redis/acquire_op.cpp) feeds it events with resume(event) and carries out the action
 // it returns: send a command, join a channel, arm a timer, finish. It never touches sockets,
 // timers or clocks itself (the time comes in every event), so every transition is unit-tested
 // by hand (tests/unit/wait_fsm_test.cpp). Nothing in it knows a lock kind: what an attempt's

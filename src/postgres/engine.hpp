@@ -1,6 +1,6 @@
 // pg::engine: what one PostgreSQL backend owns: the settings, one io_context run by one I/O
 // thread, the pool of idle sessions, the holds still open (for shutdown), the counters and the
-// last error. Acquisition and the lock kinds live in advisory.cpp (and the lease tables).
+// last error. Acquisition and the lock kinds live in advisory*.cpp (and the lease tables, rows/).
 //
 // Sessions: every advisory hold has a session of its own (PostgreSQL's session locks stack
 // per session, so two owners must never share one); a session whose lock was released cleanly

@@ -5,7 +5,7 @@
 //                      the acquire operation on the I/O thread, waited for on a flag;
 //   acquire_async()    the acquire operation only;
 //   make_hold()        the hold of a successful acquisition, registered with the watchdog.
-// The acquire operation is a thin Asio shell around core::wait_fsm (acquire.cpp).
+// The acquire operation is a thin Asio shell around core::wait_fsm (acquire_op.cpp).
 #pragma once
 
 #include "redis/client_impl.hpp"

@@ -1,7 +1,7 @@
 // detail::client_impl: what a dlock::client owns, and nothing else: the options and id, one
 // io_context run by one I/O thread, the router over the nodes of the topology, the renewal
 // service (one watchdog however many nodes) and the hold registry. Acquisition, release and
-// renewal live in acquire.cpp, release.cpp and renewal.cpp.
+// renewal live in acquire.cpp (+ acquire_op.cpp), release.cpp and renewal.cpp.
 #pragma once
 
 #include "access.hpp"

@@ -48,7 +48,7 @@ const std::vector<kind_traits> redis_kinds = {
     {lk::semaphore, lk::semaphore, true, object::none, false, by_itself, false},
 };
 
-/// PostgreSQL (src/postgres/advisory.cpp, rows.cpp): advisory locks for the Redis kinds (a
+/// PostgreSQL (src/postgres/advisory*.cpp, rows/): advisory locks for the Redis kinds (a
 /// session per hold, watched: a terminated session is a loss at once; no lease in the server,
 /// a fixed lease ends the hold on the client; tokens from dlock_fence except for read), and
 /// the lease rows (renewed every 10 s by the watchdog, so a forced unlock is seen at the next
