@@ -1333,12 +1333,20 @@ def f07(run):
     run.setup(hold_ms=200,
               worker_extra={1: ["--extend-ms", str(EXTEND_MS), "--command-timeout-ms", "3000"]})
     routes = run.lock_routes(1)
-    run.start_workers()
-    run.sleep_ms(600)
-    t = mono_ns()
-    for r in routes:
-        run.proxy.ctl("rule %s delay-req %d cmd EVALSHA|EVAL arg %d count 1"
-                      % (r, 1.5 * run.ttl_ms, EXTEND_MS))
+    # Worker 1 starts alone with the delay armed, so its first hold's extend is the starved one
+    # and it has the rest of the run for unfaulted extends. (Armed 600 ms after all three
+    # started, worker 1 could lose the race for its first lock for 3 s and reach its starved
+    # extend so late that no unfaulted one followed: CI's fault tier failed F07 F once so.)
+    armed = {}
+
+    def arm(_w1):
+        armed["t"] = mono_ns()
+        for r in routes:
+            run.proxy.ctl("rule %s delay-req %d cmd EVALSHA|EVAL arg %d count 1"
+                          % (r, 1.5 * run.ttl_ms, EXTEND_MS))
+
+    run.start_workers(arm=arm)
+    t = armed["t"]
     run.wait_for(lambda: all(run.proxy.triggered(r) for r in routes), 8, "a delayed extend")
     run.wait_workers()
     starved = [e for e in worker_events(run, "extend", [1])
