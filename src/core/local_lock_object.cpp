@@ -57,11 +57,11 @@ public:
         : b_(std::move(b))
         , name_(std::move(name))
         , kind_(kind) {
-        if (name_.empty() || name_.size() > 4096)
-            throw error(errc::invalid_argument,
-                        "dlock: invalid lock name (empty or over 4096 bytes)");
-        if (!b_->supports(kind_))
-            throw error(errc::unsupported, unsupported_kind_text(b_->backend_name(), kind_));
+        // The backend's own rule (lock_backend::check_name), the one acquire_all applies too.
+        if (const auto ec = b_->check_name(name_, kind_); ec == errc::unsupported)
+            throw error(ec, unsupported_kind_text(b_->backend_name(), kind_));
+        else if (ec)
+            throw error(ec, "dlock: invalid lock name (empty or over 4096 bytes)");
     }
 
     /// The owner objects die: holds still open are released without waiting (a backend hold
