@@ -51,6 +51,12 @@ struct target {
     std::string unix_socket;
 };
 
+/// The same TCP endpoint (host and port as given; no resolution): how Sentinel and Cluster tell
+/// whether a master moved.
+inline bool same_endpoint(const target& a, const target& b) noexcept {
+    return a.host == b.host && a.port == b.port;
+}
+
 /// The one place that decides whether a failed connection attempt is a definite answer that
 /// queued requests get at once (errc::unavailable) instead of waiting until their deadline for
 /// a reconnect that cannot help: the server refused the connection (nothing listens there), the

@@ -3,7 +3,6 @@
 #include "redis/topology/cluster.hpp"
 
 #include "redis/net/wire.hpp"
-#include "redis/topology/cluster_impl.hpp"
 
 #include <dlock/error.hpp>
 
@@ -32,7 +31,7 @@ public:
         });
     }
     void invalidate(const net::target& t) override {
-        if (master_ && same(*master_, t)) master_.reset();
+        if (master_ && net::same_endpoint(*master_, t)) master_.reset();
         c_.refresh();
     }
 
@@ -52,7 +51,8 @@ public:
     void invalidate(const net::target&) override { ++next_; }
     bool master_only() const noexcept override { return false; }
     void learn(const net::target& t) {
-        if (std::none_of(list_.begin(), list_.end(), [&](const auto& s) { return same(s, t); }))
+        if (std::none_of(list_.begin(), list_.end(),
+                         [&](const auto& s) { return net::same_endpoint(s, t); }))
             list_.push_back(t);
     }
 
@@ -121,7 +121,7 @@ node& cluster::add_node(const net::target& master) {
 node* cluster::node_at(const net::target& master) {
     std::lock_guard lk(nodes_mu_);
     for (std::size_t i = 0; i < nodes_.size(); ++i)
-        if (same(sources_[i]->last_, master)) return nodes_[i].get();
+        if (net::same_endpoint(sources_[i]->last_, master)) return nodes_[i].get();
     return nullptr;
 }
 
@@ -178,7 +178,8 @@ std::vector<node*> cluster::masters() {
             // One node per shard; a node adopted twice (the first seed's) is listed once.
             const bool dup = std::any_of(out.begin(), out.end(), [&](node* o) {
                 for (std::size_t j = 0; j < nodes_.size(); ++j)
-                    if (nodes_[j].get() == o) return same(sources_[j]->last_, sources_[i]->last_);
+                    if (nodes_[j].get() == o)
+                        return net::same_endpoint(sources_[j]->last_, sources_[i]->last_);
                 return false;
             });
             if (!dup) out.push_back(nodes_[i].get());
@@ -254,8 +255,9 @@ void cluster::apply(const std::vector<cluster_shard>& all) {
             const auto& src = *sources_[i];
             if (nodes_[i].get() != cur || src.ids.empty()) continue;
             const bool master_gone =
-                std::none_of(shards.begin(), shards.end(),
-                             [&](const cluster_shard& o) { return same(o.master, src.last_); });
+                std::none_of(shards.begin(), shards.end(), [&](const cluster_shard& o) {
+                    return net::same_endpoint(o.master, src.last_);
+                });
             if (shares_a_member(src) || master_gone) return {nodes_[i].get(), sources_[i].get()};
         }
         // The same shard: a member id in common (a failover keeps the shard, not the master).
@@ -263,7 +265,7 @@ void cluster::apply(const std::vector<cluster_shard>& all) {
             if (shares_a_member(*sources_[i])) return {nodes_[i].get(), sources_[i].get()};
         // A node made for this address before its shard was known (first seed, MOVED).
         for (std::size_t i = 0; i < nodes_.size(); ++i)
-            if (sources_[i]->ids.empty() && same(sources_[i]->last_, s.master))
+            if (sources_[i]->ids.empty() && net::same_endpoint(sources_[i]->last_, s.master))
                 return {nodes_[i].get(), sources_[i].get()};
         return {nullptr, nullptr};
     };
@@ -278,7 +280,7 @@ void cluster::apply(const std::vector<cluster_shard>& all) {
         {
             std::lock_guard lk(nodes_mu_); // masters() reads ids and last_ from any thread
             src->ids = s.ids;
-            moved = !same(src->last_, s.master);
+            moved = !net::same_endpoint(src->last_, s.master);
             src->master_ = s.master;
             src->last_ = s.master;
         }
@@ -299,11 +301,11 @@ void cluster::apply(const std::vector<cluster_shard>& all) {
         if (!src.ids.empty()) continue;
         // The shard whose master it was made for (a MOVED seen before the map), else slot 0's.
         const auto it = std::find_if(shards.begin(), shards.end(), [&](const cluster_shard& c) {
-            return same(c.master, src.last_);
+            return net::same_endpoint(c.master, src.last_);
         });
         const auto& s = it != shards.end() ? *it : shards.front();
         src.ids = s.ids;
-        const bool moved = !same(src.last_, s.master);
+        const bool moved = !net::same_endpoint(src.last_, s.master);
         src.master_ = s.master;
         src.last_ = s.master;
         if (moved) nodes_[i]->retarget();

@@ -1,7 +1,6 @@
 // The parsers of the replies the Redis Cluster router reads: CLUSTER SHARDS, CLUSTER SLOTS and
 // the MOVED / ASK redirections.
 #include "redis/topology/cluster.hpp"
-#include "redis/topology/cluster_impl.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -104,8 +103,9 @@ std::optional<std::vector<cluster_shard>> parse_cluster_slots(const resp3::value
         net::target t;
         t.host = m.elements[0].str;
         t.port = *p;
-        auto it = std::find_if(out.begin(), out.end(),
-                               [&](const cluster_shard& s) { return same(s.master, t); });
+        auto it = std::find_if(out.begin(), out.end(), [&](const cluster_shard& s) {
+            return net::same_endpoint(s.master, t);
+        });
         if (it == out.end()) {
             cluster_shard s;
             s.master = t;

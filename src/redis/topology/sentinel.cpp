@@ -29,10 +29,6 @@ std::optional<net::target> parse_addr(std::string_view host, std::string_view po
     return t;
 }
 
-bool same(const net::target& a, const net::target& b) {
-    return a.host == b.host && a.port == b.port;
-}
-
 } // namespace
 
 /// One SENTINEL GET-MASTER-ADDR-BY-NAME of a round; owns itself until answered.
@@ -97,7 +93,7 @@ void sentinel_source::resolve(resolved done) {
 }
 
 void sentinel_source::invalidate(const net::target& t) {
-    if (master_ && same(*master_, t)) master_.reset();
+    if (master_ && net::same_endpoint(*master_, t)) master_.reset();
 }
 
 void sentinel_source::ask() {
@@ -140,7 +136,7 @@ void sentinel_source::answered(std::uint64_t round, std::error_code ec, const re
 
 void sentinel_source::learned(const net::target& t, bool from_switch) {
     master_ = t;
-    const bool changed = last_ && !same(*last_, t);
+    const bool changed = last_ && !net::same_endpoint(*last_, t);
     last_ = t;
     if (!changed) return;
     (void)from_switch;
