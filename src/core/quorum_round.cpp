@@ -1,13 +1,10 @@
 #include "core/quorum_round.hpp"
 
+#include "core/drift.hpp"
+
 #include <algorithm>
 
 namespace dlock::detail {
-
-std::chrono::nanoseconds quorum_round::drift_for(std::chrono::milliseconds lease) noexcept {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(lease) / 100 +
-           std::chrono::milliseconds(2);
-}
 
 quorum_round::quorum_round(std::size_t nodes, clock::time_point started,
                            std::chrono::milliseconds node_timeout,

@@ -36,8 +36,6 @@ public:
     enum class reason : std::uint8_t { none, quorum_unreachable, validity_used_up };
 
     static constexpr std::size_t quorum_of(std::size_t nodes) noexcept { return nodes / 2 + 1; }
-    /// The clock-drift allowance of a lease: lease * 1% + 2 ms.
-    static std::chrono::nanoseconds drift_for(std::chrono::milliseconds lease) noexcept;
 
     /// `lease`: the lease every node was asked for (acquisition, extension); nullopt for a
     /// release, which has no validity rule. `node_timeout`: how long the round waits for the

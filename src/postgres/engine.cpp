@@ -8,8 +8,7 @@ namespace dlock::detail::pg {
 
 engine::engine(settings s)
     : settings_(std::make_shared<const settings>(std::move(s)))
-    , id_(random_uuid())
-    , work_(io_.get_executor()) {}
+    , id_(random_uuid()) {}
 
 std::shared_ptr<engine> engine::create(settings s) {
     std::shared_ptr<engine> e(new engine(std::move(s)), [](engine* p) {
@@ -31,63 +30,41 @@ engine::~engine() {
 }
 
 void engine::start() {
-    thread_ = std::thread([this] {
-        thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
-        io_.run();
+    rt_.start([this] {
         if (dispose_after_run_.load(std::memory_order_acquire)) {
-            // Nobody else references the engine (its deleter ran): the thread is its own.
-            thread_.detach();
+            // Nobody else references the engine (its deleter ran): the thread is its own
+            // (finish() on the I/O thread detaches it).
+            rt_.finish();
             delete this;
         }
     });
-}
-
-bool engine::on_io_thread() const noexcept {
-    return thread_id_.load(std::memory_order_acquire) == std::this_thread::get_id();
-}
-
-bool engine::post(std::function<void()> fn) {
-    std::lock_guard lk(mu_);
-    if (!accepting_) return false;
-    asio::post(io_, std::move(fn));
-    return true;
 }
 
 void engine::shutdown() noexcept {
     begin_shutdown();
     // On the I/O thread the loop is still running this very handler; the thread is joined
     // by whoever destroys the engine (or detaches itself, see create()).
-    if (!on_io_thread()) join();
-}
-
-void engine::join() noexcept {
-    std::lock_guard lk(join_mu_);
-    if (thread_.joinable()) thread_.join();
+    if (!on_io_thread()) rt_.finish();
 }
 
 void engine::begin_shutdown() noexcept {
-    {
-        std::lock_guard lk(mu_);
-        if (!accepting_) return;
-        accepting_ = false;
-        shut_.store(true, std::memory_order_release);
-        asio::post(io_, [this] {
-            for (auto& w : holds_)
-                if (auto h = w.lock()) h->end_on_shutdown();
-            holds_.clear();
-            idle_.clear();
-            // Acquisitions asleep until a notification wake now and end as cancelled.
-            auto sleeping = std::move(sleepers_);
-            sleepers_.clear();
-            for (auto& [id, z] : sleeping)
-                z.wake();
-            if (listener_) listener_->close();
-            for (auto& w : sessions_)
-                if (auto s = w.lock()) s->close();
-            sessions_.clear();
-        });
-    }
-    work_.reset();
+    // The last work the gate lets in: everything posted before it ran first.
+    const bool first = rt_.close([this] {
+        for (auto& w : holds_)
+            if (auto h = w.lock()) h->end_on_shutdown();
+        holds_.clear();
+        idle_.clear();
+        // Acquisitions asleep until a notification wake now and end as cancelled.
+        auto sleeping = std::move(sleepers_);
+        sleepers_.clear();
+        for (auto& [id, z] : sleeping)
+            z.wake();
+        if (listener_) listener_->close();
+        for (auto& w : sessions_)
+            if (auto s = w.lock()) s->close();
+        sessions_.clear();
+    });
+    if (first) rt_.release_work();
 }
 
 void engine::get_session(session_handler done) {
@@ -97,7 +74,7 @@ void engine::get_session(session_handler done) {
         idle_.pop_back();
         if (s->open() && s->idle()) return done({}, std::move(s));
     }
-    auto s = std::make_shared<connection>(io_, settings_);
+    auto s = std::make_shared<connection>(rt_.io(), settings_);
     // Prune the weak list now and then (sessions end all the time).
     if (sessions_.size() > 64 && sessions_.size() % 64 == 0)
         std::erase_if(sessions_, [](const auto& w) { return w.expired(); });
@@ -158,7 +135,7 @@ void engine::listen(const std::string& channel, std::function<void(std::error_co
         }
         return;
     }
-    auto s = std::make_shared<connection>(io_, settings_);
+    auto s = std::make_shared<connection>(rt_.io(), settings_);
     listener_ = s;
     sessions_.push_back(s);
     const auto fail_all = [this](std::error_code ec) {

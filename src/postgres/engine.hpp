@@ -1,6 +1,7 @@
-// pg::engine: what one PostgreSQL backend owns: the settings, one io_context run by one I/O
-// thread, the pool of idle sessions, the holds still open (for shutdown), the counters and the
-// last error. Acquisition and the lock kinds live in advisory*.cpp (and the lease tables, rows/).
+// pg::engine: what one PostgreSQL backend owns: the settings, its runtime (core/runtime.hpp:
+// one io_context run by one I/O thread), the pool of idle sessions, the holds still open (for
+// shutdown), the counters and the last error. Acquisition and the lock kinds live in advisory*.cpp
+// (and the lease tables, rows/).
 //
 // Sessions: every advisory hold has a session of its own (PostgreSQL's session locks stack
 // per session, so two owners must never share one); a session whose lock was released cleanly
@@ -19,24 +20,19 @@
 
 #include "core/hold.hpp"
 #include "core/metrics.hpp"
+#include "core/runtime.hpp"
 #include "postgres/connection.hpp"
 #include "postgres/settings.hpp"
 
 #include <dlock/lock_options.hpp>
 
-#include <asio/executor_work_guard.hpp>
-#include <asio/io_context.hpp>
-#include <asio/post.hpp>
-
 #include <atomic>
 #include <functional>
-#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace dlock::detail::pg {
@@ -89,20 +85,23 @@ public:
     /// thread but the I/O thread, where it returns after starting the shutdown). Idempotent.
     void shutdown() noexcept;
 
-    asio::io_context& io() noexcept { return io_; }
-    bool on_io_thread() const noexcept;
-    bool shut_down() const noexcept { return shut_.load(std::memory_order_acquire); }
+    asio::io_context& io() noexcept { return rt_.io(); }
+    bool on_io_thread() const noexcept { return rt_.on_io_thread(); }
+    bool shut_down() const noexcept { return rt_.closed(); }
     const settings& config() const noexcept { return *settings_; }
     const std::string& id() const noexcept { return id_; }
     client_metrics& metrics() noexcept { return metrics_; }
 
     /// Runs `fn` on the I/O thread; false (and `fn` dropped) once shutdown has begun.
-    bool post(std::function<void()> fn);
+    bool post(std::function<void()> fn) { return rt_.try_post(std::move(fn)); }
     /// Runs `start(complete)` on the I/O thread and blocks until `complete(value)` is called
-    /// (once); `fallback` at once when the engine no longer accepts work. Never call it on the
-    /// I/O thread.
+    /// (once); `fallback` at once when the engine no longer accepts work (runtime::call, with
+    /// no bound: the work it posts runs before the shutdown's). Never call it on the I/O
+    /// thread (`fallback` there).
     template <class T>
-    T call(std::function<void(std::function<void(T)>)> start, T fallback);
+    T call(std::function<void(std::function<void(T)>)> start, T fallback) {
+        return rt_.call<T>(std::move(start), std::move(fallback));
+    }
 
     /// I/O thread: an idle pooled session, else a new one (connected within connect_timeout).
     void get_session(session_handler done);
@@ -140,21 +139,14 @@ private:
     void start();
     /// Stops accepting work and posts the closing of sessions and holds (once).
     void begin_shutdown() noexcept;
-    void join() noexcept;
 
-    std::atomic<bool> shut_{false};
     /// Set by create()'s deleter on the I/O thread: the thread deletes the engine after run().
     std::atomic<bool> dispose_after_run_{false};
     std::shared_ptr<const settings> settings_;
     std::string id_;
     client_metrics metrics_;
-    asio::io_context io_;
-    asio::executor_work_guard<asio::io_context::executor_type> work_;
-    std::thread thread_;
-    std::atomic<std::thread::id> thread_id_{};
-    std::mutex join_mu_;
+    runtime rt_; // its gate is the engine's: closed once shutdown has begun
     mutable std::mutex mu_;
-    bool accepting_ = true;    // guarded by mu_
     std::string last_error_{}; // guarded by mu_
     // I/O thread only:
     std::vector<std::shared_ptr<connection>> idle_{};
@@ -170,19 +162,5 @@ private:
     std::map<std::uint64_t, sleeper> sleepers_{};
     std::uint64_t next_sleeper_ = 1;
 };
-
-template <class T>
-T engine::call(std::function<void(std::function<void(T)>)> start, T fallback) {
-    auto p = std::make_shared<std::promise<T>>();
-    auto once = std::make_shared<std::atomic<bool>>(false);
-    auto f = p->get_future();
-    const bool posted = post([p, once, start = std::move(start)] {
-        start([p, once](T v) {
-            if (!once->exchange(true)) p->set_value(std::move(v));
-        });
-    });
-    if (!posted) return fallback;
-    return f.get();
-}
 
 } // namespace dlock::detail::pg

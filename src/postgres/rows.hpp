@@ -59,10 +59,10 @@
 // All: the table (and sequence) is created when missing (errc::permission_denied when the
 // role may not). The lease is the watchdog's 30 s (extended every 10 s) or
 // acquire_options::lease (fixed, not extended); valid_until = the send time of the last
-// successful acquire or extend + lease - (lease / 100 + 2 ms); a hold that reaches it without a
-// successful extend is lost. What they cannot guarantee: the database wall clock decides
-// expiry (a forward step shortens every lease); a row lost by an asynchronous failover means
-// two holders; no loss is noticed faster than the extend period.
+// successful acquire or extend + lease - drift_for(lease) (core/drift.hpp: lease / 100 + 2 ms); a
+// hold that reaches it without a successful extend is lost. What they cannot guarantee: the
+// database wall clock decides expiry (a forward step shortens every lease); a row lost by an
+// asynchronous failover means two holders; no loss is noticed faster than the extend period.
 #pragma once
 
 #include "postgres/advisory.hpp"

@@ -48,8 +48,7 @@ client_options adjusted(client_options o) {
 client_impl::client_impl(client_options opts)
     : opts_(adjusted(std::move(opts)))
     , id_(random_uuid())
-    , work_(asio::make_work_guard(io_))
-    , router_(io_, checked(opts_))
+    , router_(rt_.io(), checked(opts_))
     , renewal_(std::make_unique<renewal_service>(*this)) {}
 
 client_impl::~client_impl() {
@@ -66,11 +65,7 @@ void client_impl::start() {
     router_.start();
     renewal_->start();
     check_eviction_policy();
-    thread_ = std::thread([this] {
-        thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
-        io_.run();
-    });
-    thread_id_.store(thread_.get_id(), std::memory_order_release);
+    rt_.start();
     // Cluster: the slot map, so that the first commands go to the right masters (bounded;
     // without it they reach the first seed's master and are MOVED).
     router_.wait_ready(std::chrono::steady_clock::now() + opts_.connect_timeout);
@@ -78,8 +73,8 @@ void client_impl::start() {
 
 void client_impl::shutdown() {
     shut_.store(true, std::memory_order_release);
-    if (!thread_.joinable()) return;
-    asio::post(io_, [this] {
+    if (!rt_.running()) return;
+    rt_.post([this] {
         // Waiters sleeping on a timer or a message would never wake again: end them now.
         for (auto& w : registry_.take_tracked())
             if (auto op = w.lock()) op->cancel();
@@ -87,13 +82,11 @@ void client_impl::shutdown() {
         router_.stop_subscribers();
     });
     router_.stop();
-    work_.reset();
-    // Give in-flight completions a chance, then stop the loop for good.
-    asio::post(io_, [this] { io_.stop(); });
-    if (on_io_thread())
-        thread_.detach();
-    else
-        thread_.join();
+    rt_.release_work();
+    // Give in-flight completions a chance, then stop the loop for good; on the I/O thread the
+    // thread detaches and the loop ends after this handler.
+    rt_.stop_after_queued();
+    rt_.finish();
 }
 
 metrics_snapshot client_impl::metrics_snapshot_now() const {
@@ -172,10 +165,6 @@ void client_impl::check_eviction_policy() {
     (new policy_check(conn.shared_from_this(), opts_.log))->submit();
 }
 
-bool client_impl::on_io_thread() const noexcept {
-    return std::this_thread::get_id() == thread_id_.load(std::memory_order_acquire);
-}
-
 resp3::value client_impl::run(node& n, std::span<const std::string_view> args, std::error_code& ec,
                               std::string_view eval_fallback) {
     if (on_io_thread()) {
@@ -204,11 +193,6 @@ resp3::value client_impl::run(node& n, std::span<const std::string_view> args, s
 }
 
 // ---- hold_state -----------------------------------------------------------------------------
-
-std::chrono::nanoseconds drift_for(std::chrono::milliseconds lease) noexcept {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(lease) / 100 +
-           std::chrono::milliseconds(2);
-}
 
 void hold_state::end_released() noexcept {
     const bool first = mark_released();

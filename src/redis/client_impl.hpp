@@ -1,12 +1,14 @@
-// detail::client_impl: what a dlock::client owns, and nothing else: the options and id, one
-// io_context run by one I/O thread, the router over the nodes of the topology, the renewal
-// service (one watchdog however many nodes) and the hold registry. Acquisition, release and
-// renewal live in acquire.cpp (+ acquire_op.cpp), release.cpp and renewal.cpp.
+// detail::client_impl: what a dlock::client owns, and nothing else: the options and id, the
+// runtime (core/runtime.hpp: one io_context run by one I/O thread), the router over the nodes of
+// the topology, the renewal service (one watchdog however many nodes) and the hold registry.
+// Acquisition, release and renewal live in acquire.cpp (+ acquire_op.cpp), release.cpp and
+// renewal.cpp.
 #pragma once
 
 #include "access.hpp"
 #include "core/completion_flag.hpp"
 #include "core/metrics.hpp"
+#include "core/runtime.hpp"
 #include "redis/hold_registry.hpp"
 #include "redis/locks/protocol.hpp"
 #include "redis/topology/router.hpp"
@@ -15,7 +17,6 @@
 
 #include <atomic>
 #include <memory>
-#include <thread>
 
 namespace dlock::detail {
 
@@ -37,11 +38,11 @@ public:
 
     const client_options& options() const noexcept { return opts_; }
     const std::string& id() const noexcept { return id_; }
-    asio::io_context& io() noexcept { return io_; }
+    asio::io_context& io() noexcept { return rt_.io(); }
     detail::router& router() noexcept { return router_; }
     renewal_service& renewal() noexcept { return *renewal_; }
     hold_registry& registry() noexcept { return registry_; }
-    bool on_io_thread() const noexcept;
+    bool on_io_thread() const noexcept { return rt_.on_io_thread(); }
     bool shut_down() const noexcept { return shut_.load(std::memory_order_acquire); }
 
     /// The client's counters (core/metrics.hpp); any thread, relaxed atomics.
@@ -73,10 +74,7 @@ private:
     client_metrics metrics_;
     client_options opts_;
     std::string id_;
-    asio::io_context io_;
-    asio::executor_work_guard<asio::io_context::executor_type> work_;
-    std::thread thread_;
-    std::atomic<std::thread::id> thread_id_{};
+    runtime rt_; // before the router and renewal, whose timers and sockets are on its loop
     hold_registry registry_;
     detail::router router_;
     std::unique_ptr<renewal_service> renewal_;

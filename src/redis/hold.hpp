@@ -3,6 +3,7 @@
 // implementation of detail::hold, the seam a dlock::lease talks to (core/hold.hpp).
 #pragma once
 
+#include "core/drift.hpp"
 #include "core/hold.hpp"
 #include "core/metrics.hpp"
 #include "redis/locks/protocol.hpp"
@@ -69,9 +70,5 @@ public:
 private:
     std::atomic<bool> local_counted_{false};
 };
-
-/// Safety margin subtracted from every lease when computing how long we may believe we hold
-/// it: lease * 1% + 2 ms (the Redlock drift term, applied to single masters too).
-std::chrono::nanoseconds drift_for(std::chrono::milliseconds lease) noexcept;
 
 } // namespace dlock::detail

@@ -1,5 +1,6 @@
-// zk_backend's runtime: the I/O thread, the session (with_session), the acquire dispatch and
-// shutdown. Its queries, downgrade and fenced write are in queries.cpp, downgrade.cpp, fencing.cpp.
+// zk_backend's start and shutdown on its runtime (core/runtime.hpp), the session (with_session)
+// and the acquire dispatch. Its queries, downgrade and fenced write are in queries.cpp,
+// downgrade.cpp, fencing.cpp.
 #include "zookeeper/backend.hpp"
 
 #include "backends.hpp"
@@ -57,23 +58,12 @@ std::string_view infix_of(lock_kind kind) noexcept {
 zk_backend::zk_backend(zk_url url)
     : url_(std::move(url))
     , id_(random_uuid())
-    , node_data_(local_address())
-    , work_(asio::make_work_guard(io_)) {
-    auto drained = std::make_shared<std::promise<void>>();
-    drained_ = drained->get_future();
-    thread_ = std::thread([this, drained] {
-        io_id_.store(std::this_thread::get_id(), std::memory_order_release);
-        io_.run();
-        drained->set_value();
-    });
+    , node_data_(local_address()) {
+    rt_.start();
 }
 
 zk_backend::~zk_backend() {
     shutdown();
-}
-
-bool zk_backend::on_io_thread() const noexcept {
-    return io_id_.load(std::memory_order_acquire) == std::this_thread::get_id();
 }
 
 void zk_backend::set_error(std::string why) {
@@ -143,7 +133,7 @@ void zk_backend::with_session(std::function<void(std::error_code, std::shared_pt
             fn(ec, std::move(s));
         }
     };
-    auto st = std::make_shared<state>(state{std::move(fn), asio::steady_timer(io_), false});
+    auto st = std::make_shared<state>(state{std::move(fn), asio::steady_timer(rt_.io()), false});
     st->timer.expires_after(url_.connect_timeout);
     st->timer.async_wait([this, st, s](std::error_code ec) {
         if (ec || st->done) return;
@@ -182,7 +172,7 @@ void zk_backend::async_acquire(std::string name, const acquire_options& opts,
                                std::function<void(std::error_code, std::shared_ptr<hold>)> done) {
     const auto post_error = [&](errc e, std::string why) {
         set_error(std::move(why));
-        asio::post(io_, [done = std::move(done), e] { done(make_error_code(e), nullptr); });
+        rt_.post([done = std::move(done), e] { done(make_error_code(e), nullptr); });
     };
     if (shut()) return post_error(errc::cancelled, "the ZooKeeper backend shut down");
     if (infix_of(opts.kind).empty())
@@ -200,8 +190,8 @@ void zk_backend::async_acquire(std::string name, const acquire_options& opts,
     if (dir.empty()) return post_error(errc::invalid_argument, why);
     // `this`, not a shared_ptr: the I/O thread must never hold the last reference (the
     // destructor drains the loop, so the handler runs before the backend goes).
-    asio::post(io_, [this, name = std::move(name), dir = std::move(dir), opts,
-                     done = std::move(done)]() mutable {
+    rt_.post([this, name = std::move(name), dir = std::move(dir), opts,
+              done = std::move(done)]() mutable {
         if (opts.kind == lock_kind::semaphore) {
             // Its internal acquisitions are tracked (cancelled at shutdown) and keep it alive.
             std::make_shared<semaphore_acquisition>(*this, std::move(name), std::move(dir), opts,
@@ -224,20 +214,19 @@ std::shared_ptr<hold> zk_backend::acquire(std::string_view name, const acquire_o
         return nullptr;
     }
     using result = std::pair<std::error_code, std::shared_ptr<hold>>;
-    auto p = std::make_shared<std::promise<result>>();
-    auto f = p->get_future();
-    async_acquire(std::string(name), opts, [p](std::error_code e, std::shared_ptr<hold> h) {
-        p->set_value({e, std::move(h)});
+    auto slot = std::make_shared<one_shot<result>>();
+    async_acquire(std::string(name), opts, [slot](std::error_code e, std::shared_ptr<hold> h) {
+        slot->set({e, std::move(h)});
     });
-    auto [e, h] = f.get(); // bounded by the acquisition's own deadlines
+    auto [e, h] = slot->take(); // bounded by the acquisition's own deadlines
     ec = e;
     return h;
 }
 
 void zk_backend::shutdown() noexcept {
     if (shut_.exchange(true, std::memory_order_acq_rel)) return;
-    if (!thread_.joinable()) return;
-    asio::post(io_, [this] {
+    if (!rt_.running()) return;
+    rt_.post([this] {
         auto active = std::move(active_);
         active_.clear();
         for (auto& a : active)
@@ -252,14 +241,10 @@ void zk_backend::shutdown() noexcept {
     });
     // Let the loop drain (cancelled timers and acquisitions complete, and with them the
     // references they hold to this backend); stop it if that takes longer than a moment.
-    work_.reset();
-    if (on_io_thread()) {
-        asio::post(io_, [this] { io_.stop(); });
-        thread_.detach();
-        return;
-    }
-    if (drained_.wait_for(std::chrono::seconds(2)) != std::future_status::ready) io_.stop();
-    thread_.join();
+    rt_.release_work();
+    // On the I/O thread: stop after what is queued, and the thread detaches.
+    if (rt_.on_io_thread()) rt_.stop_after_queued();
+    rt_.finish(std::chrono::seconds(2));
 }
 
 } // namespace dlock::detail::zk

@@ -1,6 +1,6 @@
 // zookeeper/backend.hpp: detail::lock_backend over ZooKeeper, in Apache Curator's layout.
 //
-// zk_backend owns one I/O thread (an asio::io_context) and at most one live session
+// zk_backend owns one I/O thread (a core::runtime) and at most one live session
 // (session.hpp); an expired session is replaced by a new one on the next request. Each
 // acquisition is an `acquisition` (acquire.cpp) run on the I/O thread: create a protected
 // EPHEMERAL_SEQUENTIAL child `_c_<uuid>-<infix>` under the lock's directory (CONTAINER
@@ -13,19 +13,15 @@
 
 #include "core/lock_backend.hpp"
 #include "core/metrics.hpp"
+#include "core/runtime.hpp"
 #include "zookeeper/names.hpp"
 #include "zookeeper/session.hpp"
 #include "zookeeper/url.hpp"
 
-#include <asio/executor_work_guard.hpp>
-#include <asio/io_context.hpp>
-
 #include <atomic>
-#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace dlock::detail::zk {
@@ -42,8 +38,8 @@ public:
 
     std::string_view backend_name() const noexcept override { return "zookeeper"; }
     const std::string& id() const noexcept override { return id_; }
-    asio::any_io_executor executor() const override { return io_.get_executor(); }
-    bool on_io_thread() const noexcept override;
+    asio::any_io_executor executor() const override { return rt_.executor(); }
+    bool on_io_thread() const noexcept override { return rt_.on_io_thread(); }
     std::string last_error_detail() const override;
     metrics_snapshot metrics() const override;
     bool supports(lock_kind kind) const noexcept override { return !infix_of(kind).empty(); }
@@ -97,7 +93,8 @@ public:
     std::shared_ptr<session> current_session() const;
 
 private:
-    /// Runs `start` on the I/O thread and waits (up to connect_timeout x 2) for its result.
+    /// Runs `start` on the I/O thread and waits (up to connect_timeout x 2) for its result
+    /// (runtime::call); `on_timeout` after that, or at once on the I/O thread.
     template <class T>
     T call(std::function<void(std::function<void(T)>)> start, T on_timeout);
     void snapshot_dir(const std::string& dir, bool stats,
@@ -109,11 +106,7 @@ private:
     zk_url url_;
     std::string id_;
     std::string node_data_;
-    mutable asio::io_context io_{1};
-    asio::executor_work_guard<asio::io_context::executor_type> work_;
-    std::thread thread_;
-    std::future<void> drained_; ///< ready when the I/O loop returned
-    std::atomic<std::thread::id> io_id_{};
+    runtime rt_{1}; // only its I/O thread runs the loop
     std::atomic<bool> shut_{false};
     client_metrics metrics_{};
     mutable std::mutex mu_;

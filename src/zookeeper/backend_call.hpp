@@ -4,12 +4,7 @@
 
 #include "zookeeper/backend.hpp"
 
-#include <asio/post.hpp>
-
-#include <atomic>
 #include <functional>
-#include <future>
-#include <memory>
 #include <zookeeper/zookeeper.h>
 
 namespace dlock::detail::zk {
@@ -21,16 +16,7 @@ inline bool transport_loss(int rc) {
 
 template <class T>
 T zk_backend::call(std::function<void(std::function<void(T)>)> start, T on_timeout) {
-    auto p = std::make_shared<std::promise<T>>();
-    auto f = p->get_future();
-    auto once = std::make_shared<std::atomic<bool>>(false);
-    asio::post(io_, [start = std::move(start), p, once] {
-        start([p, once](T v) {
-            if (!once->exchange(true)) p->set_value(std::move(v));
-        });
-    });
-    if (f.wait_for(url_.connect_timeout * 2) != std::future_status::ready) return on_timeout;
-    return f.get();
+    return rt_.call<T>(std::move(start), std::move(on_timeout), url_.connect_timeout * 2);
 }
 
 } // namespace dlock::detail::zk

@@ -1,12 +1,12 @@
 #include "zookeeper/hold.hpp"
 
+#include "core/runtime.hpp"
 #include "zookeeper/backend.hpp"
 
 #include <dlock/error.hpp>
 
 #include <asio/post.hpp>
 
-#include <future>
 #include <zookeeper/zookeeper.h>
 
 namespace dlock::detail::zk {
@@ -182,17 +182,13 @@ void zk_hold::release_blocking(std::error_code& ec) {
         if (lost()) ec = errc::not_owner;
         return;
     }
-    auto p = std::make_shared<std::promise<std::error_code>>();
-    auto f = p->get_future();
-    release_async([p](std::error_code e) { p->set_value(e); });
+    auto slot = std::make_shared<one_shot<std::error_code>>();
+    release_async([slot](std::error_code e) { slot->set(e); });
     // Bounded: the delete is answered, or the session's deadline ends the session (the
     // extra connect timeout covers a backend shutting down meanwhile).
     const auto budget = session_->url().session_timeout + b->url().connect_timeout;
-    if (f.wait_for(budget) != std::future_status::ready) {
-        ec = errc::ambiguous;
-        return;
-    }
-    ec = f.get();
+    auto e = slot->take_for(budget);
+    ec = e ? *e : make_error_code(errc::ambiguous);
 }
 
 std::error_code zk_hold::check_extend(std::chrono::milliseconds lease) const {

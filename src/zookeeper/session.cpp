@@ -1,5 +1,7 @@
 #include "zookeeper/session.hpp"
 
+#include "core/drift.hpp"
+
 #include <dlock/error.hpp>
 
 #include <asio/post.hpp>
@@ -263,8 +265,7 @@ void session::add_observer(std::weak_ptr<session_observer> o) {
 void session::answered(clock::time_point sent) {
     const auto timeout = negotiated();
     if (timeout <= 0ms) return;
-    const auto margin = timeout / 100 + 2ms;
-    const auto until = sent + timeout - margin;
+    const auto until = sent + timeout - drift_for(timeout);
     if (until.time_since_epoch().count() <= valid_until_.load(std::memory_order_acquire)) return;
     valid_until_.store(until.time_since_epoch().count(), std::memory_order_release);
     for (auto& o : observers_)

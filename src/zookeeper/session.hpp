@@ -6,11 +6,11 @@
 // executor, where the lock logic runs. Requests are made on that executor too.
 //
 // Lease of the session (zookeeper-sql.md §3): valid_until = send time of the last request the
-// server answered + negotiated session timeout - margin (timeout/100 + 2 ms), on the steady
-// clock. The server expires a session `timeout` after the last packet it received, which is
-// after that send, so the bound is never later than the server's own. A ping (exists on the
-// chroot) every timeout/3 keeps it fresh while connected; when it passes while disconnected
-// the observers are told (their locks count as lost), without waiting for the server's
+// server answered + negotiated session timeout - drift_for(timeout) (core/drift.hpp: timeout/100 +
+// 2 ms), on the steady clock. The server expires a session `timeout` after the last packet it
+// received, which is after that send, so the bound is never later than the server's own. A ping
+// (exists on the chroot) every timeout/3 keeps it fresh while connected; when it passes while
+// disconnected the observers are told (their locks count as lost), without waiting for the server's
 // Expired event that a partitioned client never gets.
 //
 // Reconnects within the session are the C client's (it re-sends the session id and password

@@ -25,11 +25,6 @@ TEST(quorum_round, quorum_is_a_strict_majority) {
     EXPECT_EQ(round_t::quorum_of(5), 3u);
 }
 
-TEST(quorum_round, drift_is_one_percent_of_the_lease_plus_two_milliseconds) {
-    EXPECT_EQ(round_t::drift_for(1000ms), 12ms);
-    EXPECT_EQ(round_t::drift_for(30s), 302ms);
-}
-
 TEST(quorum_round, three_yes_votes_of_five_win_at_once_with_the_validity_from_the_start) {
     round_t r(5, t0, 50ms, 10s);
     EXPECT_EQ(r.on_vote(0, vote::yes, t0 + 1ms), verdict::open);

@@ -1,5 +1,6 @@
 // The lease rows' shared machinery (rows.hpp): one hold class (row_hold) and one attempt loop
 // (row_attempt) for every row kind, driven by the kind's statements (rows/sql.hpp).
+#include "core/drift.hpp"
 #include "core/random.hpp"
 #include "postgres/errors.hpp"
 #include "postgres/rows/sql.hpp"
@@ -22,10 +23,6 @@ std::string hostname() {
     return buf;
 }
 
-milliseconds margin(milliseconds lease) {
-    return lease / 100 + milliseconds(2);
-}
-
 class row_hold final : public pg_hold {
 public:
     row_hold(std::shared_ptr<engine> e, const row_sql& sql, std::string name, std::string owner,
@@ -43,7 +40,7 @@ public:
     void start(clock::time_point sent) {
         acquired_at_ = sent;
         next_extend_ = sent + lease_ / 3;
-        set_valid_until(sent + lease_ - margin(lease_));
+        set_valid_until(sent + lease_ - drift_for(lease_));
         arm();
     }
 
@@ -105,7 +102,7 @@ private:
                     }
                     self->lease_ = now_lease;
                     self->next_extend_ = sent + now_lease / 3;
-                    self->set_valid_until(sent + now_lease - margin(now_lease));
+                    self->set_valid_until(sent + now_lease - drift_for(now_lease));
                     self->arm();
                     return done({});
                 }

@@ -41,10 +41,9 @@ net::target target_of(const client_options& o) {
 
 redlock_impl::redlock_impl(redlock_options opts)
     : opts_(checked(opts))
-    , work_(asio::make_work_guard(io_))
-    , tick_timer_(io_)
-    , loss_timer_(io_)
-    , drain_timer_(io_) {
+    , tick_timer_(rt_.io())
+    , loss_timer_(rt_.io())
+    , drain_timer_(rt_.io()) {
     for (auto m : opts_.masters) {
         if (m.command_timeout <= std::chrono::milliseconds(0) ||
             m.connect_timeout <= std::chrono::milliseconds(0))
@@ -52,7 +51,7 @@ redlock_impl::redlock_impl(redlock_options opts)
         // Every call goes through the I/O thread (rounds are decided there): no sync lane.
         m.sync_io = blocking_io::io_thread;
         addresses_.push_back(to_string(m));
-        nodes_.push_back(std::make_unique<node>(io_, m, target_of(m), pubsub::mode::classic));
+        nodes_.push_back(std::make_unique<node>(rt_.io(), m, target_of(m), pubsub::mode::classic));
     }
 }
 
@@ -63,22 +62,17 @@ redlock_impl::~redlock_impl() {
 void redlock_impl::start() {
     for (auto& n : nodes_)
         n->start();
-    asio::post(io_, [this] { arm_tick(); });
-    thread_ = std::thread([this] {
-        thread_id_.store(std::this_thread::get_id(), std::memory_order_release);
-        io_.run();
-    });
-    thread_id_.store(thread_.get_id(), std::memory_order_release);
+    rt_.post([this] { arm_tick(); });
+    rt_.start();
 }
 
 void redlock_impl::shutdown() {
     shut_.store(true); // seq_cst: begin_delete() counts, then reads shut_
-    if (!thread_.joinable()) return;
-    asio::post(io_, [this] { drain(); });
-    if (on_io_thread())
-        thread_.detach(); // the drain goes on after this returns
-    else
-        thread_.join(); // until stop_io() stopped the I/O thread
+    if (!rt_.running()) return;
+    rt_.post([this] { drain(); });
+    // On the I/O thread the thread detaches and the drain goes on after this returns;
+    // elsewhere this joins, until stop_io() stopped the loop.
+    rt_.finish();
 }
 
 /// I/O thread: cancels the acquisitions (their rounds are deleted everywhere) and the watchdog,
@@ -122,8 +116,8 @@ void redlock_impl::stop_io() {
     drain_timer_.cancel();
     for (auto& n : nodes_)
         n->stop();
-    work_.reset();
-    asio::post(io_, [this] { io_.stop(); });
+    rt_.release_work();
+    rt_.stop_after_queued();
 }
 
 void redlock_impl::track(const std::shared_ptr<acquire_op>& op) {

@@ -1,7 +1,7 @@
 // redis/redlock/redlock_impl.hpp: the private types of dlock::redlock, shared by its files.
 //
 // dlock::redlock: Redlock over N independent masters. The decisions are core::quorum_round's
-// (sans-I/O, unit-tested); these files are the Asio shell: one io_context and I/O thread, one
+// (sans-I/O, unit-tested); these files are the Asio shell: one core::runtime (I/O thread), one
 // detail::node per master, the fan-out of every round (fanout), the acquisition with its
 // retries (acquire_op), the Redlock hold behind a dlock::lease (redlock_hold) and one watchdog
 // for all holds (extension rounds every watchdog_lease / 3, one loss timer).
@@ -31,6 +31,7 @@
 #include "core/metrics.hpp"
 #include "core/quorum_round.hpp"
 #include "core/random.hpp"
+#include "core/runtime.hpp"
 #include "redis/client_impl.hpp"
 #include "redis/locks/protocol.hpp"
 #include "redis/topology/node.hpp"
@@ -43,7 +44,6 @@
 #include <atomic>
 #include <mutex>
 #include <random>
-#include <thread>
 #include <unordered_map>
 
 namespace dlock::detail {
@@ -87,16 +87,14 @@ public:
     void shutdown();
 
     const redlock_options& options() const noexcept { return opts_; }
-    asio::io_context& io() noexcept { return io_; }
+    asio::io_context& io() noexcept { return rt_.io(); }
     std::size_t size() const noexcept { return nodes_.size(); }
     node& at(std::size_t i) noexcept { return *nodes_[i]; }
     const std::string& address(std::size_t i) const noexcept { return addresses_[i]; }
     std::chrono::milliseconds command_timeout(std::size_t i) const noexcept {
         return opts_.masters[i].command_timeout;
     }
-    bool on_io_thread() const noexcept {
-        return std::this_thread::get_id() == thread_id_.load(std::memory_order_acquire);
-    }
+    bool on_io_thread() const noexcept { return rt_.on_io_thread(); }
     bool shut_down() const noexcept { return shut_.load(std::memory_order_acquire); }
 
     /// The watchdog (any thread): extension rounds for watchdog holds, loss at valid_until.
@@ -130,7 +128,7 @@ public:
     }
     void add_delete() { deletes_.fetch_add(1); }
     void end_delete() {
-        if (deletes_.fetch_sub(1) == 1 && shut_.load()) asio::post(io_, [this] { drained(); });
+        if (deletes_.fetch_sub(1) == 1 && shut_.load()) rt_.post([this] { drained(); });
     }
     ///@}
 
@@ -147,8 +145,7 @@ private:
     client_metrics metrics_;
     redlock_options opts_;
     std::vector<std::string> addresses_;
-    asio::io_context io_;
-    asio::executor_work_guard<asio::io_context::executor_type> work_;
+    runtime rt_; // before the nodes and timers on its loop
     std::vector<std::unique_ptr<node>> nodes_;
     asio::steady_timer tick_timer_;  // I/O thread
     asio::steady_timer loss_timer_;  // I/O thread
@@ -156,8 +153,6 @@ private:
     std::atomic<std::size_t> deletes_{0};
     bool draining_ = false; // I/O thread
     bool stopping_ = false; // I/O thread
-    std::thread thread_;
-    std::atomic<std::thread::id> thread_id_{};
 
     std::mutex watch_mu_;
     std::unordered_map<const redlock_hold*, std::shared_ptr<redlock_hold>> holds_; // watch_mu_

@@ -60,7 +60,7 @@ void redlock_impl::watch(const std::shared_ptr<redlock_hold>& h) {
         if (until >= loss_armed_) return;
         loss_armed_ = until;
     }
-    asio::post(io_, [this, until] { arm_loss(until); });
+    rt_.post([this, until] { arm_loss(until); });
 }
 
 void redlock_impl::unwatch(const redlock_hold* h) {
