@@ -2,6 +2,7 @@
 
 #include "core/random.hpp"
 #include "zookeeper/hold.hpp"
+#include "zookeeper/result_codes.hpp"
 
 #include <dlock/error.hpp>
 
@@ -14,13 +15,6 @@ namespace {
 
 constexpr int max_restarts = 20;
 constexpr int max_parent_rounds = 5;
-
-bool transport_loss(int rc) {
-    return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT;
-}
-bool session_gone(int rc) {
-    return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE || rc == ZCLOSING;
-}
 
 } // namespace
 

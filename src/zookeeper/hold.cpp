@@ -2,6 +2,7 @@
 
 #include "core/runtime.hpp"
 #include "zookeeper/backend.hpp"
+#include "zookeeper/result_codes.hpp"
 
 #include <dlock/error.hpp>
 
@@ -26,7 +27,7 @@ void guaranteed_delete(const std::shared_ptr<session>& s, std::string path,
                 auto sp2 = self->s.lock();
                 if (!sp2) return self->done(ZSESSIONEXPIRED);
                 sp2->remove(self->path, [self](reply&& r) {
-                    if (r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) {
+                    if (transport_loss(r.rc)) {
                         self->sent_once = true;
                         return self->attempt();
                     }
@@ -90,7 +91,7 @@ void zk_hold::arm_watch() {
             if (!h || h->lost() || h->released() || h->releasing_) return;
             if (r.rc == ZNONODE) h->lose(loss_cause::taken);
             // Connection loss: the watch is re-armed when the session comes back.
-            if (r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT)
+            if (transport_loss(r.rc))
                 h->session_->when_connected([w](std::error_code ec) {
                     auto h2 = std::static_pointer_cast<zk_hold>(w.lock());
                     if (!ec && h2 && !h2->lost() && !h2->released() && !h2->releasing_)
