@@ -2,7 +2,7 @@
 // callers, to compare with redis-benchmark at the same command, concurrency and pipeline.
 //
 //   pipeline_bench URL PING|EVALSHA sync|async CALLERS SECONDS
-// sync:  CALLERS threads each calling client::command() in a loop (blocking callers);
+// sync:  CALLERS threads each calling dlock::redis::command() in a loop (blocking callers);
 // async: CALLERS outstanding async_command() chains (each completion issues the next).
 // EVALSHA runs the compare-and-delete release script of the peers' raw suite on a missing key.
 #include <dlock/dlock.hpp>

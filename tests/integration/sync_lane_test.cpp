@@ -48,7 +48,7 @@ TEST(sync_lane, blocking_calls_open_one_side_connection_only_in_caller_thread_mo
     dlock::client lane(named(s, "lane-on", dlock::blocking_io::caller_thread));
     dlock::client plain(named(s, "lane-off", dlock::blocking_io::io_thread));
     for (int i = 0; i < 3; ++i) {
-        EXPECT_EQ(lane.({"PING"}).str, "PONG");
+        EXPECT_EQ(dlock::redis::command(lane, {"PING"}).str, "PONG");
         EXPECT_EQ(dlock::redis::command(plain, {"PING"}).str, "PONG");
     }
     // The shared connection plus the side connection, which is reused call after call.
