@@ -94,7 +94,7 @@ int hold_many(const std::string& url, std::size_t n, std::chrono::milliseconds w
     o.watchdog_lease = watchdog;
     o.command_timeout = std::chrono::seconds(10);
     dlock::client c(o);
-    c.command({"PING"});
+    dlock::redis::command(c, {"PING"});
     const long before = rss_kib();
     std::vector<dlock::lease> held;
     held.reserve(n);
@@ -133,7 +133,7 @@ int hold_many(const std::string& url, std::size_t n, std::chrono::milliseconds w
 int read_mostly(const std::string& url, dlock::lock_kind kind, std::chrono::milliseconds d) {
     auto o = dlock::parse_url(url);
     dlock::client c(o);
-    c.command({"SET", "dlock-bench:rm", "0"});
+    dlock::redis::command(c, {"SET", "dlock-bench:rm", "0"});
     const bool shared = kind == dlock::lock_kind::read;
     std::atomic<int> readers_in{0}, writers_in{0}, max_readers{0};
     std::atomic<std::uint64_t> reads{0}, writes{0}, violations{0};
@@ -157,9 +157,10 @@ int read_mostly(const std::string& url, dlock::lock_kind kind, std::chrono::mill
                     while (n > seen && !max_readers.compare_exchange_weak(seen, n)) {
                     }
                 }
-                const auto v = c.command({"GET", "dlock-bench:rm"});
+                const auto v = dlock::redis::command(c, {"GET", "dlock-bench:rm"});
                 if (writer)
-                    c.command({"SET", "dlock-bench:rm", std::to_string(std::stoll(v.str) + 1)});
+                    dlock::redis::command(
+                        c, {"SET", "dlock-bench:rm", std::to_string(std::stoll(v.str) + 1)});
                 std::this_thread::sleep_for(std::chrono::microseconds(200)); // the work
                 if (writer || !shared)
                     writers_in.fetch_sub(1);
@@ -244,13 +245,15 @@ int failover(const std::string& url, unsigned rounds) {
         std::error_code ec;
         std::size_t victim = 0;
         if (cluster) {
-            c.command({"SET", probe, "1"});
-            const auto slot = std::to_string(c.command({"CLUSTER", "KEYSLOT", probe}).integer);
+            dlock::redis::command(c, {"SET", probe, "1"});
+            const auto slot =
+                std::to_string(dlock::redis::command(c, {"CLUSTER", "KEYSLOT", probe}).integer);
             const std::string_view count[] = {"CLUSTER", "COUNTKEYSINSLOT", slot};
-            victim = c.masters();
-            for (std::size_t i = 0; i < c.masters(); ++i)
-                if (auto v = c.command_on_master(i, count, ec); !ec && v.integer > 0) victim = i;
-            if (victim == c.masters()) {
+            victim = dlock::redis::masters(c);
+            for (std::size_t i = 0; i < dlock::redis::masters(c); ++i)
+                if (auto v = dlock::redis::command_on_master(c, i, count, ec); !ec && v.integer > 0)
+                    victim = i;
+            if (victim == dlock::redis::masters(c)) {
                 std::cerr << "round " << r << ": no master holds the probe's slot\n";
                 return 1;
             }
@@ -259,9 +262,9 @@ int failover(const std::string& url, unsigned rounds) {
         const auto killed = std::chrono::steady_clock::now();
         // No reply: the connection closes.
         if (cluster)
-            (void)c.command_on_master(victim, shutdown, ec);
+            (void)dlock::redis::command_on_master(c, victim, shutdown, ec);
         else
-            (void)c.command(shutdown, ec);
+            (void)dlock::redis::command(c, shutdown, ec);
         auto l = c.acquire(name, {.wait = std::chrono::seconds(60)}, ec);
         const auto took = std::chrono::steady_clock::now() - killed;
         if (!l) {

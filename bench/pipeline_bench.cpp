@@ -2,7 +2,7 @@
 // callers, to compare with redis-benchmark at the same command, concurrency and pipeline.
 //
 //   pipeline_bench URL PING|EVALSHA sync|async CALLERS SECONDS
-// sync:  CALLERS threads each calling client::command() in a loop (blocking callers);
+// sync:  CALLERS threads each calling dlock::redis::command() in a loop (blocking callers);
 // async: CALLERS outstanding async_command() chains (each completion issues the next).
 // EVALSHA runs the compare-and-delete release script of the peers' raw suite on a missing key.
 #include <dlock/dlock.hpp>
@@ -27,11 +27,12 @@ struct chain : std::enable_shared_from_this<chain> {
     std::atomic<bool>* stop = nullptr;
     void next() {
         if (stop->load(std::memory_order_relaxed)) return;
-        c->async_command(cmd, [self = shared_from_this()](std::error_code ec, dlock::resp3::value) {
-            if (ec) return;
-            self->ops->fetch_add(1, std::memory_order_relaxed);
-            self->next();
-        });
+        dlock::redis::async_command(
+            *c, cmd, [self = shared_from_this()](std::error_code ec, dlock::resp3::value) {
+                if (ec) return;
+                self->ops->fetch_add(1, std::memory_order_relaxed);
+                self->next();
+            });
     }
 };
 
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
     const double seconds = std::stod(argv[5]);
     std::vector<std::string> cmd{"PING"};
     if (what == "EVALSHA") {
-        const auto sha = c.command({"SCRIPT", "LOAD", release_script}).str;
+        const auto sha = dlock::redis::command(c, {"SCRIPT", "LOAD", release_script}).str;
         cmd = {"EVALSHA", sha, "1", "pipeline-bench:missing", "token"};
     }
     std::atomic<std::uint64_t> ops{0};
@@ -78,7 +79,7 @@ int main(int argc, char** argv) {
                 auto& l = per[static_cast<std::size_t>(i)];
                 while (!stop.load(std::memory_order_relaxed)) {
                     const auto a = std::chrono::steady_clock::now();
-                    c.command(views);
+                    dlock::redis::command(c, views);
                     l.push_back(std::chrono::duration<double, std::micro>(
                                     std::chrono::steady_clock::now() - a)
                                     .count());

@@ -68,14 +68,14 @@ struct server_stats {
 server_stats read_server_stats(client& c) {
     server_stats s;
     if (!is_redis(c)) return s;
-    const auto info = c.command({"INFO", "commandstats"}).str;
+    const auto info = dlock::redis::command(c, {"INFO", "commandstats"}).str;
     std::istringstream in(info);
     for (std::string line; std::getline(in, line);) {
         const auto at = line.find("calls=");
         if (line.rfind("cmdstat_", 0) == 0 && at != std::string::npos)
             s.commands += std::stod(line.substr(at + 6));
     }
-    const auto cpu = c.command({"INFO", "cpu"}).str;
+    const auto cpu = dlock::redis::command(c, {"INFO", "cpu"}).str;
     std::istringstream cin(cpu);
     for (std::string line; std::getline(cin, line);) {
         if (line.rfind("used_cpu_sys:", 0) == 0) s.cpu_s += std::stod(line.substr(13));
@@ -258,7 +258,7 @@ result run_contended_counter(context& x) {
     // The local counter: a plain integer, deliberately not atomic; only the lock orders the
     // workers' read, yield, write (a lost increment shows in counter_exact).
     long long local_value = 0;
-    if (!local) x.main_client.command({"SET", x.base + "counter", "0"});
+    if (!local) dlock::redis::command(x.main_client, {"SET", x.base + "counter", "0"});
     std::vector<std::unique_ptr<client>> own;
     if (o.client_per_worker)
         for (unsigned w = 0; w < workers; ++w)
@@ -291,8 +291,8 @@ result run_contended_counter(context& x) {
                     std::this_thread::yield();
                     local_value = v + 1;
                 } else {
-                    const auto v = std::stoll(c.command({"GET", key}).str);
-                    c.command({"SET", key, std::to_string(v + 1)});
+                    const auto v = std::stoll(dlock::redis::command(c, {"GET", key}).str);
+                    dlock::redis::command(c, {"SET", key, std::to_string(v + 1)});
                 }
                 ++per[w];
                 last_holder = static_cast<int>(w);
@@ -312,7 +312,8 @@ result run_contended_counter(context& x) {
     r.self_reacquire_share =
         r.ops > 1 ? static_cast<double>(self_reacq) / static_cast<double>(r.ops - 1) : 0;
     const long long final_value =
-        local ? local_value : std::stoll(x.main_client.command({"GET", x.base + "counter"}).str);
+        local ? local_value
+              : std::stoll(dlock::redis::command(x.main_client, {"GET", x.base + "counter"}).str);
     r.counter_exact = final_value == static_cast<long long>(r.ops);
     return r;
 }
@@ -352,7 +353,7 @@ result run_handoff(context& x) {
         std::this_thread::sleep_for(std::chrono::microseconds(phase(rng)));
         if (is_redis(x.main_client)) {
             const auto p0 = clock::now();
-            x.main_client.command({"PING"});
+            dlock::redis::command(x.main_client, {"PING"});
             x.idle_rtt_us.push_back(us_between(p0, clock::now()));
         }
         ++r.ops;
@@ -366,10 +367,11 @@ result run_handoff(context& x) {
 void clean_up(client& c, const std::string& prefix) {
     if (!is_redis(c)) return;
     for (std::string cursor = "0";;) {
-        auto page = c.command({"SCAN", cursor, "MATCH", "*" + prefix + "*", "COUNT", "1000"});
+        auto page = dlock::redis::command(
+            c, {"SCAN", cursor, "MATCH", "*" + prefix + "*", "COUNT", "1000"});
         if (page.elements.size() != 2) break;
         for (auto& k : page.elements[1].elements)
-            c.command({"DEL", k.str});
+            dlock::redis::command(c, {"DEL", k.str});
         cursor = page.elements[0].str;
         if (cursor == "0") break;
     }

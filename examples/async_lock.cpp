@@ -18,7 +18,7 @@ asio::awaitable<int> run(dlock::client& redis) {
         co_await redis.async_acquire("example:async", {.wait = 1s}, asio::use_awaitable);
     if (!l) co_return 1;
     std::vector<std::string> incr{"INCR", "example:async:count"};
-    auto reply = co_await redis.async_command(std::move(incr), asio::use_awaitable);
+    auto reply = co_await dlock::redis::async_command(redis, std::move(incr), asio::use_awaitable);
     std::cout << "incremented to " << reply.integer << " under token " << l.token().value() << '\n';
     l.release();
     co_return 0;

@@ -8,16 +8,16 @@
 
 int main(int argc, char** argv) {
     dlock::client redis(argc > 1 ? argv[1] : "redis://127.0.0.1:6379");
-    redis.command({"SET", "example:stock", "10"});
+    dlock::redis::command(redis, {"SET", "example:stock", "10"});
 
     dlock::mutex m = redis.make_mutex("example:stock:lock");
     {
         std::scoped_lock guard(m); // TimedLockable: blocks until acquired, watchdog renews
         const auto token = m.fencing_token().value();
-        const auto stock = std::stoll(redis.command({"GET", "example:stock"}).str);
+        const auto stock = std::stoll(dlock::redis::command(redis, {"GET", "example:stock"}).str);
         // The resource rejects writes carrying an older token than one it has seen.
-        if (!dlock::fenced_set(redis, "example:stock", "example:stock:fence", token,
-                               std::to_string(stock - 1)))
+        if (!dlock::redis::fenced_set(redis, "example:stock", "example:stock:fence", token,
+                                      std::to_string(stock - 1)))
             return 1;
         std::cout << "sold one, token " << token << ", stock now " << stock - 1 << '\n';
     }

@@ -34,6 +34,9 @@ contents=$(dpkg-deb -c "$deb" | awk '{ print $NF }')
 expect=(
   ./usr/bin/dlock
   ./usr/include/dlock/dlock.hpp
+  ./usr/include/dlock/redis.hpp
+  ./usr/include/dlock/zookeeper.hpp
+  ./usr/include/dlock/postgres.hpp
   ./usr/share/bash-completion/completions/dlock
 )
 [ -f docs/dlock.1 ] && expect+=(./usr/share/man/man1/dlock.1.gz)

@@ -22,6 +22,11 @@ struct access {
     static redis_backend* redis(const client& c) noexcept;
     /// The Redis client's internals, or null on another backend (redis/backend.cpp).
     static std::shared_ptr<client_impl> impl(const client& c) noexcept;
+    /// Throws dlock::error(ec, c.last_error_detail()) when `ec` is a failure the detail can
+    /// explain (the throwing overloads of the backends' own calls, dlock/redis.hpp).
+    static void throw_with_detail(const client& c, const std::error_code& ec) {
+        c.throw_with_detail(ec);
+    }
     /// A client over `b` (what client(url) makes for every URL).
     static client make_client(std::shared_ptr<lock_backend> b) { return client(std::move(b)); }
     static lease make_lease(std::shared_ptr<hold> h) noexcept { return lease(std::move(h)); }

@@ -1,11 +1,11 @@
 // dlock::client: the public facade over one detail::lock_backend, chosen by the URL's scheme
-// (backends.cpp). Nothing here depends on which backend it is; the Redis-only calls (command,
-// masters, command_on_master, async_command) ask for the Redis backend and are
-// errc::unsupported on the others.
+// (backends.cpp). Nothing here depends on which backend it is; what one backend alone has is a
+// free function of its own header (dlock/redis.hpp -> src/redis.cpp, dlock/zookeeper.hpp ->
+// src/zookeeper.cpp).
 #include "access.hpp"
 #include "backends.hpp"
 #include "core/kinds.hpp"
-#include "redis/backend.hpp"
+#include "redis/backend.hpp" // client(client_options)
 
 #include <dlock/mutex.hpp>
 #include <dlock/rw_mutex.hpp>
@@ -61,13 +61,6 @@ bool has_detail(const std::error_code& ec) {
            ec == errc::server_busy || ec == errc::readonly || ec == errc::server_error;
 }
 
-/// The Redis backend for a Redis-only call, or null with `ec` = errc::unsupported.
-detail::redis_backend* redis_only(const client& c, std::error_code& ec) {
-    auto* r = detail::access::redis(c);
-    ec = r ? std::error_code{} : make_error_code(errc::unsupported);
-    return r;
-}
-
 /// The backend for a blocking call, or null with `ec` = errc::invalid_argument on the
 /// backend's own I/O thread (it would wait for itself).
 detail::lock_backend* blocking(const std::shared_ptr<detail::lock_backend>& b,
@@ -84,35 +77,6 @@ std::string client::last_error_detail() const {
 void client::throw_with_detail(const std::error_code& ec) const {
     if (!ec || !has_detail(ec)) return;
     if (auto d = last_error_detail(); !d.empty()) throw error(ec, d);
-}
-
-resp3::value client::command(std::initializer_list<std::string_view> args) {
-    return command(std::span<const std::string_view>(args.begin(), args.size()));
-}
-
-resp3::value client::command(std::span<const std::string_view> args) {
-    std::error_code ec;
-    auto v = command(args, ec);
-    throw_with_detail(ec);
-    throw_if(ec);
-    return v;
-}
-
-resp3::value client::command(std::span<const std::string_view> args, std::error_code& ec) {
-    auto* r = redis_only(*this, ec);
-    return r ? r->command(args, ec) : resp3::value{};
-}
-
-std::size_t client::masters() const {
-    std::error_code ec;
-    auto* r = redis_only(*this, ec);
-    return r ? r->masters() : 0;
-}
-
-resp3::value client::command_on_master(std::size_t i, std::span<const std::string_view> args,
-                                       std::error_code& ec) {
-    auto* r = redis_only(*this, ec);
-    return r ? r->command_on_master(i, args, ec) : resp3::value{};
 }
 
 mutex client::make_mutex(std::string name) {
@@ -191,12 +155,6 @@ void client::start_async_acquire(std::string name, const acquire_options& opts,
         [done = std::move(done)](std::error_code e, std::shared_ptr<detail::hold> h) {
             done(e, h && !e ? detail::access::make_lease(std::move(h)) : lease{});
         });
-}
-
-void client::submit(detail::request& r) {
-    std::error_code ec;
-    if (auto* redis = redis_only(*this, ec)) return redis->submit(r);
-    r.complete(ec, {});
 }
 
 metrics_snapshot client::metrics() const {

@@ -1,9 +1,10 @@
-// dlock::layout_of: the kinds' key layouts, from their protocols.
+// dlock::redis::layout_of and lock_kinds (dlock/redis.hpp): the Redis kinds' key layouts, from
+// their protocols.
 #include "redis/locks/protocol.hpp"
 
-#include <dlock/layout.hpp>
+#include <dlock/redis.hpp>
 
-namespace dlock {
+namespace dlock::redis {
 
 lock_layout layout_of(std::string_view name, lock_kind kind, std::error_code& ec) {
     const auto& p = detail::protocol_of(kind);
@@ -37,4 +38,4 @@ std::vector<lock_kind> lock_kinds() {
     return kinds;
 }
 
-} // namespace dlock
+} // namespace dlock::redis

@@ -5,33 +5,29 @@
 //
 // The URL's scheme picks the backend: redis://, rediss://, unix://, redis-sentinel:// and
 // redis-cluster:// are Redis; zk:// (ZooKeeper) and postgresql:// (PostgreSQL) are the other
-// backends, when this build has them. Leases, lock objects, inspect() and list() work on every
-// backend; command(), masters() and command_on_master() are Redis's alone and fail elsewhere
-// with errc::unsupported.
+// backends, when this build has them. Every member works on every backend (a lock kind the
+// backend does not offer is errc::unsupported). What one backend alone has is in its own header:
+// dlock/redis.hpp (raw commands, masters, fenced_set, layout_of), dlock/zookeeper.hpp
+// (fenced_set), dlock/postgres.hpp.
 //
 //   dlock::client c("redis://127.0.0.1:6379");
 //   dlock::mutex m = c.make_mutex("orders:42");          // Redisson RLock-compatible
 //   { std::scoped_lock g(m); ... }                        // TimedLockable
 //   if (auto l = c.acquire("job:nightly", {.wait = 5s})) { use(l.token()); }   // lease handle
-//   dlock::fenced_set(c, "orders:42:state", "orders:42:fence", token, "paid");   // fencing.hpp
+//   dlock::redis::fenced_set(c, "orders:42:state", "orders:42:fence", token, "paid");  // redis.hpp
 #pragma once
 
 #include <dlock/config.hpp>
 #include <dlock/detail/deliver.hpp>
-#include <dlock/detail/request.hpp>
 #include <dlock/error.hpp>
 #include <dlock/inspect.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lock_options.hpp>
 #include <dlock/metrics.hpp>
 #include <dlock/multi_lock.hpp>
-#include <dlock/resp3.hpp>
 
 #include <asio/any_io_executor.hpp>
-#include <asio/associated_executor.hpp>
 #include <asio/async_result.hpp>
-#include <asio/executor_work_guard.hpp>
-#include <asio/post.hpp>
 
 #include <chrono>
 #include <functional>
@@ -51,13 +47,13 @@ class fair_mutex;
 class rw_mutex;
 
 namespace detail {
-class client_impl;
 class lock_backend;
 struct access;
 } // namespace detail
 
-/// The connection to one Redis deployment and the factory of its locks (see the top of this
-/// file). Thread-safe; movable, not copyable. Destroy its lock objects and leases first.
+/// The connection to one lock service (a Redis deployment, a ZooKeeper ensemble, a PostgreSQL
+/// database) and the factory of its locks (see the top of this file). Thread-safe; movable, not
+/// copyable. Destroy its lock objects and leases first.
 class client {
 public:
     ///@{
@@ -83,35 +79,6 @@ public:
     /// This client's id: a random UUID, the first half of every owner field it writes.
     const std::string& id() const noexcept;
 
-    ///@{
-    /// Runs one command and returns its reply. A Redis error reply is returned as a value of
-    /// type resp3::type::error (not thrown); transport failures throw dlock::error.
-    /// Blocking: until the reply or options().command_timeout. Thread safety: any thread except
-    /// the client's I/O thread (errc::invalid_argument there).
-    resp3::value command(std::initializer_list<std::string_view> args);
-    resp3::value command(std::span<const std::string_view> args);
-    resp3::value command(std::span<const std::string_view> args, std::error_code& ec);
-    ///@}
-
-    /// On a Cluster, command() sends to the first seed's master; a command whose first key is
-    /// in another slot is redirected there (MOVED / ASK followed, at most 5 times). Commands
-    /// without keys that every master must answer (SCAN, DBSIZE, KEYS) go through
-    /// command_on_master() instead.
-
-    /// How many masters the client reaches: 1 on a standalone server or through Sentinel, one
-    /// per shard on a Cluster (as of the client's last slot map). Thread safety: any thread.
-    std::size_t masters() const;
-    /// Runs one command on master `i` (0 <= i < masters()), not routed by key: for keyless
-    /// commands that every master must answer (SCAN on a Cluster). Blocking and errors as
-    /// command(); errc::invalid_argument when `i` is out of range.
-    resp3::value command_on_master(std::size_t i, std::span<const std::string_view> args,
-                                   std::error_code& ec);
-
-    /// Async twin of command(): completes with void(std::error_code, resp3::value) on the
-    /// token's associated executor (the I/O thread by default).
-    template <class CompletionToken>
-    auto async_command(std::vector<std::string> args, CompletionToken&& token);
-
     /// A Redisson-compatible reentrant lock object (TimedLockable, per-thread ownership).
     /// Errors: errc::invalid_argument for an empty name or one whose hash tag is empty.
     mutex make_mutex(std::string name);
@@ -126,8 +93,7 @@ public:
     /// What the lock `name` of `kind` looks like on the server (holders, waiters, lease,
     /// fencing counter), and the locks that exist now whose names match `pattern` (glob with
     /// `*` and `?`; empty = all). Blocking: one or a few round trips.
-    /// Errors: as acquire(); errc::unsupported on Redis, where dlock status reads the keys of
-    /// dlock/layout.hpp itself.
+    /// Errors: as acquire(); errc::unsupported for a kind the backend does not offer.
     lock_status inspect(std::string_view name, lock_kind kind, std::error_code& ec);
     std::vector<lock_status> list(std::string_view pattern, std::error_code& ec);
     ///@}
@@ -182,9 +148,9 @@ public:
     /// bytes; passwords never appear. Empty after a successful (re)connect until the next
     /// failure or error reply.
     /// Use: after a call failed with errc::unavailable, errc::auth_failed or a server-error
-    /// code, to say why. The throwing overloads of command() and acquire() put it into the
-    /// exception's what() for those codes. Thread safety: any thread; with several threads
-    /// calling at once, the detail may belong to another thread's call.
+    /// code, to say why. The throwing overloads of acquire() and dlock::redis::command() put
+    /// it into the exception's what() for those codes. Thread safety: any thread; with several
+    /// threads calling at once, the detail may belong to another thread's call.
     std::string last_error_detail() const;
 
     /// The client's I/O executor (where async completions run by default).
@@ -201,7 +167,6 @@ private:
     /// Throws dlock::error(ec, last_error_detail()) when `ec` is a failure it can explain.
     void throw_with_detail(const std::error_code& ec) const;
     /// The non-template parts of the async templates below.
-    void submit(detail::request& r);
     void start_async_acquire(std::string name, const acquire_options& opts,
                              std::function<void(std::error_code, lease)> done);
     void start_async_acquire_all(std::vector<lock_ref> locks, const acquire_options& opts,
@@ -210,55 +175,10 @@ private:
     /// A client over `backend` (detail::access::make_client: the URL constructor and tests).
     explicit client(std::shared_ptr<detail::lock_backend> backend);
 
-    std::shared_ptr<detail::client_impl> impl_{};     // Redis
-    std::shared_ptr<detail::lock_backend> backend_{}; // any other backend (then impl_ is null)
+    std::shared_ptr<detail::lock_backend> backend_{}; // Redis, ZooKeeper or PostgreSQL
 };
 
 // ---- async templates ---------------------------------------------------------------------
-
-namespace detail {
-
-template <class Handler>
-class command_op final : public request {
-public:
-    command_op(Handler&& h, std::vector<std::string>&& a, const asio::any_io_executor& io)
-        : handler_(std::move(h))
-        , work_(asio::get_associated_executor(handler_, io))
-        , storage_(std::move(a)) {
-        views_.assign(storage_.begin(), storage_.end());
-        args = views_;
-    }
-    void complete(std::error_code ec, resp3::value&& reply) override {
-        auto ex = work_.get_executor();
-        deliver(ex, [h = std::move(handler_), ec, r = std::move(reply)]() mutable {
-            std::move(h)(ec, std::move(r));
-        });
-        // Only now: work_ keeps the handler's executor (maybe another io_context) from running
-        // out of work, and so being stopped or destroyed, while deliver() hands the handler to
-        // it. The handler was moved out, so running it inline above did not need this object.
-        delete this;
-    }
-
-private:
-    Handler handler_;
-    asio::executor_work_guard<asio::associated_executor_t<Handler, asio::any_io_executor>> work_;
-    std::vector<std::string> storage_{};
-    std::vector<std::string_view> views_{};
-};
-
-} // namespace detail
-
-template <class CompletionToken>
-auto client::async_command(std::vector<std::string> args, CompletionToken&& token) {
-    return asio::async_initiate<CompletionToken, void(std::error_code, resp3::value)>(
-        [this](auto handler, std::vector<std::string> a) {
-            detail::initiation_scope scope;
-            auto* op = new detail::command_op<std::decay_t<decltype(handler)>>(
-                std::move(handler), std::move(a), get_executor());
-            submit(*op);
-        },
-        token, std::move(args));
-}
 
 template <class CompletionToken>
 auto client::async_acquire(std::string name, acquire_options opts, CompletionToken&& token) {

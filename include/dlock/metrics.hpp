@@ -120,7 +120,7 @@ struct metrics_snapshot {
     std::uint64_t connects = 0;           ///< first handshakes of connections
     std::uint64_t reconnects = 0;         ///< later handshakes of the same connections
     std::uint64_t topology_changes = 0;   ///< new masters followed (Sentinel failover)
-    /// Commands sent on every connection: lock scripts, client::command(), SUBSCRIBE and
+    /// Commands sent on every connection: lock scripts, dlock::redis::command(), SUBSCRIBE and
     /// friends, health-check PINGs, a NOSCRIPT's EVAL re-send; not the handshakes.
     std::uint64_t commands = 0;
     std::uint64_t scripts = 0;            ///< EVALSHA / EVAL sent

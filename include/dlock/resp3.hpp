@@ -60,7 +60,7 @@ struct value {
 /// Exceeding any of them is errc::protocol_error and the connection is dropped.
 struct limits {
     /// Longest bulk string / verbatim / blob error payload. Default 16 MiB; lock traffic needs
-    /// under 1 KiB, general commands through client::command() may need more.
+    /// under 1 KiB, raw commands (dlock::redis::command()) may need more.
     std::size_t max_bulk_length = 16u << 20;
     /// Most elements one aggregate may declare (a map counts key and value). Default 1,000,000.
     /// Storage grows with elements received, never with the declared count.

@@ -55,7 +55,7 @@ public:
     std::vector<lock_status> list(std::string_view pattern, std::error_code& ec) override;
     void shutdown() noexcept override;
 
-    // ---- Redis only (client::command, masters, command_on_master, async_command) ----------
+    // ---- Redis only (dlock/redis.hpp: command, masters, command_on_master, async_command) -
     resp3::value command(std::span<const std::string_view> args, std::error_code& ec);
     std::size_t masters() const;
     resp3::value command_on_master(std::size_t i, std::span<const std::string_view> args,

@@ -1,12 +1,12 @@
 // inspect_redis() and list_redis() (backend.hpp): a lock's state read from its Redis layout, so
 // that locks taken by Redisson (Java) and redis-py show the same way. Which keys a kind uses
-// comes from dlock/layout.hpp; what this file adds is recognising whose data N holds: a
-// Redisson owner field ("<uuid>:<thread>") or a 32-hex token. Every Redis kind shares N, so
-// the kind is read from the server, not asked for.
+// comes from dlock::redis::layout_of (dlock/redis.hpp); what this file adds is recognising whose
+// data N holds: a Redisson owner field ("<uuid>:<thread>") or a 32-hex token. Every Redis kind
+// shares N, so the kind is read from the server, not asked for.
 #include "redis/backend.hpp"
 #include "redis/locks/protocol.hpp"
 
-#include <dlock/layout.hpp>
+#include <dlock/redis.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -16,11 +16,11 @@ namespace dlock::detail {
 namespace {
 
 /// The layouts of every Redis kind for `name` (a name no lock may have has none).
-std::vector<lock_layout> layouts_of(std::string_view name) {
-    std::vector<lock_layout> out;
-    for (const auto kind : lock_kinds()) {
+std::vector<dlock::redis::lock_layout> layouts_of(std::string_view name) {
+    std::vector<dlock::redis::lock_layout> out;
+    for (const auto kind : dlock::redis::lock_kinds()) {
         std::error_code ec;
-        auto l = layout_of(name, kind, ec);
+        auto l = dlock::redis::layout_of(name, kind, ec);
         if (!ec) out.push_back(std::move(l));
     }
     return out;
@@ -94,7 +94,7 @@ lock_status inspect_redis(redis_backend& b, std::string_view name, std::error_co
     const auto layouts = layouts_of(name);
     const auto type = r.run({"TYPE", name}).str;
     if (r.failed()) return {};
-    const lock_layout* kind = nullptr;
+    const dlock::redis::lock_layout* kind = nullptr;
     for (const auto& l : layouts)
         if (l.data_type == type && !kind) kind = &l; // a fair lock is told by its queue below
     std::string mode;

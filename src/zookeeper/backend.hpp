@@ -80,9 +80,9 @@ public:
     void note_wake() noexcept { wakes_.fetch_add(1, std::memory_order_relaxed); }
     std::uint64_t wakes() const noexcept { return wakes_.load(std::memory_order_relaxed); }
 
-    /// dlock::zk_fenced_set (dlock/zk_fencing.hpp): writes `data` to the znode `node` (created
-    /// when missing) in one multi with a check that `lock_node` still exists. Blocking (not on
-    /// the I/O thread). Errors: not_owner when the lock node is gone (nothing written),
+    /// dlock::zookeeper::fenced_set (dlock/zookeeper.hpp): writes `data` to the znode `node`
+    /// (created when missing) in one multi with a check that `lock_node` still exists. Blocking
+    /// (not on the I/O thread). Errors: not_owner when the lock node is gone (nothing written),
     /// invalid_argument for a bad node path or one inside the lock's directory,
     /// configuration_error when the node's parent is missing, ambiguous when the answer was
     /// lost, unavailable, server_error.

@@ -1,5 +1,5 @@
-// zk_backend::fenced_set, behind dlock::zk_fenced_set: a write to a resource node in one multi
-// with a check that the lock node still exists.
+// zk_backend::fenced_set, behind dlock::zookeeper::fenced_set: a write to a resource node in one
+// multi with a check that the lock node still exists.
 #include "zookeeper/backend.hpp"
 #include "zookeeper/backend_call.hpp"
 

@@ -1,5 +1,7 @@
-// A consumer of the installed package: compiles against the public headers only.
+// A consumer of the installed package: compiles against the public headers only (the umbrella,
+// and a backend's own header by its name).
 #include <dlock/dlock.hpp>
+#include <dlock/redis.hpp>
 
 #include <iostream>
 #include <mutex>
@@ -15,4 +17,6 @@ int main(int argc, char** argv) {
     dlock::mutex m = c.make_mutex("consumer");
     std::scoped_lock guard(m);
     std::cout << "token " << m.fencing_token().value_or(0) << '\n';
+    std::cout << "ping " << dlock::redis::command(c, {"PING"}).str << " on "
+              << dlock::redis::masters(c) << " master(s)\n";
 }

@@ -2,12 +2,14 @@
 // backend and every lock kind it offers (the table in backends.cpp): exclusion across clients,
 // re-entry of lock objects, wait timeouts, fixed-lease expiry, the loss signal of a forced
 // unlock, fencing tokens, inspect/list, waiters woken by a forced unlock, the multi-lock, bad
-// names and URLs, and errc::unsupported for every kind a backend lacks. Each backend's
+// names and URLs, errc::unsupported for every kind a backend lacks and for another backend's own
+// calls (dlock/redis.hpp, dlock/zookeeper.hpp). Each backend's
 // servers are started once per process; every test uses lock names of its own.
 #include "backends.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <future>
 #include <system_error>
 
@@ -355,6 +357,68 @@ TEST_P(Backend, BadNamesAndUrls) {
         ADD_FAILURE() << entry.bad_url << " accepted";
     } catch (const dlock::error& e) {
         EXPECT_EQ(e.code(), errc::configuration_error) << entry.bad_url << ": " << e.what();
+    }
+}
+
+// 11. What one backend alone has (dlock/redis.hpp, dlock/zookeeper.hpp) is errc::unsupported on
+// a client of another backend, in both forms (async_command completes with it), and the thrown
+// message names the call, the client it needs and the backend the client has. On its own
+// backend it is served (the Redis calls here; the ZooKeeper fenced write in zk_client_test).
+TEST_P(Backend, BackendOnlyCallsNeedTheirBackend) {
+    const auto& entry = *GetParam();
+    CONFORMANCE_START(entry, url);
+    auto c = entry.connect(url);
+    const std::string have(c->backend_name());
+    const auto refused = [&](const std::function<void()>& call, const std::string& what,
+                             const std::string& needs) {
+        try {
+            call();
+            ADD_FAILURE() << what << " on a " << have << " client";
+        } catch (const dlock::error& e) {
+            const std::string text = e.what();
+            EXPECT_EQ(e.code(), errc::unsupported) << text;
+            EXPECT_NE(text.find(what + " needs "), std::string::npos) << text;
+            EXPECT_NE(text.find(needs), std::string::npos) << text;
+            EXPECT_NE(text.find("this client's backend is " + have), std::string::npos) << text;
+        }
+    };
+    std::error_code ec;
+    const std::string_view ping[] = {"PING"};
+    if (have == "redis") {
+        EXPECT_EQ(dlock::redis::command(*c, {"PING"}).str, "PONG");
+        EXPECT_GE(dlock::redis::masters(*c), 1U);
+        EXPECT_EQ(dlock::redis::command_on_master(*c, 0, ping).str, "PONG");
+    } else {
+        refused([&] { (void)dlock::redis::command(*c, {"PING"}); }, "dlock::redis::command",
+                "redis-cluster://");
+        refused([&] { (void)dlock::redis::masters(*c); }, "dlock::redis::masters",
+                "redis-sentinel://");
+        refused([&] { (void)dlock::redis::command_on_master(*c, 0, ping); },
+                "dlock::redis::command_on_master", "redis://");
+        refused([&] { (void)dlock::redis::fenced_set(*c, "k", "k:fence", 1, "v"); },
+                "dlock::redis::fenced_set", "rediss://");
+        (void)dlock::redis::command(*c, ping, ec);
+        EXPECT_EQ(ec, errc::unsupported);
+        EXPECT_EQ(dlock::redis::masters(*c, ec), 0U);
+        EXPECT_EQ(ec, errc::unsupported);
+        (void)dlock::redis::command_on_master(*c, 0, ping, ec);
+        EXPECT_EQ(ec, errc::unsupported);
+        EXPECT_FALSE(dlock::redis::fenced_set(*c, "k", "k:fence", 1, "v", ec));
+        EXPECT_EQ(ec, errc::unsupported);
+        std::promise<std::error_code> done;
+        dlock::redis::async_command(
+            *c, {"PING"}, [&done](std::error_code e, resp3::value) { done.set_value(e); });
+        auto f = done.get_future();
+        ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+        EXPECT_EQ(f.get(), errc::unsupported);
+    }
+    if (have != "zookeeper") {
+        auto held = c->acquire(fresh_name("zf"), {.wait = 5s});
+        ASSERT_TRUE(held);
+        refused([&] { dlock::zookeeper::fenced_set(*c, held, "res", "v"); },
+                "dlock::zookeeper::fenced_set", "zk://");
+        EXPECT_FALSE(dlock::zookeeper::fenced_set(*c, held, "res", "v", ec));
+        EXPECT_EQ(ec, errc::unsupported);
     }
 }
 

@@ -27,7 +27,7 @@ cannot prevent that, and an unfenced resource then loses updates (F02, F06 below
 **Fenced single master (mode F, reentrant/fair/write locks with `lease::token()`).** The
 same, plus a fencing token that strictly increases with every grant, as long as the counter
 survives (AOF `appendfsync always`, no failover). A resource that checks the token
-(`dlock::fenced_set`, on open *and* on write) rejects the late writes of a paused or delayed
+(`dlock::redis::fenced_set`, on open *and* on write) rejects the late writes of a paused or delayed
 holder, so the resource stays consistent even when beliefs overlap. A rollback of the server's
 data (lost fsync window, restore from backup) makes tokens repeat (F23).
 
@@ -146,7 +146,7 @@ COVERAGE = [
      "is asked again)", "ping-pong and the unreachable address only against fake nodes"),
     ("B14", "CROSSSLOT", "`errors.server_errors_are_classified_by_their_first_word`, "
      "`cluster.a_cross_slot_command_is_answered_once_with_cross_slot_and_never_retried` (real "
-     "Cluster: MSET and EVAL over two slots through `client::command()`, `cross_slot`, sent "
+     "Cluster: MSET and EVAL over two slots through `dlock::redis::command()`, `cross_slot`, sent "
      "once by the nodes' commandstats)", "the lock paths cannot produce one (every layout keeps "
      "one slot), so only raw commands are tested"),
     ("B15", "OOM (real)", "fault F30 (acquire told `out_of_memory`, release still works); "

@@ -172,10 +172,10 @@ TEST(bad_server, protected_mode_denied_at_the_handshake_is_auth_failed_and_nothi
     EXPECT_EQ(ec, errc::auth_failed) << ec.message();
     EXPECT_LT(clock_type::now() - t0, 2s); // the connect timeout is 1 s
     const std::string_view ping[] = {"PING"};
-    c.command(ping, ec);
+    dlock::redis::command(c, ping, ec);
     EXPECT_EQ(ec, errc::auth_failed);
     try {
-        c.command({"SET", "k", "v"});
+        dlock::redis::command(c, {"SET", "k", "v"});
         ADD_FAILURE() << "expected dlock::error";
     } catch (const dlock::error& e) {
         EXPECT_EQ(e.code(), errc::auth_failed);
@@ -230,14 +230,14 @@ TEST(bad_server, a_second_reply_to_one_command_is_never_attributed_to_the_next) 
     ASSERT_TRUE(dlock::test::eventually(
         [&] {
             std::error_code ec;
-            return c.command(echo, ec).str == "hi" && !ec;
+            return dlock::redis::command(c, echo, ec).str == "hi" && !ec;
         },
         5s));
     const int rounds = 5;
     for (int round = 0; round < rounds; ++round) {
         std::error_code ec;
         const std::string_view ping[] = {"PING"};
-        EXPECT_EQ(c.command(ping, ec).str, "PONG") << ec.message();
+        EXPECT_EQ(dlock::redis::command(c, ping, ec).str, "PONG") << ec.message();
         EXPECT_FALSE(c.acquire("b06-stray", {.wait = 0ms, .kind = dlock::lock_kind::simple}, ec))
             << "round " << round << ": the stray +OK was taken as the grant";
         EXPECT_FALSE(ec) << ec.message();

@@ -52,7 +52,7 @@ std::vector<std::string> names_on_every_master(redis_cluster& c, const std::stri
 
 /// The integer a raw command answers through a client (routed by MOVED).
 std::int64_t pttl(dlock::client& c, const std::string& key) {
-    return c.command({"PTTL", key}).integer;
+    return dlock::redis::command(c, {"PTTL", key}).integer;
 }
 
 /// Another master than `from` (by ROLE).
@@ -205,7 +205,8 @@ TEST(cluster,
     // Interop: Redisson's own scripts, run as another client on the Cluster, publish with
     // SPUBLISH, and a dlock waiter wakes by it.
     const auto java_name = names[1] + ":java";
-    auto lock_reply = a.command({"EVAL", redisson_try_lock, "1", java_name, "30000", java_owner});
+    auto lock_reply =
+        dlock::redis::command(a, {"EVAL", redisson_try_lock, "1", java_name, "30000", java_owner});
     ASSERT_TRUE(lock_reply.is_null()) << lock_reply.str; // nil = acquired
     EXPECT_FALSE(b.acquire(java_name, {.wait = 0ms}));
     auto java_waiter = std::async(std::launch::async, [&] {
@@ -217,8 +218,9 @@ TEST(cluster,
     ASSERT_TRUE(eventually([&] { return shard_subscribers(java_master, java_channel) == 1; }, 5s));
     const auto unlocked = std::chrono::steady_clock::now();
     const std::string latch = "redisson_unlock_latch:{" + java_name + "}:1";
-    auto unlock_reply = a.command({"EVAL", redisson_unlock, "3", java_name, java_channel, latch,
-                                   "0", "30000", java_owner, "SPUBLISH", "20000"});
+    auto unlock_reply =
+        dlock::redis::command(a, {"EVAL", redisson_unlock, "3", java_name, java_channel, latch, "0",
+                                  "30000", java_owner, "SPUBLISH", "20000"});
     EXPECT_EQ(unlock_reply.integer, 1) << unlock_reply.str;
     const auto [java_got, java_at] = java_waiter.get();
     EXPECT_TRUE(java_got);
@@ -479,7 +481,7 @@ TEST(cluster, a_cross_slot_command_is_answered_once_with_cross_slot_and_never_re
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_cluster c;
     dlock::client cl(fast_options(c.url()));
-    ASSERT_EQ(cl.command({"SET", "warm", "1"}).str, "OK"); // the slot map is loaded
+    ASSERT_EQ(dlock::redis::command(cl, {"SET", "warm", "1"}).str, "OK"); // the slot map is loaded
     std::string a = "xs-a", b = "xs-b0";
     for (int i = 1; slot_of(a) == slot_of(b); ++i)
         b = "xs-b" + std::to_string(i);
@@ -491,13 +493,14 @@ TEST(cluster, a_cross_slot_command_is_answered_once_with_cross_slot_and_never_re
         const auto before = calls_everywhere(c, cmd);
         std::vector<std::string_view> view(args.begin(), args.end());
         std::error_code ec;
-        const auto v = cl.command(view, ec);
+        const auto v = dlock::redis::command(cl, view, ec);
         ASSERT_FALSE(ec) << ec.message(); // an error reply is a value, not a failed call
         ASSERT_TRUE(v.is_error());
         EXPECT_EQ(dlock::classify_server_error(v.str), dlock::errc::cross_slot) << v.str;
         EXPECT_EQ(calls_everywhere(c, cmd) - before, 1) << "sent more than once";
     }
-    EXPECT_EQ(cl.command({"EXISTS", a, b}).is_error(), true);           // EXISTS of two slots, too
-    EXPECT_EQ(cl.command({"GET", "warm"}).str, "1");                    // still usable
+    EXPECT_EQ(dlock::redis::command(cl, {"EXISTS", a, b}).is_error(),
+              true);                                                    // EXISTS of two slots, too
+    EXPECT_EQ(dlock::redis::command(cl, {"GET", "warm"}).str, "1");     // still usable
     EXPECT_EQ(c.node(c.master_of(slot_of(a))).cli({"EXISTS", a}), "0"); // nothing was written
 }

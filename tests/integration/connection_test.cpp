@@ -31,15 +31,16 @@ TEST(connection, commands_round_trip_and_error_replies_are_values) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
     dlock::client c(fast_options(s.url()));
-    EXPECT_EQ(c.command({"PING"}).str, "PONG");
-    EXPECT_TRUE(c.command({"SET", "k", "v"}).is_ok());
-    EXPECT_EQ(c.command({"GET", "k"}).str, "v");
-    EXPECT_TRUE(c.command({"GET", "missing"}).is_null());
-    const auto err = c.command({"INCR", "k"});
+    EXPECT_EQ(dlock::redis::command(c, {"PING"}).str, "PONG");
+    EXPECT_TRUE(dlock::redis::command(c, {"SET", "k", "v"}).is_ok());
+    EXPECT_EQ(dlock::redis::command(c, {"GET", "k"}).str, "v");
+    EXPECT_TRUE(dlock::redis::command(c, {"GET", "missing"}).is_null());
+    const auto err = dlock::redis::command(c, {"INCR", "k"});
     ASSERT_TRUE(err.is_error());
     EXPECT_EQ(dlock::classify_server_error(err.str), errc::server_error);
-    EXPECT_EQ(c.command({"CLIENT", "GETNAME"}).str, "dlock"); // set by HELLO ... SETNAME
-    const auto wrongtype = c.command({"HGET", "k", "f"});
+    EXPECT_EQ(dlock::redis::command(c, {"CLIENT", "GETNAME"}).str,
+              "dlock"); // set by HELLO ... SETNAME
+    const auto wrongtype = dlock::redis::command(c, {"HGET", "k", "f"});
     ASSERT_TRUE(wrongtype.is_error());
     EXPECT_EQ(wrongtype.str.rfind("WRONGTYPE", 0), 0u);
 }
@@ -49,10 +50,10 @@ TEST(connection, binary_safe_arguments_survive_the_round_trip) {
     redis_server s;
     dlock::client c(fast_options(s.url()));
     const std::string value("a\r\nb\0c$*", 9);
-    c.command({"SET", "bin", value});
-    EXPECT_EQ(c.command({"GET", "bin"}).str, value);
-    c.command({"SET", "", ""});
-    EXPECT_EQ(c.command({"GET", ""}).str, "");
+    dlock::redis::command(c, {"SET", "bin", value});
+    EXPECT_EQ(dlock::redis::command(c, {"GET", "bin"}).str, value);
+    dlock::redis::command(c, {"SET", "", ""});
+    EXPECT_EQ(dlock::redis::command(c, {"GET", ""}).str, "");
 }
 
 TEST(connection, replies_match_their_commands_under_many_threads) {
@@ -66,8 +67,8 @@ TEST(connection, replies_match_their_commands_under_many_threads) {
             for (int i = 0; i < 1000; ++i) {
                 const auto key = "t" + std::to_string(t) + ":" + std::to_string(i % 7);
                 const auto val = std::to_string(t * 100000 + i);
-                if (!c.command({"SET", key, val}).is_ok()) ++mismatches;
-                if (c.command({"GET", key}).str != val) ++mismatches;
+                if (!dlock::redis::command(c, {"SET", key, val}).is_ok()) ++mismatches;
+                if (dlock::redis::command(c, {"GET", key}).str != val) ++mismatches;
             }
         });
     for (auto& th : threads)
@@ -81,14 +82,14 @@ TEST(connection, async_commands_complete_with_callback_future_and_awaitable) {
     dlock::client c(fast_options(s.url()));
 
     std::promise<std::string> p;
-    c.async_command({"PING"}, [&](std::error_code ec, dlock::resp3::value v) {
+    dlock::redis::async_command(c, {"PING"}, [&](std::error_code ec, dlock::resp3::value v) {
         p.set_value(ec ? ec.message() : v.str);
     });
     auto f1 = p.get_future();
     ASSERT_EQ(f1.wait_for(5s), std::future_status::ready);
     EXPECT_EQ(f1.get(), "PONG");
 
-    auto f2 = c.async_command({"ECHO", "hi"}, asio::use_future);
+    auto f2 = dlock::redis::async_command(c, {"ECHO", "hi"}, asio::use_future);
     ASSERT_EQ(f2.wait_for(5s), std::future_status::ready);
     EXPECT_EQ(f2.get().str, "hi");
 
@@ -98,7 +99,7 @@ TEST(connection, async_commands_complete_with_callback_future_and_awaitable) {
         io,
         [&]() -> asio::awaitable<void> {
             std::vector<std::string> cmd{"ECHO", "co"};
-            auto v = co_await c.async_command(std::move(cmd), asio::use_awaitable);
+            auto v = co_await dlock::redis::async_command(c, std::move(cmd), asio::use_awaitable);
             got = v.str;
         },
         [](std::exception_ptr e) {
@@ -112,10 +113,11 @@ TEST(connection, scripts_fall_back_to_eval_after_script_flush) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
     dlock::client c(fast_options(s.url()));
-    EXPECT_TRUE(dlock::fenced_set(c, "res", "res:fence", 5, "a")); // cold cache: NOSCRIPT -> EVAL
-    EXPECT_TRUE(dlock::fenced_set(c, "res", "res:fence", 6, "b")); // warm cache: EVALSHA
+    EXPECT_TRUE(
+        dlock::redis::fenced_set(c, "res", "res:fence", 5, "a")); // cold cache: NOSCRIPT -> EVAL
+    EXPECT_TRUE(dlock::redis::fenced_set(c, "res", "res:fence", 6, "b")); // warm cache: EVALSHA
     s.cli({"SCRIPT", "FLUSH"});
-    EXPECT_FALSE(dlock::fenced_set(c, "res", "res:fence", 4, "stale"));
+    EXPECT_FALSE(dlock::redis::fenced_set(c, "res", "res:fence", 4, "stale"));
     EXPECT_EQ(s.cli({"GET", "res"}), "b");
 }
 
@@ -123,11 +125,11 @@ TEST(connection, a_killed_server_fails_commands_within_the_timeout_then_recovers
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
     dlock::client c(fast_options(s.url()));
-    ASSERT_EQ(c.command({"PING"}).str, "PONG");
+    ASSERT_EQ(dlock::redis::command(c, {"PING"}).str, "PONG");
     s.kill();
     std::error_code ec;
     const auto t0 = std::chrono::steady_clock::now();
-    c.command(std::vector<std::string_view>{"PING"}, ec);
+    dlock::redis::command(c, std::vector<std::string_view>{"PING"}, ec);
     EXPECT_TRUE(ec == errc::ambiguous || ec == errc::timeout || ec == errc::unavailable)
         << ec.message();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
@@ -139,7 +141,7 @@ TEST(connection, client_kill_is_survived) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
     dlock::client c(fast_options(s.url()));
-    ASSERT_EQ(c.command({"PING"}).str, "PONG");
+    ASSERT_EQ(dlock::redis::command(c, {"PING"}).str, "PONG");
     s.cli({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
     EXPECT_TRUE(dlock::test::eventually([&] { return dlock::test::ping_ok(c); }, 10s));
 }
@@ -154,7 +156,7 @@ TEST(connection, a_handler_never_runs_inside_its_initiating_call) {
     dlock::client bad(o);
     std::error_code ec;
     const std::string_view ping[] = {"PING"};
-    bad.command(ping, ec);
+    dlock::redis::command(bad, ping, ec);
     ASSERT_EQ(ec, errc::auth_failed); // from now on requests fail at once, inside submit()
     // Initiate from each client's I/O thread, as a handler in a chain would, and record whether
     // the handler ran before the initiating call returned.
@@ -163,9 +165,10 @@ TEST(connection, a_handler_never_runs_inside_its_initiating_call) {
         std::promise<std::pair<bool, std::error_code>> seen;
         auto f = seen.get_future();
         asio::post(dlock::detail::access::impl(c)->io(), [&c, returned, &seen] {
-            c.async_command({"PING"}, [returned, &seen](std::error_code e, dlock::resp3::value) {
-                seen.set_value({returned->load(), e});
-            });
+            dlock::redis::async_command(c, {"PING"},
+                                        [returned, &seen](std::error_code e, dlock::resp3::value) {
+                                            seen.set_value({returned->load(), e});
+                                        });
             returned->store(true);
         });
         return f.get();
@@ -185,10 +188,11 @@ TEST(connection, a_wrong_password_is_auth_failed_and_nothing_runs_as_default) {
     o.password = "wrong";
     dlock::client c(o);
     std::error_code ec;
-    c.command(std::vector<std::string_view>{"SET", "written-by-wrong-password", "1"}, ec);
+    dlock::redis::command(c, std::vector<std::string_view>{"SET", "written-by-wrong-password", "1"},
+                          ec);
     EXPECT_EQ(ec, errc::auth_failed);
     try {
-        c.command({"PING"});
+        dlock::redis::command(c, {"PING"});
         ADD_FAILURE() << "expected dlock::error";
     } catch (const dlock::error& e) {
         EXPECT_EQ(e.code(), errc::auth_failed);
@@ -198,15 +202,15 @@ TEST(connection, a_wrong_password_is_auth_failed_and_nothing_runs_as_default) {
 
     o.password = "right";
     dlock::client ok(o);
-    EXPECT_EQ(ok.command({"PING"}).str, "PONG");
+    EXPECT_EQ(dlock::redis::command(ok, {"PING"}).str, "PONG");
 }
 
 TEST(connection, acl_users_authenticate_and_denied_commands_are_permission_errors) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s(server_options{.acl_lines = {"user app on >pw ~* +@all -get"}});
     dlock::client c(fast_options("redis://app:pw@127.0.0.1:" + std::to_string(s.port())));
-    EXPECT_TRUE(c.command({"SET", "k", "v"}).is_ok());
-    const auto denied = c.command({"GET", "k"});
+    EXPECT_TRUE(dlock::redis::command(c, {"SET", "k", "v"}).is_ok());
+    const auto denied = dlock::redis::command(c, {"GET", "k"});
     ASSERT_TRUE(denied.is_error());
     EXPECT_EQ(dlock::classify_server_error(denied.str), errc::permission_denied);
 }
@@ -215,7 +219,7 @@ TEST(connection, unix_socket_and_database_selection_work) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
     dlock::client c(fast_options("unix://" + s.unix_socket() + "?db=3"));
-    c.command({"SET", "in-db-3", "1"});
+    dlock::redis::command(c, {"SET", "in-db-3", "1"});
     EXPECT_EQ(s.cli({"-n", "3", "GET", "in-db-3"}), "1");
     EXPECT_EQ(s.cli({"GET", "in-db-3"}), "");
 }
@@ -227,14 +231,14 @@ TEST(connection, tls_verifies_the_chain_and_the_host_name_and_never_falls_back) 
     o.tls.ca_file = s.tls().ca_cert.string();
     {
         dlock::client c(o);
-        EXPECT_EQ(c.command({"PING"}).str, "PONG");
+        EXPECT_EQ(dlock::redis::command(c, {"PING"}).str, "PONG");
     }
     {
         auto wrong_ca = o;
         wrong_ca.tls.ca_file = s.tls().wrong_ca_cert.string();
         dlock::client c(wrong_ca);
         std::error_code ec;
-        c.command(std::vector<std::string_view>{"PING"}, ec);
+        dlock::redis::command(c, std::vector<std::string_view>{"PING"}, ec);
         EXPECT_EQ(ec, errc::auth_failed) << ec.message();
     }
     {
@@ -242,7 +246,7 @@ TEST(connection, tls_verifies_the_chain_and_the_host_name_and_never_falls_back) 
         auto plain = fast_options("redis://127.0.0.1:" + std::to_string(s.port()));
         dlock::client c(plain);
         std::error_code ec;
-        c.command(std::vector<std::string_view>{"PING"}, ec);
+        dlock::redis::command(c, std::vector<std::string_view>{"PING"}, ec);
         EXPECT_TRUE(ec) << "plaintext must not talk to a TLS port";
     }
 }
@@ -254,7 +258,7 @@ TEST(connection, tls_rejects_a_certificate_for_another_host) {
     o.tls.ca_file = s.tls().ca_cert.string();
     dlock::client c(o);
     std::error_code ec;
-    c.command(std::vector<std::string_view>{"PING"}, ec);
+    dlock::redis::command(c, std::vector<std::string_view>{"PING"}, ec);
     EXPECT_EQ(ec, errc::auth_failed) << ec.message();
 }
 
@@ -280,7 +284,7 @@ TEST(connection, tls_rejects_an_expired_certificate_and_runs_nothing) {
     o.tls.ca_file = s.tls().ca_cert.string();
     {
         dlock::client c(o); // the valid certificate works: only the expiry differs below
-        EXPECT_EQ(c.command({"PING"}).str, "PONG");
+        EXPECT_EQ(dlock::redis::command(c, {"PING"}).str, "PONG");
     }
     // An expired leaf for 127.0.0.1 from the same CA: `openssl ca` can backdate, x509 cannot.
     const auto d = s.dir();
@@ -314,7 +318,7 @@ TEST(connection, tls_rejects_an_expired_certificate_and_runs_nothing) {
     const auto before = pings();
     dlock::client c(o);
     std::error_code ec;
-    c.command(std::vector<std::string_view>{"PING"}, ec);
+    dlock::redis::command(c, std::vector<std::string_view>{"PING"}, ec);
     EXPECT_EQ(ec, errc::auth_failed) << ec.message();
     EXPECT_NE(c.last_error_detail().find("expired"), std::string::npos) << c.last_error_detail();
     EXPECT_EQ(pings(), before) << "a command ran over the unverified connection";
@@ -387,7 +391,7 @@ TEST(connection, moved_ping_pong_between_two_nodes_stops_after_bounded_redirects
     dlock::client c(fast_options("redis-cluster://127.0.0.1:" + std::to_string(a.port())));
     std::error_code ec;
     const auto t0 = std::chrono::steady_clock::now();
-    const auto v = c.command(std::vector<std::string_view>{"GET", key}, ec);
+    const auto v = dlock::redis::command(c, std::vector<std::string_view>{"GET", key}, ec);
     const auto took = std::chrono::steady_clock::now() - t0;
     EXPECT_TRUE(typed_redirect_failure(ec, v)) << ec.message() << " / " << v.str;
     EXPECT_GE(b_gets.load(), 1) << "the MOVED to a known master was not followed";
@@ -408,7 +412,7 @@ TEST(connection, moved_to_an_unreachable_host_fails_typed_within_the_deadline) {
     dlock::client c(fast_options("redis-cluster://127.0.0.1:" + std::to_string(a.port())));
     std::error_code ec;
     const auto t0 = std::chrono::steady_clock::now();
-    const auto v = c.command(std::vector<std::string_view>{"GET", "k"}, ec);
+    const auto v = dlock::redis::command(c, std::vector<std::string_view>{"GET", "k"}, ec);
     const auto took = std::chrono::steady_clock::now() - t0;
     EXPECT_TRUE(typed_redirect_failure(ec, v)) << ec.message() << " / " << v.str;
     EXPECT_EQ(a_gets.load(), 1 + dlock::detail::cluster::max_redirects); // never more
@@ -422,7 +426,7 @@ TEST(connection, an_unreachable_server_is_unavailable_or_timeout_within_bounds) 
     dlock::client c(o);
     std::error_code ec;
     const auto t0 = std::chrono::steady_clock::now();
-    c.command(std::vector<std::string_view>{"PING"}, ec);
+    dlock::redis::command(c, std::vector<std::string_view>{"PING"}, ec);
     EXPECT_TRUE(ec == errc::timeout || ec == errc::unavailable) << ec.message();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
 }
@@ -456,7 +460,7 @@ TEST(connection, a_refused_connection_ends_a_long_wait_at_once_and_names_address
               std::string::npos)
         << detail;
     try {
-        (void)c.command({"PING"});
+        (void)dlock::redis::command(c, {"PING"});
         ADD_FAILURE() << "PING to a refusing server succeeded";
     } catch (const dlock::error& e) {
         EXPECT_EQ(e.code(), errc::unavailable);
@@ -468,7 +472,7 @@ TEST(connection, a_host_name_that_does_not_resolve_fails_at_once) {
     dlock::client c("redis://no-such-host.invalid:6379");
     std::error_code ec;
     const auto t0 = std::chrono::steady_clock::now();
-    c.command(std::vector<std::string_view>{"PING"}, ec);
+    dlock::redis::command(c, std::vector<std::string_view>{"PING"}, ec);
     EXPECT_EQ(ec, errc::unavailable) << ec.message();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
     EXPECT_EQ(c.last_error_detail().rfind("resolve no-such-host.invalid:6379: ", 0), 0u)
@@ -479,7 +483,7 @@ TEST(connection, a_missing_unix_socket_fails_at_once) {
     dlock::client c("unix:///nonexistent/dlock-test.sock");
     std::error_code ec;
     const auto t0 = std::chrono::steady_clock::now();
-    c.command(std::vector<std::string_view>{"PING"}, ec);
+    dlock::redis::command(c, std::vector<std::string_view>{"PING"}, ec);
     EXPECT_EQ(ec, errc::unavailable) << ec.message();
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
     EXPECT_NE(c.last_error_detail().find("No such file or directory"), std::string::npos)
@@ -490,13 +494,13 @@ TEST(connection, the_last_error_reply_is_kept_for_messages_and_bounded) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
     dlock::client c(fast_options(s.url()));
-    EXPECT_TRUE(c.command({"SET", "k", "v"}).is_ok());
+    EXPECT_TRUE(dlock::redis::command(c, {"SET", "k", "v"}).is_ok());
     EXPECT_EQ(c.last_error_detail(), "");
-    ASSERT_TRUE(c.command({"HGET", "k", "f"}).is_error());
+    ASSERT_TRUE(dlock::redis::command(c, {"HGET", "k", "f"}).is_error());
     EXPECT_NE(c.last_error_detail().find(": WRONGTYPE "), std::string::npos)
         << c.last_error_detail();
     const std::string long_name(1000, 'x');
-    ASSERT_TRUE(c.command({"NOSUCHCOMMAND", long_name}).is_error());
+    ASSERT_TRUE(dlock::redis::command(c, {"NOSUCHCOMMAND", long_name}).is_error());
     EXPECT_LE(c.last_error_detail().size(), 300u) << c.last_error_detail();
 }
 
@@ -508,7 +512,7 @@ TEST(connection, a_handshake_error_that_echoes_the_password_is_kept_without_it) 
     o.password = "hunter2-secret";
     dlock::client c(o);
     std::error_code ec;
-    c.command(std::vector<std::string_view>{"PING"}, ec);
+    dlock::redis::command(c, std::vector<std::string_view>{"PING"}, ec);
     EXPECT_EQ(ec, errc::configuration_error) << ec.message();
     const auto detail = c.last_error_detail();
     EXPECT_NE(detail.find("handshake with 127.0.0.1:"), std::string::npos) << detail;
@@ -524,13 +528,13 @@ TEST(connection_faults, a_huge_declared_length_is_a_protocol_error_not_an_alloca
     });
     dlock::client c(fast_options(f.url()));
     std::error_code ec;
-    c.command(std::vector<std::string_view>{"PING"}, ec);
+    dlock::redis::command(c, std::vector<std::string_view>{"PING"}, ec);
     EXPECT_TRUE(ec == errc::protocol_error || ec == errc::ambiguous) << ec.message();
     fake_resp_server g([](const std::vector<std::string>&) {
         return fake_resp_server::action{.bytes = "$99999999999\r\n"};
     });
     dlock::client c2(fast_options(g.url()));
-    c2.command(std::vector<std::string_view>{"PING"}, ec);
+    dlock::redis::command(c2, std::vector<std::string_view>{"PING"}, ec);
     EXPECT_TRUE(ec == errc::protocol_error || ec == errc::ambiguous) << ec.message();
 }
 
@@ -542,11 +546,11 @@ TEST(connection_faults, an_unsolicited_reply_drops_the_connection_and_is_never_a
         return fake_resp_server::action{.bytes = "+PONG\r\n"};
     });
     dlock::client c(fast_options(f.url()));
-    EXPECT_EQ(c.command({"PING"}).str, "PONG");
+    EXPECT_EQ(dlock::redis::command(c, {"PING"}).str, "PONG");
     // The stray +OK must not be taken as the reply to the next command.
     EXPECT_TRUE(dlock::test::eventually([&] { return f.connections() >= 2; }, 5s));
     std::error_code ec;
-    auto v = c.command(std::vector<std::string_view>{"PING"}, ec);
+    auto v = dlock::redis::command(c, std::vector<std::string_view>{"PING"}, ec);
     if (!ec) {
         EXPECT_EQ(v.str, "PONG");
     }
@@ -558,7 +562,7 @@ TEST(connection_faults, a_truncated_reply_then_close_is_ambiguous) {
     });
     dlock::client c(fast_options(f.url()));
     std::error_code ec;
-    c.command(std::vector<std::string_view>{"GET", "k"}, ec);
+    dlock::redis::command(c, std::vector<std::string_view>{"GET", "k"}, ec);
     EXPECT_EQ(ec, errc::ambiguous);
 }
 
@@ -568,7 +572,7 @@ TEST(connection_faults, a_reply_then_reset_delivers_the_reply) {
     });
     dlock::client c(fast_options(f.url()));
     std::error_code ec;
-    auto v = c.command(std::vector<std::string_view>{"PING"}, ec);
+    auto v = dlock::redis::command(c, std::vector<std::string_view>{"PING"}, ec);
     // Either the reply was read before the reset arrived, or the outcome is unknown.
     if (ec) {
         EXPECT_EQ(ec, errc::ambiguous);
@@ -585,7 +589,7 @@ TEST(connection_faults, a_server_that_never_answers_gives_ambiguous_at_the_deadl
     dlock::client c(o);
     std::error_code ec;
     const auto t0 = std::chrono::steady_clock::now();
-    c.command(std::vector<std::string_view>{"SET", "k", "v"}, ec);
+    dlock::redis::command(c, std::vector<std::string_view>{"SET", "k", "v"}, ec);
     const auto took = std::chrono::steady_clock::now() - t0;
     EXPECT_EQ(ec, errc::ambiguous);
     EXPECT_GE(took, 300ms);

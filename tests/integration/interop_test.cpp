@@ -27,7 +27,8 @@ using dlock::test::redisson_try_lock;
 using dlock::test::redisson_unlock;
 
 dlock::resp3::value java_lock(dlock::client& plain, std::string_view name) {
-    return plain.command({"EVAL", redisson_try_lock, "1", name, "30000", java_owner});
+    return dlock::redis::command(plain,
+                                 {"EVAL", redisson_try_lock, "1", name, "30000", java_owner});
 }
 
 /// One Redisson unlock request. Each request id gets its own latch key (a retry of the same
@@ -36,8 +37,8 @@ dlock::resp3::value java_unlock(dlock::client& plain, const std::string& name) {
     static int request = 0;
     const std::string channel = "redisson_lock__channel:{" + name + "}";
     const std::string latch = "redisson_unlock_latch:{" + name + "}:" + std::to_string(++request);
-    return plain.command({"EVAL", redisson_unlock, "3", name, channel, latch, "0", "30000",
-                          java_owner, "PUBLISH", "20000"});
+    return dlock::redis::command(plain, {"EVAL", redisson_unlock, "3", name, channel, latch, "0",
+                                         "30000", java_owner, "PUBLISH", "20000"});
 }
 
 /// A RESP2 subscriber on a plain socket, like a Java client's pub/sub connection.
@@ -125,7 +126,7 @@ TEST(interop, a_dlock_holder_excludes_redisson_and_writes_redissons_layout) {
     ASSERT_TRUE(pttl.is_integer()); // Redisson sees the remaining lease, i.e. "not acquired"
     EXPECT_GT(pttl.integer, 25000);
 
-    const auto fields = plain.command({"HGETALL", "shared2"});
+    const auto fields = dlock::redis::command(plain, {"HGETALL", "shared2"});
     ASSERT_EQ(fields.kind, dlock::resp3::type::map);
     ASSERT_EQ(fields.elements.size(), 2u);
     const std::string owner = fields.elements[0].str;

@@ -143,8 +143,8 @@ TEST(lease, a_fenced_resource_rejects_a_stale_token) {
     auto second = c.acquire("fence-lock");
     const auto new_token = second.token().value();
     EXPECT_GT(new_token, old_token);
-    EXPECT_TRUE(dlock::fenced_set(c, "resource", "resource:fence", new_token, "new"));
-    EXPECT_FALSE(dlock::fenced_set(c, "resource", "resource:fence", old_token, "stale"));
+    EXPECT_TRUE(dlock::redis::fenced_set(c, "resource", "resource:fence", new_token, "new"));
+    EXPECT_FALSE(dlock::redis::fenced_set(c, "resource", "resource:fence", old_token, "stale"));
     EXPECT_EQ(s.cli({"GET", "resource"}), "new");
 }
 

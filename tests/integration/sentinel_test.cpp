@@ -148,7 +148,8 @@ TEST(sentinel, an_attempt_queued_across_the_failover_still_waits_out_the_lock_de
     a.acquire("s-queued").release(); // the client knows its first master
     std::error_code ec;
     const std::string_view shutdown[] = {"SHUTDOWN", "NOSAVE"};
-    (void)a.command(shutdown, ec); // the master dies now; the attempt below queues meanwhile
+    (void)dlock::redis::command(a, shutdown,
+                                ec); // the master dies now; the attempt below queues meanwhile
     auto l = a.acquire("s-queued", {.wait = 30s}, ec);
     ASSERT_TRUE(l) << ec.message();
     const auto acquired_at = std::chrono::steady_clock::now();

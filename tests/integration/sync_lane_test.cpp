@@ -48,8 +48,8 @@ TEST(sync_lane, blocking_calls_open_one_side_connection_only_in_caller_thread_mo
     dlock::client lane(named(s, "lane-on", dlock::blocking_io::caller_thread));
     dlock::client plain(named(s, "lane-off", dlock::blocking_io::io_thread));
     for (int i = 0; i < 3; ++i) {
-        EXPECT_EQ(lane.command({"PING"}).str, "PONG");
-        EXPECT_EQ(plain.command({"PING"}).str, "PONG");
+        EXPECT_EQ(dlock::redis::command(lane, {"PING"}).str, "PONG");
+        EXPECT_EQ(dlock::redis::command(plain, {"PING"}).str, "PONG");
     }
     // The shared connection plus the side connection, which is reused call after call.
     EXPECT_EQ(connections_named(s, "lane-on"), 2);
@@ -65,9 +65,11 @@ TEST(sync_lane, a_blocking_call_never_overtakes_the_same_threads_async_commands)
     // anything is queued or in flight there.
     const std::string big(1 << 20, 'x');
     for (int i = 0; i < 50; ++i) {
-        c.async_command({"SET", "big", big}, [](std::error_code, auto&&) {});
-        c.async_command({"SET", "order", std::to_string(i)}, [](std::error_code, auto&&) {});
-        ASSERT_EQ(c.command({"GET", "order"}).str, std::to_string(i)) << "iteration " << i;
+        dlock::redis::async_command(c, {"SET", "big", big}, [](std::error_code, auto&&) {});
+        dlock::redis::async_command(c, {"SET", "order", std::to_string(i)},
+                                    [](std::error_code, auto&&) {});
+        ASSERT_EQ(dlock::redis::command(c, {"GET", "order"}).str, std::to_string(i))
+            << "iteration " << i;
     }
 }
 
@@ -81,7 +83,7 @@ TEST(sync_lane, a_call_past_its_deadline_is_ambiguous_and_the_next_call_works) {
     std::error_code ec;
     const std::string_view sleep[] = {"DEBUG", "SLEEP", "1"};
     const auto t0 = std::chrono::steady_clock::now();
-    c.command(sleep, ec);
+    dlock::redis::command(c, sleep, ec);
     EXPECT_EQ(ec, errc::ambiguous);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 900ms);
     EXPECT_TRUE(eventually([&] { return ping_ok(c); }, 5s));
@@ -165,7 +167,7 @@ TEST(sync_lane, locks_exclude_and_fence_the_same_in_both_modes) {
         EXPECT_EQ(overlaps.load(), 0) << name;
         EXPECT_TRUE(tokens_increase.load()) << name;
         EXPECT_EQ(last_token.load(), 200u) << name; // one INCR per fresh acquisition
-        c.command({"DEL", "redisson_lock_token:{" + name + "}"});
+        dlock::redis::command(c, {"DEL", "redisson_lock_token:{" + name + "}"});
     }
 }
 
@@ -185,7 +187,7 @@ TEST(sync_lane, blocking_calls_stay_on_the_shared_connection_while_a_waiter_wait
     const auto before = lane->calls(); // includes the waiter's refused first attempt
     // A waiter of this client is about to be woken by the I/O thread: a blocking caller must
     // not race ahead of it on the side connection.
-    EXPECT_EQ(c.command({"PING"}).str, "PONG");
+    EXPECT_EQ(dlock::redis::command(c, {"PING"}).str, "PONG");
     EXPECT_EQ(lane->calls(), before);
     held.unlock();
     waiter.join();
@@ -200,12 +202,13 @@ TEST(sync_lane, a_killed_side_connection_is_noticed_before_use_and_replaced) {
     ASSERT_TRUE(lane_opened(c));
     const auto* lane = dlock::detail::access::impl(c)->router().any().lane();
     const auto calls = lane->calls();
-    const auto lane_id = c.command({"CLIENT", "ID"}).integer; // asked on the side connection
+    const auto lane_id =
+        dlock::redis::command(c, {"CLIENT", "ID"}).integer; // asked on the side connection
     ASSERT_EQ(lane->calls(), calls + 1);
     ASSERT_EQ(s.cli({"CLIENT", "KILL", "ID", std::to_string(lane_id)}), "1");
     // The next call sees the closed socket before writing, reconnects, and answers.
-    EXPECT_EQ(c.command({"PING"}).str, "PONG");
-    EXPECT_NE(c.command({"CLIENT", "ID"}).integer, lane_id);
+    EXPECT_EQ(dlock::redis::command(c, {"PING"}).str, "PONG");
+    EXPECT_NE(dlock::redis::command(c, {"CLIENT", "ID"}).integer, lane_id);
     EXPECT_EQ(lane->calls(), calls + 3);
 }
 
@@ -214,11 +217,11 @@ TEST(sync_lane, a_side_connection_killed_during_a_call_is_ambiguous) {
     redis_server s;
     dlock::client c(fast_options(s.url()));
     ASSERT_TRUE(lane_opened(c));
-    const auto lane_id = c.command({"CLIENT", "ID"}).integer;
+    const auto lane_id = dlock::redis::command(c, {"CLIENT", "ID"}).integer;
     std::error_code ec;
     std::thread t([&] {
         const std::string_view blpop[] = {"BLPOP", "never", "0.9"};
-        c.command(blpop, ec);
+        dlock::redis::command(c, blpop, ec);
     });
     const bool blocked = eventually(
         [&] {
@@ -242,10 +245,11 @@ TEST(sync_lane, the_side_connection_authenticates_selects_the_database_and_works
         ASSERT_TRUE(ping_ok(c)) << url;
         const auto* lane = dlock::detail::access::impl(c)->router().any().lane();
         const auto calls = lane->calls();
-        EXPECT_TRUE(c.command({"SET", "lane-db", url}).is_ok());
+        EXPECT_TRUE(dlock::redis::command(c, {"SET", "lane-db", url}).is_ok());
         EXPECT_EQ(lane->calls(), calls + 1) << url; // it went through the side connection
         const std::string db = url.starts_with("unix") ? "4" : "3";
         EXPECT_EQ(s.cli({"-n", db, "GET", "lane-db"}), url);
-        EXPECT_EQ(c.command({"ACL", "WHOAMI"}).str, url.starts_with("unix") ? "default" : "app");
+        EXPECT_EQ(dlock::redis::command(c, {"ACL", "WHOAMI"}).str,
+                  url.starts_with("unix") ? "default" : "app");
     }
 }

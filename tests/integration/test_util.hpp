@@ -32,7 +32,7 @@ inline client_options fast_options(const std::string& url) {
 inline bool ping_ok(client& c) {
     std::error_code ec;
     const std::string_view ping[] = {"PING"};
-    auto v = c.command(ping, ec);
+    auto v = dlock::redis::command(c, ping, ec);
     return !ec && v.str == "PONG";
 }
 

@@ -8,6 +8,8 @@
 
 #include <dlock/client.hpp>
 #include <dlock/mutex.hpp>
+#include <dlock/redis.hpp>
+#include <dlock/zookeeper.hpp>
 
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
@@ -15,9 +17,12 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 
 namespace {
 
@@ -306,10 +311,51 @@ TEST_F(seam, a_kind_the_backend_lacks_and_redis_only_calls_are_unsupported) {
     }
     std::error_code ec;
     const std::string_view ping[] = {"PING"};
-    c.command(ping, ec);
+    dlock::redis::command(c, ping, ec);
     EXPECT_EQ(ec, errc::unsupported);
-    EXPECT_EQ(c.masters(), 0u);
-    auto f = c.async_command({"PING"}, asio::use_future);
+    EXPECT_EQ(dlock::redis::masters(c, ec), 0u);
+    EXPECT_EQ(ec, errc::unsupported);
+    // The throwing forms say what the call needs and what the client has.
+    for (const auto& [call, what] :
+         std::initializer_list<std::pair<std::function<void()>, std::string>>{
+             {[&] { (void)dlock::redis::command(c, {"PING"}); }, "dlock::redis::command"},
+             {[&] { (void)dlock::redis::masters(c); }, "dlock::redis::masters"},
+             {[&] { (void)dlock::redis::command_on_master(c, 0, ping); },
+              "dlock::redis::command_on_master"},
+             {[&] { (void)dlock::redis::fenced_set(c, "k", "k:fence", 1, "v"); },
+              "dlock::redis::fenced_set"}}) {
+        try {
+            call();
+            ADD_FAILURE() << what << " on a backend";
+        } catch (const dlock::error& e) {
+            const std::string text = e.what();
+            EXPECT_EQ(e.code(), errc::unsupported) << text;
+            EXPECT_NE(text.find(what + " needs a Redis client (redis://, rediss://, unix://, "
+                                       "redis-sentinel:// or redis-cluster://)"),
+                      std::string::npos)
+                << text;
+            EXPECT_NE(text.find("this client's backend is table"), std::string::npos) << text;
+        }
+    }
+    EXPECT_FALSE(dlock::redis::fenced_set(c, "k", "k:fence", 1, "v", ec));
+    EXPECT_EQ(ec, errc::unsupported);
+    {
+        auto held = c.acquire("zk-only", {.wait = 1s});
+        ASSERT_TRUE(held);
+        EXPECT_FALSE(dlock::zookeeper::fenced_set(c, held, "res", "v", ec));
+        EXPECT_EQ(ec, errc::unsupported);
+        try {
+            dlock::zookeeper::fenced_set(c, held, "res", "v");
+            ADD_FAILURE() << "zookeeper::fenced_set on a backend";
+        } catch (const dlock::error& e) {
+            EXPECT_EQ(e.code(), errc::unsupported);
+            EXPECT_NE(std::string(e.what()).find("dlock::zookeeper::fenced_set needs a ZooKeeper "
+                                                 "client (zk://); this client's backend is table"),
+                      std::string::npos)
+                << e.what();
+        }
+    }
+    auto f = dlock::redis::async_command(c, {"PING"}, asio::use_future);
     ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
     try {
         f.get();

@@ -4,7 +4,7 @@
 #include "postgres/errors.hpp"
 #include "postgres/settings.hpp"
 
-#include <dlock/layout.hpp>
+#include <dlock/redis.hpp>
 
 #include <gtest/gtest.h>
 
@@ -162,11 +162,11 @@ namespace {
 
 TEST(PgKinds, RedisAnswersTheLeaseTableKindsWithUnsupported) {
     std::error_code ec;
-    dlock::layout_of("report", dlock::lock_kind::shedlock, ec);
+    dlock::redis::layout_of("report", dlock::lock_kind::shedlock, ec);
     EXPECT_EQ(ec, errc::unsupported);
-    dlock::layout_of("report", dlock::lock_kind::write, ec);
+    dlock::redis::layout_of("report", dlock::lock_kind::write, ec);
     EXPECT_FALSE(ec); // the Redis kinds are unchanged
-    for (auto k : dlock::lock_kinds())
+    for (auto k : dlock::redis::lock_kinds())
         EXPECT_NE(k, dlock::lock_kind::shedlock);
 }
 

@@ -1,5 +1,5 @@
 // dlock/detail/request.hpp: the unit of work a connection carries. Internal; it is in a public
-// header only because the async templates of dlock/client.hpp build requests.
+// header only because the async template of dlock/redis.hpp (async_command) builds requests.
 #pragma once
 
 #include <dlock/resp3.hpp>

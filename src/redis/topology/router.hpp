@@ -33,8 +33,8 @@ public:
     router(asio::io_context& io, const client_options& opts);
     ~router();
 
-    /// The node for commands that name no lock (raw client::command() calls). On a Cluster the
-    /// first seed's shard: a raw command with keys of another slot is MOVED there.
+    /// The node for commands that name no lock (raw dlock::redis::command() calls). On a Cluster
+    /// the first seed's shard: a raw command with keys of another slot is MOVED there.
     node& any() noexcept;
     /// The node that serves `slot`.
     node& for_slot(std::uint16_t slot) noexcept;

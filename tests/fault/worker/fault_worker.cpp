@@ -5,7 +5,7 @@
 //   use     invoke/ok/fail/info (the read-modify-write; ok = the write was accepted)
 //   release invoke/ok/fail/info
 // Modes: S (single master, simple lock), F (single master, reentrant lock with its fencing token,
-// resource written through dlock::fenced_set), R (dlock::redlock over the --masters).
+// resource written through dlock::redis::fenced_set), R (dlock::redlock over the --masters).
 // Resources: none; counter (GET, sleep, SET on a Redis "resource" server); fenced (open =
 // fenced_set of an open marker sharing the fence key, so that the resource ratchets on open as
 // well as on write, then GET, sleep, fenced_set of the value); file (an append-only file: read
@@ -20,8 +20,8 @@
 #include <dlock/client.hpp>
 #include <dlock/config.hpp>
 #include <dlock/error.hpp>
-#include <dlock/fencing.hpp>
 #include <dlock/lease.hpp>
+#include <dlock/redis.hpp>
 #include <dlock/redlock.hpp>
 
 #include <chrono>
@@ -497,8 +497,8 @@ private:
         if (c_.resource == "fenced") {
             std::ostringstream mark;
             mark << "open|" << c_.id << "|" << op << "|" << fence_u;
-            bool opened =
-                dlock::fenced_set(*res_client_, keys_.open, keys_.fence, fence_u, mark.str(), ec);
+            bool opened = dlock::redis::fenced_set(*res_client_, keys_.open, keys_.fence, fence_u,
+                                                   mark.str(), ec);
             if (ec) return finish("info", "open: " + ec.message(), "");
             if (!opened) return finish("fail", "open rejected: stale fence", "");
         }
@@ -508,7 +508,7 @@ private:
             if (before < 0) return finish("fail", "cannot read " + c_.file, "");
         } else {
             std::string_view get[] = {"GET", keys_.value};
-            auto v = res_client_->command(get, ec);
+            auto v = dlock::redis::command(*res_client_, get, ec);
             if (ec) return finish("fail", "read: " + ec.message(), "");
             if (v.is_error()) return finish("fail", "read: " + v.str, "");
             before = value_after(v.is_null() ? std::string() : v.str);
@@ -529,14 +529,14 @@ private:
         }
         std::string value = stamp(before, '|');
         if (c_.resource == "fenced") {
-            bool written =
-                dlock::fenced_set(*res_client_, keys_.value, keys_.fence, fence_u, value, ec);
+            bool written = dlock::redis::fenced_set(*res_client_, keys_.value, keys_.fence, fence_u,
+                                                    value, ec);
             if (ec) return finish("info", "write: " + ec.message(), value);
             return written ? finish("ok", "", value)
                            : finish("fail", "write rejected: stale fence", value);
         }
         std::string_view set[] = {"SET", keys_.value, value};
-        auto r = res_client_->command(set, ec);
+        auto r = dlock::redis::command(*res_client_, set, ec);
         if (ec) return finish("info", "write: " + ec.message(), value);
         if (!r.is_ok()) return finish("fail", "write: " + r.str, value);
         finish("ok", "", value);

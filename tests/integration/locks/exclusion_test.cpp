@@ -74,8 +74,8 @@ TEST(lock, excludes_processes_that_share_a_counter_in_redis) {
                 for (int i = 0; i < 50; ++i) {
                     std::scoped_lock g(m);
                     if (shared[0].fetch_add(1) != 0) shared[1].fetch_add(1);
-                    const auto v = std::stoll(c.command({"GET", "counter"}).str);
-                    c.command({"SET", "counter", std::to_string(v + 1)});
+                    const auto v = std::stoll(dlock::redis::command(c, {"GET", "counter"}).str);
+                    dlock::redis::command(c, {"SET", "counter", std::to_string(v + 1)});
                     shared[0].fetch_sub(1);
                 }
             } catch (...) {

@@ -154,7 +154,7 @@ TEST(lock, a_fair_lock_serves_eight_processes_in_the_order_they_arrived) {
                 dlock::client c(fast_options(s.url()));
                 dlock::fair_mutex m = c.make_fair_mutex(name);
                 if (m.try_lock_for(20s)) {
-                    c.command({"RPUSH", "served", std::to_string(i)});
+                    dlock::redis::command(c, {"RPUSH", "served", std::to_string(i)});
                     m.unlock();
                     rc = 0;
                 }

@@ -279,7 +279,7 @@ void check_fixed_lease_set(const redis_server& s, lock_kind k, std::optional<ms>
     for (const auto& r : set) {
         // Through a client, not redis-cli: three process starts would use up the lease under
         // a sanitizer.
-        const auto pttl = b.command({"PTTL", r.name}).integer;
+        const auto pttl = dlock::redis::command(b, {"PTTL", r.name}).integer;
         EXPECT_GT(pttl, 200) << r.name;
         // A read-write lock's renewal never shortens N (other holds may share it), so a write
         // member keeps the longer lease it was taken with; the others are cut back to L.

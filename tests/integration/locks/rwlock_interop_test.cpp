@@ -3,6 +3,7 @@
 // other's hash (modes, owner fields, timeout keys, TTL).
 #include "lock_test_util.hpp"
 
+#include <dlock/redis.hpp>
 #include <dlock/rw_mutex.hpp>
 
 #include <arpa/inet.h>
@@ -169,26 +170,27 @@ public:
         const std::string timeout = "{" + name_ + "}:" + owner + ":rwlock_timeout";
         const auto lease = std::to_string(lease_ms);
         const std::string write_field = std::string(owner) + ":write";
-        return c_.command(
-            {"EVAL", redisson_read_acquire, "2", name_, timeout, lease, owner, write_field});
+        return dlock::redis::command(
+            c_, {"EVAL", redisson_read_acquire, "2", name_, timeout, lease, owner, write_field});
     }
     dlock::resp3::value read_unlock() {
         const std::string timeout = "{" + name_ + "}:" + owner + ":rwlock_timeout";
         const std::string prefix = "{" + name_ + "}";
         const std::string latch = "redisson_unlock_latch:{" + name_ + "}:" + next_request();
-        return c_.command({"EVAL", redisson_read_release, "5", name_, channel(), timeout, prefix,
-                           latch, "0", owner, "publish", "30000"});
+        return dlock::redis::command(c_, {"EVAL", redisson_read_release, "5", name_, channel(),
+                                          timeout, prefix, latch, "0", owner, "publish", "30000"});
     }
     dlock::resp3::value write_lock(std::int64_t lease_ms) {
         const auto lease = std::to_string(lease_ms);
         const std::string write_field = std::string(owner) + ":write";
-        return c_.command({"EVAL", redisson_write_acquire, "1", name_, lease, write_field});
+        return dlock::redis::command(
+            c_, {"EVAL", redisson_write_acquire, "1", name_, lease, write_field});
     }
     dlock::resp3::value write_unlock() {
         const std::string write_field = std::string(owner) + ":write";
         const std::string latch = "redisson_unlock_latch:{" + name_ + "}:" + next_request();
-        return c_.command({"EVAL", redisson_write_release, "3", name_, channel(), latch, "1",
-                           "30000", write_field, "publish", "30000"});
+        return dlock::redis::command(c_, {"EVAL", redisson_write_release, "3", name_, channel(),
+                                          latch, "1", "30000", write_field, "publish", "30000"});
     }
     std::string channel() const { return "redisson_rwlock:{" + name_ + "}"; }
 

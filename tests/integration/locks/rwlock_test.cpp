@@ -7,6 +7,7 @@
 #include "lock_test_util.hpp"
 #include "redis/renewal.hpp"
 
+#include <dlock/redis.hpp>
 #include <dlock/rw_mutex.hpp>
 
 #include <atomic>
@@ -127,13 +128,13 @@ TEST(rwlock, writers_exclude_readers_and_each_other_across_threads_and_clients) 
                     std::unique_lock g(m);
                     auto in = check.enter_write();
                     // A read-modify-write that two writers at once would lose an update of.
-                    const auto v = std::stoll(c.command({"GET", "counter"}).str);
-                    c.command({"SET", "counter", std::to_string(v + 1)});
+                    const auto v = std::stoll(dlock::redis::command(c, {"GET", "counter"}).str);
+                    dlock::redis::command(c, {"SET", "counter", std::to_string(v + 1)});
                     writes.fetch_add(1);
                 } else {
                     std::shared_lock g(m);
                     auto in = check.enter_read();
-                    (void)c.command({"GET", "counter"});
+                    (void)dlock::redis::command(c, {"GET", "counter"});
                 }
             }
         });
@@ -166,12 +167,12 @@ TEST(rwlock, writers_exclude_readers_across_processes) {
                     if ((i + p) % 4 == 0) {
                         std::unique_lock g(m);
                         auto in = check->enter_write();
-                        const auto v = std::stoll(c.command({"GET", "counter"}).str);
-                        c.command({"SET", "counter", std::to_string(v + 1)});
+                        const auto v = std::stoll(dlock::redis::command(c, {"GET", "counter"}).str);
+                        dlock::redis::command(c, {"SET", "counter", std::to_string(v + 1)});
                     } else {
                         std::shared_lock g(m);
                         auto in = check->enter_read();
-                        (void)c.command({"GET", "counter"});
+                        (void)dlock::redis::command(c, {"GET", "counter"});
                     }
                 }
             } catch (...) {

@@ -19,7 +19,7 @@ TEST(lock, every_script_is_named_by_the_sha1_redis_computes) {
     // A wrong digest would still work (NOSCRIPT, then EVAL) but resend every script's text.
     for (int i = 0; i < static_cast<int>(dlock::detail::script_id::count_); ++i) {
         const auto& sc = dlock::detail::get_script(static_cast<dlock::detail::script_id>(i));
-        const auto v = c.command({"SCRIPT", "LOAD", std::string(sc.text)});
+        const auto v = dlock::redis::command(c, {"SCRIPT", "LOAD", std::string(sc.text)});
         EXPECT_EQ(v.str, sc.sha) << "script " << i;
     }
 }
@@ -64,22 +64,23 @@ TEST(lock, the_release_script_with_an_unlock_latch_answers_a_repeated_request_th
     dlock::client c(fast_options(s.url()));
     const std::string text(
         dlock::detail::get_script(dlock::detail::script_id::reentrant_release).text);
-    c.command({"HSET", "latched", "owner:1", "2"});
+    dlock::redis::command(c, {"HSET", "latched", "owner:1", "2"});
     const auto release = [&](const std::string& latch) {
-        return c.command({"EVAL", text, "3", "latched", "redisson_lock__channel:{latched}", latch,
-                          "0", "30000", "owner:1", "PUBLISH", "30000"});
+        return dlock::redis::command(c, {"EVAL", text, "3", "latched",
+                                         "redisson_lock__channel:{latched}", latch, "0", "30000",
+                                         "owner:1", "PUBLISH", "30000"});
     };
     const std::string l1 = "redisson_unlock_latch:{latched}:1";
     const std::string l2 = "redisson_unlock_latch:{latched}:2";
     EXPECT_EQ(release(l1).integer, 0); // 2 -> 1, still held
-    EXPECT_EQ(c.command({"HGET", "latched", "owner:1"}).str, "1");
+    EXPECT_EQ(dlock::redis::command(c, {"HGET", "latched", "owner:1"}).str, "1");
     EXPECT_EQ(release(l1).integer, 0); // the same request again: latched answer, no decrement
-    EXPECT_EQ(c.command({"HGET", "latched", "owner:1"}).str, "1");
+    EXPECT_EQ(dlock::redis::command(c, {"HGET", "latched", "owner:1"}).str, "1");
     const auto final_release = release(l2); // 1 -> 0: deleted and published to nobody
     ASSERT_EQ(final_release.elements.size(), 2u);
     EXPECT_EQ(final_release.elements[0].integer, 1);
     EXPECT_EQ(final_release.elements[1].integer, 0); // receivers
-    EXPECT_EQ(c.command({"EXISTS", "latched"}).integer, 0);
+    EXPECT_EQ(dlock::redis::command(c, {"EXISTS", "latched"}).integer, 0);
     EXPECT_EQ(release(l2).integer, 1); // repeated: still "released", nothing else happens
     EXPECT_GT(std::stoll(s.cli({"PTTL", l2})), 0);
     EXPECT_TRUE(release("redisson_unlock_latch:{latched}:3").is_null()); // not the owner

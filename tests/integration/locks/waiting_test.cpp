@@ -85,12 +85,12 @@ TEST(lock, a_subscription_outlives_its_last_waiter_briefly_and_then_goes) {
     first.join();
     // No waiter is left, but the subscription stays for subscriber::linger (100 ms)... (asked
     // through a client, not redis-cli: a process start would use up the linger under TSan)
-    const auto numsub = holder.command({"PUBSUB", "NUMSUB", channel});
+    const auto numsub = dlock::redis::command(holder, {"PUBSUB", "NUMSUB", channel});
     ASSERT_EQ(numsub.elements.size(), 2u);
     EXPECT_EQ(numsub.elements[1].integer, 1);
     // ... so a waiter that comes back at once reuses it: no second SUBSCRIBE, one attempt.
     m.lock();
-    holder.command({"CONFIG", "RESETSTAT"});
+    dlock::redis::command(holder, {"CONFIG", "RESETSTAT"});
     dlock::test::blocked_waiter second(c, "linger");
     ASSERT_TRUE(eventually([&] { return sleeping_waiters(c, channel) == 1; }, 2s));
     EXPECT_EQ(command_calls(s, "subscribe"), 0);

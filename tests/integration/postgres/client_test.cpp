@@ -4,6 +4,7 @@
 
 #include <dlock/client.hpp>
 #include <dlock/mutex.hpp>
+#include <dlock/redis.hpp>
 
 #include <filesystem>
 #include <future>
@@ -92,7 +93,7 @@ TEST_F(PgClient, RedisOnlyCallsAreUnsupported) {
     dlock::client c(server().url());
     std::error_code ec;
     const std::string_view ping[] = {"PING"};
-    c.command(ping, ec);
+    dlock::redis::command(c, ping, ec);
     EXPECT_EQ(ec, errc::unsupported);
 }
 

@@ -2,8 +2,8 @@
 // lock objects with local re-entry, the read-write lock object, async acquisition,
 // inspect/list, the Redis-only calls refused with errc::unsupported, and the multi-lock
 // (acquire_all, multi_mutex) over ZooKeeper: sorted order, all or none, loss of any member;
-// the fenced write (zk_fenced_set): written while held, refused atomically once the lock node
-// is gone; the read-write downgrade (CURATOR-621: a queued writer stays out).
+// the fenced write (dlock::zookeeper::fenced_set): written while held, refused atomically once the
+// lock node is gone; the read-write downgrade (CURATOR-621: a queued writer stays out).
 #include "redis/client_impl.hpp" // detail::access
 #include "zk_test_util.hpp"
 
@@ -119,7 +119,7 @@ TEST_F(ZkClient, AsyncAcquireInspectListAndUnsupportedCalls) {
     ASSERT_FALSE(e);
     ASSERT_EQ(all.size(), 1u);
     const std::string_view ping[] = {"PING"};
-    a.command(ping, e);
+    dlock::redis::command(a, ping, e);
     EXPECT_EQ(e, make_error_code(errc::unsupported));
     EXPECT_THROW(client("zks://127.0.0.1:2181"), dlock::error);
 }
@@ -190,16 +190,16 @@ TEST_F(ZkClient, FencedSetWritesOnlyWhileTheLockNodeExists) {
     auto l = a.acquire("fenced/lock", {.wait = 5s});
     ASSERT_TRUE(l);
     std::error_code ec;
-    EXPECT_FALSE(zk_fenced_set(a, l, "res/value", "v1", ec));
+    EXPECT_FALSE(dlock::zookeeper::fenced_set(a, l, "res/value", "v1", ec));
     EXPECT_EQ(ec, make_error_code(errc::configuration_error)) << "the parent /res is missing";
     ASSERT_EQ(raw.create("/res"), ZOK);
-    zk_fenced_set(a, l, "res/value", "v1"); // created
+    dlock::zookeeper::fenced_set(a, l, "res/value", "v1"); // created
     EXPECT_EQ(raw.get("/res/value"), "v1");
-    zk_fenced_set(a, l, "/res/value", "v2"); // set
+    dlock::zookeeper::fenced_set(a, l, "/res/value", "v2"); // set
     EXPECT_EQ(raw.get("/res/value"), "v2");
-    EXPECT_FALSE(zk_fenced_set(a, l, "fenced/lock/x", "v", ec));
+    EXPECT_FALSE(dlock::zookeeper::fenced_set(a, l, "fenced/lock/x", "v", ec));
     EXPECT_EQ(ec, make_error_code(errc::invalid_argument)) << "not inside the lock directory";
-    EXPECT_FALSE(zk_fenced_set(a, lease{}, "res/value", "v", ec));
+    EXPECT_FALSE(dlock::zookeeper::fenced_set(a, lease{}, "res/value", "v", ec));
     EXPECT_EQ(ec, make_error_code(errc::invalid_argument));
 
     // The server refuses the write once the node is gone, whatever the holder believes: the
@@ -213,9 +213,9 @@ TEST_F(ZkClient, FencedSetWritesOnlyWhileTheLockNodeExists) {
     EXPECT_EQ(zb->fenced_set(node, "res/value", "stale"), make_error_code(errc::not_owner));
     EXPECT_EQ(raw.get("/res/value"), "v2") << "the resource is unchanged";
     ASSERT_TRUE(eventually([&] { return l.lost(); }, 5s));
-    EXPECT_FALSE(zk_fenced_set(a, l, "res/value", "stale", ec));
+    EXPECT_FALSE(dlock::zookeeper::fenced_set(a, l, "res/value", "stale", ec));
     EXPECT_EQ(ec, make_error_code(errc::not_owner));
-    EXPECT_THROW(zk_fenced_set(a, l, "res/value", "stale"), dlock::error);
+    EXPECT_THROW(dlock::zookeeper::fenced_set(a, l, "res/value", "stale"), dlock::error);
 
     // Session expiry: the new holder writes, the expired one cannot.
     auto l2 = a.acquire("fenced/lock", {.wait = 5s});
@@ -226,12 +226,12 @@ TEST_F(ZkClient, FencedSetWritesOnlyWhileTheLockNodeExists) {
     ASSERT_TRUE(eventually([&] { return l2.lost(); }, 5s));
     auto l3 = b.acquire("fenced/lock", {.wait = 5s});
     ASSERT_TRUE(l3) << "the expired holder's node is gone";
-    zk_fenced_set(b, l3, "res/value", "v3");
+    dlock::zookeeper::fenced_set(b, l3, "res/value", "v3");
     EXPECT_EQ(zb->fenced_set(node2, "res/value", "stale"), make_error_code(errc::not_owner));
     EXPECT_EQ(raw.get("/res/value"), "v3");
     // Not a ZooKeeper client.
     client r("redis://127.0.0.1:1");
-    EXPECT_FALSE(zk_fenced_set(r, l3, "res/value", "v", ec));
+    EXPECT_FALSE(dlock::zookeeper::fenced_set(r, l3, "res/value", "v", ec));
     EXPECT_EQ(ec, make_error_code(errc::unsupported));
 }
 

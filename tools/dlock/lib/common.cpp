@@ -232,7 +232,7 @@ failure diagnose(client& c, const std::error_code& ec, std::string_view doing,
         !name.empty()) {
         std::error_code tec;
         const std::string_view args[] = {"TYPE", name};
-        const auto t = c.command(args, tec);
+        const auto t = dlock::redis::command(c, args, tec);
         if (!tec && t.is_string() && t.str != "none") type = t.str;
     }
     return diagnose(ec, doing, detail, name, type, c.backend_name());

@@ -101,7 +101,7 @@ long long now_ns() {
 }
 
 long long get_stock(client& c) {
-    const auto v = c.command({"GET", stock_key});
+    const auto v = dlock::redis::command(c, {"GET", stock_key});
     if (!v.is_string()) throw std::runtime_error("demo stock key missing or of the wrong type");
     return std::stoll(v.str);
 }
@@ -126,7 +126,7 @@ void worker(client& c, client& lc, bool locked, int id, shared_state& sh) {
             // A little work between the read and the write, as a real service has (pricing,
             // payment); it widens the race window the unlocked run falls into.
             std::this_thread::sleep_for(std::chrono::microseconds(200));
-            c.command({"SET", stock_key, std::to_string(stock - 1)});
+            dlock::redis::command(c, {"SET", stock_key, std::to_string(stock - 1)});
             sh.sold.fetch_add(1);
         }
         if (locked) {
@@ -214,7 +214,7 @@ run_result run_once(const client_options& copts, const std::string& lock_url, co
     {
         // No client may be alive at fork(): its I/O thread would not exist in the child.
         client c(copts);
-        c.command({"SET", stock_key, std::to_string(o.stock)});
+        dlock::redis::command(c, {"SET", stock_key, std::to_string(o.stock)});
         if (locked && lock_url.empty()) c.make_mutex(std::string(lock_name)).force_unlock();
     }
     check_interrupted();
@@ -334,8 +334,8 @@ int run_demo(const global_options& g, const demo_options& o, std::ostream& out, 
         const auto locked = run_once(copts, lock_url, o, true);
         if (!server) { // leave a shared server as we found it
             client c(copts);
-            const auto fence = layout_of(lock_name, lock_kind::reentrant).fencing_key;
-            c.command({"DEL", stock_key, lock_name, fence});
+            const auto fence = dlock::redis::layout_of(lock_name, lock_kind::reentrant).fencing_key;
+            dlock::redis::command(c, {"DEL", stock_key, lock_name, fence});
         }
         print_results(out, o, unlocked, locked);
         const bool exact = locked.sold == o.stock && locked.final_stock == 0;

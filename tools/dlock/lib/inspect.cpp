@@ -280,7 +280,7 @@ int run_keys(const std::string& name, const std::string& kind, std::ostream& out
     if (!k)
         throw usage_error("unknown kind '" + kind + "' (use lock, simple, fair, read or write)");
     std::error_code ec;
-    const auto l = layout_of(name, *k, ec);
+    const auto l = dlock::redis::layout_of(name, *k, ec);
     if (ec) throw usage_error("'" + one_line(name) + "' cannot be a lock name");
     out << "key      " << l.key << " (" << l.data_type << ")\n";
     out << "channel  " << l.channel << '\n';

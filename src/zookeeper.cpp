@@ -1,20 +1,22 @@
-// dlock::zk_fenced_set: the public shell over zk_backend::fenced_set (a multi of check + write).
+// dlock::zookeeper::fenced_set (dlock/zookeeper.hpp): the public shell over zk_backend::fenced_set
+// (a multi of check + write); errc::unsupported on a client of another backend.
 #include "access.hpp"
+#include "wrong_backend.hpp"
 
 #include <dlock/client.hpp>
 #include <dlock/error.hpp>
 #include <dlock/lease.hpp>
-#include <dlock/zk_fencing.hpp>
+#include <dlock/zookeeper.hpp>
 
 #if defined(DLOCK_WITH_ZOOKEEPER)
 #include "zookeeper/backend.hpp"
 #include "zookeeper/hold.hpp"
 #endif
 
-namespace dlock {
+namespace dlock::zookeeper {
 
-bool zk_fenced_set(client& c, const lease& held, std::string_view node, std::string_view data,
-                   std::error_code& ec) {
+bool fenced_set(client& c, const lease& held, std::string_view node, std::string_view data,
+                std::error_code& ec) {
     ec.clear();
 #if defined(DLOCK_WITH_ZOOKEEPER)
     auto* b = dynamic_cast<detail::zk::zk_backend*>(detail::access::backend(c).get());
@@ -43,13 +45,14 @@ bool zk_fenced_set(client& c, const lease& held, std::string_view node, std::str
 #endif
 }
 
-void zk_fenced_set(client& c, const lease& held, std::string_view node, std::string_view data) {
+void fenced_set(client& c, const lease& held, std::string_view node, std::string_view data) {
     std::error_code ec;
-    if (!zk_fenced_set(c, held, node, data, ec)) {
-        if (auto d = c.last_error_detail(); !d.empty() && ec != errc::unsupported)
-            throw error(ec, d);
+    if (!fenced_set(c, held, node, data, ec)) {
+        if (ec == errc::unsupported && c.backend_name() != "zookeeper")
+            throw detail::wrong_backend(c, "dlock::zookeeper::fenced_set", detail::needs_zookeeper);
+        if (auto d = c.last_error_detail(); !d.empty()) throw error(ec, d);
         throw_if(ec);
     }
 }
 
-} // namespace dlock
+} // namespace dlock::zookeeper
