@@ -81,6 +81,9 @@ for c in build/consumer-deb/cmake/consumer build/consumer-deb/consumer-pc; do
   "$c" --version
   got=$(bash scripts/with-redis.sh "$c")
   echo "   $c: $got"
-  [[ $got =~ ^token\ [1-9][0-9]*$ ]] || { echo "$c did not take the lock" >&2; exit 1; }
+  # Two lines: the lock's fencing token, then a command through dlock/redis.hpp.
+  [[ ${got%%$'\n'*} =~ ^token\ [1-9][0-9]*$ ]] || { echo "$c did not take the lock" >&2; exit 1; }
+  [[ ${got#*$'\n'} == "ping PONG on 1 master(s)" ]] ||
+    { echo "$c did not run a command through dlock/redis.hpp" >&2; exit 1; }
 done
 echo "-- package ok: $deb"
