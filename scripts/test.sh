@@ -135,13 +135,13 @@ await_part tsan
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build/tsan "${ctest_args[@]}" -L tsan
 
+step "7/7 parser fuzzing (${DLOCK_FUZZ_SECONDS:-60} s)"
+bash tests/fuzz/run.sh "${DLOCK_FUZZ_SECONDS:-60}"
+
 step "2/7 lint: clang-format check and clang-tidy (background; waiting for it)"
 await_part lint
 wait "$background_pid"
 trap - EXIT
-
-step "7/7 parser fuzzing (${DLOCK_FUZZ_SECONDS:-60} s)"
-bash tests/fuzz/run.sh "${DLOCK_FUZZ_SECONDS:-60}"
 
 end_step
 printf '\n==== all green in %d s ====\n' "$SECONDS"
