@@ -3,6 +3,12 @@
 #include "backends.hpp"
 
 #include "redis/backend.hpp"
+#if defined(DLOCK_WITH_ZOOKEEPER) && DLOCK_WITH_ZOOKEEPER
+#include "zookeeper/backend.hpp"
+#endif
+#if defined(DLOCK_WITH_POSTGRES) && DLOCK_WITH_POSTGRES
+#include "postgres/backend.hpp"
+#endif
 
 #include <array>
 

@@ -4,7 +4,9 @@
 // Redis backend (src/redis/backend.hpp). zk:// names the ZooKeeper backend (src/zookeeper/),
 // postgresql:// and postgres:// the PostgreSQL backend (src/postgres/); each is compiled in
 // when its Debian package was found at configure time (DLOCK_WITH_ZOOKEEPER,
-// DLOCK_WITH_POSTGRES), otherwise its scheme is errc::unsupported.
+// DLOCK_WITH_POSTGRES), otherwise its scheme is errc::unsupported. Each backend declares its
+// factory in its own header (same contract as make_backend()); only backends.cpp includes
+// them, and no backend includes this header.
 #pragma once
 
 #include "core/lock_backend.hpp"
@@ -24,11 +26,5 @@ std::shared_ptr<lock_backend> make_backend(std::string_view url, std::error_code
 
 /// Every scheme make_backend() knows, for messages and help: "redis://, rediss://, ...".
 std::string known_schemes();
-
-/// Each backend's factory, defined in its folder (same contract as make_backend()).
-std::shared_ptr<lock_backend> make_zookeeper_backend(std::string_view url, std::error_code& ec,
-                                                     std::string* why);
-std::shared_ptr<lock_backend> make_postgres_backend(std::string_view url, std::error_code& ec,
-                                                    std::string* why);
 
 } // namespace dlock::detail

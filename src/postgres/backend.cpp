@@ -1,7 +1,8 @@
 // The PostgreSQL backend behind dlock::client (postgresql:// and postgres:// URLs): the
 // lock_backend seam (core/lock_backend.hpp) over pg::engine, dispatching each kind to its
 // implementation (advisory*.cpp, rows/).
-#include "backends.hpp"
+#include "postgres/backend.hpp"
+
 #include "postgres/advisory.hpp"
 #include "postgres/engine.hpp"
 #include "postgres/rows.hpp"

@@ -142,7 +142,7 @@ void hold_state::extend(std::chrono::milliseconds lease_ms, std::error_code& ec)
     auto c = begin_extend(h, lease_ms, ec);
     if (!c) return;
     command cmd;
-    const hold_state* one[] = {this};
+    const lock_holder* one[] = {this};
     protocol->renew(cmd, one, lease_ms);
     const auto sent = std::chrono::steady_clock::now();
     const auto v = c->run(*where, cmd, ec);
@@ -159,7 +159,7 @@ void hold_state::extend_async(std::chrono::milliseconds lease_ms,
     op->hold = std::move(h);
     op->lease_ms = lease_ms;
     op->done = std::move(done);
-    const hold_state* one[] = {op->hold.get()};
+    const lock_holder* one[] = {op->hold.get()};
     protocol->renew(op->cmd, one, lease_ms);
     op->args = op->cmd.args();
     op->eval_fallback = op->cmd.eval_fallback();

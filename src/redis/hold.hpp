@@ -19,14 +19,12 @@ namespace dlock::detail {
 class client_impl;
 class node;
 
-class hold_state final : public hold {
+class hold_state final : public hold, public lock_holder {
 public:
     std::weak_ptr<client_impl> client;
     /// Where the hold lives. Valid while `client` is (check client.lock() first).
     node* where = nullptr;
     const lock_protocol* protocol = nullptr;
-    lock_keys keys;
-    std::string owner; ///< reentrant: "<client-id>:<owner-id>"; simple: the 32-hex token
     std::optional<std::uint64_t> token;
     std::chrono::milliseconds lease{};
     bool watchdog = false;

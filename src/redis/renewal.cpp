@@ -16,7 +16,7 @@ class renew_op final : public request {
 public:
     using done_fn = std::function<void(renew_op&, std::error_code, resp3::value&&)>;
     std::vector<std::shared_ptr<hold_state>> holds;
-    std::vector<const hold_state*> raw;
+    std::vector<const lock_holder*> raw;
     std::vector<char> ok;
     command cmd;
     std::chrono::steady_clock::time_point sent_at;

@@ -3,7 +3,6 @@
 // downgrade.cpp, fencing.cpp.
 #include "zookeeper/backend.hpp"
 
-#include "backends.hpp"
 #include "core/random.hpp"
 #include "zookeeper/acquire.hpp"
 #include "zookeeper/backend_call.hpp"

@@ -24,6 +24,12 @@
 #include <string>
 #include <vector>
 
+namespace dlock::detail {
+/// The ZooKeeper backend of a zk:// URL (the contract of make_backend(), backends.hpp).
+std::shared_ptr<lock_backend> make_zookeeper_backend(std::string_view url, std::error_code& ec,
+                                                     std::string* why);
+} // namespace dlock::detail
+
 namespace dlock::detail::zk {
 
 class acquisition;

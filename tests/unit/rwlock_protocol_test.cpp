@@ -1,7 +1,6 @@
 // Socket-free tests of the read-write lock's two kinds: key names (Redisson's layout plus our
 // companion keys), the commands they build, and how every reply is read. A malformed reply is
 // errc::protocol_error, never an acquisition, a release or a loss.
-#include "redis/hold.hpp"
 #include "redis/locks/names.hpp"
 #include "redis/locks/protocol.hpp"
 
@@ -116,12 +115,12 @@ TEST(rwlock_commands, only_a_writer_that_will_wait_announces_itself) {
 }
 
 TEST(rwlock_commands, a_read_renewal_names_each_lock_and_its_key_prefix) {
-    dlock::detail::hold_state h1, h2;
+    dlock::detail::lock_holder h1, h2;
     h1.keys = keys_of(read_kind(), "one");
     h1.owner = "uuid:1";
     h2.keys = keys_of(read_kind(), "t{wo}");
     h2.owner = "uuid:2";
-    const dlock::detail::hold_state* holds[] = {&h1, &h2};
+    const dlock::detail::lock_holder* holds[] = {&h1, &h2};
     dlock::detail::command c;
     read_kind().renew(c, holds, 300ms);
     const auto a = args_of(c);

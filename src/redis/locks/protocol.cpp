@@ -1,6 +1,5 @@
 #include "redis/locks/protocol.hpp"
 
-#include "redis/hold.hpp"
 #include "redis/locks/names.hpp"
 
 #include <dlock/error.hpp>
@@ -9,6 +8,7 @@ namespace dlock::detail {
 
 command& command::script(script_id id) {
     clear();
+    reserve();
     const auto& s = get_script(id);
     args_.push_back("EVALSHA");
     args_.push_back(s.sha);
@@ -18,6 +18,7 @@ command& command::script(script_id id) {
 
 command& command::plain(std::string_view name) {
     clear();
+    reserve();
     args_.push_back(name);
     return *this;
 }
@@ -84,7 +85,7 @@ bool lock_protocol::read_renew(std::error_code ec, const resp3::value& r, std::s
     return true;
 }
 
-void lock_protocol::renew_batch(command& c, script_id id, std::span<const hold_state* const> holds,
+void lock_protocol::renew_batch(command& c, script_id id, std::span<const lock_holder* const> holds,
                                 std::chrono::milliseconds lease) {
     c.script(id).number(static_cast<std::int64_t>(holds.size()));
     for (const auto* h : holds)
@@ -108,7 +109,7 @@ void lock_protocol::force_unlock_script(command& c, const lock_keys& k, pubsub::
     c.arg(pubsub::publish_command(m));
 }
 
-void lock_protocol::handover(command&, const hold_state&, std::string_view,
+void lock_protocol::handover(command&, const lock_holder&, std::string_view,
                              std::chrono::milliseconds, bool, pubsub::mode) const {}
 
 handover_reading lock_protocol::read_handover(std::error_code, const resp3::value&) const {

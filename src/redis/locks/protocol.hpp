@@ -13,7 +13,7 @@
 #pragma once
 
 #include "core/wait_fsm.hpp"
-#include "redis/pubsub/channel_table.hpp"
+#include "redis/pubsub/mode.hpp"
 #include "redis/scripts.hpp"
 
 #include <dlock/error.hpp>
@@ -30,8 +30,6 @@
 
 namespace dlock::detail {
 
-class hold_state;
-
 /// The keys of one lock; all in `slot` (checked when they are made).
 struct lock_keys {
     std::string key;       ///< N
@@ -41,6 +39,13 @@ struct lock_keys {
     // command is built (command::own), not stored: every hold keeps its lock_keys, and 10,000
     // held locks must stay under 1 KiB each.
     std::uint16_t slot = 0;
+};
+
+/// What a protocol needs of a hold: the lock's keys and the owner that holds it. The Redis
+/// hold (redis/hold.hpp, hold_state) is one; the protocols see only this part of it.
+struct lock_holder {
+    lock_keys keys;
+    std::string owner; ///< reentrant: "<client-id>:<owner-id>"; simple: the 32-hex token
 };
 
 /// One command being built: views into strings that outlive it, plus a few strings of its own
@@ -68,6 +73,11 @@ public:
     bool empty() const noexcept { return args_.empty(); }
 
 private:
+    /// Room for the arguments of every single-lock command in one allocation (a lock's
+    /// commands have at most 12; a renewal batch grows it once).
+    void reserve() {
+        if (args_.capacity() < 16) args_.reserve(16);
+    }
     void clear() noexcept {
         args_.clear();
         fallback_ = {};
@@ -175,7 +185,7 @@ public:
     /// Renews `holds` (all of this kind, on one node and, where it matters, one slot) to
     /// `lease`; read_renew sets ok[i] for each hold the server still gave to its owner and
     /// returns false for a reply that is not one answer per hold (nothing renewed).
-    virtual void renew(command& c, std::span<const hold_state* const> holds,
+    virtual void renew(command& c, std::span<const lock_holder* const> holds,
                        std::chrono::milliseconds lease) const = 0;
     static bool read_renew(std::error_code ec, const resp3::value& r, std::size_t n,
                            std::vector<char>& ok);
@@ -185,7 +195,7 @@ public:
     virtual bool has_handover() const noexcept { return false; }
     /// The final release of `from` that gives the lock to `to_owner` (with `to_lease`) in one
     /// script unless another client waits (`check_others`). Only when has_handover().
-    virtual void handover(command& c, const hold_state& from, std::string_view to_owner,
+    virtual void handover(command& c, const lock_holder& from, std::string_view to_owner,
                           std::chrono::milliseconds to_lease, bool check_others,
                           pubsub::mode m) const;
     virtual handover_reading read_handover(std::error_code ec, const resp3::value& r) const;
@@ -222,7 +232,7 @@ protected:
 
     /// Building blocks shared by kinds.
     /// `EVALSHA <id> n key1..keyn lease owner1..ownern` (the renew scripts' layout).
-    static void renew_batch(command& c, script_id id, std::span<const hold_state* const> holds,
+    static void renew_batch(command& c, script_id id, std::span<const lock_holder* const> holds,
                             std::chrono::milliseconds lease);
     /// A transport failure or an error reply of a hand-over: fills `h` and returns true.
     static bool handover_failed(std::error_code ec, const resp3::value& r, handover_reading& h);

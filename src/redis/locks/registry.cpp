@@ -55,7 +55,7 @@ public:
     release_outcome read_release(std::error_code, const resp3::value&) const override {
         return {release_outcome::kind::error, make_error_code(errc::unsupported), 0};
     }
-    void renew(command&, std::span<const hold_state* const>,
+    void renew(command&, std::span<const lock_holder* const>,
                std::chrono::milliseconds) const override {}
     void hold_count(command&, const lock_keys&, std::string_view) const override {}
     std::int64_t read_hold_count(const resp3::value&, std::string_view,

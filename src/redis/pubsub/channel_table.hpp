@@ -23,6 +23,8 @@
 // stores pointers and never calls them: it returns who to call.
 #pragma once
 
+#include "redis/pubsub/mode.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -34,26 +36,6 @@
 #include <vector>
 
 namespace dlock::pubsub {
-
-/// Whom an unlock message wakes.
-enum class wake { one, all, none };
-/// A lock kind's reading of the payload of its unlock message.
-using wake_rule = wake (*)(std::string_view payload) noexcept;
-
-/// Classic PUBLISH/SUBSCRIBE, or sharded SPUBLISH/SSUBSCRIBE (Redis 7 Cluster).
-enum class mode { classic, sharded };
-inline std::string_view publish_command(mode m) noexcept {
-    return m == mode::sharded ? "SPUBLISH" : "PUBLISH";
-}
-inline std::string_view numsub_command(mode m) noexcept {
-    return m == mode::sharded ? "SHARDNUMSUB" : "NUMSUB";
-}
-inline std::string_view subscribe_command(mode m) noexcept {
-    return m == mode::sharded ? "SSUBSCRIBE" : "SUBSCRIBE";
-}
-inline std::string_view unsubscribe_command(mode m) noexcept {
-    return m == mode::sharded ? "SUNSUBSCRIBE" : "UNSUBSCRIBE";
-}
 
 template <class W>
 class channel_table {

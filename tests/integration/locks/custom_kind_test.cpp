@@ -59,7 +59,7 @@ public:
         return {d::release_outcome::kind::error,
                 dlock::make_error_code(dlock::errc::protocol_error)};
     }
-    void renew(d::command& c, std::span<const d::hold_state* const> holds,
+    void renew(d::command& c, std::span<const d::lock_holder* const> holds,
                std::chrono::milliseconds lease) const override {
         c.plain("EVAL").arg(renew_lua).number(static_cast<std::int64_t>(holds.size()));
         for (const auto* h : holds)

@@ -5,6 +5,7 @@
 #include "../locks/critical_section_checker.hpp"
 #include "backends.hpp"
 #include "pg_fixture.hpp"
+#include "postgres/backend.hpp"
 #include "redis_fixture.hpp" // eventually()
 
 #include <dlock/error.hpp>

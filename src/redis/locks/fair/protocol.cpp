@@ -36,7 +36,7 @@ public:
     /// Only to this client's waiter at the head of the server's queue (fair/handover.lua);
     /// `check_others` does not apply: the queue decides.
     bool has_handover() const noexcept override { return true; }
-    void handover(command& c, const hold_state& from, std::string_view to_owner,
+    void handover(command& c, const lock_holder& from, std::string_view to_owner,
                   std::chrono::milliseconds to_lease, bool /*check_others*/,
                   pubsub::mode m) const override {
         const auto& k = from.keys;

@@ -5,7 +5,6 @@
 // acquisition.
 #pragma once
 
-#include "redis/hold.hpp"
 #include "redis/locks/protocol.hpp"
 
 #include <dlock/error.hpp>
@@ -74,13 +73,13 @@ public:
         return {release_outcome::kind::error, make_error_code(errc::protocol_error)};
     }
 
-    void renew(command& c, std::span<const hold_state* const> holds,
+    void renew(command& c, std::span<const lock_holder* const> holds,
                std::chrono::milliseconds lease) const override {
         renew_batch(c, script_id::reentrant_renew, holds, lease);
     }
 
     bool has_handover() const noexcept override { return true; }
-    void handover(command& c, const hold_state& from, std::string_view to_owner,
+    void handover(command& c, const lock_holder& from, std::string_view to_owner,
                   std::chrono::milliseconds to_lease, bool check_others,
                   pubsub::mode m) const override {
         const auto& k = from.keys;

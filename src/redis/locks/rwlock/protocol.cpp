@@ -13,11 +13,10 @@
 //                            readers that do not hold yet wait behind it, so a stream of
 //                            readers cannot starve a writer.
 // A hold's owner is "<client-id>:<owner-id>" on both sides; the write side derives its field
-// "<owner>:write" in its scripts and queries, so hold_state and the shared paths are the same as
+// "<owner>:write" in its scripts and queries, so lock_holder and the shared paths are the same as
 // for every other kind.
 #include "redis/locks/protocol.hpp"
 
-#include "redis/hold.hpp"
 #include "redis/locks/names.hpp"
 
 #include <dlock/error.hpp>
@@ -163,7 +162,7 @@ public:
         c.arg("0").arg(owner).arg(pubsub::publish_command(m));
     }
 
-    void renew(command& c, std::span<const hold_state* const> holds,
+    void renew(command& c, std::span<const lock_holder* const> holds,
                std::chrono::milliseconds lease) const override {
         c.script(script_id::rwlock_read_renew).number(2 * static_cast<std::int64_t>(holds.size()));
         for (const auto* h : holds)
@@ -231,7 +230,7 @@ public:
         c.number(lease.count()).arg(owner).arg(pubsub::publish_command(m));
     }
 
-    void renew(command& c, std::span<const hold_state* const> holds,
+    void renew(command& c, std::span<const lock_holder* const> holds,
                std::chrono::milliseconds lease) const override {
         renew_batch(c, script_id::rwlock_write_renew, holds, lease);
     }
