@@ -7,7 +7,8 @@
 #   bench/instructions_per_pair.sh [--short S] [--long S] OLD_LOCK_BENCH NEW_LOCK_BENCH
 #
 # For each build and row (A lock, A simple: one thread; B lock, B simple: 50 threads on 50 keys
-# of one client) lock_bench runs twice under callgrind, for --short and --long seconds (default
+# of one client; B lock async, B simple async: 50 asynchronous chains on its I/O thread)
+# lock_bench runs twice under callgrind, for --short and --long seconds (default
 # 2 and 6), against its own redis-server (no persistence, free loopback port). Per pair =
 # (Ir(long) - Ir(short)) / (pairs(long) - pairs(short)): start-up, connection set-up and exit
 # cancel out. Ir counts every thread of the process (callers and the I/O thread).
@@ -56,12 +57,13 @@ one() { # one BUILD ROW SECONDS ARGS...
     "$build" "$row" "$secs" "$ir" "$(grep -m1 '^{' "$base.json")" >> "$OUT/runs.jsonl"
 }
 
-for row in "A lock" "A simple" "B lock" "B simple"; do
+for row in "A lock" "A simple" "B lock" "B simple" "B lock async" "B simple async"; do
   set -- $row
   extra=(); [ "$1" = B ] && extra=(--workers 50 --keys 50)
+  [ "${3:-}" = async ] && extra+=(--async)
   for build in old new; do
     for secs in "$SHORT" "$LONG"; do
-      one "$build" "$1_$2" "$secs" "$1" --kind "$2" "${extra[@]}"
+      one "$build" "$1_$2${3:+_$3}" "$secs" "$1" --kind "$2" "${extra[@]}"
     done
   done
 done

@@ -7,6 +7,9 @@
 #include "redis/release.hpp"
 #include "redis/renewal.hpp"
 
+#include <charconv>
+#include <iterator>
+
 namespace dlock::detail {
 
 std::error_code prepare(client_impl& c, const lock_protocol& p, lock_keys keys,
@@ -30,9 +33,28 @@ std::error_code prepare(client_impl& c, const lock_protocol& p, lock_keys keys,
     return {};
 }
 
+void append_owner(std::string& out, const std::string& client_id, std::uint64_t n) {
+    char digits[20];
+    const auto end = std::to_chars(std::begin(digits), std::end(digits), n).ptr;
+    out.append(client_id).append(1, ':').append(digits, end);
+}
+
+namespace {
+std::string owner_string(const std::string& client_id, std::uint64_t n) {
+    std::string s;
+    s.reserve(client_id.size() + owner_digits_max + 1);
+    append_owner(s, client_id, n);
+    return s;
+}
+} // namespace
+
 std::string new_owner(const client_impl& c, const lock_protocol& p, bool thread_bound) {
     if (!p.reentrant()) return random_token();
-    return c.id() + ':' + std::to_string(thread_bound ? this_thread_owner_id() : new_owner_id());
+    return owner_string(c.id(), thread_bound ? this_thread_owner_id() : new_owner_id());
+}
+
+std::string thread_owner(const client_impl& c) {
+    return owner_string(c.id(), this_thread_owner_id());
 }
 
 namespace {
@@ -115,14 +137,16 @@ acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error
     return res;
 }
 
-std::shared_ptr<hold_state> make_hold(client_impl& c, const acquire_request& req,
-                                      const acquire_result& r) {
+namespace {
+/// make_hold() with the keys and owner given apart (copied or taken from `req`).
+std::shared_ptr<hold_state> hold_of(client_impl& c, const acquire_request& req, lock_keys keys,
+                                    std::string owner, const acquire_result& r) {
     auto h = std::make_shared<hold_state>();
     h->client = c.weak_from_this();
     h->where = req.where;
     h->protocol = req.protocol;
-    h->keys = req.keys;
-    h->owner = req.owner;
+    h->keys = std::move(keys);
+    h->owner = std::move(owner);
     if (req.protocol->has_fencing_token()) h->token = r.token;
     h->lease = req.lease;
     h->watchdog = req.watchdog;
@@ -132,6 +156,19 @@ std::shared_ptr<hold_state> make_hold(client_impl& c, const acquire_request& req
     if (!r.reentered) h->counted_locally(); // local_begin ran when it was acquired
     c.renewal().add(h);
     return h;
+}
+} // namespace
+
+std::shared_ptr<hold_state> make_hold(client_impl& c, const acquire_request& req,
+                                      const acquire_result& r) {
+    return hold_of(c, req, req.keys, req.owner, r);
+}
+
+std::shared_ptr<hold_state> make_hold(client_impl& c, acquire_request&& req,
+                                      const acquire_result& r) {
+    auto keys = std::move(req.keys);
+    auto owner = std::move(req.owner);
+    return hold_of(c, req, std::move(keys), std::move(owner), r);
 }
 
 void undo(client_impl& c, const acquire_request& req) {

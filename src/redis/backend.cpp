@@ -75,7 +75,7 @@ std::shared_ptr<hold> redis_backend::acquire(std::string_view name, const acquir
     if ((ec = prepare(c, p, std::move(keys), opts, new_owner(c, p, false), req))) return nullptr;
     const auto res = acquire_blocking(c, req, ec);
     if (ec || !res.acquired) return nullptr;
-    return make_hold(c, req, res);
+    return make_hold(c, std::move(req), res);
 }
 
 void redis_backend::async_acquire(

@@ -73,14 +73,15 @@ public:
 
     const std::string& name() const noexcept override { return name_; }
 
-    std::string owner_of_this_thread() const {
-        return c_->id() + ':' + std::to_string(this_thread_owner_id());
-    }
+    std::string owner_of_this_thread() const { return thread_owner(*c_); }
+    /// "<kind>\n<client-id>:<thread owner id>\n<name>", built in one allocation (every lock()
+    /// and unlock() makes one).
     std::string registry_key() const {
-        const auto owner = owner_of_this_thread();
         std::string k;
-        k.reserve(p_.name().size() + owner.size() + name_.size() + 2);
-        k.append(p_.name()).append(1, '\n').append(owner).append(1, '\n').append(name_);
+        k.reserve(p_.name().size() + c_->id().size() + owner_digits_max + name_.size() + 3);
+        k.append(p_.name()).append(1, '\n');
+        append_owner(k, c_->id(), this_thread_owner_id());
+        k.append(1, '\n').append(name_);
         return k;
     }
     std::shared_ptr<hold> thread_hold() const override { return thread_state(); }
@@ -123,7 +124,7 @@ public:
             }
             return true;
         }
-        auto h = make_hold(*c_, req, res);
+        auto h = make_hold(*c_, std::move(req), res);
         reg.set_thread_hold(key, h);
         std::lock_guard lk(created_mu_);
         std::erase_if(created_, [](auto& p) { return p.second.expired(); });
