@@ -709,6 +709,8 @@ TEST(redlock, queries_decide_by_the_quorum_and_show_each_master) {
     m[2].stop();
     (void)mutex.is_locked(ec);
     EXPECT_EQ(ec, errc::unavailable) << ec.message();
+    (void)r.inspect("job", simple, ec);
+    EXPECT_EQ(ec, errc::unavailable) << ec.message();
     (void)r.force_unlock("job", simple, ec);
     EXPECT_TRUE(ec);
 }

@@ -205,6 +205,7 @@ lock_status redlock_backend::inspect(std::string_view name, lock_kind kind, std:
                        std::to_string(n) + " masters";
         return info;
     }
+    if (!by_quorum(held, failures(values), q, values, ec)) return {}; // masters down: open
     if (held > 0) info.details["holders"] = std::to_string(held);
     if (held >= q && best_ttls.size() >= q) {
         info.kind = std::string(kind_name(lock_kind::simple));
