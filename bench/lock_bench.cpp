@@ -185,20 +185,22 @@ int read_mostly(const std::string& url, dlock::lock_kind kind, std::chrono::mill
 /// Redlock: sequential acquire+release pairs on one name over the masters in `urls`
 /// (comma-separated), fixed 30 s lease, for `d`: the row next to bench/redlock_peer.js.
 int redlock_pairs(const std::string& urls, std::chrono::milliseconds d) {
-    std::vector<std::string> list;
+    dlock::redlock_options o;
     for (std::size_t at = 0; at <= urls.size();) {
         const auto comma = std::min(urls.find(',', at), urls.size());
-        list.push_back(urls.substr(at, comma - at));
+        o.masters.push_back(dlock::parse_url(urls.substr(at, comma - at)));
         at = comma + 1;
     }
-    dlock::redlock r(list);
+    const auto masters = o.masters.size();
+    dlock::client r(o);
     std::vector<double> us;
     std::uint64_t failed = 0;
     const auto end = std::chrono::steady_clock::now() + d;
     while (std::chrono::steady_clock::now() < end) {
         const auto a = std::chrono::steady_clock::now();
         auto l = r.acquire("redlock-bench", {.wait = std::chrono::milliseconds(0),
-                                             .lease = std::chrono::seconds(30)});
+                                             .lease = std::chrono::seconds(30),
+                                             .kind = dlock::lock_kind::simple});
         if (!l) {
             ++failed;
             continue;
@@ -215,8 +217,8 @@ int redlock_pairs(const std::string& urls, std::chrono::milliseconds d) {
                                  static_cast<std::size_t>(f * static_cast<double>(us.size())))];
     };
     const double secs = static_cast<double>(d.count()) / 1000.0;
-    std::cout << "{\"scenario\":\"redlock\",\"masters\":" << list.size()
-              << ",\"pairs\":" << us.size() << ",\"failed\":" << failed
+    std::cout << "{\"scenario\":\"redlock\",\"masters\":" << masters << ",\"pairs\":" << us.size()
+              << ",\"failed\":" << failed
               << ",\"pairs_per_s\":" << static_cast<double>(us.size()) / secs
               << ",\"pair_p50_us\":" << q(0.5) << ",\"pair_p99_us\":" << q(0.99) << "}\n";
     return 0;

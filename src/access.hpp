@@ -12,6 +12,7 @@ namespace dlock::detail {
 
 class client_impl;
 class redis_backend;
+class redlock_backend;
 
 struct access {
     /// The client's backend (never null for a client that was not moved from).
@@ -20,6 +21,8 @@ struct access {
     }
     /// The client's Redis backend, or null on another backend (redis/backend.cpp).
     static redis_backend* redis(const client& c) noexcept;
+    /// The client's Redlock backend, or null on another backend (src/redlock.cpp).
+    static redlock_backend* redlock(const client& c) noexcept;
     /// The Redis client's internals, or null on another backend (redis/backend.cpp).
     static std::shared_ptr<client_impl> impl(const client& c) noexcept;
     /// Throws dlock::error(ec, c.last_error_detail()) when `ec` is a failure the detail can
@@ -31,6 +34,8 @@ struct access {
     static client make_client(std::shared_ptr<lock_backend> b) { return client(std::move(b)); }
     static lease make_lease(std::shared_ptr<hold> h) noexcept { return lease(std::move(h)); }
     static const std::shared_ptr<hold>& state(const lease& l) noexcept { return l.state_; }
+    /// The hold of `l`, which is left empty (its destructor releases nothing).
+    static std::shared_ptr<hold> take(lease& l) noexcept { return std::move(l.state_); }
     static multi_lease make_multi(std::shared_ptr<multi_state> s) noexcept {
         return multi_lease(std::move(s));
     }

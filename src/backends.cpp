@@ -3,6 +3,7 @@
 #include "backends.hpp"
 
 #include "redis/backend.hpp"
+#include "redis/redlock/backend.hpp"
 #if defined(DLOCK_WITH_ZOOKEEPER) && DLOCK_WITH_ZOOKEEPER
 #include "zookeeper/backend.hpp"
 #endif
@@ -19,10 +20,11 @@ namespace {
 using factory = std::shared_ptr<lock_backend> (*)(std::string_view url, std::error_code& ec,
                                                   std::string* why);
 
-std::shared_ptr<lock_backend> make_redis_backend(std::string_view url, std::error_code& ec,
-                                                 std::string* why) {
+/// The backend `make` builds, or null with `ec` and `why` from the dlock::error it threw.
+template <class Make>
+std::shared_ptr<lock_backend> guarded(Make make, std::error_code& ec, std::string* why) {
     try {
-        return std::make_shared<redis_backend>(parse_url(url));
+        return make();
     } catch (const dlock::error& e) {
         ec = e.code();
         if (why) { // what() is "<reason>: <the code's message>"; the caller adds the latter
@@ -32,6 +34,17 @@ std::shared_ptr<lock_backend> make_redis_backend(std::string_view url, std::erro
         }
         return nullptr;
     }
+}
+
+std::shared_ptr<lock_backend> make_redis_backend(std::string_view url, std::error_code& ec,
+                                                 std::string* why) {
+    return guarded([&] { return std::make_shared<redis_backend>(parse_url(url)); }, ec, why);
+}
+
+std::shared_ptr<lock_backend> make_redlock_backend(std::string_view url, std::error_code& ec,
+                                                   std::string* why) {
+    return guarded([&] { return std::make_shared<redlock_backend>(redlock::parse_url(url)); }, ec,
+                   why);
 }
 
 /// A backend this build lacks: errc::unsupported, naming the package it needs.
@@ -72,6 +85,8 @@ constexpr std::array schemes{
     scheme_entry{"redis-sentinel", make_redis_backend},
     scheme_entry{"rediss-sentinel", make_redis_backend},
     scheme_entry{"redis-cluster", make_redis_backend},
+    scheme_entry{"redlock", make_redlock_backend},
+    scheme_entry{"rediss-redlock", make_redlock_backend},
     scheme_entry{"zk", zookeeper},
     scheme_entry{"zks", zookeeper},
     scheme_entry{"postgresql", postgres},

@@ -1,6 +1,6 @@
-// The typed error of a backend's own call (dlock/redis.hpp, dlock/zookeeper.hpp) on a client
-// of another backend: errc::unsupported, with a message naming the call, the client it needs
-// and the backend the client has.
+// The typed error of a backend's own call (dlock/redis.hpp, redlock.hpp, zookeeper.hpp) on a
+// client of another backend: errc::unsupported, with a message naming the call, the client it
+// needs and the backend the client has.
 #pragma once
 
 #include <dlock/client.hpp>
@@ -14,6 +14,9 @@ namespace dlock::detail {
 /// What a Redis-only call needs, for wrong_backend().
 inline constexpr std::string_view needs_redis =
     "a Redis client (redis://, rediss://, unix://, redis-sentinel:// or redis-cluster://)";
+/// What a Redlock-only call needs, for wrong_backend().
+inline constexpr std::string_view needs_redlock =
+    "a Redlock client (redlock://, rediss-redlock:// or redlock_options)";
 /// What a ZooKeeper-only call needs, for wrong_backend().
 inline constexpr std::string_view needs_zookeeper = "a ZooKeeper client (zk://)";
 

@@ -4,11 +4,12 @@
 // batches. It is thread-safe; share one per process (or per Redis topology).
 //
 // The URL's scheme picks the backend: redis://, rediss://, unix://, redis-sentinel:// and
-// redis-cluster:// are Redis; zk:// (ZooKeeper) and postgresql:// (PostgreSQL) are the other
-// backends, when this build has them. Every member works on every backend (a lock kind the
+// redis-cluster:// are Redis; redlock:// and rediss-redlock:// are Redlock over independent
+// Redis masters (dlock/redlock.hpp); zk:// (ZooKeeper) and postgresql:// (PostgreSQL) are the
+// other backends, when this build has them. Every member works on every backend (a lock kind the
 // backend does not offer is errc::unsupported). What one backend alone has is in its own header:
-// dlock/redis.hpp (raw commands, masters, fenced_set, layout_of), dlock/zookeeper.hpp
-// (fenced_set), dlock/postgres.hpp.
+// dlock/redis.hpp (raw commands, masters, fenced_set, layout_of), dlock/redlock.hpp (votes),
+// dlock/zookeeper.hpp (fenced_set), dlock/postgres.hpp.
 //
 //   dlock::client c("redis://127.0.0.1:6379");
 //   dlock::mutex m = c.make_mutex("orders:42");          // Redisson RLock-compatible
@@ -45,6 +46,7 @@ class mutex;
 class simple_mutex;
 class fair_mutex;
 class rw_mutex;
+struct redlock_options;
 
 namespace detail {
 class lock_backend;
@@ -57,11 +59,14 @@ struct access;
 class client {
 public:
     ///@{
-    /// Connects lazily: the constructor never blocks on the network.
-    /// Errors: dlock::error(errc::configuration_error) for a bad URL or unsupported topology,
+    /// Connects lazily: the constructor never blocks on the network. client_options: one
+    /// Redis deployment; redlock_options (dlock/redlock.hpp): Redlock over its masters.
+    /// Errors: dlock::error(errc::configuration_error) for a bad URL or unsupported topology
+    /// (a Redlock master that is not a standalone server, no masters, invalid durations),
     /// errc::unsupported for a backend this build lacks (zk:// without libzookeeper-mt).
     explicit client(std::string_view url);
     explicit client(client_options opts);
+    explicit client(const redlock_options& opts);
     ///@}
     /// Stops the I/O thread and closes the connections; holds still open stop being renewed
     /// (their keys expire after their lease).
@@ -74,7 +79,7 @@ public:
     /// The options in effect (parsed from the URL, or as given); default options on a backend
     /// other than Redis (its URL carries its own settings).
     const client_options& options() const noexcept;
-    /// The backend this client stands on: "redis", "zookeeper" or "postgresql".
+    /// The backend this client stands on: "redis", "redlock", "zookeeper" or "postgresql".
     std::string_view backend_name() const noexcept;
     /// This client's id: a random UUID, the first half of every owner field it writes.
     const std::string& id() const noexcept;
@@ -175,7 +180,7 @@ private:
     /// A client over `backend` (detail::access::make_client: the URL constructor and tests).
     explicit client(std::shared_ptr<detail::lock_backend> backend);
 
-    std::shared_ptr<detail::lock_backend> backend_{}; // Redis, ZooKeeper or PostgreSQL
+    std::shared_ptr<detail::lock_backend> backend_{}; // Redis, Redlock, ZooKeeper, PostgreSQL
 };
 
 // ---- async templates ---------------------------------------------------------------------

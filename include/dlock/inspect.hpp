@@ -53,7 +53,8 @@ struct lock_status {
     std::optional<std::uint64_t> fencing_counter{};
     /// Anything else worth one line (a lease table's `locked_at`, permits of a semaphore).
     std::string detail{};
-    /// The backend that answered: "redis", "zookeeper", "postgresql" (client::backend_name()).
+    /// The backend that answered: "redis", "redlock", "zookeeper", "postgresql"
+    /// (client::backend_name()).
     std::string backend{};
     /// How many wait, where the backend can count waiters it cannot name (Redis counts the
     /// subscribers of the lock's channels); nullopt where every waiter is a contender above.

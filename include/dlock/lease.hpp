@@ -36,8 +36,8 @@ struct access;
 } // namespace detail
 
 /// The movable RAII handle of one acquisition (see the top of this file): made by
-/// client::acquire(), redlock::acquire() and their async twins. One thread uses a handle at
-/// a time; lost(), stop_token() and on_lost() may be called from any thread.
+/// client::acquire(), redlock::acquire_with_votes() and their async twins. One thread uses a handle
+/// at a time; lost(), stop_token() and on_lost() may be called from any thread.
 class lease {
 public:
     lease() noexcept = default; ///< empty: not acquired

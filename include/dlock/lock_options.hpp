@@ -30,7 +30,7 @@ std::string_view kind_name(lock_kind kind) noexcept;
 std::optional<lock_kind> kind_from_name(std::string_view name) noexcept;
 /// Every kind, in the table's order.
 std::vector<lock_kind> all_kinds();
-/// The backends ("redis", "zookeeper", "postgresql") that offer `kind`, for messages.
+/// The backends ("redis", "redlock", "zookeeper", "postgresql") that offer `kind`, for messages.
 std::string_view backends_offering(lock_kind kind) noexcept;
 ///@}
 
@@ -54,8 +54,8 @@ struct retry_policy {
     std::chrono::milliseconds jitter{50}; ///< extra random pause, uniform in [0, jitter]
 };
 
-/// What one acquisition asks for (client::acquire(), acquire_all(), redlock::acquire()); set
-/// with designated initialisers: `{.wait = 5s, .lease = 30s}`.
+/// What one acquisition asks for (client::acquire(), acquire_all(), redlock::acquire_with_votes());
+/// set with designated initialisers: `{.wait = 5s, .lease = 30s}`.
 struct acquire_options {
     /// How long to wait for the lock. nullopt (default) waits forever; zero tries once.
     /// Negative durations are treated as zero.

@@ -32,8 +32,8 @@
 // - connects / reconnects: completed handshakes of the command and pub/sub connections (the
 //   first of each connection, and every later one); topology_changes: a new master after a
 //   failover (Sentinel; zero on a standalone server).
-// dlock::redlock keeps its own counters (redlock::metrics(), see redlock.hpp): a client's
-// snapshot never includes a redlock's.
+// A Redlock client counts what its rounds do (dlock/redlock.hpp says which fields); one client's
+// snapshot never includes another's.
 //
 // Build switch: configuring with -DDLOCK_METRICS=OFF compiles the counting out (every
 // snapshot is then all zeros and `enabled` is false); for measuring what the counting costs.
@@ -98,7 +98,7 @@ struct kind_counts {
     std::array<std::uint64_t, error_class_count> errors{}; ///< by error_class
 };
 
-/// A copy of a client's (or a redlock's) counters at one moment; client::metrics().
+/// A copy of a client's counters at one moment; client::metrics().
 struct metrics_snapshot {
     /// False when the library was built with DLOCK_METRICS=OFF (all counters are zero).
     bool enabled = true;

@@ -53,7 +53,7 @@ prometheus_families(const metrics_snapshot& s, const ::prometheus::Labels& label
 std::shared_ptr<::prometheus::Collectable>
 make_prometheus_collectable(const client& c, ::prometheus::Labels labels = {});
 
-/// The same over any source of snapshots (a dlock::redlock's, a sum of several clients').
+/// The same over any source of snapshots (a sum of several clients').
 /// `source` runs on the scraping thread; returning std::nullopt yields no families.
 std::shared_ptr<::prometheus::Collectable>
 make_prometheus_collectable(std::function<std::optional<metrics_snapshot>()> source,

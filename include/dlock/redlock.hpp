@@ -1,7 +1,22 @@
-// dlock/redlock.hpp: Redlock over N independent standalone Redis masters.
+// dlock/redlock.hpp: Redlock over N independent standalone Redis masters, a backend of
+// dlock::client like any other (docs/design/redis-locks.md, "Redlock").
 //
-// A dlock::redlock is one client object for the whole set: one I/O thread and one connection per
-// master, every request fanned out to all masters in parallel. An acquisition is a round:
+// A client on Redlock is made from a URL or from redlock_options:
+//
+//   redlock://[user[:password]@]host[:port][,[user[:password]@]host[:port]...][/db][?params]
+//   rediss-redlock://...     the same over TLS to every master
+//   params (milliseconds, joined with '&'): node_timeout, retry_delay, retry_jitter,
+//   watchdog_lease (redlock_options below)
+//
+//   dlock::client c("redlock://10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379");
+//   dlock::client c(dlock::redlock_options{...});   // per-master client_options (Unix sockets,
+//                                                  // TLS files, command_timeout, ...)
+//
+// It offers one lock kind, lock_kind::simple (the simple-lock layout on every master); every
+// other kind is errc::unsupported. client::acquire(), async_acquire(), acquire_all(),
+// make_simple_mutex() (not reentrant), inspect(), list(), force_unlock() and metrics() work as
+// on every backend. One client has one I/O thread and one connection per master, every request
+// fanned out to all masters in parallel. An acquisition is a round:
 //   1. take t0 on the steady clock, then send `SET N <128-bit token> NX PX lease` to every
 //      master (the simple-lock layout of product page §2 on each master);
 //   2. wait at most `node_timeout` (far below the lease) for the answers, deciding as soon as
@@ -48,10 +63,27 @@
 // timed out), is available: acquire_with_votes() for the round that decided an acquisition,
 // votes(lease) for a held lease (updated by late answers and by every extension round).
 //
-//   dlock::redlock r({"redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"});
-//   if (auto l = r.acquire("job:nightly", {.wait = 2s})) { ... l.stop_token() ... }
+// The queries answer across the masters: a lock is held when a quorum has its key
+// (simple_mutex::is_locked) with one token (inspect().exists); remaining_lease is the quorum-th
+// longest PTTL among the masters that have it (the lock is held while that many still have it);
+// inspect() shows the holder's token and, under `details`, each master's part ("master.<i>": its
+// address, then "holds", "absent", "holds another token", or "error: <reason>"); list() scans every
+// master and shows the names a quorum holds; force_unlock() deletes the key on every master (true
+// when one had it; an error only when fewer than a quorum answered); a query whose answers leave it
+// open (masters down) is errc::unavailable. metrics(): acquisitions under the kind "simple", wait
+// and hold times, releases, losses (a quorum that says "not ours" is loss_cause::undetermined; no
+// quorum extension before validity ends is deadline) and the wire counters of every master; not
+// counted: hand-offs and watchdog renewals. "lock lost" warnings go to the first master's
+// client_options::log; last_error_detail() names each master's last failure. What only
+// Redlock has is in namespace dlock::redlock below.
+//
+//   dlock::client c("redlock://10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379");
+//   if (auto l = c.acquire("job:nightly", {.wait = 2s, .kind = dlock::lock_kind::simple})) {
+//       ... l.stop_token() ...
+//   }
 #pragma once
 
+#include <dlock/client.hpp>
 #include <dlock/config.hpp>
 #include <dlock/detail/deliver.hpp>
 #include <dlock/error.hpp>
@@ -75,12 +107,8 @@
 
 namespace dlock {
 
-namespace detail {
-class redlock_impl;
-struct access;
-} // namespace detail
-
-/// How a redlock reaches its masters and paces its rounds.
+/// How a Redlock client reaches its masters and paces its rounds (client(redlock_options); the
+/// URL form sets the same fields).
 struct redlock_options {
     /// One entry per independent standalone master (parse_url() of each URL). Each master keeps
     /// its own credentials, TLS and command_timeout (the bound for a command still queued while
@@ -123,120 +151,76 @@ struct redlock_vote {
     std::error_code ec{};
 };
 
-/// The outcome of acquire_with_votes().
+/// The outcome of redlock::acquire_with_votes().
 struct redlock_acquisition {
     lease held{};                      ///< empty: not acquired
     std::vector<redlock_vote> votes{}; ///< the last round's votes (the winning round's if held)
     unsigned rounds = 0;               ///< rounds run (0: the options were rejected)
 };
 
-/// Redlock over N independent masters (see the top of this file): a lock is held when a
-/// quorum of masters granted it within the validity. Thread-safe; movable, not copyable.
-class redlock {
-public:
-    ///@{
-    /// One master per URL (redis://, rediss://, unix://; standalone only), other options as in
-    /// `opts` (its `masters` is replaced). Connects lazily: never blocks on the network.
-    /// Errors: dlock::error(errc::configuration_error) for an empty list, a bad URL, a
-    /// Sentinel or Cluster URL, or invalid durations.
-    explicit redlock(const std::vector<std::string>& urls, redlock_options opts = {});
-    explicit redlock(redlock_options opts);
-    ///@}
-    /// Stops the I/O thread; holds still referenced by leases end as released (their keys
-    /// expire after their lease) and further calls on them report errc::cancelled. First lets
-    /// every delete in flight (releases already started, and the deletes of lost or cancelled
-    /// acquisition rounds) finish: blocks until every master answered them or they timed out,
-    /// at most the masters' longest command_timeout. (Destroyed on its own I/O thread, it does
-    /// not wait; the deletes go on after it returns.)
-    ~redlock();
-    /// Moves the masters' connections; the moved-from object must not be used.
-    redlock(redlock&&) noexcept;
-    /// Shuts this redlock down (as the destructor), then takes the other's connections.
-    redlock& operator=(redlock&&) noexcept;
+namespace detail {
+/// The non-template part of redlock::async_acquire_with_votes (src/redlock.cpp).
+void redlock_start_acquire(client& c, std::string name, const acquire_options& opts,
+                           std::function<void(std::error_code, redlock_acquisition)> done);
+} // namespace detail
 
-    /// The options in effect (with one entry per master).
-    const redlock_options& options() const noexcept;
-    /// The number of masters.
-    std::size_t masters() const noexcept;
-    std::size_t quorum() const noexcept; ///< floor(masters() / 2) + 1
+/// What only a Redlock client has. Every call that takes a client needs one made from a
+/// redlock:// or rediss-redlock:// URL or from redlock_options; on a client of another backend
+/// it fails with errc::unsupported (the throwing forms name the call, the client it needs and
+/// the client's backend; the error_code forms set `ec`; the async form completes with it).
+namespace redlock {
 
-    /// This redlock's counters (dlock/metrics.hpp), its own, not any client's: acquisitions
-    /// (under the kind "simple", whose layout it takes on every master), wait and hold times,
-    /// releases, losses (a quorum that says "not ours" is loss_cause::undetermined; no quorum
-    /// extension before validity ends is deadline) and the wire counters of every master's
-    /// connections. Not counted: hand-offs and watchdog renewals. Its "lock lost" warnings go
-    /// to the first master's client_options::log. Blocking: never. Thread safety: any thread.
-    metrics_snapshot metrics() const;
+/// The options of a redlock:// or rediss-redlock:// URL (the form at the top of this file):
+/// one client_options per master, each parsed as the redis:// (rediss://) URL of that master
+/// alone with the list's /db, and the Redlock parameters of the query. For callers that
+/// adjust them (a password from the environment) before client(redlock_options).
+/// Errors: dlock::error(errc::configuration_error) naming the problem (never a password).
+redlock_options parse_url(std::string_view url);
 
-    ///@{
-    /// Takes the lock `name` on a quorum of the masters for a lease handle. opts.kind is
-    /// ignored (each master uses the simple-lock layout). Returns an empty lease when not
-    /// acquired within opts.wait (nullopt: retry forever; zero: one round).
-    /// Blocking: up to opts.wait plus one round (node_timeout). Thread safety: any thread
-    /// except this redlock's I/O thread (errc::invalid_argument there).
-    /// Errors: errc::invalid_argument for an empty name, a lease under 1 ms or not above
-    /// node_timeout, a retry policy with 0 attempts; errc::cancelled when the redlock is
-    /// destroyed meanwhile. Masters that are down are not errors: they vote "failed".
-    lease acquire(std::string_view name, const acquire_options& opts = {});
-    lease acquire(std::string_view name, const acquire_options& opts, std::error_code& ec);
-    ///@}
-    /// The same, with the votes of the deciding round and the number of rounds.
-    redlock_acquisition acquire_with_votes(std::string_view name, const acquire_options& opts,
-                                           std::error_code& ec);
+///@{
+/// The number of masters of `c`, and its quorum floor(masters / 2) + 1. Blocking: never.
+std::size_t masters(const client& c);
+std::size_t masters(const client& c, std::error_code& ec);
+std::size_t quorum(const client& c);
+///@}
 
-    ///@{
-    /// Async twins: complete with void(std::error_code, lease) / void(std::error_code,
-    /// redlock_acquisition) on the token's associated executor (this redlock's I/O thread by
-    /// default). Never complete inside the initiating call.
-    template <class CompletionToken>
-    auto async_acquire(std::string name, acquire_options opts, CompletionToken&& token);
-    template <class CompletionToken>
-    auto async_acquire_with_votes(std::string name, acquire_options opts, CompletionToken&& token);
-    ///@}
+/// The options in effect (one entry per master). Errors: errc::unsupported (thrown) when `c`
+/// is not a Redlock client.
+const redlock_options& options(const client& c);
 
-    /// The current votes of a lease acquired through this redlock: the winning round's,
-    /// updated by answers that came after the decision and replaced by each extension round
-    /// (a master that had not answered when that round was decided shows `pending` until its
-    /// answer or its command_timeout). Empty for an empty lease or one from elsewhere.
-    /// Thread safety: any thread.
-    std::vector<redlock_vote> votes(const lease& l) const;
+/// client::acquire() with the votes of the deciding round and the number of rounds. opts.kind
+/// must be lock_kind::simple (errc::unsupported otherwise, as client::acquire()).
+/// Blocking: up to opts.wait plus one round (node_timeout). Thread safety: any thread except
+/// the client's I/O thread (errc::invalid_argument there). Errors: as client::acquire(): errc::
+/// invalid_argument for an empty name, a lease under 1 ms or not above node_timeout, a retry
+/// policy with 0 attempts; errc::cancelled when the client is destroyed meanwhile. Masters that
+/// are down are not errors: they vote "failed".
+redlock_acquisition acquire_with_votes(client& c, std::string_view name,
+                                       const acquire_options& opts, std::error_code& ec);
 
-    /// This redlock's I/O executor (where async completions run by default).
-    asio::any_io_executor get_executor() const;
-
-private:
-    friend struct detail::access;
-    void start_acquire(std::string name, const acquire_options& opts,
-                       std::function<void(std::error_code, redlock_acquisition)> done);
-
-    std::shared_ptr<detail::redlock_impl> impl_{};
-};
-
+/// Async twin: completes with void(std::error_code, redlock_acquisition) on the token's
+/// associated executor (the client's I/O thread by default); never inside the initiating call.
+/// Lifetimes: `c` must outlive the operation.
 template <class CompletionToken>
-auto redlock::async_acquire_with_votes(std::string name, acquire_options opts,
-                                       CompletionToken&& token) {
+auto async_acquire_with_votes(client& c, std::string name, acquire_options opts,
+                              CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(std::error_code, redlock_acquisition)>(
-        [this](auto handler, std::string n, acquire_options o) {
+        [&c](auto handler, std::string n, acquire_options o) {
             detail::initiation_scope scope;
-            start_acquire(std::move(n), o,
-                          detail::completion<std::error_code, redlock_acquisition>(
-                              std::move(handler), get_executor()));
+            detail::redlock_start_acquire(c, std::move(n), o,
+                                          detail::completion<std::error_code, redlock_acquisition>(
+                                              std::move(handler), c.get_executor()));
         },
         token, std::move(name), std::move(opts));
 }
 
-template <class CompletionToken>
-auto redlock::async_acquire(std::string name, acquire_options opts, CompletionToken&& token) {
-    return asio::async_initiate<CompletionToken, void(std::error_code, lease)>(
-        [this](auto handler, std::string n, acquire_options o) {
-            detail::initiation_scope scope;
-            start_acquire(
-                std::move(n), o,
-                [done = detail::completion<std::error_code, lease>(std::move(handler),
-                                                                   get_executor())](
-                    std::error_code ec, redlock_acquisition a) { done(ec, std::move(a.held)); });
-        },
-        token, std::move(name), std::move(opts));
-}
+/// The current votes of a lease acquired from a Redlock client: the winning round's, updated
+/// by answers that came after the decision and replaced by each extension round (a master that
+/// had not answered when that round was decided shows `pending` until its answer or its
+/// command_timeout). Empty for an empty lease or one of another backend.
+/// Thread safety: any thread.
+std::vector<redlock_vote> votes(const lease& l);
+
+} // namespace redlock
 
 } // namespace dlock

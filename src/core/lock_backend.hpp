@@ -1,6 +1,7 @@
 // detail::lock_backend: the one seam between the facades (dlock::client, lease, the lock objects
 // of dlock/mutex.hpp and rw_mutex.hpp, multi_lock) and a lock service: Redis (src/redis/
-// backend.cpp, every topology), ZooKeeper (src/zookeeper/) and PostgreSQL (src/postgres/).
+// backend.cpp, every topology), Redlock (src/redis/redlock/backend.cpp), ZooKeeper
+// (src/zookeeper/) and PostgreSQL (src/postgres/).
 //
 // dlock::client holds one backend, picked by the URL's scheme (src/backends.cpp, the one table
 // of schemes). A backend owns its I/O (thread, sessions, connections), makes detail::hold
@@ -59,7 +60,7 @@ public:
     lock_backend& operator=(const lock_backend&) = delete;
     virtual ~lock_backend() = default;
 
-    /// The URL scheme's backend name for messages: "redis", "zookeeper", "postgresql".
+    /// The URL scheme's backend name for messages: "redis", "redlock", "zookeeper", "postgresql".
     virtual std::string_view backend_name() const noexcept = 0;
     /// The client options in effect (Redis parses them from its URL); defaults elsewhere (the
     /// URL of another backend carries its own settings).

@@ -21,4 +21,18 @@ bool percent_decode(std::string_view in, std::string& out) {
     return true;
 }
 
+std::vector<url_param> url_params(std::string_view query) {
+    std::vector<url_param> out;
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const auto item = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+        const auto eq = item.find('=');
+        const bool has = eq != std::string_view::npos;
+        out.push_back(
+            {item.substr(0, eq), has ? item.substr(eq + 1) : std::string_view{}, item, has});
+    }
+    return out;
+}
+
 } // namespace dlock::detail

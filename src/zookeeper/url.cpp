@@ -1,5 +1,6 @@
 #include "zookeeper/url.hpp"
 
+#include "core/percent.hpp"
 #include "zookeeper/names.hpp"
 
 #include <dlock/error.hpp>
@@ -118,13 +119,7 @@ zk_url parse_zk_url(std::string_view url, std::error_code& ec, std::string* why)
             u.chroot.assign(chroot);
         }
     }
-    while (!query.empty()) {
-        const auto amp = query.find('&');
-        const auto item = query.substr(0, amp);
-        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-        const auto eq = item.find('=');
-        const auto key = item.substr(0, eq);
-        const auto value = eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1);
+    for (const auto& [key, value, item, has_value] : url_params(query)) {
         if (key == "tls" || key == "ssl")
             return fail(errc::unsupported,
                         "TLS for ZooKeeper is not supported" + std::string(no_tls_sasl));
@@ -132,7 +127,7 @@ zk_url parse_zk_url(std::string_view url, std::error_code& ec, std::string* why)
             return fail(errc::unsupported, "ZooKeeper authentication ('" + std::string(key) +
                                                "') is not supported" + std::string(no_tls_sasl));
         long long v = 0;
-        if (eq == std::string_view::npos || !parse_number(value, v))
+        if (!has_value || !parse_number(value, v))
             return fail(errc::configuration_error,
                         "zk:// URL parameter '" + std::string(item) + "' needs a number");
         if (key == "session_timeout" || key == "connect_timeout") {

@@ -272,11 +272,14 @@ demo)
   [[ $out == *"exact"* ]] || fail "demo: $out"
   ;;
 exec_redlock)
-  # Several --url: Redlock over three masters (the private server and two on Unix sockets).
-  pids=()
+  # Several --url: Redlock over three masters (the private server and two more, reached on
+  # Unix sockets by --url and on TCP by the redlock:// URL).
+  free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+  pids=() tcp=()
   for i in 1 2; do
-    redis-server --port 0 --unixsocket "$tmp/m$i.sock" --save '' --appendonly no \
-      --dir "$tmp" --dbfilename "m$i.rdb" >/dev/null & pids+=($!)
+    tcp+=("$(free_port)")
+    redis-server --port "${tcp[$((i - 1))]}" --bind 127.0.0.1 --unixsocket "$tmp/m$i.sock" \
+      --save '' --appendonly no --dir "$tmp" --dbfilename "m$i.rdb" >/dev/null & pids+=($!)
   done
   for i in 1 2; do
     wait_for 10 sh -c "redis-cli -s $tmp/m$i.sock PING 2>/dev/null | grep -q PONG" ||
@@ -297,11 +300,30 @@ exec_redlock)
   expect_rc 75 "${rl[@]}" exec --wait 0 rl2 -- true
   kill -TERM $holder; wait $holder
   wait_for 5 sh -c "! redis-cli -s $tmp/m1.sock EXISTS rl2 | grep -q 1" || fail "rl2 kept on m1"
+  # One redlock:// URL: the same Redlock; exec (simple by default, --kind lock refused),
+  # status, list and unlock --force answer across the masters.
+  rlu=(--url "redlock://127.0.0.1:$port,127.0.0.1:${tcp[0]},127.0.0.1:${tcp[1]}")
+  expect_rc 0 "$dlock" "${rlu[@]}" exec rl5 -- true
+  expect_rc 78 "$dlock" "${rlu[@]}" exec --kind lock rl5 -- true # not a Redlock kind
+  "$dlock" "${rlu[@]}" exec rl6 -- sleep 30 & holder=$!
+  wait_for 5 heldm 2 rl6 || fail "rl6 not on master 2"
+  wait_for 5 held rl6 || fail "rl6 not on master 0"
+  st=$("$dlock" "${rlu[@]}" status rl6) || fail "redlock status exit $?"
+  [[ $st == *simple* && $st == *"127.0.0.1:${tcp[1]} holds"* ]] || fail "redlock status: $st"
+  st=$("${rl[@]}" status --json rl6) || fail "redlock status (several --url) exit $?"
+  [[ $st == *'"backend":"redlock"'* && $st == *'"exists":true'* ]] || fail "status --json: $st"
+  ls=$("$dlock" "${rlu[@]}" list 'rl*') || fail "redlock list exit $?"
+  [[ $ls == *rl6* ]] || fail "redlock list: $ls"
+  "$dlock" "${rlu[@]}" unlock --force rl6 | grep -q "unlocked 'rl6'" || fail "redlock unlock --force"
+  held rl6 && fail "rl6 kept on master 0 after unlock --force"
+  heldm 1 rl6 && fail "rl6 kept on master 1 after unlock --force"
+  wait $holder # its watchdog finds the lock gone: the child is ended
+  expect_rc 64 "$dlock" --url "redlock://127.0.0.1:$port,,127.0.0.1:1" status rl6
   # One master of three down: the quorum of two still grants it.
   kill -TERM "${pids[1]}"; wait "${pids[1]}"
   expect_rc 0 "${rl[@]}" exec --wait 2s rl3 -- true
   expect_rc 64 "${rl[@]}" exec --lease 20ms rl4 -- true
-  expect_rc 64 "${rl[@]}" status rl4
+  expect_rc 0 "${rl[@]}" status rl4 # the two masters up answer: not held
   kill -TERM "${pids[0]}"; wait "${pids[0]}"
   ;;
 *) fail "unknown case $case_name" ;;

@@ -45,7 +45,12 @@ TEST(cli_usage, bad_options_exit_64_with_one_line) {
     EXPECT_EQ(run({"exec", "n"}, &err), 64); // no command
     EXPECT_EQ(run({"exec", "--kind", "bogus", "n", "--", "true"}, &err), 64);
     EXPECT_EQ(run({"frobnicate"}, &err), 64);
-    EXPECT_EQ(run({"--url", "redis://a:1", "--url", "redis://b:2", "status", "n"}, &err), 64);
+    // Several --url are Redlock (every command but bench); a redlock:// URL among them, a
+    // master that is not a standalone server, or bench over them is a usage error.
+    EXPECT_EQ(run({"--url", "redlock://a:1,b:2", "--url", "redis://c:3", "status", "n"}, &err), 64);
+    EXPECT_EQ(run({"--url", "redis://a:1", "--url", "redis-cluster://b:2", "status", "n"}, &err),
+              64);
+    EXPECT_EQ(run({"--url", "redis://a:1", "--url", "redis://b:2", "bench"}, &err), 64);
     EXPECT_EQ(run({"--url", "http://x", "status", "n"}, &err), 64);
     EXPECT_EQ(run({"unlock", "n"}, &err), 64); // --force is required
     EXPECT_EQ(run({"status", "n", "--", "x"}, &err), 64);

@@ -36,6 +36,14 @@ const std::vector<kind_traits> redis_kinds = {
     {lk::write, lk::write, true, object::reentrant, true, by_itself, true},
 };
 
+/// Redlock (src/redis/redlock/): the simple-lock layout on three masters. No fencing token (N
+/// independent counters order no grant; dlock/redlock.hpp); a fixed lease ends at its
+/// validity; the watchdog (a 1.5 s lease, extended every 500 ms) finds a forced unlock refused
+/// by a quorum and signals the loss at once; status shows the quorum's remaining lease.
+const std::vector<kind_traits> redlock_kinds = {
+    {lk::simple, lk::simple, false, object::not_reentrant, true, by_itself, true},
+};
+
 /// ZooKeeper (src/zookeeper/backend.cpp infix_of): Curator's lock, read-write lock and
 /// semaphore. No lease: a node lives as long as its session, so a fixed lease is
 /// errc::unsupported and inspect() has no remaining lease; the token is the node's czxid
@@ -89,6 +97,32 @@ std::unique_ptr<client> redis_client(const std::string& url) {
     return std::make_unique<client>(std::move(o));
 }
 
+/// Three standalone masters, for Redlock.
+struct three_masters : test::redis_masters {
+    three_masters()
+        : redis_masters(3) {}
+};
+
+/// "redlock://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3?..." over the masters: rounds wait 100 ms
+/// at most, waiters poll every 5-15 ms.
+std::string redlock_url(test::redis_masters& m) {
+    std::string hosts;
+    for (const auto& u : m.urls())
+        hosts.append(hosts.empty() ? "" : ",").append(u.substr(u.find("://") + 3));
+    return "redlock://" + hosts + "?node_timeout=100&retry_delay=5&retry_jitter=10";
+}
+
+/// Redlock test clients: each master with the Redis test clients' bounds, and their watchdog
+/// lease (1.5 s, extended every 500 ms).
+std::unique_ptr<client> redlock_client(const std::string& url) {
+    auto o = redlock::parse_url(url);
+    for (auto& m : o.masters)
+        m = test::fast_options("redis://" + m.endpoints.at(0).host + ":" +
+                               std::to_string(m.endpoints.at(0).port));
+    o.watchdog_lease = 1500ms;
+    return std::make_unique<client>(o);
+}
+
 std::unique_ptr<client> url_client(const std::string& url) {
     return std::make_unique<client>(url);
 }
@@ -134,6 +168,9 @@ const std::vector<backend_entry>& backend_list() {
         {"cluster", test::redis_available,
          [] { return start_once<test::redis_cluster>([](auto& c) { return c.url(); }); },
          redis_client, "redis-cluster://127.0.0.1:70000", redis_kinds},
+        {"redlock", test::redis_available,
+         [] { return start_once<three_masters>([](auto& m) { return redlock_url(m); }); },
+         redlock_client, "redlock://127.0.0.1:6379,127.0.0.1:notaport", redlock_kinds},
 #if defined(DLOCK_WITH_ZOOKEEPER) && DLOCK_WITH_ZOOKEEPER
         {"zookeeper", test::zookeeper_available,
          [] {

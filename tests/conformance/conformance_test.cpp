@@ -3,7 +3,7 @@
 // re-entry of lock objects, wait timeouts, fixed-lease expiry, the loss signal of a forced
 // unlock, fencing tokens, inspect/list, waiters woken by a forced unlock, the multi-lock, bad
 // names and URLs, errc::unsupported for every kind a backend lacks and for another backend's own
-// calls (dlock/redis.hpp, dlock/zookeeper.hpp). Each backend's
+// calls (dlock/redis.hpp, dlock/redlock.hpp, dlock/zookeeper.hpp). Each backend's
 // servers are started once per process; every test uses lock names of its own.
 #include "backends.hpp"
 
@@ -288,6 +288,12 @@ INSTANTIATE_TEST_SUITE_P(Conformance, Lacking, ::testing::ValuesIn(lacking_param
 
 class Backend : public ::testing::TestWithParam<const backend_entry*> {};
 
+/// The kind the per-backend tests take: the backend's first (the reentrant lock where it has
+/// one; simple on Redlock, whose one kind it is).
+lock_kind first_kind(const backend_entry& entry) {
+    return entry.kinds.front().kind;
+}
+
 // 9. acquire_all() of two names takes both; a third client can take neither meanwhile; the
 // release frees both together.
 TEST_P(Backend, MultiLockTakesAllAndReleasesTogether) {
@@ -295,14 +301,15 @@ TEST_P(Backend, MultiLockTakesAllAndReleasesTogether) {
     CONFORMANCE_START(entry, url);
     auto a = entry.connect(url), c = entry.connect(url);
     const auto one = fresh_name("m1"), two = fresh_name("m2");
-    auto all = a->acquire_all({{one}, {two}}, {.wait = 5s});
+    const auto k = first_kind(entry);
+    auto all = a->acquire_all({{one, k}, {two, k}}, {.wait = 5s});
     ASSERT_TRUE(all);
     EXPECT_EQ(all.members().size(), 2U);
-    EXPECT_FALSE(c->acquire(one, {.wait = 0ms}));
-    EXPECT_FALSE(c->acquire(two, {.wait = 0ms}));
+    EXPECT_FALSE(c->acquire(one, {.wait = 0ms, .kind = k}));
+    EXPECT_FALSE(c->acquire(two, {.wait = 0ms, .kind = k}));
     all.release();
-    EXPECT_TRUE(c->acquire(one, {.wait = 0ms}));
-    EXPECT_TRUE(c->acquire(two, {.wait = 0ms}));
+    EXPECT_TRUE(c->acquire(one, {.wait = 0ms, .kind = k}));
+    EXPECT_TRUE(c->acquire(two, {.wait = 0ms, .kind = k}));
 }
 
 // 9b. A read-write lock object tells whether either side is held, seen from another client
@@ -331,22 +338,24 @@ TEST_P(Backend, ReadWriteLockIsLockedInEitherMode) {
     EXPECT_FALSE(theirs.is_locked());
 }
 
-// 10. An empty name is errc::invalid_argument (thrown by the lock object and by acquire());
+// 10. An empty name is errc::invalid_argument (thrown by the lock object of the backend's
+// first kind and by acquire());
 // an unknown scheme is a dlock::error; a malformed URL of the backend's scheme is
 // errc::configuration_error.
 TEST_P(Backend, BadNamesAndUrls) {
     const auto& entry = *GetParam();
     CONFORMANCE_START(entry, url);
     auto c = entry.connect(url);
+    const auto k = first_kind(entry);
     try {
-        auto m = c->make_mutex("");
-        m.lock();
-        ADD_FAILURE() << "make_mutex(\"\") locked";
+        lock_object m(*c, "", k);
+        m.get().lock();
+        ADD_FAILURE() << "a lock object named \"\" locked";
     } catch (const dlock::error& e) {
         EXPECT_EQ(e.code(), errc::invalid_argument) << e.what();
     }
     try {
-        auto l = c->acquire("", {.wait = 0ms});
+        auto l = c->acquire("", {.wait = 0ms, .kind = k});
         ADD_FAILURE() << "acquire(\"\") returned " << (l ? "a lease" : "empty");
     } catch (const dlock::error& e) {
         EXPECT_EQ(e.code(), errc::invalid_argument) << e.what();
@@ -360,8 +369,8 @@ TEST_P(Backend, BadNamesAndUrls) {
     }
 }
 
-// 11. What one backend alone has (dlock/redis.hpp, dlock/zookeeper.hpp) is errc::unsupported on
-// a client of another backend, in both forms (async_command completes with it), and the thrown
+// 11. What one backend alone has (dlock/redis.hpp, redlock.hpp, zookeeper.hpp) is errc::unsupported
+// on a client of another backend, in both forms (async_command completes with it), and the thrown
 // message names the call, the client it needs and the backend the client has. On its own
 // backend it is served (the Redis calls here; the ZooKeeper fenced write in zk_client_test).
 TEST_P(Backend, BackendOnlyCallsNeedTheirBackend) {
@@ -412,8 +421,16 @@ TEST_P(Backend, BackendOnlyCallsNeedTheirBackend) {
         ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
         EXPECT_EQ(f.get(), errc::unsupported);
     }
+    if (have == "redlock") {
+        EXPECT_GE(dlock::redlock::masters(*c), 1U);
+    } else {
+        refused([&] { (void)dlock::redlock::masters(*c); }, "dlock::redlock::masters",
+                "redlock://");
+        EXPECT_EQ(dlock::redlock::masters(*c, ec), 0U);
+        EXPECT_EQ(ec, errc::unsupported);
+    }
     if (have != "zookeeper") {
-        auto held = c->acquire(fresh_name("zf"), {.wait = 5s});
+        auto held = c->acquire(fresh_name("zf"), {.wait = 5s, .kind = first_kind(entry)});
         ASSERT_TRUE(held);
         refused([&] { dlock::zookeeper::fenced_set(*c, held, "res", "v"); },
                 "dlock::zookeeper::fenced_set", "zk://");

@@ -31,7 +31,7 @@ survives (AOF `appendfsync always`, no failover). A resource that checks the tok
 holder, so the resource stays consistent even when beliefs overlap. A rollback of the server's
 data (lost fsync window, restore from backup) makes tokens repeat (F23).
 
-**Redlock (mode R, `dlock::redlock` over N independent masters).** Mutual exclusion of beliefs
+**Redlock (mode R, a `dlock::client` on Redlock over N independent masters).** Mutual exclusion of beliefs
 while a majority of the masters keep their keys; the masters must be independent (no
 replication between them), each with the same requirements as a single master, or restarted
 only after the longest lease. Redlock gives **no fencing token**: N counters cannot order

@@ -284,12 +284,13 @@ TEST(metrics, a_redlock_counts_its_own_acquisitions_releases_and_losses) {
         o.masters.push_back(m);
     }
     o.watchdog_lease = 300ms; // extended every 100 ms
-    dlock::redlock r(o);
-    auto a = r.acquire("rl", {.wait = 1s});
+    dlock::client r(o);       // a Redlock client
+    constexpr auto simple = dlock::lock_kind::simple;
+    auto a = r.acquire("rl", {.wait = 1s, .kind = simple});
     ASSERT_TRUE(a);
-    EXPECT_FALSE(r.acquire("rl", {.wait = 0ms}));
+    EXPECT_FALSE(r.acquire("rl", {.wait = 0ms, .kind = simple}));
     a.release();
-    auto b = r.acquire("rl-lost", {.wait = 1s});
+    auto b = r.acquire("rl-lost", {.wait = 1s, .kind = simple});
     ASSERT_TRUE(b);
     for (std::size_t i = 0; i < masters.size(); ++i)
         masters[i].cli({"SET", "rl-lost", "someone-else"});

@@ -1,9 +1,11 @@
 // The one table of lock kinds (src/core/kinds.cpp): names round-trip, every kind has its own
 // metrics slot and label, and the table's "offered by" column says what each backend's own
-// declaration says (the Redis registry, ZooKeeper's node infixes, PostgreSQL's kind tests).
+// declaration says (the Redis registry, Redlock's backend, ZooKeeper's node infixes,
+// PostgreSQL's kind tests).
 #include "core/kinds.hpp"
 #include "core/metrics.hpp"
 #include "redis/locks/protocol.hpp"
+#include "redis/redlock/backend.hpp"
 #if defined(DLOCK_WITH_ZOOKEEPER) && DLOCK_WITH_ZOOKEEPER
 #include "zookeeper/backend.hpp"
 #endif
@@ -63,6 +65,14 @@ TEST(kinds, every_kind_has_its_own_metrics_slot_and_label) {
 TEST(kinds, the_redis_column_matches_the_redis_registry) {
     for (const auto k : all_kinds())
         EXPECT_EQ(detail::protocol_of(k).offered(), offered_by(k, "redis")) << kind_name(k);
+}
+
+TEST(kinds, the_redlock_column_matches_the_redlock_backend) {
+    redlock_options o;
+    o.masters.push_back(client_options{.endpoints = {{"127.0.0.1", 1}}});
+    detail::redlock_backend b(o); // connects lazily: no server is needed
+    for (const auto k : all_kinds())
+        EXPECT_EQ(b.supports(k), offered_by(k, "redlock")) << kind_name(k);
 }
 
 #if defined(DLOCK_WITH_ZOOKEEPER) && DLOCK_WITH_ZOOKEEPER

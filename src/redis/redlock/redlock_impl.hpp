@@ -1,10 +1,11 @@
-// redis/redlock/redlock_impl.hpp: the private types of dlock::redlock, shared by its files.
+// redis/redlock/redlock_impl.hpp: the private types of the Redlock backend, shared by its files.
 //
-// dlock::redlock: Redlock over N independent masters. The decisions are core::quorum_round's
-// (sans-I/O, unit-tested); these files are the Asio shell: one core::runtime (I/O thread), one
-// detail::node per master, the fan-out of every round (fanout), the acquisition with its
-// retries (acquire_op), the Redlock hold behind a dlock::lease (redlock_hold) and one watchdog
-// for all holds (extension rounds every watchdog_lease / 3, one loss timer).
+// Redlock over N independent masters (dlock/redlock.hpp), behind the seam as redlock_backend
+// (backend.hpp). The decisions are core::quorum_round's (sans-I/O, unit-tested); these files
+// are the Asio shell: one core::runtime (I/O thread), one detail::node per master, the fan-out
+// of every round (fanout), the acquisition with its retries (acquire_op), the Redlock hold
+// behind a dlock::lease (redlock_hold) and one watchdog for all holds (extension rounds every
+// watchdog_lease / 3, one loss timer).
 //
 // Each master uses the simple-lock layout and scripts (locks/simple/): SET N token NX PX lease,
 // simple/release.lua (compare-and-delete), simple/renew.lua (compare-and-pexpire).
@@ -19,10 +20,12 @@
 // delete in flight (releases, lost and cancelled rounds) finish the same way before it stops
 // the connections (the drain, bounded by the masters' command_timeout).
 //
-// Files: redlock.cpp (redlock_impl: start, shutdown and its drain; the public facade),
-// fanout.cpp (one round on every master, the readers of the answers, delete_everywhere),
-// hold.cpp (redlock_hold: release and extension), acquire.cpp (acquire_op) and
-// watchdog.cpp (extend_all and the watchdog's tick and loss timer).
+// Files: backend.cpp (redlock_backend: the seam, the acquisition's start), queries.cpp
+// (is_locked, inspect, list, force_unlock across the masters), url.cpp (redlock:// URLs),
+// redlock.cpp (redlock_impl: start, shutdown and its drain), fanout.cpp (one round on every
+// master, the readers of the answers, delete_everywhere), hold.cpp (redlock_hold: release and
+// extension), acquire.cpp (acquire_op) and watchdog.cpp (extend_all and the watchdog's tick
+// and loss timer).
 #pragma once
 
 #include "core/completion_flag.hpp"
@@ -100,7 +103,7 @@ public:
     /// The watchdog (any thread): extension rounds for watchdog holds, loss at valid_until.
     void watch(const std::shared_ptr<redlock_hold>& h);
     void unwatch(const redlock_hold* h);
-    /// Counters (relaxed atomics, any thread) and the snapshot redlock::metrics() returns.
+    /// Counters (relaxed atomics, any thread) and the snapshot client::metrics() returns.
     client_metrics& metrics() noexcept { return metrics_; }
     metrics_snapshot metrics_snapshot_now() const {
         auto s = metrics_.snapshot();

@@ -5,9 +5,9 @@
 //   use     invoke/ok/fail/info (the read-modify-write; ok = the write was accepted)
 //   release invoke/ok/fail/info
 // Modes: S (single master, simple lock), F (single master, reentrant lock with its fencing token,
-// resource written through dlock::redis::fenced_set), R (dlock::redlock over the --masters).
-// Resources: none; counter (GET, sleep, SET on a Redis "resource" server); fenced (open =
-// fenced_set of an open marker sharing the fence key, so that the resource ratchets on open as
+// resource written through dlock::redis::fenced_set), R (a Redlock dlock::client over the
+// --masters). Resources: none; counter (GET, sleep, SET on a Redis "resource" server); fenced (open
+// = fenced_set of an open marker sharing the fence key, so that the resource ratchets on open as
 // well as on write, then GET, sleep, fenced_set of the value); file (an append-only file: read
 // the last line, sleep, append). Every value written is "after|before|w|op|fence" (the file's
 // lines the same with spaces) so that the orchestrator can rebuild the resource log in the
@@ -121,22 +121,24 @@ std::int64_t value_after(const std::string& v) {
     }
 }
 
-/// The lock side of a worker: one dlock::client (S, F) or one dlock::redlock (R). A fork()ed
-/// child and F08's throw-away rounds make their own.
+/// The lock side of a worker: one dlock::client, on Redis (S, F) or Redlock over the masters
+/// (R: its one kind, simple, whatever the options ask). A fork()ed child and F08's throw-away
+/// rounds make their own.
 struct locker {
     std::unique_ptr<dlock::client> client;
-    std::unique_ptr<dlock::redlock> redlock;
+    bool redlock = false;
 
+    dlock::acquire_options with_kind(dlock::acquire_options ao) const {
+        if (redlock) ao.kind = dlock::lock_kind::simple;
+        return ao;
+    }
     dlock::lease acquire(const std::string& name, const dlock::acquire_options& ao,
                          std::error_code& ec) {
-        return redlock ? redlock->acquire(name, ao, ec) : client->acquire(name, ao, ec);
+        return client->acquire(name, with_kind(ao), ec);
     }
     template <class Handler>
     void async_acquire(const std::string& name, const dlock::acquire_options& ao, Handler&& h) {
-        if (redlock)
-            redlock->async_acquire(name, ao, std::forward<Handler>(h));
-        else
-            client->async_acquire(name, ao, std::forward<Handler>(h));
+        client->async_acquire(name, with_kind(ao), std::forward<Handler>(h));
     }
 };
 
@@ -195,7 +197,8 @@ private:
             ro.watchdog_lease = ms(c_.ttl_ms);
             for (const auto& u : c_.masters)
                 ro.masters.push_back(options(u));
-            k.redlock = std::make_unique<dlock::redlock>(std::move(ro));
+            k.client = std::make_unique<dlock::client>(ro);
+            k.redlock = true;
         } else {
             k.client = std::make_unique<dlock::client>(options(c_.url));
         }

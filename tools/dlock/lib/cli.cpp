@@ -89,8 +89,9 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     app.add_option("--url", g.urls,
                    "Server URL: redis://, rediss://, unix://, redis-sentinel://, "
                    "rediss-sentinel://, redis-cluster://, zk://, postgresql:// (postgres://); "
-                   "repeatable with Redis URLs (several mean Redlock over those masters; exec "
-                   "only). Default $DLOCK_URL, else redis://127.0.0.1:6379");
+                   "redlock:// (rediss-redlock://: Redlock over comma-separated masters); "
+                   "repeatable with Redis URLs (several mean Redlock over those masters). "
+                   "Default $DLOCK_URL, else redis://127.0.0.1:6379");
     app.add_flag_callback(
         "--version", [] { throw version_requested{}; }, "Print the version and exit");
 
@@ -103,8 +104,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     exec->add_option("--watchdog", watchdog, "Lease the watchdog renews every third of (30s)");
     exec->add_option(
             "--kind", ex.kind,
-            "lock (reentrant, default) | simple | fair | read | write | shedlock | lease | "
-            "versioned | semaphore")
+            "lock (reentrant, default; simple on Redlock) | simple | fair | read | write | "
+            "shedlock | lease | versioned | semaphore")
         ->check(CLI::IsMember(kind_choices()));
     exec->add_option("--permits", permits,
                      "With --kind semaphore: how many hold it at once (>= 1; every client of it "

@@ -18,8 +18,8 @@ struct exec_options {
     std::optional<std::chrono::milliseconds> wait{};     ///< nullopt: forever; zero: one try
     std::optional<std::chrono::milliseconds> lease{};    ///< nullopt: watchdog-renewed lease
     std::optional<std::chrono::milliseconds> watchdog{}; ///< client_options::watchdog_lease
-    std::string kind = "lock";                           ///< lock | simple | fair | read | write
-    unsigned permits = 1;                       ///< --kind semaphore: how many hold it at once
+    std::string kind{};   ///< a kind_name; empty: lock (reentrant), or simple on Redlock
+    unsigned permits = 1; ///< --kind semaphore: how many hold it at once
     std::chrono::milliseconds kill_after{5000}; ///< SIGTERM -> SIGKILL after a loss
     std::string name{};
     std::vector<std::string> command{}; ///< argv of the child; non-empty

@@ -73,14 +73,36 @@ client_options one_master(const std::string& url) {
 client_options connect_options(const global_options& g) {
     const auto urls = effective_urls(g);
     if (urls.size() > 1)
-        throw usage_error("several --url options mean Redlock, which only 'exec' supports; "
+        throw usage_error("several --url options mean Redlock, which this command does not take; "
                           "give one --url");
     return one_master(urls[0]);
 }
 
-redlock_options redlock_options_for(const global_options& g) {
+namespace {
+bool is_redlock_url(std::string_view url) {
+    return url.starts_with("redlock://") || url.starts_with("rediss-redlock://");
+}
+} // namespace
+
+std::optional<redlock_options> redlock_options_for(const global_options& g) {
+    const auto urls = effective_urls(g);
+    if (urls.size() == 1 && !is_redlock_url(urls[0])) return std::nullopt;
     redlock_options o;
-    for (const auto& u : effective_urls(g)) {
+    if (urls.size() == 1) {
+        try {
+            o = dlock::redlock::parse_url(urls[0]);
+        } catch (const dlock::error& e) {
+            throw usage_error(one_line(e.what()));
+        }
+        for (auto& m : o.masters) { // as one_master() makes each master of several --url
+            if (const char* pw = std::getenv("DLOCK_PASSWORD"); pw && *pw) m.password = pw;
+            m.client_name = "dlock-cli";
+        }
+        return o;
+    }
+    for (const auto& u : urls) {
+        if (is_redlock_url(u))
+            throw usage_error("a redlock:// URL is a whole Redlock; give it alone");
         auto m = one_master(u);
         if (m.kind != topology::standalone)
             throw usage_error("Redlock masters must be standalone servers: " + to_string(m));

@@ -75,12 +75,15 @@ std::vector<std::string> effective_urls(const global_options& g);
 
 /// Client options for the single URL of `g`, with $DLOCK_PASSWORD (when set and non-empty)
 /// replacing the URL's password. Errors: usage_error for a bad URL (the message never holds the
-/// password) or for several URLs (Redlock: only `exec` takes them, via redlock_options_for).
+/// password) or for several URLs (Redlock: redlock_options_for).
 client_options connect_options(const global_options& g);
 
-/// Redlock options over every URL of `g` (several --url), each master as connect_options()
-/// would make it. Errors: usage_error for a bad URL.
-redlock_options redlock_options_for(const global_options& g);
+/// Redlock options when `g` means Redlock: several --url (one standalone master each) or one
+/// redlock:// (rediss-redlock://) URL; each master as connect_options() would make it
+/// ($DLOCK_PASSWORD, the CLI's client name). nullopt for one URL of another scheme.
+/// Errors: usage_error for a bad URL, a master that is not standalone, or a redlock:// URL
+/// among several --url.
+std::optional<redlock_options> redlock_options_for(const global_options& g);
 
 /// `url` with its password replaced by `password`, percent-encoded (redis:// and rediss://
 /// only; other URLs are returned unchanged). For APIs that take a URL string.

@@ -226,21 +226,20 @@ void poll_fds(pollfd* fds, nfds_t n, int timeout_ms) {
 } // namespace
 
 int run_exec(const global_options& g, const exec_options& o, std::ostream& err) {
-    const auto kind = kind_from_name(o.kind);
-    if (!kind) throw usage_error("unknown kind '" + o.kind + "'");
     if (o.command.empty()) throw usage_error("exec needs a command after --");
-    // Several --url: Redlock over those masters (simple-lock layout on each, no fencing token).
-    std::optional<redlock_options> ropts;
+    // Redlock (several --url, or a redlock:// URL): simple-lock layout on each master, no
+    // fencing token; one Redis URL: the CLI's client options (--watchdog among them); any other
+    // scheme: the library's table of backends (open_client).
+    auto ropts = redlock_options_for(g);
+    // No --kind: the reentrant lock, or Redlock's one kind.
+    const auto kind = o.kind.empty()
+                          ? std::optional(ropts ? lock_kind::simple : lock_kind::reentrant)
+                          : kind_from_name(o.kind);
+    if (!kind) throw usage_error("unknown kind '" + o.kind + "'");
     client_options copts;
-    // Several --url: Redlock; one Redis URL: the CLI's client options (--watchdog among them);
-    // any other scheme: the library's table of backends (open_client).
-    const bool redlock_urls = effective_urls(g).size() > 1;
     std::error_code not_redis;
-    if (!redlock_urls) (void)parse_url(effective_urls(g).front(), not_redis);
-    if (redlock_urls)
-        ropts = redlock_options_for(g);
-    else if (!not_redis)
-        copts = connect_options(g);
+    if (!ropts) (void)parse_url(effective_urls(g).front(), not_redis);
+    if (!ropts && !not_redis) copts = connect_options(g);
     if (o.watchdog) {
         if (o.watchdog->count() < 30) throw usage_error("--watchdog must be at least 30ms");
         copts.watchdog_lease = *o.watchdog;
@@ -249,8 +248,8 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     if (ropts)
         for (const auto* d : {&o.lease, &o.watchdog})
             if (*d && **d <= ropts->node_timeout)
-                throw usage_error("with several --url (Redlock), --lease and --watchdog must be "
-                                  "above the per-master timeout of " +
+                throw usage_error("on Redlock, --lease and --watchdog must be above the "
+                                  "per-master timeout of " +
                                   format_duration(ropts->node_timeout));
     acquire_options ao;
     ao.wait = o.wait;
@@ -263,7 +262,6 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     event_fd acquired_ev, lost_ev;
     // Declared after the fds their I/O thread writes: joined before they close.
     std::optional<client> c;
-    std::optional<redlock> rl;
 
     // 1. Acquire, asynchronously, so that a signal can end the wait.
     auto slot = std::make_shared<acquire_slot>();
@@ -276,15 +274,17 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
         event_fd::notify(fd);
     };
     if (ropts) {
-        rl.emplace(std::move(*ropts));
-        rl->async_acquire(o.name, ao, std::move(on_acquired));
+        try {
+            c.emplace(*ropts);
+        } catch (const dlock::error& e) {
+            throw usage_error(one_line(e.what())); // options the Redlock refuses
+        }
+    } else if (!not_redis) {
+        c.emplace(copts);
     } else {
-        if (!not_redis)
-            c.emplace(copts);
-        else
-            c.emplace(open_client(g));
-        c->async_acquire(o.name, ao, std::move(on_acquired));
+        c.emplace(open_client(g));
     }
+    c->async_acquire(o.name, ao, std::move(on_acquired));
     int interrupted_by = 0;
     while (interrupted_by == 0) {
         pollfd fds[2] = {{signals.fd(), POLLIN, 0}, {acquired_ev.fd(), POLLIN, 0}};
@@ -312,8 +312,7 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
                           "' (empty, over 4096 bytes, or an empty hash tag {})");
     if (ec) {
         const std::string doing = "cannot acquire '" + one_line(o.name) + "'";
-        if (c) throw diagnose(*c, ec, doing, o.name);
-        throw diagnose(ec, doing + " on a quorum of the masters", {}, o.name);
+        throw diagnose(*c, ec, ropts ? doing + " on a quorum of the masters" : doing, o.name);
     }
     if (!held) {
         if (o.wait && o.wait->count() == 0)

@@ -11,10 +11,10 @@ namespace dlock::cli {
 namespace {
 
 /// The kinds `status` looks at: the default lock (on Redis it reads whichever Redis kind the
-/// key holds), then the lease rows of the backends that have them; a kind the backend does not
-/// offer is skipped.
+/// key holds), then the lease rows of the backends that have them, then the simple lock
+/// (Redlock's one kind); a kind the backend does not offer is skipped.
 constexpr lock_kind status_kinds[] = {lock_kind::reentrant, lock_kind::shedlock, lock_kind::lease,
-                                      lock_kind::versioned};
+                                      lock_kind::versioned, lock_kind::simple};
 
 void check_name(const std::string& name) {
     if (name.empty()) throw usage_error("empty lock name");
@@ -67,6 +67,7 @@ std::string_view unlock_effect(const client& c, lock_kind kind) {
     if (kind == lock_kind::lease || kind == lock_kind::versioned)
         return "row deleted, waiters notified";
     if (c.backend_name() == "redis") return "waiters notified";
+    if (c.backend_name() == "redlock") return "deleted on every master";
     return "its session ended, waiters served";
 }
 
@@ -74,9 +75,13 @@ std::string_view unlock_effect(const client& c, lock_kind kind) {
 
 client open_client(const global_options& g) {
     const auto urls = effective_urls(g);
-    if (urls.size() > 1)
-        throw usage_error("several --url options mean Redlock, which only 'exec' supports; "
-                          "give one --url");
+    if (auto redlock = redlock_options_for(g)) { // several --url, or a redlock:// URL
+        try {
+            return client(*redlock);
+        } catch (const dlock::error& e) {
+            throw usage_error(one_line(e.what())); // options the Redlock refuses
+        }
+    }
     std::error_code ec;
     (void)parse_url(urls[0], ec); // a Redis URL: the CLI's own options (password, name)
     if (!ec) return client(connect_options(g));

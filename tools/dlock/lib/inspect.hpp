@@ -12,9 +12,10 @@
 
 namespace dlock::cli {
 
-/// The client of the one URL of `g` (Redis URLs take $DLOCK_PASSWORD and the client name
-/// "dlock-cli"; other schemes go to the library's table of backends). Errors: usage_error
-/// for several URLs or a bad URL, failure otherwise.
+/// The client of `g`: Redlock for several --url or a redlock:// URL (redlock_options_for), else
+/// the one URL's (Redis URLs take $DLOCK_PASSWORD and the client name "dlock-cli"; other
+/// schemes go to the library's table of backends). Errors: usage_error for a bad URL, failure
+/// otherwise.
 client open_client(const global_options& g);
 
 /// What `status NAME` shows: the first kind that holds `name` (`found`: which one; on Redis
