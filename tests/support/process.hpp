@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -37,5 +38,13 @@ int wait_child(pid_t pid);
 std::pair<std::string, int> run_capture(const std::vector<std::string>& argv,
                                         const std::vector<std::string>& env_extra = {},
                                         const std::filesystem::path& err = {});
+
+/// The last `max` bytes of the file `p` (a server log, for an error message); "" when unreadable.
+std::string read_tail(const std::filesystem::path& p, std::size_t max);
+
+/// Connects to 127.0.0.1:`port`, sends `request`, and returns all the server sends back until
+/// it closes (1 s socket timeouts; "" on a connect error). The fixtures' readiness probes
+/// (ZooKeeper's four-letter words, etcd's HTTP /health).
+std::string loopback_exchange(std::uint16_t port, const std::string& request);
 
 } // namespace dlock::test

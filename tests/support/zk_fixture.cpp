@@ -2,15 +2,11 @@
 
 #include "redis_fixture.hpp" // free_port(), spawn_child(), reap_child()
 
-#include <arpa/inet.h>
-#include <array>
 #include <csignal>
 #include <cstdlib>
 #include <deque>
 #include <fstream>
-#include <netinet/in.h>
 #include <stdexcept>
-#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 
@@ -190,27 +186,7 @@ void zk_server::resume() {
 }
 
 std::string zk_server::four_letter(const std::string& word) const {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return {};
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port_);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    timeval tv{1, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    std::string out;
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        ::send(fd, word.data(), word.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(word.size())) {
-        std::array<char, 4096> buf{};
-        for (;;) {
-            const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
-            if (n <= 0) break;
-            out.append(buf.data(), static_cast<std::size_t>(n));
-        }
-    }
-    ::close(fd);
-    return out;
+    return loopback_exchange(port_, word);
 }
 
 zk_ensemble::zk_ensemble(zk_options opts) {
