@@ -2,9 +2,10 @@
 //
 // Redis schemes (redis, rediss, unix, redis-sentinel, rediss-sentinel, redis-cluster) make the
 // Redis backend (src/redis/backend.hpp). zk:// names the ZooKeeper backend (src/zookeeper/),
-// postgresql:// and postgres:// the PostgreSQL backend (src/postgres/); each is compiled in
-// when its Debian package was found at configure time (DLOCK_WITH_ZOOKEEPER,
-// DLOCK_WITH_POSTGRES), otherwise its scheme is errc::unsupported.
+// postgresql:// and postgres:// the PostgreSQL backend (src/postgres/), etcd:// and etcds://
+// the etcd backend (src/etcd/); each is compiled in when its Debian packages were found at
+// configure time (DLOCK_WITH_ZOOKEEPER, DLOCK_WITH_POSTGRES, DLOCK_WITH_ETCD), otherwise its
+// scheme is errc::unsupported.
 #pragma once
 
 #include "core/lock_backend.hpp"
@@ -30,5 +31,7 @@ std::shared_ptr<lock_backend> make_zookeeper_backend(std::string_view url, std::
                                                      std::string* why);
 std::shared_ptr<lock_backend> make_postgres_backend(std::string_view url, std::error_code& ec,
                                                     std::string* why);
+std::shared_ptr<lock_backend> make_etcd_backend(std::string_view url, std::error_code& ec,
+                                                std::string* why);
 
 } // namespace dlock::detail
