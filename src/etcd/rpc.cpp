@@ -3,7 +3,9 @@
 #include <dlock/error.hpp>
 
 #include <arpa/inet.h>
+#include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <netdb.h>
 #include <sstream>
 
@@ -103,6 +105,12 @@ rpc::rpc(const etcd_url& url, asio::any_io_executor ex, std::error_code& ec, std
     : url_(url)
     , d_(std::make_shared<delivery>(std::move(ex))) {
     ec.clear();
+    // Before gRPC's first initialisation (the first channel): Debian's gRPC turns its fork
+    // support on, whose fork handlers break the ref counts of calls in flight when the process
+    // forks (`dlock exec` runs its command by fork and exec; so do the tests' fixtures). A
+    // value the user set stays.
+    static std::once_flag fork_setting;
+    std::call_once(fork_setting, [] { ::setenv("GRPC_ENABLE_FORK_SUPPORT", "false", 0); });
     const auto target = channel_target(url_);
     if (target.empty()) {
         ec = errc::unavailable;

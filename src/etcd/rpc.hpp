@@ -13,6 +13,10 @@
 // in its "token" metadata; an expired token ("invalid auth token") is renewed once per request.
 // TLS (etcds://): gRPC's SSL credentials with the URL's cacert, cert and key.
 //
+// Fork: gRPC's fork support is switched off before gRPC starts (GRPC_ENABLE_FORK_SUPPORT=false
+// unless the environment sets it): with it, a fork while calls are in flight aborts the
+// process (`dlock exec` forks its command).
+//
 // Threads: gRPC runs the callbacks on its own threads; they only post to the I/O loop
 // (`delivery`), which is closed before the backend goes: later answers are dropped. Every
 // member of `rpc` is called on the I/O thread, except close() and stream::cancel().
@@ -32,6 +36,7 @@
 #include <mutex>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace dlock::detail::etcd {
@@ -80,8 +85,12 @@ public:
 
     grpc::ClientContext& context() noexcept { return ctx_; }
     /// Starts the call (after the stub bound it to this reactor) and the first read.
+    /// A hold (gRPC's AddHold) keeps the call from completing while writes may still be
+    /// started from outside gRPC's reactions (write() on the I/O thread); it is removed once,
+    /// by cancel() or when the server ends the stream, and no write starts after that.
     void begin(std::shared_ptr<stream> self) {
         self_ = std::move(self);
+        this->AddHold();
         this->StartRead(&in_);
         this->StartCall();
     }
@@ -93,34 +102,39 @@ public:
         if (out_.size() == 1) this->StartWrite(&out_.front());
     }
     /// Any thread: ends the stream (its end is still delivered).
-    void cancel() { ctx_.TryCancel(); }
+    void cancel() {
+        end_writes();
+        ctx_.TryCancel();
+    }
 
     void OnWriteDone(bool ok) override {
         std::lock_guard lk(mu_);
         out_.pop_front();
-        if (!ok) {
-            ended_ = true;
+        if (!ok || ended_) {
+            out_.clear();
             return;
         }
         if (!out_.empty()) this->StartWrite(&out_.front());
     }
     void OnReadDone(bool ok) override {
-        if (!ok) return; // OnDone follows
+        if (!ok) return end_writes(); // the server ended the stream: OnDone follows
         d_->post([f = on_read_, r = std::move(in_)]() mutable { f(std::move(r)); });
         in_ = Resp{};
         this->StartRead(&in_);
     }
     void OnDone(const grpc::Status& s) override {
-        {
-            std::lock_guard lk(mu_);
-            ended_ = true;
-        }
         d_->post([f = std::move(on_end_), s] { f(s); });
         on_read_ = {};
         auto self = std::move(self_); // may be the last reference: this goes with it
     }
 
 private:
+    void end_writes() {
+        std::lock_guard lk(mu_);
+        if (std::exchange(ended_, true)) return;
+        this->RemoveHold();
+    }
+
     std::shared_ptr<delivery> d_;
     read_fn on_read_;
     end_fn on_end_;
@@ -128,7 +142,7 @@ private:
     Resp in_{};
     std::mutex mu_;
     std::deque<Req> out_{}; // guarded by mu_; the front is being written
-    bool ended_ = false;    // guarded by mu_
+    bool ended_ = false;    // guarded by mu_: no write starts any more, the hold is removed
     std::shared_ptr<stream> self_{};
 };
 
