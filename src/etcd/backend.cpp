@@ -3,6 +3,7 @@
 #include "etcd/backend.hpp"
 
 #include "backends.hpp"
+#include "core/blocking_acquire.hpp"
 #include "core/random.hpp"
 #include "etcd/acquire.hpp"
 #include "etcd/layout.hpp"
@@ -141,19 +142,7 @@ void etcd_backend::async_acquire(std::string name, const acquire_options& opts,
 
 std::shared_ptr<hold> etcd_backend::acquire(std::string_view name, const acquire_options& opts,
                                             std::error_code& ec) {
-    ec.clear();
-    if (on_io_thread()) {
-        ec = errc::invalid_argument;
-        return nullptr;
-    }
-    using result = std::pair<std::error_code, std::shared_ptr<hold>>;
-    auto slot = std::make_shared<one_shot<result>>();
-    async_acquire(std::string(name), opts, [slot](std::error_code e, std::shared_ptr<hold> h) {
-        slot->set({e, std::move(h)});
-    });
-    auto [e, h] = slot->take(); // bounded by the acquisition's own deadlines
-    ec = e;
-    return h;
+    return acquire_blocking(*this, name, opts, ec);
 }
 
 void etcd_backend::shutdown() noexcept {

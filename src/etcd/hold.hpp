@@ -14,7 +14,7 @@
 // itself alive.
 #pragma once
 
-#include "core/hold.hpp"
+#include "core/self_renewing_hold.hpp"
 #include "etcd/session.hpp"
 #include "etcd/watch.hpp"
 
@@ -27,7 +27,7 @@ namespace dlock::detail::etcd {
 
 class etcd_backend;
 
-class etcd_hold final : public hold, public lease_observer {
+class etcd_hold final : public self_renewing_hold, public lease_observer {
 public:
     etcd_hold(etcd_backend& backend, const std::shared_ptr<lease_session>& lease, std::string name,
               std::string range, std::string key, std::int64_t rev, std::uint64_t ticket);
@@ -41,9 +41,6 @@ public:
     }
     void release_blocking(std::error_code& ec) override;
     void release_async(std::function<void(std::error_code)> done) override;
-    void extend(std::chrono::milliseconds lease, std::error_code& ec) override;
-    void extend_async(std::chrono::milliseconds lease,
-                      std::function<void(std::error_code)> done) override;
     asio::any_io_executor executor() const override;
 
     void lease_valid_until(std::chrono::steady_clock::time_point t) override;
@@ -62,7 +59,6 @@ private:
     void finish_release(std::error_code ec);
     /// Leaves the backend's local queue of the name (once: released or lost).
     void leave_queue();
-    std::error_code check_extend(std::chrono::milliseconds lease) const;
 
     std::weak_ptr<etcd_backend> backend_;
     etcd_backend* raw_;

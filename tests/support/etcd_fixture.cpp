@@ -93,21 +93,11 @@ void etcd_member::start() {
 }
 
 void etcd_member::stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGCONT);
-    ::kill(pid_, SIGTERM);
-    if (!reap_child(pid_, 5s)) {
-        ::kill(pid_, SIGKILL);
-        reap_child(pid_, 5s);
-    }
-    pid_ = -1;
+    stop_child(pid_);
 }
 
 void etcd_member::kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    reap_child(pid_, 5s);
-    pid_ = -1;
+    kill_child(pid_);
 }
 
 void etcd_member::pause() {

@@ -128,6 +128,33 @@ std::pair<std::string, int> run_capture(const std::vector<std::string>& argv,
     return {result, rc};
 }
 
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds budget) {
+    const auto until = std::chrono::steady_clock::now() + budget;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() >= until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+}
+
+void stop_child(pid_t& pid) {
+    if (pid <= 0) return;
+    ::kill(pid, SIGCONT);
+    ::kill(pid, SIGTERM);
+    if (!reap_child(pid, std::chrono::seconds(5))) {
+        ::kill(pid, SIGKILL);
+        reap_child(pid, std::chrono::seconds(5));
+    }
+    pid = -1;
+}
+
+void kill_child(pid_t& pid) {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    reap_child(pid, std::chrono::seconds(5));
+    pid = -1;
+}
+
 std::string read_tail(const std::filesystem::path& p, std::size_t max) {
     std::ifstream f(p);
     std::stringstream ss;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <sys/types.h>
@@ -38,6 +39,16 @@ int wait_child(pid_t pid);
 std::pair<std::string, int> run_capture(const std::vector<std::string>& argv,
                                         const std::vector<std::string>& env_extra = {},
                                         const std::filesystem::path& err = {});
+
+/// Ends the child `pid` (SIGCONT, SIGTERM, SIGKILL after 5 s) and reaps it; `pid` becomes -1.
+/// Nothing when `pid` <= 0.
+void stop_child(pid_t& pid);
+/// SIGKILL, reaped; `pid` becomes -1. Nothing when `pid` <= 0.
+void kill_child(pid_t& pid);
+
+/// Polls `pred` every 5 ms until it holds (true) or `budget` passed (false): for observing a
+/// state another process or thread reaches, never as a stand-in for synchronisation.
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds budget);
 
 /// The last `max` bytes of the file `p` (a server log, for an error message); "" when unreadable.
 std::string read_tail(const std::filesystem::path& p, std::size_t max);

@@ -160,21 +160,11 @@ void zk_server::wait_ready(std::chrono::milliseconds budget, bool quorum) {
 }
 
 void zk_server::stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGCONT);
-    ::kill(pid_, SIGTERM);
-    if (!reap_child(pid_, 5s)) {
-        ::kill(pid_, SIGKILL);
-        reap_child(pid_, 5s);
-    }
-    pid_ = -1;
+    stop_child(pid_);
 }
 
 void zk_server::kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    reap_child(pid_, 5s);
-    pid_ = -1;
+    kill_child(pid_);
 }
 
 void zk_server::pause() {

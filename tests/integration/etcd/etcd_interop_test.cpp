@@ -24,12 +24,7 @@ using clock_type = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds budget) {
-    const auto until = clock_type::now() + budget;
-    while (!pred()) {
-        if (clock_type::now() >= until) return false;
-        std::this_thread::sleep_for(5ms);
-    }
-    return true;
+    return dlock::test::wait_until(pred, budget);
 }
 
 /// Whether anyone holds `name` (inspect: the first contender holds).
