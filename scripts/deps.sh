@@ -10,6 +10,7 @@ packages=(
   redis-server redis-tools redis-sentinel openssl
   libpq-dev postgresql libpostgresql-jdbc-java default-jre-headless iproute2 nftables
   zookeeper libzookeeper-mt-dev libcurator-recipes-java python3-kazoo
+  etcd-server etcd-client libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   clang libclang-rt-14-dev clang-format clang-tidy
   doxygen file dpkg-dev
   tmux groff-base
@@ -40,4 +41,6 @@ if command -v systemctl >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
   systemctl disable --now redis-server redis-sentinel >/dev/null 2>&1 || true
   # Nor the distribution's PostgreSQL cluster (tests run initdb + pg_ctl in a temp dir).
   systemctl disable --now postgresql >/dev/null 2>&1 || true
+  # Nor its etcd (tests start their own members on free loopback ports).
+  systemctl disable --now etcd >/dev/null 2>&1 || true
 fi

@@ -10,6 +10,9 @@
 #if defined(DLOCK_WITH_POSTGRES) && DLOCK_WITH_POSTGRES
 #include "postgres/backend.hpp"
 #endif
+#if defined(DLOCK_WITH_ETCD) && DLOCK_WITH_ETCD
+#include "etcd/backend.hpp"
+#endif
 
 #include <array>
 
@@ -60,6 +63,8 @@ std::shared_ptr<lock_backend> missing(std::string_view, std::error_code& ec, std
 [[maybe_unused]] constexpr char zookeeper_package[] = "libzookeeper-mt-dev";
 [[maybe_unused]] constexpr char postgres_name[] = "PostgreSQL";
 [[maybe_unused]] constexpr char postgres_package[] = "libpq-dev";
+[[maybe_unused]] constexpr char etcd_name[] = "etcd";
+[[maybe_unused]] constexpr char etcd_package[] = "libgrpc++-dev";
 
 #if defined(DLOCK_WITH_ZOOKEEPER) && DLOCK_WITH_ZOOKEEPER
 constexpr factory zookeeper = make_zookeeper_backend;
@@ -70,6 +75,11 @@ constexpr factory zookeeper = missing<zookeeper_name, zookeeper_package>;
 constexpr factory postgres = make_postgres_backend;
 #else
 constexpr factory postgres = missing<postgres_name, postgres_package>;
+#endif
+#if defined(DLOCK_WITH_ETCD) && DLOCK_WITH_ETCD
+constexpr factory etcd = make_etcd_backend;
+#else
+constexpr factory etcd = missing<etcd_name, etcd_package>;
 #endif
 
 struct scheme_entry {
@@ -91,6 +101,8 @@ constexpr std::array schemes{
     scheme_entry{"zks", zookeeper},
     scheme_entry{"postgresql", postgres},
     scheme_entry{"postgres", postgres},
+    scheme_entry{"etcd", etcd},
+    scheme_entry{"etcds", etcd},
 };
 
 } // namespace

@@ -2,11 +2,12 @@
 //
 // Redis schemes (redis, rediss, unix, redis-sentinel, rediss-sentinel, redis-cluster) make the
 // Redis backend (src/redis/backend.hpp). zk:// names the ZooKeeper backend (src/zookeeper/),
-// postgresql:// and postgres:// the PostgreSQL backend (src/postgres/); each is compiled in
-// when its Debian package was found at configure time (DLOCK_WITH_ZOOKEEPER,
-// DLOCK_WITH_POSTGRES), otherwise its scheme is errc::unsupported. Each backend declares its
-// factory in its own header (same contract as make_backend()); only backends.cpp includes
-// them, and no backend includes this header.
+// postgresql:// and postgres:// the PostgreSQL backend (src/postgres/), etcd:// and etcds://
+// the etcd backend (src/etcd/); each is compiled in when its Debian packages were found at
+// configure time (DLOCK_WITH_ZOOKEEPER, DLOCK_WITH_POSTGRES, DLOCK_WITH_ETCD), otherwise its
+// scheme is errc::unsupported. Each backend declares its factory in its own header (same
+// contract as make_backend()); only backends.cpp includes them, and no backend includes this
+// header.
 #pragma once
 
 #include "core/lock_backend.hpp"

@@ -10,9 +10,9 @@ namespace {
 // A new kind: one row here, its enumerator, and its implementation in each backend that
 // offers it (tests/unit/kinds_test.cpp checks the offered_by column against the backends).
 constexpr std::array<kind_info, kind_count> table{{
-    {lock_kind::reentrant, "lock", "reentrant", "redis, zookeeper, postgresql"},
+    {lock_kind::reentrant, "lock", "reentrant", "redis, zookeeper, postgresql, etcd"},
     {lock_kind::simple, "simple", "simple", "redis, redlock, postgresql"},
-    {lock_kind::fair, "fair", "fair", "redis, zookeeper, postgresql"},
+    {lock_kind::fair, "fair", "fair", "redis, zookeeper, postgresql, etcd"},
     {lock_kind::read, "read", "read", "redis, zookeeper, postgresql"},
     {lock_kind::write, "write", "write", "redis, zookeeper, postgresql"},
     {lock_kind::shedlock, "shedlock", "shedlock", "postgresql"},

@@ -3,6 +3,7 @@
 // downgrade.cpp, fencing.cpp.
 #include "zookeeper/backend.hpp"
 
+#include "core/blocking_acquire.hpp"
 #include "core/random.hpp"
 #include "zookeeper/acquire.hpp"
 #include "zookeeper/backend_call.hpp"
@@ -207,19 +208,7 @@ void zk_backend::async_acquire(std::string name, const acquire_options& opts,
 
 std::shared_ptr<hold> zk_backend::acquire(std::string_view name, const acquire_options& opts,
                                           std::error_code& ec) {
-    ec.clear();
-    if (on_io_thread()) {
-        ec = errc::invalid_argument;
-        return nullptr;
-    }
-    using result = std::pair<std::error_code, std::shared_ptr<hold>>;
-    auto slot = std::make_shared<one_shot<result>>();
-    async_acquire(std::string(name), opts, [slot](std::error_code e, std::shared_ptr<hold> h) {
-        slot->set({e, std::move(h)});
-    });
-    auto [e, h] = slot->take(); // bounded by the acquisition's own deadlines
-    ec = e;
-    return h;
+    return acquire_blocking(*this, name, opts, ec);
 }
 
 void zk_backend::shutdown() noexcept {

@@ -173,38 +173,13 @@ void zk_hold::release_async(std::function<void(std::error_code)> done) {
 }
 
 void zk_hold::release_blocking(std::error_code& ec) {
-    ec.clear();
-    if (auto* live_b = live(); live_b && live_b->on_io_thread()) {
-        release_async([](std::error_code) {}); // must not block there
-        return;
-    }
+    if (auto* l = live(); l && l->on_io_thread()) return release_and_wait(ec, true, false, {});
     auto b = backend_.lock(); // a user's thread: may be the last reference, which is fine here
-    if (!b || b->shut()) {
-        if (lost()) ec = errc::not_owner;
-        return;
-    }
-    auto slot = std::make_shared<one_shot<std::error_code>>();
-    release_async([slot](std::error_code e) { slot->set(e); });
-    // Bounded: the delete is answered, or the session's deadline ends the session (the
-    // extra connect timeout covers a backend shutting down meanwhile).
-    const auto budget = session_->url().session_timeout + b->url().connect_timeout;
-    auto e = slot->take_for(budget);
-    ec = e ? *e : make_error_code(errc::ambiguous);
-}
-
-std::error_code zk_hold::check_extend(std::chrono::milliseconds lease) const {
-    if (lease < std::chrono::milliseconds(1)) return make_error_code(errc::invalid_argument);
-    if (lost() || released()) return make_error_code(errc::not_owner);
-    return {};
-}
-
-void zk_hold::extend(std::chrono::milliseconds lease, std::error_code& ec) {
-    ec = check_extend(lease); // the session renews itself: nothing to send
-}
-
-void zk_hold::extend_async(std::chrono::milliseconds lease,
-                           std::function<void(std::error_code)> done) {
-    done(check_extend(lease));
+    // Bounded: the delete is answered, or the session's deadline ends the session (the extra
+    // connect timeout covers a backend shutting down meanwhile).
+    release_and_wait(ec, false, b && !b->shut(),
+                     b ? session_->url().session_timeout + b->url().connect_timeout
+                       : std::chrono::milliseconds(0));
 }
 
 asio::any_io_executor zk_hold::executor() const {

@@ -14,7 +14,7 @@
 // extend() is a no-op on a live hold: the session renews itself.
 #pragma once
 
-#include "core/hold.hpp"
+#include "core/self_renewing_hold.hpp"
 #include "zookeeper/session.hpp"
 
 #include <dlock/metrics.hpp>
@@ -36,7 +36,7 @@ class zk_backend;
 void guaranteed_delete(const std::shared_ptr<session>& s, std::string path,
                        std::function<void(int rc)> done);
 
-class zk_hold final : public hold, public session_observer {
+class zk_hold final : public self_renewing_hold, public session_observer {
 public:
     zk_hold(zk_backend& backend, std::shared_ptr<session> s, std::string name, std::string path,
             std::int64_t czxid, bool shared);
@@ -57,9 +57,6 @@ public:
     std::optional<std::uint64_t> fencing_token() const noexcept override;
     void release_blocking(std::error_code& ec) override;
     void release_async(std::function<void(std::error_code)> done) override;
-    void extend(std::chrono::milliseconds lease, std::error_code& ec) override;
-    void extend_async(std::chrono::milliseconds lease,
-                      std::function<void(std::error_code)> done) override;
     asio::any_io_executor executor() const override;
 
     void session_valid_until(std::chrono::steady_clock::time_point t) override;
@@ -78,7 +75,6 @@ private:
     void lose(loss_cause cause);
     void finish_release(std::error_code ec);
     void start_release(std::function<void(std::error_code)> done);
-    std::error_code check_extend(std::chrono::milliseconds lease) const;
 
     /// The backend, for calls from the user's threads (lock(): never the last reference on
     /// the I/O thread, where live() is used instead).

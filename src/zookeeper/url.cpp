@@ -1,11 +1,10 @@
 #include "zookeeper/url.hpp"
 
 #include "core/percent.hpp"
+#include "core/url_parts.hpp"
 #include "zookeeper/names.hpp"
 
 #include <dlock/error.hpp>
-
-#include <charconv>
 
 namespace dlock::detail::zk {
 namespace {
@@ -13,37 +12,6 @@ namespace {
 constexpr std::string_view no_tls_sasl =
     "; the ZooKeeper C client Debian ships (libzookeeper-mt 3.8.0) is built without TLS and "
     "SASL, so dlock cannot offer them";
-
-bool parse_number(std::string_view v, long long& out) {
-    auto [p, e] = std::from_chars(v.data(), v.data() + v.size(), out);
-    return e == std::errc{} && p == v.data() + v.size();
-}
-
-bool parse_host(std::string_view s, zk_url::host& h) {
-    std::string_view name = s;
-    std::string_view port;
-    if (!s.empty() && s.front() == '[') { // [v6]:port
-        const auto close = s.find(']');
-        if (close == std::string_view::npos) return false;
-        name = s.substr(0, close + 1);
-        const auto rest = s.substr(close + 1);
-        if (!rest.empty()) {
-            if (rest.front() != ':') return false;
-            port = rest.substr(1);
-        }
-    } else if (const auto colon = s.rfind(':'); colon != std::string_view::npos) {
-        name = s.substr(0, colon);
-        port = s.substr(colon + 1);
-    }
-    if (name.empty() || name.find_first_of(" \t@") != std::string_view::npos) return false;
-    h.name.assign(name);
-    if (!port.empty()) {
-        long long v = 0;
-        if (!parse_number(port, v) || v <= 0 || v > 65535) return false;
-        h.port = static_cast<std::uint16_t>(v);
-    }
-    return true;
-}
 
 } // namespace
 
@@ -87,19 +55,9 @@ zk_url parse_zk_url(std::string_view url, std::error_code& ec, std::string* why)
     zk_url u;
     u.hosts.clear();
     if (authority.empty()) return fail(errc::configuration_error, "zk:// URL without a host");
-    std::size_t pos = 0;
-    while (pos <= authority.size()) {
-        const auto comma = authority.find(',', pos);
-        const auto item =
-            authority.substr(pos, comma == std::string_view::npos ? authority.npos : comma - pos);
-        zk_url::host h;
-        if (!parse_host(item, h))
-            return fail(errc::configuration_error,
-                        "bad host '" + std::string(item) + "' in zk:// URL (host:port expected)");
-        u.hosts.push_back(std::move(h));
-        if (comma == std::string_view::npos) break;
-        pos = comma + 1;
-    }
+    if (std::string bad; !parse_hosts(authority, 2181, u.hosts, bad))
+        return fail(errc::configuration_error,
+                    "bad host '" + bad + "' in zk:// URL (host:port expected)");
     if (slash != std::string_view::npos) {
         auto chroot = rest.substr(slash);
         while (chroot.size() > 1 && chroot.back() == '/')
@@ -129,7 +87,7 @@ zk_url parse_zk_url(std::string_view url, std::error_code& ec, std::string* why)
         long long v = 0;
         if (!has_value || !parse_number(value, v))
             return fail(errc::configuration_error,
-                        "zk:// URL parameter '" + std::string(item) + "' needs a number");
+                        "zk:// URL parameter '" + item + "' needs a number");
         if (key == "session_timeout" || key == "connect_timeout") {
             if (v < 1 || v > 3'600'000)
                 return fail(errc::configuration_error,

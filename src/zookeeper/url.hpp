@@ -10,6 +10,8 @@
 // malformed is errc::configuration_error with one line in `why`.
 #pragma once
 
+#include "core/url_parts.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -20,10 +22,7 @@
 namespace dlock::detail::zk {
 
 struct zk_url {
-    struct host {
-        std::string name;
-        std::uint16_t port = 2181;
-    };
+    using host = url_host; ///< port 2181 when the URL names none
     std::vector<host> hosts{};
     std::string chroot{}; ///< "" or "/a/b" (no trailing slash)
     std::chrono::milliseconds session_timeout{10000};

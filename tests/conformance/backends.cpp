@@ -10,6 +10,9 @@
 #if defined(DLOCK_WITH_POSTGRES) && DLOCK_WITH_POSTGRES
 #include "pg_fixture.hpp"
 #endif
+#if defined(DLOCK_WITH_ETCD) && DLOCK_WITH_ETCD
+#include "etcd_fixture.hpp"
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -72,6 +75,15 @@ const std::vector<kind_traits> redlock_kinds = {
     {lk::versioned, lk::versioned, true, object::none, true, on_extend, false},
 };
 
+/// etcd (src/etcd/): etcd's concurrency.Mutex for both kinds (fair: FIFO by create revision).
+/// Every hold is bound to the client's lease, kept alive by its stream: no fixed lease; the
+/// token is the key's create revision; a deleted key is seen by the holder's watch; inspect()
+/// shows the holder's lease TTL.
+[[maybe_unused]] const std::vector<kind_traits> etcd_kinds = {
+    {lk::reentrant, lk::reentrant, true, object::reentrant, false, by_itself, true},
+    {lk::fair, lk::fair, true, object::reentrant, false, by_itself, true},
+};
+
 // ---- servers, started once per process ----------------------------------------------------
 
 /// Starts fixture T once (the first call; a failed start is tried again by the next test) and
@@ -126,6 +138,18 @@ std::unique_ptr<client> redlock_client(const std::string& url) {
 std::unique_ptr<client> url_client(const std::string& url) {
     return std::make_unique<client>(url);
 }
+
+#if defined(DLOCK_WITH_ETCD) && DLOCK_WITH_ETCD
+/// A 3-member etcd cluster (a type of its own: start_once keeps one server per type).
+struct etcd_three final : test::etcd_cluster {
+    etcd_three()
+        : etcd_cluster(3) {}
+};
+/// etcd test clients: a 5 s lease (renewed every 1.7 s) and 2 s request bounds.
+std::string etcd_url(const test::etcd_cluster& c) {
+    return c.url("", "?ttl=5&connect_timeout=2000");
+}
+#endif
 
 // ---- the environment that stops the servers -------------------------------------------------
 
@@ -183,6 +207,12 @@ const std::vector<backend_entry>& backend_list() {
         {"postgresql", test::postgres_available,
          [] { return start_once<test::pg_server>([](auto& s) { return s.url(); }); }, url_client,
          "postgresql://127.0.0.1/postgres?dlock_key=nope", pg_kinds},
+#endif
+#if defined(DLOCK_WITH_ETCD) && DLOCK_WITH_ETCD
+        {"etcd", test::etcd_available, [] { return start_once<test::etcd_cluster>(etcd_url); },
+         url_client, "etcd://127.0.0.1:70000", etcd_kinds},
+        {"etcd_cluster", test::etcd_available, [] { return start_once<etcd_three>(etcd_url); },
+         url_client, "etcd://127.0.0.1:70000", etcd_kinds},
 #endif
     };
     return all;

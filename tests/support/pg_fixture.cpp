@@ -74,14 +74,6 @@ std::pair<std::string, int> run_psql(const fs::path& sock_dir, std::uint16_t por
                        {}, err);
 }
 
-std::string read_tail(const fs::path& p, std::size_t max) {
-    std::ifstream f(p);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    std::string s = ss.str();
-    return s.size() > max ? s.substr(s.size() - max) : s;
-}
-
 } // namespace
 
 bool postgres_available() {

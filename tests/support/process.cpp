@@ -1,13 +1,18 @@
 #include "process.hpp"
 
+#include <arpa/inet.h>
 #include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <fcntl.h>
+#include <fstream>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sstream>
 #include <stdexcept>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -121,6 +126,66 @@ std::pair<std::string, int> run_capture(const std::vector<std::string>& argv,
     while (!result.empty() && (result.back() == '\n' || result.back() == '\r'))
         result.pop_back();
     return {result, rc};
+}
+
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds budget) {
+    const auto until = std::chrono::steady_clock::now() + budget;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() >= until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+}
+
+void stop_child(pid_t& pid) {
+    if (pid <= 0) return;
+    ::kill(pid, SIGCONT);
+    ::kill(pid, SIGTERM);
+    if (!reap_child(pid, std::chrono::seconds(5))) {
+        ::kill(pid, SIGKILL);
+        reap_child(pid, std::chrono::seconds(5));
+    }
+    pid = -1;
+}
+
+void kill_child(pid_t& pid) {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    reap_child(pid, std::chrono::seconds(5));
+    pid = -1;
+}
+
+std::string read_tail(const std::filesystem::path& p, std::size_t max) {
+    std::ifstream f(p);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::string s = ss.str();
+    return s.size() > max ? s.substr(s.size() - max) : s;
+}
+
+std::string loopback_exchange(std::uint16_t port, const std::string& request) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return {};
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    timeval tv{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    std::string out;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(request.size())) {
+        std::array<char, 4096> buf{};
+        for (;;) {
+            const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+            if (n <= 0) break;
+            out.append(buf.data(), static_cast<std::size_t>(n));
+        }
+    }
+    ::close(fd);
+    return out;
 }
 
 } // namespace dlock::test

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <sys/types.h>
@@ -37,5 +39,23 @@ int wait_child(pid_t pid);
 std::pair<std::string, int> run_capture(const std::vector<std::string>& argv,
                                         const std::vector<std::string>& env_extra = {},
                                         const std::filesystem::path& err = {});
+
+/// Ends the child `pid` (SIGCONT, SIGTERM, SIGKILL after 5 s) and reaps it; `pid` becomes -1.
+/// Nothing when `pid` <= 0.
+void stop_child(pid_t& pid);
+/// SIGKILL, reaped; `pid` becomes -1. Nothing when `pid` <= 0.
+void kill_child(pid_t& pid);
+
+/// Polls `pred` every 5 ms until it holds (true) or `budget` passed (false): for observing a
+/// state another process or thread reaches, never as a stand-in for synchronisation.
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds budget);
+
+/// The last `max` bytes of the file `p` (a server log, for an error message); "" when unreadable.
+std::string read_tail(const std::filesystem::path& p, std::size_t max);
+
+/// Connects to 127.0.0.1:`port`, sends `request`, and returns all the server sends back until
+/// it closes (1 s socket timeouts; "" on a connect error). The fixtures' readiness probes
+/// (ZooKeeper's four-letter words, etcd's HTTP /health).
+std::string loopback_exchange(std::uint16_t port, const std::string& request);
 
 } // namespace dlock::test

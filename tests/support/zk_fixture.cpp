@@ -2,15 +2,11 @@
 
 #include "redis_fixture.hpp" // free_port(), spawn_child(), reap_child()
 
-#include <arpa/inet.h>
-#include <array>
 #include <csignal>
 #include <cstdlib>
 #include <deque>
 #include <fstream>
-#include <netinet/in.h>
 #include <stdexcept>
-#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 
@@ -164,21 +160,11 @@ void zk_server::wait_ready(std::chrono::milliseconds budget, bool quorum) {
 }
 
 void zk_server::stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGCONT);
-    ::kill(pid_, SIGTERM);
-    if (!reap_child(pid_, 5s)) {
-        ::kill(pid_, SIGKILL);
-        reap_child(pid_, 5s);
-    }
-    pid_ = -1;
+    stop_child(pid_);
 }
 
 void zk_server::kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    reap_child(pid_, 5s);
-    pid_ = -1;
+    kill_child(pid_);
 }
 
 void zk_server::pause() {
@@ -190,27 +176,7 @@ void zk_server::resume() {
 }
 
 std::string zk_server::four_letter(const std::string& word) const {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return {};
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port_);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    timeval tv{1, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    std::string out;
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-        ::send(fd, word.data(), word.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(word.size())) {
-        std::array<char, 4096> buf{};
-        for (;;) {
-            const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
-            if (n <= 0) break;
-            out.append(buf.data(), static_cast<std::size_t>(n));
-        }
-    }
-    ::close(fd);
-    return out;
+    return loopback_exchange(port_, word);
 }
 
 zk_ensemble::zk_ensemble(zk_options opts) {

@@ -410,15 +410,15 @@ TEST(seam_urls, a_backend_this_build_lacks_is_unsupported_with_the_package_named
 } // namespace
 
 TEST(seam_urls, an_unknown_scheme_is_a_configuration_error_that_lists_the_known_ones) {
-    for (const char* url : {"etcd://127.0.0.1:2379", "http://x", "no-scheme-at-all"}) {
+    for (const char* url : {"consul://127.0.0.1:8500", "http://x", "no-scheme-at-all"}) {
         try {
             dlock::client k(url);
             ADD_FAILURE() << url << " made a client";
         } catch (const dlock::error& e) {
             EXPECT_EQ(e.code(), errc::configuration_error) << url;
             const std::string what = e.what();
-            for (const char* scheme :
-                 {"redis://", "redis-sentinel://", "redis-cluster://", "zk://", "postgresql://"})
+            for (const char* scheme : {"redis://", "redis-sentinel://", "redis-cluster://", "zk://",
+                                       "postgresql://", "etcd://", "etcds://"})
                 EXPECT_NE(what.find(scheme), std::string::npos) << url << ": " << what;
         }
     }

@@ -1,13 +1,16 @@
 // The one table of lock kinds (src/core/kinds.cpp): names round-trip, every kind has its own
 // metrics slot and label, and the table's "offered by" column says what each backend's own
 // declaration says (the Redis registry, Redlock's backend, ZooKeeper's node infixes,
-// PostgreSQL's kind tests).
+// PostgreSQL's kind tests, etcd's kinds).
 #include "core/kinds.hpp"
 #include "core/metrics.hpp"
 #include "redis/locks/protocol.hpp"
 #include "redis/redlock/backend.hpp"
 #if defined(DLOCK_WITH_ZOOKEEPER) && DLOCK_WITH_ZOOKEEPER
 #include "zookeeper/backend.hpp"
+#endif
+#if defined(DLOCK_WITH_ETCD) && DLOCK_WITH_ETCD
+#include "etcd/layout.hpp"
 #endif
 #if defined(DLOCK_WITH_POSTGRES) && DLOCK_WITH_POSTGRES
 #include "postgres/advisory.hpp"
@@ -79,6 +82,13 @@ TEST(kinds, the_redlock_column_matches_the_redlock_backend) {
 TEST(kinds, the_zookeeper_column_matches_the_zookeeper_backend) {
     for (const auto k : all_kinds())
         EXPECT_EQ(!detail::zk::infix_of(k).empty(), offered_by(k, "zookeeper")) << kind_name(k);
+}
+#endif
+
+#if defined(DLOCK_WITH_ETCD) && DLOCK_WITH_ETCD
+TEST(kinds, the_etcd_column_matches_the_etcd_backend) {
+    for (const auto k : all_kinds())
+        EXPECT_EQ(detail::etcd::offered(k), offered_by(k, "etcd")) << kind_name(k);
 }
 #endif
 

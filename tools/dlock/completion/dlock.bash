@@ -58,11 +58,11 @@ _dlock() {
         return 0
         ;;
     --backend)
-        mapfile -t COMPREPLY < <(compgen -W "redis zookeeper postgresql" -- "$cur")
+        mapfile -t COMPREPLY < <(compgen -W "redis zookeeper postgresql etcd" -- "$cur")
         return 0
         ;;
     --url)
-        mapfile -t COMPREPLY < <(compgen -W "redis:// rediss:// unix:// zk:// postgresql://" -- "$cur")
+        mapfile -t COMPREPLY < <(compgen -W "redis:// rediss:// unix:// zk:// postgresql:// etcd:// etcds://" -- "$cur")
         compopt -o nospace 2>/dev/null
         return 0
         ;;

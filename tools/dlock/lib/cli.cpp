@@ -156,9 +156,10 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     demo->add_option("--stock", demo_opts.stock, "Initial stock (200)")
         ->check(CLI::Range(1, 100000));
     demo->add_option("--backend", demo_opts.backend,
-                     "Where the lock lives: redis (the stock's server), zookeeper or postgresql "
-                     "(a private server it starts; needs Debian's zookeeper or postgresql-15)")
-        ->check(CLI::IsMember({"redis", "zookeeper", "postgresql"}));
+                     "Where the lock lives: redis (the stock's server), zookeeper, postgresql or "
+                     "etcd (a private server it starts; needs Debian's zookeeper, postgresql-15 "
+                     "or etcd-server)")
+        ->check(CLI::IsMember({"redis", "zookeeper", "postgresql", "etcd"}));
 
     bench_options bo;
     auto* bench = app.add_subcommand("bench", "Lock throughput and hand-off latency");

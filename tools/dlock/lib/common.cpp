@@ -193,6 +193,7 @@ namespace {
 std::string_view server_of(std::string_view backend) {
     if (backend == "zookeeper") return "a ZooKeeper server";
     if (backend == "postgresql") return "PostgreSQL";
+    if (backend == "etcd") return "an etcd member";
     return "redis-server";
 }
 } // namespace

@@ -300,7 +300,7 @@ void print_results(std::ostream& out, const demo_options& o, const run_result& u
 int run_demo(const global_options& g, const demo_options& o, std::ostream& out, std::ostream& err) {
     interrupt_guard guard;
     std::unique_ptr<private_server> server;
-    std::unique_ptr<private_server> lock_server; // --backend zookeeper | postgresql
+    std::unique_ptr<private_server> lock_server; // --backend zookeeper | postgresql | etcd
     client_options copts;
     std::string where;
     try {
@@ -310,6 +310,9 @@ int run_demo(const global_options& g, const demo_options& o, std::ostream& out, 
         else if (o.backend == "postgresql")
             lock_server = std::make_unique<private_server>(std::chrono::seconds(30),
                                                            private_server::kind::postgresql);
+        else if (o.backend == "etcd")
+            lock_server = std::make_unique<private_server>(std::chrono::seconds(30),
+                                                           private_server::kind::etcd);
         if (g.urls.empty()) { // never $DLOCK_URL: the demo must not write to a shared server
             server = std::make_unique<private_server>();
             copts = parse_url(server->url());
@@ -325,7 +328,10 @@ int run_demo(const global_options& g, const demo_options& o, std::ostream& out, 
             << " items, each sale a GET then a SET of stock-1 (read-modify-write)\n"
             << "server: " << where << "\n";
         if (lock_server)
-            out << "lock: private " << (o.backend == "zookeeper" ? "ZooKeeper" : "PostgreSQL")
+            out << "lock: private "
+                << (o.backend == "zookeeper"    ? "ZooKeeper"
+                    : o.backend == "postgresql" ? "PostgreSQL"
+                                                : "etcd")
                 << " on " << lock_server->url() << " (stopped at the end)\n";
         out << '\n' << std::flush;
 

@@ -146,19 +146,28 @@ bool answers_ruok(std::uint16_t port, std::chrono::milliseconds budget) {
     return ask(port, "ruok", budget, [](const std::string& r) { return r.size() >= 4; }) == "imok";
 }
 
+bool answers_health(std::uint16_t port, std::chrono::milliseconds budget) {
+    // HTTP/1.0: the member closes the connection after its answer.
+    return ask(port, "GET /health HTTP/1.0\r\n\r\n", budget, [](const std::string& r) {
+               return r.find("}") != std::string::npos;
+           }).find("\"health\":\"true\"") != std::string::npos;
+}
+
 private_server::private_server(std::chrono::milliseconds ready_budget, kind k)
     : kind_(k) {
-    const bool zk = k == kind::zookeeper, pg = k == kind::postgresql;
-    const auto binary = pg   ? pg_bin_dir() + "/postgres"
-                        : zk ? find_binary("DLOCK_JAVA", "java")
-                             : find_binary("DLOCK_REDIS_SERVER", "redis-server");
+    const bool zk = k == kind::zookeeper, pg = k == kind::postgresql, etcd = k == kind::etcd;
+    const auto binary = pg     ? pg_bin_dir() + "/postgres"
+                        : zk   ? find_binary("DLOCK_JAVA", "java")
+                        : etcd ? find_binary("DLOCK_ETCD", "etcd")
+                               : find_binary("DLOCK_REDIS_SERVER", "redis-server");
     if (binary.empty() || ::access(binary.c_str(), X_OK) != 0)
         throw failure(exit_code::unavailable,
-                      pg   ? binary + " not found (install Debian's postgresql-15, or set "
-                                      "DLOCK_PG_BIN)"
-                      : zk ? "java not found on PATH (install Debian's zookeeper package)"
-                           : "redis-server not found on PATH (install redis-server, or give "
-                             "--url redis://HOST:PORT)");
+                      pg     ? binary + " not found (install Debian's postgresql-15, or set "
+                                        "DLOCK_PG_BIN)"
+                      : zk   ? "java not found on PATH (install Debian's zookeeper package)"
+                      : etcd ? "etcd not found on PATH (install Debian's etcd-server package)"
+                             : "redis-server not found on PATH (install redis-server, or give "
+                               "--url redis://HOST:PORT)");
     const char* base = std::getenv("TMPDIR");
     std::string tmpl = std::string(base && *base ? base : "/tmp") + "/dlock-demo-XXXXXX";
     if (!::mkdtemp(tmpl.data()))
@@ -168,9 +177,10 @@ private_server::private_server(std::chrono::milliseconds ready_budget, kind k)
         if (pg) init_postgres(pg_bin_dir());
         for (int attempt = 0; attempt < 3; ++attempt)
             if (start_once(binary, ready_budget)) return;
-        throw failure(exit_code::unavailable, std::string(pg   ? "PostgreSQL"
-                                                          : zk ? "ZooKeeper"
-                                                               : "redis-server") +
+        throw failure(exit_code::unavailable, std::string(pg     ? "PostgreSQL"
+                                                          : zk   ? "ZooKeeper"
+                                                          : etcd ? "etcd"
+                                                                 : "redis-server") +
                                                   " did not start: " + last_log_line());
     } catch (...) {
         stop();
@@ -185,6 +195,7 @@ private_server::~private_server() {
 std::string private_server::url() const {
     if (kind_ == kind::postgresql)
         return "postgresql://postgres@127.0.0.1:" + std::to_string(port_) + "/postgres";
+    if (kind_ == kind::etcd) return "etcd://127.0.0.1:" + std::to_string(port_);
     return (kind_ == kind::zookeeper ? "zk://127.0.0.1:" : "redis://127.0.0.1:") +
            std::to_string(port_);
 }
@@ -223,6 +234,25 @@ std::vector<std::string> private_server::arguments(const std::string& binary) co
     if (kind_ == kind::postgresql) // no durability: the data dies with the demo
         return tools::throwaway_server_args(binary, (dir_ / "data").string(), port_, dir_.string(),
                                             {});
+    if (kind_ == kind::etcd) { // one member, its data in the directory
+        const auto client = "http://127.0.0.1:" + std::to_string(port_);
+        const auto peer = "http://127.0.0.1:" + std::to_string(peer_port_);
+        return {binary,
+                "--name",
+                "demo",
+                "--data-dir",
+                (dir_ / "data").string(),
+                "--listen-client-urls",
+                client,
+                "--advertise-client-urls",
+                client,
+                "--listen-peer-urls",
+                peer,
+                "--initial-advertise-peer-urls",
+                peer,
+                "--initial-cluster",
+                "demo=" + peer};
+    }
     if (kind_ == kind::redis)
         return {binary,        "--port",    std::to_string(port_), "--bind",      "127.0.0.1",
                 "--save",      "",          "--appendonly",        "no",          "--dir",
@@ -254,12 +284,14 @@ bool private_server::ready() const {
         }
         return false;
     }
+    if (kind_ == kind::etcd) return answers_health(port_, std::chrono::milliseconds(200));
     return kind_ == kind::zookeeper ? answers_ruok(port_, std::chrono::milliseconds(200))
                                     : answers_ping(port_, std::chrono::milliseconds(200));
 }
 
 bool private_server::start_once(const std::string& binary, std::chrono::milliseconds budget) {
     port_ = pick_free_port();
+    if (kind_ == kind::etcd) peer_port_ = pick_free_port();
     const auto args = arguments(binary);
     std::vector<char*> argv;
     for (const auto& a : args)
@@ -297,10 +329,10 @@ bool private_server::start_once(const std::string& binary, std::chrono::millisec
         if (ready()) return true;
         if (clock::now() >= until)
             throw failure(exit_code::unavailable,
-                          std::string(kind_ == kind::postgresql ? "PostgreSQL was not ready"
-                                      : kind_ == kind::zookeeper
-                                          ? "ZooKeeper did not answer ruok"
-                                          : "redis-server did not answer PING") +
+                          std::string(kind_ == kind::postgresql  ? "PostgreSQL was not ready"
+                                      : kind_ == kind::zookeeper ? "ZooKeeper did not answer ruok"
+                                      : kind_ == kind::etcd      ? "etcd's /health did not say true"
+                                                            : "redis-server did not answer PING") +
                               " within " + std::to_string(budget.count()) + " ms");
         std::this_thread::sleep_for(std::chrono::milliseconds(10)); // readiness poll interval
     }

@@ -1,0 +1,236 @@
+#include "etcd/acquire.hpp"
+
+#include "etcd/hold.hpp"
+#include "etcd/layout.hpp"
+#include "etcd/ops.hpp"
+
+#include <dlock/error.hpp>
+
+#include <algorithm>
+
+namespace dlock::detail::etcd {
+namespace {
+
+constexpr int max_restarts = 20;
+constexpr std::chrono::milliseconds retry_delay{100};
+
+bool transient(const grpc::Status& s) {
+    return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+           s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
+
+} // namespace
+
+acquisition::acquisition(etcd_backend& b, std::string name, std::string range,
+                         const acquire_options& opts, done_fn done)
+    : backend_(&b)
+    , name_(std::move(name))
+    , range_(std::move(range))
+    , kind_(opts.kind)
+    , started_(clock::now())
+    , done_(std::move(done))
+    , wait_timer_(b.executor())
+    , hard_timer_(b.executor())
+    , retry_timer_(b.executor()) {
+    if (opts.wait) deadline_ = started_ + std::max(*opts.wait, std::chrono::milliseconds(0));
+}
+
+void acquisition::start() {
+    auto self = shared_from_this();
+    if (deadline_) {
+        wait_timer_.expires_at(*deadline_);
+        wait_timer_.async_wait([self](std::error_code ec) {
+            if (ec || self->finished_) return;
+            if (self->waiting_ || !self->queued_) // on a watch, or behind this client's own
+                self->give_up();
+            else
+                self->late_ = true; // a request is in flight: decided at its answer
+        });
+        hard_timer_.expires_at(*deadline_ + backend_->url().connect_timeout);
+        hard_timer_.async_wait([self](std::error_code ec) {
+            if (ec || self->finished_) return;
+            self->fail(make_error_code(errc::unavailable),
+                       "no answer from etcd " + self->backend_->url().display() +
+                           " within the wait plus connect_timeout");
+        });
+    }
+    ticket_ = backend_->enter(range_, [w = weak_from_this()] {
+        auto a = w.lock();
+        if (!a || a->finished_) return;
+        a->queued_ = true;
+        a->connect();
+    });
+}
+
+bool acquisition::wait_over() const {
+    return late_ || (deadline_ && clock::now() >= *deadline_);
+}
+
+void acquisition::connect() {
+    const auto gen = ++gen_;
+    backend_->with_lease(
+        [self = shared_from_this(), gen](std::error_code ec, std::shared_ptr<lease_session> l) {
+            if (self->finished_ || gen != self->gen_) return;
+            if (ec) return self->fail(ec, {});
+            self->lease_ = std::move(l);
+            self->lease_->add_observer(std::weak_ptr<lease_observer>(self));
+            self->key_ = own_key(self->range_, self->lease_->id());
+            self->put();
+        });
+}
+
+void acquisition::put() {
+    const auto gen = ++gen_;
+    backend_->client().txn(lock_txn(key_, range_, lease_->id()),
+                           [self = shared_from_this(), gen](grpc::Status s, pb::TxnResponse&& r) {
+                               if (self->finished_ || gen != self->gen_) return;
+                               self->on_put(std::move(s), std::move(r));
+                           });
+}
+
+void acquisition::on_put(grpc::Status s, pb::TxnResponse&& r) {
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND &&
+        s.error_message().find("lease not found") != std::string::npos)
+        return std::shared_ptr(lease_)->found_gone(); // lease_ended() starts again
+    if (!s.ok()) return failed(s, &acquisition::put, "lock txn");
+    if (r.responses_size() < 2) return fail(make_error_code(errc::protocol_error), "lock txn");
+    if (r.succeeded()) {
+        rev_ = r.header().revision();
+    } else {
+        const auto& mine = r.responses(0).response_range().kvs();
+        if (mine.empty()) return put(); // deleted between compare and read: again
+        rev_ = mine[0].create_revision();
+    }
+    const auto& owner = r.responses(1).response_range().kvs();
+    if (owner.empty() || owner[0].create_revision() == rev_) return granted(r.header().revision());
+    if (wait_over()) return give_up();
+    next_predecessor();
+}
+
+void acquisition::next_predecessor() {
+    const auto gen = ++gen_;
+    waiting_ = false;
+    backend_->client().range(predecessor(range_, rev_), [self = shared_from_this(), gen](
+                                                            grpc::Status s, pb::RangeResponse&& r) {
+        if (self->finished_ || gen != self->gen_) return;
+        if (!s.ok()) return self->failed(s, &acquisition::next_predecessor, "range");
+        if (r.kvs().empty()) return self->check_own();
+        if (self->wait_over()) return self->give_up();
+        self->waiting_ = true;
+        self->watch_ = std::make_shared<key_watch>(
+            self->backend_->client(), r.kvs(0).key(), r.header().revision(),
+            [w = std::weak_ptr<acquisition>(self), gen](key_watch::result) {
+                auto a = w.lock();
+                if (!a || a->finished_ || gen != a->gen_) return;
+                a->next_predecessor(); // deleted, or broken: read again either way
+            });
+        self->watch_->start();
+    });
+}
+
+void acquisition::check_own() {
+    const auto gen = ++gen_;
+    backend_->client().range(
+        one_key(key_), [self = shared_from_this(), gen](grpc::Status s, pb::RangeResponse&& r) {
+            if (self->finished_ || gen != self->gen_) return;
+            if (!s.ok()) return self->failed(s, &acquisition::check_own, "range");
+            if (r.kvs().empty() || r.kvs(0).create_revision() != self->rev_)
+                return self->restart(); // gone with the lease, or forced away
+            self->granted(r.header().revision());
+        });
+}
+
+void acquisition::granted(std::int64_t seen_revision) {
+    if (finished_) return;
+    auto h = std::make_shared<etcd_hold>(*backend_, lease_, name_, range_, key_, rev_, ticket_);
+    queued_ = false; // the hold leaves the queue when it ends
+    key_.clear();
+    h->start(seen_revision + 1);
+    backend_->counters().acquisition(metrics_slot(kind_), {}, true, false, clock::now() - started_);
+    finish({}, std::move(h));
+}
+
+void acquisition::give_up() {
+    ++gen_;
+    waiting_ = false;
+    if (watch_) std::exchange(watch_, nullptr)->cancel();
+    backend_->counters().acquisition(metrics_slot(kind_), {}, false, false,
+                                     clock::now() - started_);
+    if (key_.empty() || rev_ == 0) return finish({}, nullptr);
+    // The own key goes before the answer, so that a retry by the same caller does not find it.
+    const auto key = std::exchange(key_, {});
+    backend_->client().txn(delete_if(key, rev_),
+                           [self = shared_from_this()](grpc::Status, pb::TxnResponse&&) {
+                               self->finish({}, nullptr);
+                           });
+}
+
+void acquisition::restart() {
+    if (finished_) return;
+    ++gen_;
+    waiting_ = false;
+    if (watch_) std::exchange(watch_, nullptr)->cancel();
+    key_.clear();
+    rev_ = 0;
+    lease_.reset();
+    if (wait_over()) return give_up();
+    if (++restarts_ > max_restarts)
+        return fail(make_error_code(errc::unavailable),
+                    "the lock key under " + range_ + " kept vanishing (lease expiries)");
+    connect();
+}
+
+void acquisition::lease_ended(loss_cause) {
+    if (finished_ || !lease_) return;
+    key_.clear(); // gone with the lease
+    rev_ = 0;
+    restart();
+}
+
+void acquisition::failed(const grpc::Status& s, void (acquisition::*retry)(), const char* doing) {
+    const auto ec = to_error(s);
+    backend_->set_error(std::string(doing) + " on etcd " + backend_->url().display() + ": " +
+                        s.error_message());
+    if (!transient(s)) return fail(ec, {});
+    if (!deadline_ && clock::now() - started_ > std::chrono::hours(1))
+        return fail(ec, {}); // bound an endless wait's retries of a dead cluster
+    const auto gen = ++gen_;
+    retry_timer_.expires_after(retry_delay);
+    retry_timer_.async_wait([self = shared_from_this(), gen, retry](std::error_code e) {
+        if (e || self->finished_ || gen != self->gen_) return;
+        ((*self).*retry)();
+    });
+}
+
+void acquisition::cancel() {
+    fail(make_error_code(errc::cancelled), "the etcd backend shut down");
+}
+
+void acquisition::fail(std::error_code ec, std::string why) {
+    if (finished_) return;
+    if (!why.empty()) backend_->set_error(why);
+    if (watch_) std::exchange(watch_, nullptr)->cancel();
+    if (!key_.empty() && rev_ != 0 && !backend_->shut())
+        backend_->client().txn(delete_if(key_, rev_), [](grpc::Status, pb::TxnResponse&&) {});
+    key_.clear();
+    backend_->counters().acquisition(metrics_slot(kind_), ec, false, false,
+                                     clock::now() - started_);
+    finish(ec, nullptr);
+}
+
+void acquisition::finish(std::error_code ec, std::shared_ptr<hold> h) {
+    if (finished_) return;
+    finished_ = true;
+    ++gen_;
+    wait_timer_.cancel();
+    hard_timer_.cancel();
+    retry_timer_.cancel();
+    if (watch_) std::exchange(watch_, nullptr)->cancel();
+    if (!h) backend_->leave(range_, ticket_); // a hold leaves when it ends
+    auto self = shared_from_this();           // untrack() may drop the last other reference
+    backend_->untrack(this);
+    auto done = std::move(done_);
+    done(ec, std::move(h));
+}
+
+} // namespace dlock::detail::etcd

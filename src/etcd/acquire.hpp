@@ -1,0 +1,82 @@
+// etcd/acquire.hpp: one acquisition of an etcd Mutex (etcd's concurrency.Mutex.Lock), on the
+// backend's I/O thread.
+//
+// States: the local queue of the name (backend::enter) -> the lease (backend::with_lease) ->
+// one Txn: if the own key "<range><lease hex>" has create revision 0, put it with the lease,
+// else read it (a key this lease left: adopted, as the Go Mutex does); both branches read the
+// range's first key by create revision -> holds when that is the own key, else the wait:
+// read the range's last key created before the own one (sort by create revision descending,
+// limit 1, max_create_revision = own - 1) and watch it for its deletion from the read's
+// revision (key_watch), then read again; when none is left, read the own key (still there:
+// hold; gone with the lease: start again) -> an etcd_hold.
+// The wait deadline (opts.wait) ends a watch at once; a request in flight at the deadline may
+// still grant at its answer, otherwise the own key is deleted and the result is "not
+// acquired". Transient errors (no member, no leader) are retried every 100 ms up to the hard
+// deadline (wait + connect_timeout: errc::unavailable); others end the acquisition. A lease that
+// ends while waiting (expiry, revoke: the own key went with it) starts the acquisition again on
+// a new lease, while the wait lasts.
+#pragma once
+
+#include "etcd/backend.hpp"
+#include "etcd/watch.hpp"
+
+#include <asio/steady_timer.hpp>
+
+#include <optional>
+
+namespace dlock::detail::etcd {
+
+class acquisition final : public std::enable_shared_from_this<acquisition>, public lease_observer {
+public:
+    using clock = std::chrono::steady_clock;
+    using done_fn = std::function<void(std::error_code, std::shared_ptr<hold>)>;
+
+    /// `b` outlives every handler of the acquisition (its shutdown drains the I/O loop).
+    acquisition(etcd_backend& b, std::string name, std::string range, const acquire_options& opts,
+                done_fn done);
+    void start();
+    /// Ends the acquisition with errc::cancelled (backend shutdown).
+    void cancel();
+
+    void lease_valid_until(clock::time_point) override {}
+    void lease_ended(loss_cause why) override;
+
+private:
+    void connect();
+    void put();
+    void on_put(grpc::Status s, pb::TxnResponse&& r);
+    void next_predecessor();
+    void check_own();
+    void granted(std::int64_t seen_revision);
+    void give_up();
+    void restart();
+    /// A failed request: retried after 100 ms when transient and the hard deadline allows.
+    void failed(const grpc::Status& s, void (acquisition::*retry)(), const char* doing);
+    void fail(std::error_code ec, std::string why);
+    void finish(std::error_code ec, std::shared_ptr<hold> h);
+    bool wait_over() const;
+
+    etcd_backend* backend_;
+    std::string name_;
+    std::string range_;
+    lock_kind kind_;
+    std::optional<clock::time_point> deadline_;
+    clock::time_point started_;
+    done_fn done_;
+    asio::steady_timer wait_timer_;
+    asio::steady_timer hard_timer_;
+    asio::steady_timer retry_timer_;
+    std::shared_ptr<lease_session> lease_{};
+    std::shared_ptr<key_watch> watch_{};
+    std::string key_{};    ///< the own key, once put
+    std::int64_t rev_ = 0; ///< its create revision
+    std::uint64_t ticket_ = 0;
+    bool queued_ = false;   ///< holds a ticket of the local queue
+    std::uint64_t gen_ = 0; ///< bumped per step: stale answers are ignored
+    bool waiting_ = false;  ///< on a watch
+    bool finished_ = false;
+    bool late_ = false; ///< the wait deadline passed while a request was in flight
+    int restarts_ = 0;
+};
+
+} // namespace dlock::detail::etcd

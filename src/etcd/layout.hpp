@@ -1,0 +1,53 @@
+// etcd/layout.hpp: etcd's concurrency.Mutex layout, sans-I/O (no client, no server).
+//
+// A lock named "orders" is the key range "orders/" (with a URL prefix /p: "/p/orders/"); each
+// contender is one key in it, "<range><lease id in lowercase hex>", put with that lease, empty
+// value. The contender with the lowest create revision holds; a waiter waits for the deletion
+// of the key with the next lower create revision (no herd). This is what etcd's Go client
+// (client/v3/concurrency: NewMutex(session, "orders")) and `etcdctl lock orders` create, so
+// either excludes the other. Fencing token: the own key's create revision.
+//
+// Names are data: a name is refused (errc::invalid_argument) when empty, over 4096 bytes, or
+// when it has a '/' (the range of "a" would contain the keys of lock "a/b": two locks would
+// queue as one) or a control character. Hierarchy goes into the URL's prefix.
+#pragma once
+
+#include <dlock/lock_options.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dlock::detail::etcd {
+
+/// The kinds etcd offers: reentrant (the default lock) and fair, both the Mutex above (fair:
+/// FIFO by create revision, which the Mutex is anyway).
+constexpr bool offered(lock_kind kind) noexcept {
+    return kind == lock_kind::reentrant || kind == lock_kind::fair;
+}
+
+/// Whether `name` can name a lock (rule above); `why` says what is wrong.
+bool valid_name(std::string_view name, std::string* why);
+
+/// The key range of lock `name` under the URL prefix `prefix` ("" or "/p"): "name/" or
+/// "/p/name/".
+std::string lock_range(std::string_view prefix, std::string_view name);
+
+/// "<range><lease id in lowercase hex, no leading zeros>" (Go's "%s%x").
+std::string own_key(std::string_view range, std::int64_t lease);
+
+/// The lease id as etcd's tools print it: lowercase hex, no leading zeros.
+std::string lease_hex(std::int64_t lease);
+
+/// etcd's prefix range end: `prefix` with its last byte below 0xff incremented and the bytes
+/// after it dropped; "\0" (the whole keyspace from `prefix` on) when every byte is 0xff or the
+/// prefix is empty.
+std::string range_end(std::string_view prefix);
+
+/// The lock a key under `prefix` belongs to: the part between "<prefix>/" and the last '/',
+/// when that is a valid name and what follows is a lease id in hex; nullopt otherwise (not a
+/// contender of a dlock-readable lock).
+std::optional<std::string> lock_of_key(std::string_view prefix, std::string_view key);
+
+} // namespace dlock::detail::etcd

@@ -1,0 +1,209 @@
+// etcd/rpc.hpp: etcd's v3 API over gRPC (stubs generated at build time from proto/*.proto),
+// asynchronous, every answer delivered on the backend's I/O loop.
+//
+// Transport: one gRPC channel over every endpoint of the URL, resolved once when the backend is
+// made (an address per endpoint; an endpoint that does not resolve is skipped), with gRPC's
+// round_robin policy: requests and streams go to the members that are connected, a dead member
+// is skipped and tried again in the background (reconnect backoff 100 ms .. 1 s). Any member
+// serves any request (a follower forwards writes to the leader), so a leader change shows as
+// a failed request at most, which the callers retry. Streams carry etcd's "hasleader"
+// metadata: a member cut off from the quorum ends them instead of keeping them silent.
+//
+// Authentication (user:password@): Auth.Authenticate gives a token that every request carries
+// in its "token" metadata; an expired token ("invalid auth token") is renewed once per request.
+// TLS (etcds://): gRPC's SSL credentials with the URL's cacert, cert and key.
+//
+// Fork: gRPC's fork support is switched off before gRPC starts (GRPC_ENABLE_FORK_SUPPORT=false
+// unless the environment sets it): with it, a fork while calls are in flight aborts the
+// process (`dlock exec` forks its command).
+//
+// Threads: gRPC runs the callbacks on its own threads; they only post to the I/O loop
+// (`delivery`), which is closed before the backend goes: later answers are dropped. Every
+// member of `rpc` is called on the I/O thread, except close() and stream::cancel().
+#pragma once
+
+#include "etcd/url.hpp"
+#include "rpc.grpc.pb.h" // generated from proto/rpc.proto
+
+#include <asio/any_io_executor.hpp>
+#include <asio/post.hpp>
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <grpcpp/grpcpp.h>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace dlock::detail::etcd {
+
+namespace pb = ::etcdserverpb;
+
+/// The dlock::errc of a failed gRPC status: unavailable (no member answered, the deadline
+/// passed, no leader), auth_failed (a wrong password, an invalid token), permission_denied
+/// (RBAC), invalid_argument, unsupported (a method the server lacks: not a v3 server),
+/// cancelled, server_busy (too many requests), server_error otherwise. Clear for OK.
+std::error_code to_error(const grpc::Status& s);
+
+/// Where gRPC's callbacks deliver: the I/O loop while the backend lives, nowhere after close().
+class delivery {
+public:
+    explicit delivery(asio::any_io_executor ex)
+        : ex_(std::move(ex)) {}
+    /// Any thread: runs `f` on the I/O loop, or drops it after close().
+    template <class F>
+    void post(F&& f) {
+        std::lock_guard lk(mu_);
+        if (ex_) asio::post(ex_, std::forward<F>(f));
+    }
+    void close() {
+        std::lock_guard lk(mu_);
+        ex_ = {};
+    }
+
+private:
+    std::mutex mu_;
+    asio::any_io_executor ex_; // guarded by mu_
+};
+
+/// One bidirectional stream (Watch, LeaseKeepAlive): writes queued in order, every answer and
+/// the end delivered on the I/O loop. It keeps itself alive until gRPC ends it.
+template <class Req, class Resp>
+class stream final : public grpc::ClientBidiReactor<Req, Resp> {
+public:
+    using read_fn = std::function<void(Resp&&)>;
+    using end_fn = std::function<void(grpc::Status)>;
+
+    stream(std::shared_ptr<delivery> d, read_fn on_read, end_fn on_end)
+        : d_(std::move(d))
+        , on_read_(std::move(on_read))
+        , on_end_(std::move(on_end)) {}
+
+    grpc::ClientContext& context() noexcept { return ctx_; }
+    /// Starts the call (after the stub bound it to this reactor) and the first read.
+    /// A hold (gRPC's AddHold) keeps the call from completing while writes may still be
+    /// started from outside gRPC's reactions (write() on the I/O thread); it is removed once,
+    /// by cancel() or when the server ends the stream, and no write starts after that.
+    void begin(std::shared_ptr<stream> self) {
+        self_ = std::move(self);
+        this->AddHold();
+        this->StartRead(&in_);
+        this->StartCall();
+    }
+    /// Any thread: sends `r` after what is queued (dropped once the stream ended).
+    void write(Req r) {
+        std::lock_guard lk(mu_);
+        if (ended_) return;
+        out_.push_back(std::move(r));
+        if (out_.size() == 1) this->StartWrite(&out_.front());
+    }
+    /// Any thread: ends the stream (its end is still delivered).
+    void cancel() {
+        end_writes();
+        ctx_.TryCancel();
+    }
+
+    void OnWriteDone(bool ok) override {
+        std::lock_guard lk(mu_);
+        out_.pop_front();
+        if (!ok || ended_) {
+            out_.clear();
+            return;
+        }
+        if (!out_.empty()) this->StartWrite(&out_.front());
+    }
+    void OnReadDone(bool ok) override {
+        if (!ok) return end_writes(); // the server ended the stream: OnDone follows
+        d_->post([f = on_read_, r = std::move(in_)]() mutable { f(std::move(r)); });
+        in_ = Resp{};
+        this->StartRead(&in_);
+    }
+    void OnDone(const grpc::Status& s) override {
+        d_->post([f = std::move(on_end_), s] { f(s); });
+        on_read_ = {};
+        auto self = std::move(self_); // may be the last reference: this goes with it
+    }
+
+private:
+    void end_writes() {
+        std::lock_guard lk(mu_);
+        if (std::exchange(ended_, true)) return;
+        this->RemoveHold();
+    }
+
+    std::shared_ptr<delivery> d_;
+    read_fn on_read_;
+    end_fn on_end_;
+    grpc::ClientContext ctx_;
+    Resp in_{};
+    std::mutex mu_;
+    std::deque<Req> out_{}; // guarded by mu_; the front is being written
+    bool ended_ = false;    // guarded by mu_: no write starts any more, the hold is removed
+    std::shared_ptr<stream> self_{};
+};
+
+using watch_stream = stream<pb::WatchRequest, pb::WatchResponse>;
+using keepalive_stream = stream<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>;
+
+class rpc {
+public:
+    template <class Resp>
+    using done_fn = std::function<void(grpc::Status, Resp&&)>;
+
+    /// Builds the channel (resolves the endpoints; connects lazily). Errors: errc::unavailable
+    /// when no endpoint resolves, configuration_error when a TLS file cannot be read; `why`.
+    rpc(const etcd_url& url, asio::any_io_executor ex, std::error_code& ec, std::string& why);
+    ~rpc();
+    rpc(const rpc&) = delete;
+    rpc& operator=(const rpc&) = delete;
+
+    void range(pb::RangeRequest r, done_fn<pb::RangeResponse> done);
+    void txn(pb::TxnRequest r, done_fn<pb::TxnResponse> done);
+    void delete_range(pb::DeleteRangeRequest r, done_fn<pb::DeleteRangeResponse> done);
+    void lease_grant(pb::LeaseGrantRequest r, done_fn<pb::LeaseGrantResponse> done);
+    void lease_revoke(pb::LeaseRevokeRequest r, done_fn<pb::LeaseRevokeResponse> done);
+    void lease_ttl(pb::LeaseTimeToLiveRequest r, done_fn<pb::LeaseTimeToLiveResponse> done);
+
+    /// Opens a Watch stream: `opened` gets it (on_read then runs per answer, on_end once), or
+    /// nullptr after `on_end` got the status of a failed authentication.
+    void open_watch(watch_stream::read_fn on_read, watch_stream::end_fn on_end,
+                    std::function<void(std::shared_ptr<watch_stream>)> opened);
+    void open_keepalive(keepalive_stream::read_fn on_read, keepalive_stream::end_fn on_end,
+                        std::function<void(std::shared_ptr<keepalive_stream>)> opened);
+
+    /// Any thread: answers after this are dropped.
+    void close() { d_->close(); }
+    const std::shared_ptr<delivery>& deliver() const noexcept { return d_; }
+    /// Requests sent (metrics' `commands`).
+    std::uint64_t requests() const noexcept { return requests_.load(std::memory_order_relaxed); }
+
+private:
+    template <class Req, class Resp, class Invoke>
+    void unary(Req req, Invoke invoke, done_fn<Resp> done, bool retried = false);
+    template <class S, class Open>
+    void open_stream(typename S::read_fn on_read, typename S::end_fn on_end, Open open,
+                     std::function<void(std::shared_ptr<S>)> opened);
+    /// Runs `then` once a token is at hand (at once without credentials), with the status of
+    /// a failed Authenticate otherwise.
+    void with_token(std::function<void(grpc::Status)> then);
+    void prepare(grpc::ClientContext& ctx, bool stream) const;
+
+    etcd_url url_;
+    std::shared_ptr<delivery> d_;
+    std::shared_ptr<grpc::Channel> channel_;
+    std::unique_ptr<pb::KV::Stub> kv_;
+    std::unique_ptr<pb::Watch::Stub> watch_;
+    std::unique_ptr<pb::Lease::Stub> lease_;
+    std::unique_ptr<pb::Auth::Stub> auth_;
+    // I/O thread only:
+    std::string token_{};
+    bool authenticating_ = false;
+    std::vector<std::function<void(grpc::Status)>> token_waiters_{};
+    std::atomic<std::uint64_t> requests_{0};
+};
+
+} // namespace dlock::detail::etcd

@@ -1,0 +1,93 @@
+// etcd/session.hpp: the client's one etcd lease and its keep-alive stream, as etcd's
+// concurrency.Session keeps it (every hold of the client is bound to it).
+//
+// start(): LeaseGrant(ttl) (the URL's ttl, default 60 s), then a LeaseKeepAlive stream that
+// sends the lease id every ttl/3. Each answer says the TTL the server restarted the lease with:
+// valid_until = the send time of the request it answers + that TTL - drift_for(TTL)
+// (core/drift.hpp); the grant counts the same way. The session ends (observers told, once):
+// - gone: an answer with TTL <= 0 (the lease expired or was revoked: its keys are deleted);
+// - deadline: valid_until passed without an answer (no member reachable, no leader); the lease
+//   is then revoked, best effort, so that its keys do not outlive our view of them.
+// A stream that breaks (a member died, the leader changed) is opened again at once and after
+// that every 200 ms, on whatever member the channel picks; the deadline decides the loss.
+// revoke(): the client's shutdown (the keys go with the lease, as Session.Close does).
+//
+// Threads: I/O thread only, except the atomics read by id(), ended() and valid_until().
+#pragma once
+
+#include "etcd/rpc.hpp"
+
+#include <dlock/metrics.hpp>
+
+#include <asio/steady_timer.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace dlock::detail::etcd {
+
+/// What a hold or an acquisition learns from the lease (I/O thread).
+class lease_observer {
+public:
+    virtual void lease_valid_until(std::chrono::steady_clock::time_point t) = 0;
+    virtual void lease_ended(loss_cause why) = 0;
+
+protected:
+    ~lease_observer() = default;
+};
+
+class lease_session : public std::enable_shared_from_this<lease_session> {
+public:
+    using clock = std::chrono::steady_clock;
+
+    lease_session(rpc& r, asio::any_io_executor ex, std::chrono::seconds ttl);
+
+    /// Grants the lease and starts the keep-alive; `ready` once: clear when granted, else the
+    /// error (`why` for the message).
+    void start(std::function<void(std::error_code, std::string why)> ready);
+    std::int64_t id() const noexcept { return id_.load(std::memory_order_acquire); }
+    bool granted() const noexcept { return id() != 0; }
+    bool ended() const noexcept { return ended_.load(std::memory_order_acquire); }
+    clock::time_point valid_until() const noexcept {
+        return clock::time_point(clock::duration(valid_until_.load(std::memory_order_acquire)));
+    }
+    void add_observer(std::weak_ptr<lease_observer> o);
+    /// A request found the lease gone ("requested lease not found"): ends the session
+    /// (observers told `gone`) without waiting for the keep-alive to say so.
+    void found_gone() { end(loss_cause::gone); }
+    /// Ends the session (observers told `gone`) and revokes the lease; `done` after the answer
+    /// or the request's deadline.
+    void revoke(std::function<void()> done);
+    /// Keep-alive answers received (tests).
+    std::uint64_t renewals() const noexcept { return renewals_.load(std::memory_order_relaxed); }
+
+private:
+    void open_stream();
+    void tick();
+    void on_answer(const pb::LeaseKeepAliveResponse& a);
+    void on_stream_end();
+    void extend_to(clock::time_point t);
+    void end(loss_cause why);
+
+    rpc& rpc_;
+    asio::any_io_executor ex_;
+    std::chrono::seconds ttl_;
+    asio::steady_timer tick_timer_;
+    asio::steady_timer deadline_timer_;
+    asio::steady_timer reopen_timer_;
+    std::atomic<std::int64_t> id_{0};
+    std::atomic<bool> ended_{false};
+    std::atomic<clock::rep> valid_until_{0};
+    std::atomic<std::uint64_t> renewals_{0};
+    // I/O thread only:
+    std::shared_ptr<keepalive_stream> stream_{};
+    std::uint64_t stream_gen_ = 0;
+    std::deque<clock::time_point> sent_{}; ///< send times of the unanswered keep-alives
+    std::vector<std::weak_ptr<lease_observer>> observers_{};
+};
+
+} // namespace dlock::detail::etcd

@@ -1,0 +1,58 @@
+#include "etcd/watch.hpp"
+
+namespace dlock::detail::etcd {
+
+key_watch::key_watch(rpc& r, std::string key, std::int64_t start_revision,
+                     std::function<void(result)> done)
+    : rpc_(r)
+    , key_(std::move(key))
+    , start_revision_(start_revision)
+    , done_(std::move(done)) {}
+
+void key_watch::start() {
+    std::weak_ptr<key_watch> w = weak_from_this();
+    rpc_.open_watch(
+        [w](pb::WatchResponse&& a) {
+            if (auto self = w.lock()) self->on_answer(a);
+        },
+        [w](grpc::Status) {
+            if (auto self = w.lock()) self->finish(result::broken);
+        },
+        [w](std::shared_ptr<watch_stream> s) {
+            auto self = w.lock();
+            if (!s) return;
+            if (!self || self->finished_) return s->cancel();
+            self->stream_ = s;
+            pb::WatchRequest req;
+            auto* c = req.mutable_create_request();
+            c->set_key(self->key_);
+            c->set_start_revision(self->start_revision_);
+            c->add_filters(pb::WatchCreateRequest::NOPUT); // deletions only
+            s->write(std::move(req));
+        });
+}
+
+void key_watch::on_answer(const pb::WatchResponse& a) {
+    for (const auto& ev : a.events())
+        if (ev.type() == mvccpb::Event::DELETE && ev.kv().key() == key_)
+            return finish(result::deleted);
+    if (a.canceled() || a.compact_revision() != 0) finish(result::broken);
+}
+
+void key_watch::finish(result r) {
+    if (finished_) return;
+    finished_ = true;
+    if (stream_) std::exchange(stream_, nullptr)->cancel();
+    auto done = std::move(done_);
+    done_ = {};
+    if (done) done(r);
+}
+
+void key_watch::cancel() {
+    if (finished_) return;
+    finished_ = true;
+    done_ = {};
+    if (stream_) std::exchange(stream_, nullptr)->cancel();
+}
+
+} // namespace dlock::detail::etcd

@@ -1,0 +1,212 @@
+// dlock's etcd backend and etcd's own tools on the same lock names: `etcdctl lock` (etcd's
+// concurrency.Mutex) and dlock exclude each other both ways, a release wakes the other side
+// within a second, dlock's fencing token is its key's create revision as etcd reports it, and
+// `etcdctl lease revoke` / `etcdctl del` of dlock's lease or key signal the loss.
+#include "etcd_fixture.hpp"
+#include "process.hpp"
+
+#include <dlock/dlock.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <regex>
+#include <thread>
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds budget) {
+    return dlock::test::wait_until(pred, budget);
+}
+
+/// Whether anyone holds `name` (inspect: the first contender holds).
+bool locked(dlock::client& c, const std::string& name) {
+    std::error_code ec;
+    return c.inspect(name, dlock::lock_kind::reentrant, ec).exists && !ec;
+}
+
+std::string slurp(const fs::path& p) {
+    std::ifstream f(p);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+class EtcdInterop : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!dlock::test::etcd_available()) GTEST_SKIP() << "etcd or etcdctl not installed";
+        etcd_ = std::make_unique<dlock::test::etcd_cluster>(1);
+    }
+    void TearDown() override {
+        for (const auto pid : children_) {
+            ::kill(pid, SIGKILL);
+            dlock::test::reap_child(pid, 5s);
+        }
+    }
+    std::unique_ptr<dlock::client> connect() const {
+        return std::make_unique<dlock::client>(etcd_->url("", "?ttl=5&connect_timeout=2000"));
+    }
+    /// `etcdctl lock <name> [cmd...]` as a child with its output in `log`.
+    pid_t etcdctl_lock(const std::string& name, const std::vector<std::string>& cmd,
+                       const fs::path& log) {
+        std::vector<std::string> args{"lock", name, "--ttl=5"};
+        if (!cmd.empty()) args.push_back("--"); // the command's flags are not etcdctl's
+        args.insert(args.end(), cmd.begin(), cmd.end());
+        const auto pid = dlock::test::spawn_child(etcd_->etcdctl_argv(args), log,
+                                                  {.env_extra = {"ETCDCTL_API=3"}});
+        children_.push_back(pid);
+        return pid;
+    }
+    /// The create revision of the only key under "<name>/", as `etcdctl get -w json` shows it.
+    std::optional<std::uint64_t> create_revision(const std::string& name) const {
+        auto [out, rc] = etcd_->etcdctl({"get", "--prefix", name + "/", "-w", "json"});
+        std::smatch m;
+        if (rc != 0 || !std::regex_search(out, m, std::regex("\"create_revision\":([0-9]+)")))
+            return std::nullopt;
+        return std::stoull(m[1].str());
+    }
+    fs::path file(const std::string& leaf) const { return etcd_->dir() / leaf; }
+
+    std::unique_ptr<dlock::test::etcd_cluster> etcd_;
+    std::vector<pid_t> children_;
+};
+
+// etcdctl holds -> dlock is refused and waits; etcdctl's release wakes the waiter within 1 s.
+TEST_F(EtcdInterop, EtcdctlHoldsDlockWaits) {
+    auto c = connect();
+    const auto pid = etcdctl_lock("orders", {}, file("etcdctl.log"));
+    ASSERT_TRUE(eventually([&] { return locked(*c, "orders"); }, 10s))
+        << slurp(file("etcdctl.log"));
+    EXPECT_FALSE(c->acquire("orders", {.wait = 0ms}));
+    auto waiter = std::async(std::launch::async, [&] {
+        auto l = c->acquire("orders", {.wait = 10s});
+        return std::make_pair(std::move(l), clock_type::now());
+    });
+    ASSERT_EQ(waiter.wait_for(300ms), std::future_status::timeout) << "granted while held";
+    const auto released_at = clock_type::now();
+    ::kill(pid, SIGTERM); // etcdctl unlocks on SIGTERM
+    EXPECT_EQ(dlock::test::wait_child(pid), 0) << slurp(file("etcdctl.log"));
+    std::erase(children_, pid);
+    ASSERT_EQ(waiter.wait_for(5s), std::future_status::ready);
+    auto [held, at] = waiter.get();
+    ASSERT_TRUE(held);
+    EXPECT_LT(at - released_at, 1s);
+    EXPECT_EQ(held.token(), create_revision("orders"));
+}
+
+// dlock holds -> `etcdctl lock NAME cmd` waits; dlock's release lets it run within 1 s, and
+// the revision etcdctl exports is after dlock's token.
+TEST_F(EtcdInterop, DlockHoldsEtcdctlWaits) {
+    auto c = connect();
+    auto held = c->acquire("jobs", {.wait = 5s});
+    ASSERT_TRUE(held);
+    ASSERT_TRUE(held.token());
+    EXPECT_EQ(held.token(), create_revision("jobs"));
+    const auto out = file("rev.txt");
+    const auto pid = etcdctl_lock("jobs", {"sh", "-c", "echo \"$ETCD_LOCK_REV\" > " + out.string()},
+                                  file("etcdctl.log"));
+    // etcdctl queues its key behind ours (two keys under jobs/), and does not run its command.
+    ASSERT_TRUE(eventually(
+        [&] {
+            std::error_code ec;
+            return c->inspect("jobs", dlock::lock_kind::reentrant, ec).contenders.size() == 2;
+        },
+        10s))
+        << slurp(file("etcdctl.log"));
+    EXPECT_FALSE(fs::exists(out));
+    const auto token = *held.token();
+    const auto released_at = clock_type::now();
+    held.release();
+    ASSERT_TRUE(eventually([&] { return fs::exists(out) && !slurp(out).empty(); }, 5s))
+        << slurp(file("etcdctl.log"));
+    EXPECT_LT(clock_type::now() - released_at, 1s);
+    EXPECT_EQ(dlock::test::wait_child(pid), 0) << slurp(file("etcdctl.log"));
+    std::erase(children_, pid);
+    EXPECT_GT(std::stoull(slurp(out)), token);
+    EXPECT_FALSE(locked(*c, "jobs")) << "etcdctl unlocked after its command";
+}
+
+// dlock's keys are etcd's Mutex keys: "<name>/<lease hex>", in the URL's prefix when it has one.
+TEST_F(EtcdInterop, KeysFollowTheMutexLayout) {
+    dlock::client c(etcd_->url("/app", "?ttl=5"));
+    auto held = c.acquire("batch", {.wait = 5s});
+    ASSERT_TRUE(held);
+    std::error_code ec;
+    const auto st = c.inspect("batch", dlock::lock_kind::reentrant, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    ASSERT_EQ(st.contenders.size(), 1U);
+    const auto& holder = st.contenders.front();
+    EXPECT_EQ(holder.entry, "/app/batch/" + holder.session);
+    EXPECT_EQ(holder.token, held.token());
+    auto [keys, rc] = etcd_->etcdctl({"get", "--prefix", "/app/", "--keys-only"});
+    EXPECT_EQ(rc, 0);
+    EXPECT_EQ(keys, holder.entry);
+    auto [lease, rc2] = etcd_->etcdctl({"lease", "timetolive", holder.session});
+    EXPECT_EQ(rc2, 0);
+    EXPECT_NE(lease.find("granted with TTL(5s)"), std::string::npos) << lease;
+}
+
+// `etcdctl lease revoke` of the holder's lease: the key goes, the hold is lost (stop token,
+// on_lost) and another client gets the lock.
+TEST_F(EtcdInterop, LeaseRevokeSignalsLoss) {
+    auto a = connect(), b = connect();
+    auto held = a->acquire("revoked", {.wait = 5s});
+    ASSERT_TRUE(held);
+    std::atomic<bool> called{false};
+    held.on_lost([&] { called = true; });
+    std::error_code ec;
+    const auto st = b->inspect("revoked", dlock::lock_kind::reentrant, ec);
+    ASSERT_EQ(st.contenders.size(), 1U);
+    auto [out, rc] = etcd_->etcdctl({"lease", "revoke", st.contenders.front().session});
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_TRUE(eventually([&] { return called.load(); }, 2s));
+    EXPECT_TRUE(held.lost());
+    EXPECT_TRUE(held.stop_token().stop_requested());
+    EXPECT_LE(held.valid_until(), clock_type::now());
+    EXPECT_TRUE(b->acquire("revoked", {.wait = 2s}));
+    // The revoked lease is not reused: the next acquisition of `a` gets a new one.
+    auto again = a->acquire("other", {.wait = 5s});
+    EXPECT_TRUE(again);
+}
+
+// `etcdctl del` of the holder's key (an operator's forced unlock): loss signalled.
+TEST_F(EtcdInterop, KeyDeletedSignalsLoss) {
+    auto a = connect();
+    auto held = a->acquire("deleted", {.wait = 5s});
+    ASSERT_TRUE(held);
+    auto [out, rc] = etcd_->etcdctl({"del", "--prefix", "deleted/"});
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_TRUE(eventually([&] { return held.stop_token().stop_requested(); }, 2s));
+    std::error_code ec;
+    held.release(ec);
+    EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
+// Names are data: refused before anything is sent when they could mix with other locks.
+TEST_F(EtcdInterop, BadNamesAreRefused) {
+    auto c = connect();
+    for (const auto* bad : {"a/b", "", "x\n"}) {
+        std::error_code ec;
+        EXPECT_FALSE(c->acquire(bad, {.wait = 0ms}, ec));
+        EXPECT_EQ(ec, dlock::errc::invalid_argument) << bad;
+    }
+}
+
+// Unreachable endpoints are errc::unavailable, bounded by connect_timeout.
+TEST_F(EtcdInterop, UnreachableIsUnavailable) {
+    dlock::client c("etcd://127.0.0.1:1?connect_timeout=500");
+    std::error_code ec;
+    const auto t0 = clock_type::now();
+    EXPECT_FALSE(c.acquire("x", {.wait = 0ms}, ec));
+    EXPECT_EQ(ec, dlock::errc::unavailable) << ec.message();
+    EXPECT_LT(clock_type::now() - t0, 3s);
+}
+
+} // namespace

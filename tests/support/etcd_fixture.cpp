@@ -1,0 +1,196 @@
+#include "etcd_fixture.hpp"
+
+#include "redis_fixture.hpp" // free_port(); process.hpp: spawn_child(), reap_child()
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+#include <unistd.h>
+
+namespace dlock::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string binary(const char* env, const char* fallback) {
+    if (const char* p = std::getenv(env); p && *p) return p;
+    return ::access(fallback, X_OK) == 0 ? fallback : std::string{};
+}
+
+std::string etcd_binary() {
+    return binary("DLOCK_TEST_ETCD", "/usr/bin/etcd");
+}
+
+std::string loopback_url(std::uint16_t port) {
+    return "http://127.0.0.1:" + std::to_string(port);
+}
+
+} // namespace
+
+bool etcd_available() {
+    return !etcd_binary().empty() && !etcdctl_binary().empty();
+}
+
+std::string etcdctl_binary() {
+    return binary("DLOCK_TEST_ETCDCTL", "/usr/bin/etcdctl");
+}
+
+etcd_member::etcd_member(std::string name, fs::path dir)
+    : name_(std::move(name))
+    , dir_(std::move(dir))
+    , client_port_(free_port())
+    , peer_port_(free_port()) {
+    fs::create_directories(dir_);
+}
+
+etcd_member::~etcd_member() {
+    stop();
+}
+
+std::string etcd_member::host_port() const {
+    return "127.0.0.1:" + std::to_string(client_port_);
+}
+
+std::vector<std::string> etcd_member::argv(const std::string& initial_cluster, bool fresh) const {
+    return {etcd_binary(),
+            "--name",
+            name_,
+            "--data-dir",
+            (dir_ / "data").string(),
+            "--listen-client-urls",
+            loopback_url(client_port_),
+            "--advertise-client-urls",
+            loopback_url(client_port_),
+            "--listen-peer-urls",
+            loopback_url(peer_port_),
+            "--initial-advertise-peer-urls",
+            loopback_url(peer_port_),
+            "--initial-cluster",
+            initial_cluster,
+            "--initial-cluster-state",
+            fresh ? "new" : "existing",
+            "--initial-cluster-token",
+            "dlock-test",
+            "--heartbeat-interval",
+            "50",
+            "--election-timeout",
+            "500",
+            "--logger",
+            "zap",
+            "--log-outputs",
+            "stderr"};
+}
+
+void etcd_member::start() {
+    if (pid_ > 0) return;
+    const auto bin = etcd_binary();
+    if (bin.empty()) throw std::runtime_error("etcd not found");
+    pid_ = spawn_child(argv(initial_cluster_, !started_once_), dir_ / "server.log");
+    started_once_ = true;
+}
+
+void etcd_member::stop() {
+    stop_child(pid_);
+}
+
+void etcd_member::kill() {
+    kill_child(pid_);
+}
+
+void etcd_member::pause() {
+    if (pid_ > 0) ::kill(pid_, SIGSTOP);
+}
+
+void etcd_member::resume() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+}
+
+std::string etcd_member::health() const {
+    const auto reply = loopback_exchange(
+        client_port_, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    const auto body = reply.find("\r\n\r\n");
+    return body == std::string::npos ? std::string{} : reply.substr(body + 4);
+}
+
+bool etcd_member::wait_healthy(std::chrono::milliseconds budget) const {
+    const auto until = std::chrono::steady_clock::now() + budget;
+    for (;;) {
+        if (health().find("\"health\":\"true\"") != std::string::npos) return true;
+        if (pid_ <= 0 || reap_child(pid_, 0ms) || std::chrono::steady_clock::now() >= until)
+            return false;
+        std::this_thread::sleep_for(50ms);
+    }
+}
+
+etcd_cluster::etcd_cluster(std::size_t size) {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/dlock-etcd-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    dir_ = tmpl;
+    try {
+        std::string initial;
+        for (std::size_t i = 0; i < std::max<std::size_t>(size, 1); ++i) {
+            const auto name = "m" + std::to_string(i);
+            members_.push_back(std::unique_ptr<etcd_member>(new etcd_member(name, dir_ / name)));
+            initial += (i ? "," : "") + name + "=" + loopback_url(members_.back()->peer_port());
+        }
+        for (auto& m : members_) {
+            m->initial_cluster_ = initial;
+            m->start();
+        }
+        for (auto& m : members_)
+            if (!m->wait_healthy(30s))
+                throw std::runtime_error("etcd member " + m->host_port() + " not healthy:\n" +
+                                         read_tail(m->dir_ / "server.log", 2000));
+    } catch (...) {
+        members_.clear();
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+        throw;
+    }
+}
+
+etcd_cluster::~etcd_cluster() {
+    members_.clear();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+}
+
+std::string etcd_cluster::endpoints() const {
+    std::string out;
+    for (std::size_t i = 0; i < members_.size(); ++i)
+        out += (i ? "," : "") + members_[i]->host_port();
+    return out;
+}
+
+std::string etcd_cluster::url(const std::string& prefix, const std::string& query) const {
+    return "etcd://" + endpoints() + prefix + query;
+}
+
+std::vector<std::string> etcd_cluster::etcdctl_argv(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv{etcdctl_binary(), "--endpoints=" + endpoints(),
+                                  "--dial-timeout=2s", "--command-timeout=5s"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+}
+
+std::pair<std::string, int> etcd_cluster::etcdctl(const std::vector<std::string>& args) const {
+    return run_capture(etcdctl_argv(args), {"ETCDCTL_API=3"});
+}
+
+std::optional<std::size_t> etcd_cluster::leader() const {
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+        if (!members_[i]->running()) continue;
+        // "endpoint, id, version, db size, is leader, ..." in etcdctl's simple format.
+        auto [out, rc] = run_capture({etcdctl_binary(), "--endpoints=" + members_[i]->host_port(),
+                                      "--dial-timeout=1s", "endpoint", "status"},
+                                     {"ETCDCTL_API=3"});
+        if (rc == 0 && out.find(", true, ") != std::string::npos) return i;
+    }
+    return std::nullopt;
+}
+
+} // namespace dlock::test
