@@ -68,7 +68,7 @@ lock_status etcd_backend::inspect(std::string_view name, lock_kind kind, std::er
                 rpc_->lease_ttl(std::move(q), [st, done](grpc::Status s,
                                                          pb::LeaseTimeToLiveResponse&& t) mutable {
                     if (s.ok() && t.ttl() > 0) st.remaining_lease = std::chrono::seconds(t.ttl());
-                    done({{}, std::move(st)});
+                    done({{}, st});
                 });
             });
         },
@@ -147,7 +147,7 @@ std::vector<lock_status> etcd_backend::list(std::string_view pattern, std::error
                     }
                     add_contender(*it, kv);
                 }
-                done({{}, std::move(found)});
+                done({{}, found});
             });
         },
         {make_error_code(errc::unavailable), {}});

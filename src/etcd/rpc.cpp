@@ -5,7 +5,6 @@
 #include <arpa/inet.h>
 #include <cstdlib>
 #include <fstream>
-#include <mutex>
 #include <netdb.h>
 #include <sstream>
 
@@ -66,6 +65,43 @@ bool says(const grpc::Status& s, std::string_view what) {
     return s.error_message().find(what) != std::string::npos;
 }
 
+// Before gRPC's first initialisation: Debian's gRPC turns its fork support on, whose fork
+// handlers break the ref counts of calls in flight when the process forks (`dlock exec` runs
+// its command by fork and exec; so do the tests' fixtures). Set at static initialisation, while
+// the process has one thread (setenv beside another thread's getenv is a data race); a value
+// the user set stays. docs/design/etcd.md says so.
+// NOLINTBEGIN(concurrency-mt-unsafe): static initialisation, before any thread of ours
+[[maybe_unused]] const bool fork_support_off =
+    ::setenv("GRPC_ENABLE_FORK_SUPPORT", "false", 0) == 0;
+// NOLINTEND(concurrency-mt-unsafe)
+
+/// gRPC 1.51 (Debian 12) runs callback-API completions on one shared "alternative" completion
+/// queue whose threads start at its first reference (a channel's first callback call) and stop
+/// at its last release (that channel's destruction). When the last release runs on one of those
+/// threads (a completion dropped the last reference to a backend, and so to its channel), the
+/// queue is deleted under its own running thread and the process aborts (`ref_counted.h: prior
+/// > 0`; grpc/grpc#32584 describes the self-join). A channel that never connects and is never
+/// destroyed, after one callback call, holds a reference for the process's life: the queue and
+/// its two threads stay, and no release can be the last.
+void pin_callback_queue() {
+    static const bool pinned = [] {
+        // Leaked on purpose (reachable from these statics: not a leak to LeakSanitizer).
+        static auto* const channel = new std::shared_ptr<grpc::Channel>(
+            grpc::CreateChannel("unix:/nonexistent/dlock-pin", grpc::InsecureChannelCredentials()));
+        static auto* const stub = pb::KV::NewStub(*channel).release();
+        struct call {
+            grpc::ClientContext ctx;
+            pb::RangeRequest req;
+            pb::RangeResponse resp;
+        };
+        auto* c = new call;
+        c->ctx.set_deadline(std::chrono::system_clock::now()); // fails at once, never sent
+        stub->async()->Range(&c->ctx, &c->req, &c->resp, [c](const grpc::Status&) { delete c; });
+        return true;
+    }();
+    (void)pinned;
+}
+
 } // namespace
 
 std::error_code to_error(const grpc::Status& s) {
@@ -105,12 +141,7 @@ rpc::rpc(const etcd_url& url, asio::any_io_executor ex, std::error_code& ec, std
     : url_(url)
     , d_(std::make_shared<delivery>(std::move(ex))) {
     ec.clear();
-    // Before gRPC's first initialisation (the first channel): Debian's gRPC turns its fork
-    // support on, whose fork handlers break the ref counts of calls in flight when the process
-    // forks (`dlock exec` runs its command by fork and exec; so do the tests' fixtures). A
-    // value the user set stays.
-    static std::once_flag fork_setting;
-    std::call_once(fork_setting, [] { ::setenv("GRPC_ENABLE_FORK_SUPPORT", "false", 0); });
+    pin_callback_queue();
     const auto target = channel_target(url_);
     if (target.empty()) {
         ec = errc::unavailable;
@@ -227,7 +258,7 @@ void rpc::unary(Req req, Invoke invoke, done_fn<Resp> done, bool retried) {
             std::move(r),                                                                          \
             [this](grpc::ClientContext* c, const pb::Req* q, pb::Resp* a,                          \
                    std::function<void(grpc::Status)> f) {                                          \
-                stub->async()->method(c, q, a, std::move(f));                                      \
+                (stub)->async()->method(c, q, a, std::move(f));                                    \
             },                                                                                     \
             std::move(done));                                                                      \
     }

@@ -87,7 +87,7 @@ zk_url parse_zk_url(std::string_view url, std::error_code& ec, std::string* why)
         long long v = 0;
         if (!has_value || !parse_number(value, v))
             return fail(errc::configuration_error,
-                        "zk:// URL parameter '" + item + "' needs a number");
+                        "zk:// URL parameter '" + std::string(item) + "' needs a number");
         if (key == "session_timeout" || key == "connect_timeout") {
             if (v < 1 || v > 3'600'000)
                 return fail(errc::configuration_error,
