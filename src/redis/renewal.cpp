@@ -37,42 +37,20 @@ bool active(const hold_state& h) {
 renewal_service::renewal_service(client_impl& c)
     : c_(c)
     , tick_timer_(c.io())
-    , loss_timer_(c.io()) {}
+    , watch_(c.io()) {}
 
 void renewal_service::start() {
     asio::post(c_.io(), [this] { arm_tick(); });
 }
 
-std::size_t renewal_service::size() const {
-    std::lock_guard lk(mu_);
-    return holds_.size();
-}
-
-void renewal_service::add(std::shared_ptr<hold_state> h) {
-    const auto until = h->valid_until();
-    {
-        std::lock_guard lk(mu_);
-        if (stopped_) return;
-        holds_.emplace(h.get(), std::move(h));
-        if (until >= loss_armed_) return; // the armed check comes first and re-arms
-        loss_armed_ = until;
-    }
-    asio::post(c_.io(), [this, until] { arm_loss(until); });
-}
-
-void renewal_service::remove(const std::shared_ptr<hold_state>& h) {
-    std::lock_guard lk(mu_);
-    holds_.erase(h.get());
-}
-
 void renewal_service::stop() {
-    {
-        std::lock_guard lk(mu_);
-        stopped_ = true;
-        holds_.clear();
-    }
+    watch_.stop();
     tick_timer_.cancel();
-    loss_timer_.cancel();
+}
+
+void renewal_service::expiry::expire(hold_state& h) {
+    h.end_lost(h.renew_server_error.load(std::memory_order_relaxed) ? loss_cause::server_error
+                                                                    : loss_cause::deadline);
 }
 
 void renewal_service::arm_tick() {
@@ -107,17 +85,15 @@ void renewal_service::tick() {
     };
     std::unordered_map<group_key, std::vector<std::shared_ptr<hold_state>>, group_hash> due;
     const bool by_slot = c_.router().batches_by_slot();
-    {
-        std::lock_guard lk(mu_);
-        if (stopped_) return;
-        // Cluster: the slot's node as of the latest map, not the one the hold was taken on
-        // (after a resharding that one would answer MOVED to every renewal).
-        for (auto& [p, h] : holds_)
-            if (h->watchdog && active(*h))
-                due[{by_slot ? &c_.router().for_slot(h->keys.slot) : h->where,
-                     by_slot ? h->keys.slot : std::uint16_t{0}, h->protocol}]
-                    .push_back(h);
-    }
+    // Cluster: the slot's node as of the latest map, not the one the hold was taken on
+    // (after a resharding that one would answer MOVED to every renewal).
+    const bool open = watch_.for_each([&](const std::shared_ptr<hold_state>& h) {
+        if (h->watchdog && active(*h))
+            due[{by_slot ? &c_.router().for_slot(h->keys.slot) : h->where,
+                 by_slot ? h->keys.slot : std::uint16_t{0}, h->protocol}]
+                .push_back(h);
+    });
+    if (!open) return;
     const auto lease = c_.options().watchdog_lease;
     for (auto& [group, holds] : due) {
         for (std::size_t first = 0; first < holds.size(); first += batch_size) {
@@ -152,10 +128,10 @@ void renewal_service::tick() {
                     }
                     c_.metrics().renewals(renewed, 0);
                 } else {
-                    // Errors: nothing renewed; check_deadlines() declares loss when it is due.
+                    // Errors: nothing renewed; the watch declares loss when it is due.
                     renewal_failed(o.holds, ec, v);
                 }
-                check_deadlines();
+                watch_.check();
             };
             ++inflight_;
             batches_.fetch_add(1, std::memory_order_relaxed);
@@ -182,48 +158,6 @@ void renewal_service::renewal_failed(const std::vector<std::shared_ptr<hold_stat
          {"first_lock", holds.front()->keys.key},
          {"kind", holds.front()->protocol->name()},
          {"error", why}});
-}
-
-void renewal_service::check_deadlines() {
-    const auto now = std::chrono::steady_clock::now();
-    std::vector<std::shared_ptr<hold_state>> lost;
-    auto next = time_point::max();
-    {
-        std::lock_guard lk(mu_);
-        if (stopped_) return;
-        for (auto it = holds_.begin(); it != holds_.end();) {
-            auto& h = it->second;
-            if (h->released()) {
-                it = holds_.erase(it);
-                continue;
-            }
-            const auto until = h->valid_until();
-            if (!h->releasing && until <= now) {
-                lost.push_back(std::move(h));
-                it = holds_.erase(it);
-                continue;
-            }
-            next = std::min(next, until);
-            ++it;
-        }
-        loss_armed_ = next;
-    }
-    for (auto& h : lost)
-        h->end_lost(h->renew_server_error.load(std::memory_order_relaxed) ? loss_cause::server_error
-                                                                          : loss_cause::deadline);
-    if (next != time_point::max()) arm_loss(next);
-}
-
-void renewal_service::arm_loss(time_point when) {
-    {
-        std::lock_guard lk(mu_);
-        if (stopped_ || when > loss_armed_) return; // a later post for an earlier deadline won
-    }
-    loss_timer_.expires_at(when);
-    loss_timer_.async_wait([this](std::error_code ec) {
-        if (ec) return;
-        check_deadlines();
-    });
 }
 
 } // namespace dlock::detail

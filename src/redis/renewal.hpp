@@ -7,10 +7,15 @@
 // when its valid_until passes, measured on steady_clock from before the last successful send.
 // Holds with a fixed lease are not renewed and are lost when their lease ends unreleased.
 //
+// The loss timer is core's deadline_watch (core/deadline_watch.hpp), shared with Redlock.
+//
 // Thread safety: add() and remove() from any thread. They take a short mutex and wake the I/O
 // thread only when a new hold's deadline is earlier than the loss check already armed, so an
 // acquire/release pair costs no extra hop to the I/O thread. Timers run on the I/O thread.
 #pragma once
+
+#include "core/deadline_watch.hpp"
+#include "redis/hold.hpp"
 
 #include <dlock/resp3.hpp>
 
@@ -20,14 +25,11 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
-#include <mutex>
-#include <unordered_map>
 #include <vector>
 
 namespace dlock::detail {
 
 class client_impl;
-class hold_state;
 
 class renewal_service {
 public:
@@ -36,8 +38,8 @@ public:
     explicit renewal_service(client_impl& c);
     /// Starts the periodic renewal tick (I/O thread).
     void start();
-    void add(std::shared_ptr<hold_state> h);
-    void remove(const std::shared_ptr<hold_state>& h);
+    void add(std::shared_ptr<hold_state> h) { watch_.add(std::move(h)); }
+    void remove(const std::shared_ptr<hold_state>& h) { watch_.remove(h.get()); }
     /// I/O thread.
     void stop();
     /// I/O thread: renew every watchdog hold now, not at the next tick (the master changed:
@@ -47,27 +49,27 @@ public:
     /// Counters for tests and benchmarks (relaxed; any thread).
     std::uint64_t batches_sent() const noexcept { return batches_.load(std::memory_order_relaxed); }
     std::uint64_t ticks() const noexcept { return ticks_.load(std::memory_order_relaxed); }
-    std::size_t size() const;
+    std::size_t size() const { return watch_.size(); }
 
 private:
-    using time_point = std::chrono::steady_clock::time_point;
+    /// A hold's loss when its deadline passed: server_error when the last renewal was refused
+    /// by an error reply, else deadline.
+    struct expiry {
+        static bool releasing(const hold_state& h) noexcept {
+            return h.releasing.load(std::memory_order_acquire);
+        }
+        static void expire(hold_state& h);
+    };
     void arm_tick();
     void tick();
-    void arm_loss(time_point when);
-    void check_deadlines();
     /// A batch failed (transport error, error reply, malformed reply): metrics and a warning.
     void renewal_failed(const std::vector<std::shared_ptr<hold_state>>& holds, std::error_code ec,
                         const resp3::value& v);
 
     client_impl& c_;
     asio::steady_timer tick_timer_; // I/O thread
-    asio::steady_timer loss_timer_; // I/O thread
     std::size_t inflight_ = 0;      // I/O thread: renewal batches awaiting replies
-
-    mutable std::mutex mu_;
-    std::unordered_map<hold_state*, std::shared_ptr<hold_state>> holds_; // guarded by mu_
-    time_point loss_armed_ = time_point::max(); // guarded by mu_: expiry of loss_timer_
-    bool stopped_ = false;                      // guarded by mu_
+    deadline_watch<hold_state, expiry> watch_;
     std::atomic<std::uint64_t> batches_{0};
     std::atomic<std::uint64_t> ticks_{0};
 };

@@ -235,10 +235,11 @@ TEST(redlock, an_extension_refused_by_a_quorum_is_lost_at_once) {
     dlock::client r(o);
     auto l = r.acquire("job", {.wait = 0ms, .kind = simple});
     ASSERT_TRUE(l);
+    std::string deletes; // what each DEL answered, for the failure message
     for (std::size_t i : {0u, 1u, 2u})
-        m[i].cli({"DEL", "job"});
+        deletes += m[i].cli({"DEL", "job"}) + ";";
     const auto deleted = std::chrono::steady_clock::now();
-    ASSERT_TRUE(eventually([&] { return l.lost(); }, 3s));
+    ASSERT_TRUE(eventually([&] { return l.lost(); }, 3s)) << "DEL answered: " << deletes;
     // Found at the next extension (about 1 s), long before the 3 s validity ends.
     EXPECT_LT(std::chrono::steady_clock::now() - deleted, 2s);
     EXPECT_EQ(count(votes(l), redlock_vote::kind::refused), 3u);

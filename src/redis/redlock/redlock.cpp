@@ -42,8 +42,8 @@ net::target target_of(const client_options& o) {
 redlock_impl::redlock_impl(redlock_options opts)
     : opts_(checked(opts))
     , tick_timer_(rt_.io())
-    , loss_timer_(rt_.io())
-    , drain_timer_(rt_.io()) {
+    , drain_timer_(rt_.io())
+    , watch_(rt_.io()) {
     for (auto m : opts_.masters) {
         if (m.command_timeout <= std::chrono::milliseconds(0) ||
             m.connect_timeout <= std::chrono::milliseconds(0))
@@ -87,13 +87,8 @@ void redlock_impl::drain() {
     }
     for (auto& op : ops)
         op->cancel();
-    {
-        std::lock_guard lk(watch_mu_);
-        stopped_ = true;
-        holds_.clear();
-    }
+    watch_.stop();
     tick_timer_.cancel();
-    loss_timer_.cancel();
     draining_ = true;
     auto bound = std::chrono::milliseconds(0);
     for (const auto& m : opts_.masters)

@@ -12,8 +12,8 @@
 //
 // Threads: every round runs on the I/O thread (its votes, its timer, its verdict); blocking
 // callers post the round there and wait on a completion_flag. Shared state: a hold's votes
-// (votes_mu_), the watchdog's hold table (watch_mu_), the acquisitions to cancel at shutdown
-// (ops_mu_), the count of deletes in flight (atomic); the rest is the I/O thread's.
+// (votes_mu_), the watchdog's hold table (watch_, its own mutex), the acquisitions to cancel
+// at shutdown (ops_mu_), the count of deletes in flight (atomic); the rest is the I/O thread's.
 //
 // Deletes are never dropped: a release completes only once every master answered its delete
 // or the command timed out (the quorum still decides the result), and the shutdown lets every
@@ -29,6 +29,7 @@
 #pragma once
 
 #include "core/completion_flag.hpp"
+#include "core/deadline_watch.hpp"
 #include "core/hold.hpp"
 #include "core/log.hpp"
 #include "core/metrics.hpp"
@@ -141,8 +142,12 @@ private:
     void stop_io();
     void arm_tick();
     void tick();
-    void arm_loss(clock::time_point when);
-    void check_deadlines();
+    /// The watchdog's loss rule (core/deadline_watch.hpp): not while releasing; a passed
+    /// deadline is loss_cause::deadline.
+    struct expiry {
+        static bool releasing(const redlock_hold& h) noexcept;
+        static void expire(redlock_hold& h);
+    };
 
     std::atomic<bool> shut_{false};
     client_metrics metrics_;
@@ -151,16 +156,12 @@ private:
     runtime rt_; // before the nodes and timers on its loop
     std::vector<std::unique_ptr<node>> nodes_;
     asio::steady_timer tick_timer_;  // I/O thread
-    asio::steady_timer loss_timer_;  // I/O thread
     asio::steady_timer drain_timer_; // I/O thread
     std::atomic<std::size_t> deletes_{0};
     bool draining_ = false; // I/O thread
     bool stopping_ = false; // I/O thread
 
-    std::mutex watch_mu_;
-    std::unordered_map<const redlock_hold*, std::shared_ptr<redlock_hold>> holds_; // watch_mu_
-    clock::time_point loss_armed_ = clock::time_point::max();                      // watch_mu_
-    bool stopped_ = false;                                                         // watch_mu_
+    deadline_watch<redlock_hold, expiry> watch_; // the watchdog's holds and loss timer
 
     std::mutex ops_mu_;
     std::unordered_map<const acquire_op*, std::weak_ptr<acquire_op>> ops_; // ops_mu_

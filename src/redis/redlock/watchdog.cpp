@@ -1,4 +1,5 @@
-// redis/redlock/watchdog.cpp: extension rounds (extend_all) and the watchdog's tick and loss timer.
+// redis/redlock/watchdog.cpp: extension rounds (extend_all) and the watchdog's tick; its loss
+// timer is core's deadline_watch.
 #include "redis/redlock/redlock_impl.hpp"
 
 namespace dlock::detail {
@@ -52,20 +53,19 @@ void extend_all(redlock_impl& r, std::vector<std::shared_ptr<redlock_hold>> hold
 }
 
 void redlock_impl::watch(const std::shared_ptr<redlock_hold>& h) {
-    const auto until = h->valid_until();
-    {
-        std::lock_guard lk(watch_mu_);
-        if (stopped_) return;
-        holds_.emplace(h.get(), h);
-        if (until >= loss_armed_) return;
-        loss_armed_ = until;
-    }
-    rt_.post([this, until] { arm_loss(until); });
+    watch_.add(h);
 }
 
 void redlock_impl::unwatch(const redlock_hold* h) {
-    std::lock_guard lk(watch_mu_);
-    holds_.erase(h);
+    watch_.remove(h);
+}
+
+bool redlock_impl::expiry::releasing(const redlock_hold& h) noexcept {
+    return h.releasing();
+}
+
+void redlock_impl::expiry::expire(redlock_hold& h) {
+    h.end_lost(loss_cause::deadline);
 }
 
 void redlock_impl::arm_tick() {
@@ -79,12 +79,10 @@ void redlock_impl::arm_tick() {
 
 void redlock_impl::tick() {
     std::vector<std::shared_ptr<redlock_hold>> due;
-    {
-        std::lock_guard lk(watch_mu_);
-        if (stopped_) return;
-        for (auto& [p, h] : holds_)
-            if (h->watchdog() && !h->extending() && !h->releasing()) due.push_back(h);
-    }
+    const bool open = watch_.for_each([&](const std::shared_ptr<redlock_hold>& h) {
+        if (h->watchdog() && !h->extending() && !h->releasing()) due.push_back(h);
+    });
+    if (!open) return;
     // One fan-out per batch of up to batch_size holds: every master gets one renew script
     // over the batch's keys, and each hold is decided by its own quorum round.
     for (std::size_t first = 0; first < due.size(); first += batch_size) {
@@ -92,50 +90,8 @@ void redlock_impl::tick() {
         std::vector<std::shared_ptr<redlock_hold>> batch(
             due.begin() + static_cast<std::ptrdiff_t>(first),
             due.begin() + static_cast<std::ptrdiff_t>(last));
-        extend_all(*this, std::move(batch), opts_.watchdog_lease, {},
-                   [this] { check_deadlines(); });
+        extend_all(*this, std::move(batch), opts_.watchdog_lease, {}, [this] { watch_.check(); });
     }
-}
-
-void redlock_impl::check_deadlines() {
-    const auto now = clock::now();
-    std::vector<std::shared_ptr<redlock_hold>> lost;
-    auto next = clock::time_point::max();
-    {
-        std::lock_guard lk(watch_mu_);
-        if (stopped_) return;
-        for (auto it = holds_.begin(); it != holds_.end();) {
-            auto& h = it->second;
-            if (h->released() || h->lost()) {
-                it = holds_.erase(it);
-                continue;
-            }
-            const auto until = h->valid_until();
-            if (!h->releasing() && until <= now) {
-                lost.push_back(std::move(h));
-                it = holds_.erase(it);
-                continue;
-            }
-            next = std::min(next, until);
-            ++it;
-        }
-        loss_armed_ = next;
-    }
-    for (auto& h : lost)
-        h->end_lost(loss_cause::deadline);
-    if (next != clock::time_point::max()) arm_loss(next);
-}
-
-void redlock_impl::arm_loss(clock::time_point when) {
-    {
-        std::lock_guard lk(watch_mu_);
-        if (stopped_ || when > loss_armed_) return;
-    }
-    loss_timer_.expires_at(when);
-    loss_timer_.async_wait([this](std::error_code ec) {
-        if (ec) return;
-        check_deadlines();
-    });
 }
 
 } // namespace dlock::detail
