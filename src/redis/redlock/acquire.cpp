@@ -60,13 +60,21 @@ std::weak_ptr<redlock_hold> acquire_op::decided(fanout& f, const std::shared_ptr
     const auto now = clock::now();
     thread_local std::minstd_rand rng{std::random_device{}()};
     const auto next = schedule_.next(rounds_, now, static_cast<std::uint32_t>(rng()));
-    if (!next) {
+    const auto& deadline = schedule_.wait_deadline;
+    const bool attempts_left = schedule_.attempts == 0 || rounds_ < schedule_.attempts;
+    if (!next && !(attempts_left && deadline && now < *deadline)) {
         finish({}, {lease{}, std::move(last_votes_), rounds_});
         return {};
     }
-    timer_.expires_at(*next);
-    timer_.async_wait([w = weak_from_this()](std::error_code ec) {
-        if (auto self = w.lock(); self && !ec) self->round();
+    // No time for another round before the wait ends: the timeout is answered when the wait
+    // ends, as on every backend (a timed-out acquire takes its whole wait).
+    const bool last = !next;
+    timer_.expires_at(last ? *deadline : *next);
+    timer_.async_wait([w = weak_from_this(), last](std::error_code ec) {
+        auto self = w.lock();
+        if (!self || ec || self->finished_) return;
+        if (!last) return self->round();
+        self->finish({}, {lease{}, std::move(self->last_votes_), self->rounds_});
     });
     return {};
 }
