@@ -372,7 +372,7 @@ TEST_P(Backend, BadNamesAndUrls) {
 // 11. What one backend alone has (dlock/redis.hpp, redlock.hpp, zookeeper.hpp) is errc::unsupported
 // on a client of another backend, in both forms (async_command completes with it), and the thrown
 // message names the call, the client it needs and the backend the client has. On its own
-// backend it is served (the Redis calls here; the ZooKeeper fenced write in zk_client_test).
+// backend it is served (the Redis calls here; the ZooKeeper fenced write in zookeeper_client_test).
 TEST_P(Backend, BackendOnlyCallsNeedTheirBackend) {
     const auto& entry = *GetParam();
     CONFORMANCE_START(entry, url);

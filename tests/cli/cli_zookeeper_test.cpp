@@ -2,7 +2,7 @@
 // node's czxid), status shows holder and waiters with sessions, list finds the lock, unlock
 // --force deletes the holder's node, a bad URL exits 78, and the demo runs with its lock on
 // a private ZooKeeper.
-#include "zk_test_util.hpp"
+#include "zookeeper/zookeeper_test_util.hpp"
 
 #include <array>
 #include <cstdio>

@@ -3,9 +3,9 @@
 // exactly one watch fired per release (no herd), try-once and bounded waits, loss on session
 // expiry, on the session deadline while the server is unreachable and on a deleted node,
 // inspection, the read-write rules, and typed errors for every bad input.
-#include "../locks/critical_section_checker.hpp"
-#include "zk_fault_proxy.hpp"
-#include "zk_test_util.hpp"
+#include "critical_section_checker.hpp"
+#include "zookeeper_fault_proxy.hpp"
+#include "zookeeper_test_util.hpp"
 
 #include <dlock/error.hpp>
 

@@ -2,7 +2,7 @@
 // exclusion, the server's FIFO queue, loss on pg_terminate_backend and restart, fencing tokens,
 // read/write modes, waits bounded in the server, fixed leases, key conventions seen by the
 // server, status/list/unlock --force queries.
-#include "pg_test_util.hpp"
+#include "postgres_test_util.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -2,8 +2,8 @@
 // per test under ctest), backends made from its URL, and pg_locks read through psql.
 #pragma once
 
-#include "../locks/critical_section_checker.hpp"
 #include "backends.hpp"
+#include "critical_section_checker.hpp"
 #include "pg_fixture.hpp"
 #include "postgres/backend.hpp"
 #include "redis_fixture.hpp" // eventually()

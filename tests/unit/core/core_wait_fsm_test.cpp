@@ -861,7 +861,7 @@ TEST(wait_fsm, the_spin_jitter_stays_within_its_bound) {
     }
 }
 
-// --- sleep_until edge values not covered in lock_protocol_test ----------------------------
+// --- sleep_until edge values not covered in redis_locks_protocol_test ----------------------------
 
 TEST(wait_fsm, sleep_until_without_a_deadline_is_the_holders_expiry_or_never) {
     using dlock::detail::sleep_until;

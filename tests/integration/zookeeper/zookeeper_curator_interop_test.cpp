@@ -5,7 +5,7 @@
 // for InterProcessSemaphoreV2 (the leases of both count against the same permits); and a
 // Kazoo 2.8 Lock (Debian's python3-kazoo, kazoo_peer.py) on the same path, both directions.
 // Skipped when java, the Curator jars or Kazoo are missing.
-#include "zk_test_util.hpp"
+#include "zookeeper_test_util.hpp"
 
 #include <dlock/error.hpp>
 

@@ -1,9 +1,9 @@
 // The versioned lease (lock_kind::versioned, postgres/rows.hpp): cirello.io/pglock's `locks`
-// table, no clock in the table (exclusion among 8 processes: exclusion_test.cpp). Strictly
+// table, no clock in the table (exclusion among 8 processes: postgres_exclusion_test.cpp). Strictly
 // increasing tokens, the heartbeat replacing the version, takeover only after a version stayed
 // unchanged for a whole lease, and pglock's own statements (transcribed from its client.go) against
 // dlock's rows.
-#include "pg_test_util.hpp"
+#include "postgres_test_util.hpp"
 
 #include <cstdio>
 #include <future>

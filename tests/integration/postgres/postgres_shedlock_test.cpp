@@ -2,7 +2,7 @@
 // the table and rows as ShedLock keeps them, exclusion against ShedLock's own database-time
 // SQL run verbatim through psql (the statements the Java library sends), expiry and takeover,
 // never deleting rows, typed errors.
-#include "pg_test_util.hpp"
+#include "postgres_test_util.hpp"
 
 namespace dlock::test {
 namespace {

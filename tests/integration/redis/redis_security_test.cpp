@@ -2,7 +2,7 @@
 // server receives is one of the library's constant scripts, for random and hostile lock names,
 // recorded with MONITOR) and S4 (every lock kind works as a restricted ACL user and leaves the
 // ACL LOG empty).
-#include "locks/lock_test_util.hpp"
+#include "redis/locks/lock_test_util.hpp"
 #include "redis/scripts.hpp"
 
 #include <algorithm>

@@ -4,8 +4,8 @@
 // namespace of its own, joined to the server by a veth pair; an nftables rule inside that
 // namespace drops everything. The namespace (and with it the veth pair and the rule) is removed
 // on every exit path; without the right to create it the test is skipped.
-#include "pg_test_util.hpp"
 #include "postgres/settings.hpp"
+#include "postgres_test_util.hpp"
 
 #include <cstdlib>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 // Bad input on the PostgreSQL backend gets a typed error and a message without the password:
 // an unreachable server, a wrong password, a role that may not create the fencing sequence,
 // names a key convention cannot encode, and kinds the backend does not offer.
-#include "pg_test_util.hpp"
+#include "postgres_test_util.hpp"
 
 namespace dlock::test {
 namespace {

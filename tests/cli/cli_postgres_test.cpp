@@ -1,7 +1,7 @@
 // The dlock command on postgresql:// URLs: exec (exclusion among processes, --kind shedlock),
 // status and list from pg_locks, unlock --force ending the holding session (the exec child is
 // stopped as after any loss: exit 73).
-#include "pg_test_util.hpp"
+#include "postgres/postgres_test_util.hpp"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 // dlock's own lease rows (lock_kind::lease, postgres/rows.hpp): a fencing token taken with the
 // row, waiters woken by NOTIFY (not by polling), expiry and takeover, unlock --force.
-#include "pg_test_util.hpp"
+#include "postgres_test_util.hpp"
 
 #include <future>
 #include <thread>

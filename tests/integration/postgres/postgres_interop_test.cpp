@@ -1,7 +1,7 @@
 // ShedLock interop from Java: ShedLock's database-time SQL sent through PgJDBC
 // (ShedLockJdbc.java, run with Java's single-file launcher) against dlock's lock_kind::shedlock
 // on one server, in both directions. Skipped when java or Debian's PgJDBC jar is missing.
-#include "pg_test_util.hpp"
+#include "postgres_test_util.hpp"
 
 #include <array>
 #include <cstdio>

@@ -3,7 +3,7 @@
 // and `sslmode=verify-full` with the right root take locks over TLS (pg_stat_ssl shows the
 // session encrypted); a wrong root certificate is auth_failed, and `sslmode=require` against a
 // server without TLS is configuration_error; both typed, nothing held.
-#include "pg_test_util.hpp"
+#include "postgres_test_util.hpp"
 #include "process.hpp"
 
 #include <filesystem>

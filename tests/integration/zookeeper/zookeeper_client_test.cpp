@@ -5,7 +5,7 @@
 // the fenced write (dlock::zookeeper::fenced_set): written while held, refused atomically once the
 // lock node is gone; the read-write downgrade (CURATOR-621: a queued writer stays out).
 #include "redis/client_impl.hpp" // detail::access
-#include "zk_test_util.hpp"
+#include "zookeeper_test_util.hpp"
 
 #include <dlock/dlock.hpp>
 

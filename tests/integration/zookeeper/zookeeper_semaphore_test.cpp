@@ -3,8 +3,8 @@
 // exactly N of N+k processes at once, a freed permit waking the one client that counts (watch
 // count, no polling), a bounded wait that leaves no node behind, loss on session expiry, and
 // inspect / list / force_unlock.
-#include "../locks/critical_section_checker.hpp"
-#include "zk_test_util.hpp"
+#include "critical_section_checker.hpp"
+#include "zookeeper_test_util.hpp"
 
 #include <dlock/error.hpp>
 

@@ -2,8 +2,8 @@
 // statistics, a client's sleeping waiters, and a mutex of either kind. Includes test_util.hpp.
 #pragma once
 
-#include "../test_util.hpp"
 #include "redis/client_impl.hpp"
+#include "test_util.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 // write), ShedLock rows, dlock's lease rows and pglock's version-column rows. Each process has
 // its own backend and session; a checker in shared memory sees any overlap, and the fencing
 // tokens of the kinds that have one must strictly increase in the order the processes got in.
-#include "pg_test_util.hpp"
+#include "postgres_test_util.hpp"
 
 #include <atomic>
 #include <cstdio>

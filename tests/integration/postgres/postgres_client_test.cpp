@@ -1,6 +1,6 @@
 // The PostgreSQL backend behind the public types: dlock::client("postgresql://..."), lease
 // handles, thread-bound lock objects with local re-entry, inspect/list, Redis-only calls.
-#include "pg_test_util.hpp"
+#include "postgres_test_util.hpp"
 
 #include <dlock/client.hpp>
 #include <dlock/mutex.hpp>

@@ -2,7 +2,7 @@
 // survive the leader's SIGKILL (the sessions move to a follower within their timeout), the
 // waiter gets the lock when the holder releases after the election, and the fencing token
 // still increases (a node created after the election carries the new epoch).
-#include "zk_test_util.hpp"
+#include "zookeeper_test_util.hpp"
 
 #include <future>
 
