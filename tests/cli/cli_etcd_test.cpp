@@ -21,7 +21,7 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds bud
     return dlock::test::wait_until(pred, budget);
 }
 
-class EtcdCli : public ::testing::Test {
+class etcd_cli : public ::testing::Test {
 protected:
     void SetUp() override {
         if (!dlock::test::etcd_available()) GTEST_SKIP() << "etcd or etcdctl not installed";
@@ -41,7 +41,7 @@ protected:
     std::string url_;
 };
 
-TEST_F(EtcdCli, ExecStatusListAndForcedUnlock) {
+TEST_F(etcd_cli, exec_status_list_and_forced_unlock) {
     auto [out, code] = dlock_cli(
         {"exec", "--wait", "5s", "nightly", "--", "sh", "-c", "echo token=$DLOCK_FENCING_TOKEN"});
     EXPECT_EQ(code, 0) << out;
@@ -70,7 +70,7 @@ TEST_F(EtcdCli, ExecStatusListAndForcedUnlock) {
     EXPECT_NE(out.find("not locked"), std::string::npos) << out;
 }
 
-TEST_F(EtcdCli, LeaseRevokedExecExits73) {
+TEST_F(etcd_cli, lease_revoked_exec_exits_73) {
     const auto log = etcd_->dir() / "exec.log";
     const auto pid = dlock::test::spawn_child(
         {DLOCK_CLI_BINARY, "--url", url_, "exec", "--wait", "5s", "revoked", "--", "sleep", "30"},

@@ -14,7 +14,7 @@
 namespace dlock::test {
 namespace {
 
-class PgCli : public pg_suite {
+class pg_cli : public pg_suite {
 public:
     struct outcome {
         int code = -1;
@@ -39,7 +39,7 @@ public:
     }
 };
 
-TEST_F(PgCli, ExecExcludesAmongProcesses) {
+TEST_F(pg_cli, exec_excludes_among_processes) {
     const auto dir = std::filesystem::path(server().dir()) / "cs";
     std::filesystem::create_directory(dir);
     const std::string d = dir.string();
@@ -70,7 +70,7 @@ TEST_F(PgCli, ExecExcludesAmongProcesses) {
     EXPECT_EQ(server().psql("SELECT count(*) FROM dlock_lease WHERE name = 'cli:lease'"), "1");
 }
 
-TEST_F(PgCli, StatusListAndUnlockForceOnAHeldLock) {
+TEST_F(pg_cli, status_list_and_unlock_force_on_a_held_lock) {
     outcome held;
     std::thread holder([&] { held = dlock("exec cli:held -- sleep 60"); });
     if (!eventually([&] { return granted() == 1; }, 10s)) {
@@ -97,7 +97,7 @@ TEST_F(PgCli, StatusListAndUnlockForceOnAHeldLock) {
 
 // unlock --force of the row kinds: ShedLock's lock_until and lease's expires_at set to now
 // (rows kept), versioned rows deleted; another exec takes the lock at once.
-TEST_F(PgCli, UnlockForceEndsEveryRowKind) {
+TEST_F(pg_cli, unlock_force_ends_every_row_kind) {
     const std::vector<std::string> kinds{"shedlock", "lease", "versioned"};
     std::vector<outcome> held(kinds.size());
     std::vector<std::thread> ts;
@@ -145,7 +145,7 @@ TEST_F(PgCli, UnlockForceEndsEveryRowKind) {
 
 // The demo with its lock on a private PostgreSQL that it starts (initdb + postgres, as the
 // postgres user under root) and stops; the stock stays in a private redis-server.
-TEST_F(PgCli, DemoOnAPrivatePostgreSQL) {
+TEST_F(pg_cli, demo_on_a_private_postgresql) {
     if (!redis_available()) GTEST_SKIP() << "the demo's stock lives in redis-server";
     const std::string cmd = std::string(DLOCK_CLI_BINARY) +
                             " demo --backend postgresql --stock 30 --processes 2 --threads 2 2>&1";
@@ -157,7 +157,7 @@ TEST_F(PgCli, DemoOnAPrivatePostgreSQL) {
     EXPECT_NE(r.out.find("the stock is exact: 30 sold"), std::string::npos) << r.out;
 }
 
-TEST_F(PgCli, BadUrlsAndUnreachableServersHaveTheirExitCodes) {
+TEST_F(pg_cli, bad_urls_and_unreachable_servers_have_their_exit_codes) {
     const std::string bin = DLOCK_CLI_BINARY;
     const auto run = [&](const std::string& url) {
         const int st = std::system((bin + " --url '" + url + "' status x >/dev/null 2>&1").c_str());

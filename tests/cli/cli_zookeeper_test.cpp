@@ -30,7 +30,7 @@ run_result dlock_cli(const std::string& args) {
     return r;
 }
 
-class ZkCli : public ::testing::Test {
+class zk_cli : public ::testing::Test {
 protected:
     void SetUp() override {
         DLOCK_SKIP_WITHOUT_ZOOKEEPER();
@@ -41,7 +41,7 @@ protected:
     std::string url_;
 };
 
-TEST_F(ZkCli, ExecStatusListAndForcedUnlock) {
+TEST_F(zk_cli, exec_status_list_and_forced_unlock) {
     auto r =
         dlock_cli(url_ + " exec --wait 5s jobs/nightly -- sh -c 'echo token=$DLOCK_FENCING_TOKEN'");
     EXPECT_EQ(r.code, 0) << r.out;
@@ -74,7 +74,7 @@ TEST_F(ZkCli, ExecStatusListAndForcedUnlock) {
     EXPECT_NE(r.out.find("not locked"), std::string::npos) << r.out;
 }
 
-TEST_F(ZkCli, ExecWithPermitsAndTheSemaphoresStatus) {
+TEST_F(zk_cli, exec_with_permits_and_the_semaphores_status) {
     auto holder = zk_backend_for(server_->url());
     std::error_code ec;
     acquire_options o = waiting(5s, lock_kind::semaphore);
@@ -105,7 +105,7 @@ TEST_F(ZkCli, ExecWithPermitsAndTheSemaphoresStatus) {
     EXPECT_EQ(r.code, 64) << r.out;
 }
 
-TEST_F(ZkCli, DemoOnAPrivateZooKeeper) {
+TEST_F(zk_cli, demo_on_a_private_zookeeper) {
     if (!redis_available()) GTEST_SKIP() << "the demo's stock lives in redis-server";
     const auto r = dlock_cli("demo --backend zookeeper --stock 30 --processes 2 --threads 2");
     EXPECT_EQ(r.code, 0) << r.out;
@@ -113,7 +113,7 @@ TEST_F(ZkCli, DemoOnAPrivateZooKeeper) {
     EXPECT_NE(r.out.find("the stock is exact: 30 sold"), std::string::npos) << r.out;
 }
 
-TEST_F(ZkCli, BadUrlsAndMissingChroot) {
+TEST_F(zk_cli, bad_urls_and_missing_chroot) {
     auto r = dlock_cli("--url zks://127.0.0.1:1 status x");
     EXPECT_EQ(r.code, 78) << r.out; // unsupported: no TLS in Debian's C client
     r = dlock_cli("--url '" + server_->url("/nope") + "?connect_timeout=2000' status x");
@@ -123,7 +123,7 @@ TEST_F(ZkCli, BadUrlsAndMissingChroot) {
 
 // An unreachable ensemble is named as ZooKeeper, with ZooKeeper's remedy, in dlock's own words:
 // never redis-server's remedy, never a line of the C client's log.
-TEST_F(ZkCli, AnUnreachableServerIsNamedAsZooKeeper) {
+TEST_F(zk_cli, an_unreachable_server_is_named_as_zookeeper) {
     const auto r = dlock_cli("--url 'zk://127.0.0.1:" + std::to_string(free_port()) +
                              "/x?connect_timeout=1000' status x");
     EXPECT_EQ(r.code, 69) << r.out; // unavailable

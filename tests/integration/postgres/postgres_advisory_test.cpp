@@ -19,9 +19,9 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-class PgAdvisory : public pg_suite {};
+class pg_advisory : public pg_suite {};
 
-TEST_F(PgAdvisory, ExclusionAmongClientsAndThreads) {
+TEST_F(pg_advisory, exclusion_among_clients_and_threads) {
     constexpr int clients = 4, threads_per = 2, rounds = 25;
     std::vector<std::shared_ptr<detail::lock_backend>> bs;
     for (int i = 0; i < clients; ++i)
@@ -56,7 +56,7 @@ TEST_F(PgAdvisory, ExclusionAmongClientsAndThreads) {
     EXPECT_EQ(granted(), 0); // every release freed the lock
 }
 
-TEST_F(PgAdvisory, WaitersAreServedInArrivalOrder) {
+TEST_F(pg_advisory, waiters_are_served_in_arrival_order) {
     auto b = backend();
     std::error_code ec;
     auto first = b->acquire("fifo", wait_for(5s), ec);
@@ -84,7 +84,7 @@ TEST_F(PgAdvisory, WaitersAreServedInArrivalOrder) {
     EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
 }
 
-TEST_F(PgAdvisory, TerminatedSessionIsALossAtOnce) {
+TEST_F(pg_advisory, terminated_session_is_a_loss_at_once) {
     auto b = backend();
     std::error_code ec;
     auto h = b->acquire("killme", wait_for(5s), ec);
@@ -109,7 +109,7 @@ TEST_F(PgAdvisory, TerminatedSessionIsALossAtOnce) {
     EXPECT_TRUE(again) << ec.message();
 }
 
-TEST_F(PgAdvisory, ServerRestartIsALoss) {
+TEST_F(pg_advisory, server_restart_is_a_loss) {
     auto b = backend();
     std::error_code ec;
     auto h = b->acquire("restart", wait_for(5s), ec);
@@ -121,7 +121,7 @@ TEST_F(PgAdvisory, ServerRestartIsALoss) {
     EXPECT_TRUE(again) << ec.message();
 }
 
-TEST_F(PgAdvisory, FencingTokensStrictlyIncrease) {
+TEST_F(pg_advisory, fencing_tokens_strictly_increase) {
     auto b1 = backend(), b2 = backend();
     std::uint64_t last = 0;
     for (int i = 0; i < 20; ++i) {
@@ -141,7 +141,7 @@ TEST_F(PgAdvisory, FencingTokensStrictlyIncrease) {
     EXPECT_EQ(st.fencing_counter, last);
 }
 
-TEST_F(PgAdvisory, WaitsEndInTheServerWithinTheCallersWait) {
+TEST_F(pg_advisory, waits_end_in_the_server_within_the_callers_wait) {
     auto b = backend();
     std::error_code ec;
     auto holder = b->acquire("busy", wait_for(5s), ec);
@@ -161,7 +161,7 @@ TEST_F(PgAdvisory, WaitsEndInTheServerWithinTheCallersWait) {
     EXPECT_EQ(waiting(), 0); // the server ended the wait (lock_timeout)
 }
 
-TEST_F(PgAdvisory, ReadersShareAndWritersExclude) {
+TEST_F(pg_advisory, readers_share_and_writers_exclude) {
     auto b = backend();
     std::error_code ec;
     auto r1 = b->acquire("rw", wait_for(5s, lock_kind::read), ec);
@@ -179,7 +179,7 @@ TEST_F(PgAdvisory, ReadersShareAndWritersExclude) {
     EXPECT_FALSE(b->acquire("rw", wait_for(0ms, lock_kind::read), ec));
 }
 
-TEST_F(PgAdvisory, ValidUntilIsTheCheckBoundAndMovesWithChecks) {
+TEST_F(pg_advisory, valid_until_is_the_check_bound_and_moves_with_checks) {
     auto b = backend("dlock_check=200");
     std::error_code ec;
     auto h = b->acquire("valid", wait_for(5s), ec);
@@ -193,7 +193,7 @@ TEST_F(PgAdvisory, ValidUntilIsTheCheckBoundAndMovesWithChecks) {
     EXPECT_FALSE(ec);
 }
 
-TEST_F(PgAdvisory, FixedLeaseEndsTheHoldAndFreesTheLock) {
+TEST_F(pg_advisory, fixed_lease_ends_the_hold_and_frees_the_lock) {
     auto b = backend();
     std::error_code ec;
     auto o = wait_for(5s);
@@ -208,7 +208,7 @@ TEST_F(PgAdvisory, FixedLeaseEndsTheHoldAndFreesTheLock) {
     EXPECT_TRUE(other);
 }
 
-TEST_F(PgAdvisory, KeysAreTheOtherLibrariesKeysOnTheServer) {
+TEST_F(pg_advisory, keys_are_the_other_libraries_keys_on_the_server) {
     std::error_code ec;
     // sha256-le64 (django-pglock): the bigint 4758452604826750144.
     auto b = backend();
@@ -234,7 +234,7 @@ TEST_F(PgAdvisory, KeysAreTheOtherLibrariesKeysOnTheServer) {
     EXPECT_NE(st.detail.find("1099366921"), std::string::npos) << st.detail;
 }
 
-TEST_F(PgAdvisory, StatusListAndForceUnlock) {
+TEST_F(pg_advisory, status_list_and_force_unlock) {
     auto b = backend();
     std::error_code ec;
     auto h = b->acquire("jobs:nightly", wait_for(5s), ec);
@@ -268,7 +268,7 @@ TEST_F(PgAdvisory, StatusListAndForceUnlock) {
     waiter.join(); // the waiter got it when the holder's session ended
 }
 
-TEST_F(PgAdvisory, AsyncAcquireCompletesOnTheIoThread) {
+TEST_F(pg_advisory, async_acquire_completes_on_the_io_thread) {
     auto b = backend();
     std::promise<std::pair<std::error_code, bool>> p;
     b->async_acquire("async", wait_for(5s),
@@ -284,7 +284,7 @@ TEST_F(PgAdvisory, AsyncAcquireCompletesOnTheIoThread) {
     EXPECT_TRUE(ok);
 }
 
-TEST_F(PgAdvisory, ShutdownEndsHoldsAndFreesTheirLocks) {
+TEST_F(pg_advisory, shutdown_ends_holds_and_frees_their_locks) {
     auto b = backend();
     std::error_code ec;
     auto h = b->acquire("down", wait_for(5s), ec);
@@ -304,7 +304,7 @@ namespace {
 
 // A holder process killed with SIGKILL: its kernel closes the socket, the server ends the
 // session and frees the lock at once (the keepalive bound is for a host that vanished).
-TEST_F(PgAdvisory, KilledHolderProcessFreesTheLock) {
+TEST_F(pg_advisory, killed_holder_process_frees_the_lock) {
     int ready[2];
     ASSERT_EQ(::pipe(ready), 0);
     const std::string url = server().url();
@@ -345,7 +345,7 @@ namespace {
 
 // A session that stops answering (its server process stopped: a hung server, a partition) is
 // lost when valid_until passes unproven, within the check period, and the hold closes it.
-TEST_F(PgAdvisory, AnUnansweredCheckIsALossAtValidUntil) {
+TEST_F(pg_advisory, an_unanswered_check_is_a_loss_at_valid_until) {
     auto b = backend("dlock_check=300");
     std::error_code ec;
     auto h = b->acquire("silent", wait_for(5s), ec);

@@ -14,9 +14,9 @@
 namespace dlock::test {
 namespace {
 
-class PgClient : public pg_suite {};
+class pg_client : public pg_suite {};
 
-TEST_F(PgClient, LeasesThroughDlockClient) {
+TEST_F(pg_client, leases_through_dlock_client) {
     dlock::client c(server().url());
     EXPECT_EQ(c.backend_name(), "postgresql");
     auto l = c.acquire("client:lease", {.wait = 5s});
@@ -39,7 +39,7 @@ TEST_F(PgClient, LeasesThroughDlockClient) {
     EXPECT_TRUE(shed);
 }
 
-TEST_F(PgClient, MutexCountsReentryLocallyAndExcludesOtherClients) {
+TEST_F(pg_client, mutex_counts_reentry_locally_and_excludes_other_clients) {
     dlock::client a(server().url()), b(server().url());
     auto m = a.make_mutex("client:mutex");
     m.lock();
@@ -61,7 +61,7 @@ TEST_F(PgClient, MutexCountsReentryLocallyAndExcludesOtherClients) {
 
 // client::force_unlock(name, kind) on every PostgreSQL kind: it ends a held lock (another
 // client takes it at once), says false for a lock nobody holds, and the holder learns it.
-TEST_F(PgClient, ForceUnlockEndsEveryKind) {
+TEST_F(pg_client, force_unlock_ends_every_kind) {
     dlock::client a(server().url()), b(server().url());
     for (const auto kind : {lock_kind::reentrant, lock_kind::write, lock_kind::shedlock,
                             lock_kind::lease, lock_kind::versioned}) {
@@ -89,7 +89,7 @@ TEST_F(PgClient, ForceUnlockEndsEveryKind) {
     EXPECT_EQ(ec, errc::unsupported);
 }
 
-TEST_F(PgClient, RedisOnlyCallsAreUnsupported) {
+TEST_F(pg_client, redis_only_calls_are_unsupported) {
     dlock::client c(server().url());
     std::error_code ec;
     const std::string_view ping[] = {"PING"};
@@ -97,7 +97,7 @@ TEST_F(PgClient, RedisOnlyCallsAreUnsupported) {
     EXPECT_EQ(ec, errc::unsupported);
 }
 
-TEST_F(PgClient, BadUrlsAreConfigurationErrors) {
+TEST_F(pg_client, bad_urls_are_configuration_errors) {
     try {
         dlock::client c(server().url("dlock_key=nope"));
         FAIL() << "accepted a bad dlock_key";
@@ -119,7 +119,7 @@ std::size_t threads_now() {
 // which runs on the backend's own I/O thread: the engine must not be destroyed under its own
 // run() (it was, before: the thread detached and the io_context went away under it). The
 // session ends (the lock is freed) and the I/O thread exits by itself.
-TEST_F(PgClient, LastReferencesDroppedInCompletionHandlerOnIoThread) {
+TEST_F(pg_client, last_references_dropped_in_completion_handler_on_io_thread) {
     const auto before = threads_now();
     auto c = std::make_shared<dlock::client>(server().url());
     std::promise<bool> got;
@@ -142,7 +142,7 @@ TEST_F(PgClient, LastReferencesDroppedInCompletionHandlerOnIoThread) {
 
 // The same from a loss callback: the holder's session is terminated by the server, and the
 // on_lost callback (I/O thread) drops the client and the lease.
-TEST_F(PgClient, LastReferencesDroppedInLossCallbackOnIoThread) {
+TEST_F(pg_client, last_references_dropped_in_loss_callback_on_io_thread) {
     const auto before = threads_now();
     struct box {
         std::shared_ptr<dlock::client> c;

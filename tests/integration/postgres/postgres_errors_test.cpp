@@ -6,9 +6,9 @@
 namespace dlock::test {
 namespace {
 
-class PgErrors : public pg_suite {};
+class pg_errors : public pg_suite {};
 
-TEST_F(PgErrors, UnreachableServerIsUnavailable) {
+TEST_F(pg_errors, unreachable_server_is_unavailable) {
     const auto port = free_port();
     auto b = backend_at("postgresql://postgres:pw@127.0.0.1:" + std::to_string(port) +
                         "/postgres?dlock_connect_timeout=2000");
@@ -22,7 +22,7 @@ TEST_F(PgErrors, UnreachableServerIsUnavailable) {
     EXPECT_EQ(why.find(":pw@"), std::string::npos) << why;
 }
 
-TEST_F(PgErrors, WrongPasswordIsAuthFailed) {
+TEST_F(pg_errors, wrong_password_is_auth_failed) {
     auto b = backend_at(server().url_as("postgres", "not-the-password"));
     std::error_code ec;
     EXPECT_FALSE(b->acquire("x", wait_for(1s), ec));
@@ -32,7 +32,7 @@ TEST_F(PgErrors, WrongPasswordIsAuthFailed) {
     EXPECT_EQ(why.find("not-the-password"), std::string::npos) << why;
 }
 
-TEST_F(PgErrors, MissingSequenceAndNoRightToCreateItIsPermissionDenied) {
+TEST_F(pg_errors, missing_sequence_and_no_right_to_create_it_is_permission_denied) {
     auto b = backend_at(server().url_as("limited", pg_server::limited_password()));
     std::error_code ec;
     EXPECT_FALSE(b->acquire("x", wait_for(1s), ec));
@@ -56,7 +56,7 @@ TEST_F(PgErrors, MissingSequenceAndNoRightToCreateItIsPermissionDenied) {
 // The row kinds need their table: a role that finds it missing and may not create it gets
 // permission_denied naming the table, and nothing is left behind; once the owner made the table
 // and granted its use, the same role locks.
-TEST_F(PgErrors, MissingLeaseTableAndNoRightToCreateItIsPermissionDenied) {
+TEST_F(pg_errors, missing_lease_table_and_no_right_to_create_it_is_permission_denied) {
     struct row_kind {
         lock_kind kind;
         const char* table;
@@ -94,7 +94,7 @@ TEST_F(PgErrors, MissingLeaseTableAndNoRightToCreateItIsPermissionDenied) {
     }
 }
 
-TEST_F(PgErrors, ForceUnlockWithoutTheRightIsPermissionDenied) {
+TEST_F(pg_errors, force_unlock_without_the_right_is_permission_denied) {
     auto owner = backend();
     std::error_code ec;
     auto h = owner->acquire("guarded", wait_for(1s), ec);
@@ -106,7 +106,7 @@ TEST_F(PgErrors, ForceUnlockWithoutTheRightIsPermissionDenied) {
     EXPECT_FALSE(h->lost());
 }
 
-TEST_F(PgErrors, NamesAndKindsTheBackendCannotTakeAreTypedErrors) {
+TEST_F(pg_errors, names_and_kinds_the_backend_cannot_take_are_typed_errors) {
     std::error_code ec;
     auto b = backend("dlock_key=int64");
     EXPECT_FALSE(b->acquire("not-a-number", wait_for(0ms), ec));

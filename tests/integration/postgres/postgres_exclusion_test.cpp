@@ -30,7 +30,7 @@ struct kind_case {
     bool fenced; ///< acquisitions carry a fencing token
 };
 
-class PgExclusion : public pg_suite, public ::testing::WithParamInterface<kind_case> {};
+class pg_exclusion : public pg_suite, public ::testing::WithParamInterface<kind_case> {};
 
 // One child: `rounds` acquisitions of `lock`, a short critical section each, then release.
 // Returns the number of errors as its exit status.
@@ -67,7 +67,7 @@ int child(const std::string& url, const std::string& lock, const kind_case& k, i
     return errors;
 }
 
-TEST_P(PgExclusion, EightProcessesNeverOverlap) {
+TEST_P(pg_exclusion, eight_processes_never_overlap) {
     constexpr int procs = 8, rounds = 4;
     const kind_case k = GetParam();
     void* mem = ::mmap(nullptr, sizeof(shared_state), PROT_READ | PROT_WRITE,
@@ -97,7 +97,7 @@ TEST_P(PgExclusion, EightProcessesNeverOverlap) {
     ::munmap(mem, sizeof(shared_state));
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryKind, PgExclusion,
+INSTANTIATE_TEST_SUITE_P(every_kind, pg_exclusion,
                          ::testing::Values(kind_case{lock_kind::reentrant, "lock", true},
                                            kind_case{lock_kind::write, "write", true},
                                            kind_case{lock_kind::shedlock, "shedlock", false},

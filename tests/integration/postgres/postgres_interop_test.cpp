@@ -12,7 +12,7 @@ namespace {
 
 constexpr const char* jdbc_jar = "/usr/share/java/postgresql.jar";
 
-class PgShedLockJava : public pg_suite {
+class pg_shedlock_java : public pg_suite {
 public:
     void SetUp() override {
         pg_suite::SetUp();
@@ -46,7 +46,7 @@ acquire_options shed(std::chrono::milliseconds wait) {
     return wait_for(wait, lock_kind::shedlock);
 }
 
-TEST_F(PgShedLockJava, DlockHoldsAndJavaIsRefusedThenGetsItAfterRelease) {
+TEST_F(pg_shedlock_java, dlock_holds_and_java_is_refused_then_gets_it_after_release) {
     auto b = backend();
     std::error_code ec;
     auto h = b->acquire("interop", shed(0ms), ec);
@@ -61,7 +61,7 @@ TEST_F(PgShedLockJava, DlockHoldsAndJavaIsRefusedThenGetsItAfterRelease) {
     EXPECT_TRUE(b->acquire("interop", shed(0ms), ec)) << ec.message();
 }
 
-TEST_F(PgShedLockJava, JavaHoldsAndDlockWaitsForItsExpiry) {
+TEST_F(pg_shedlock_java, java_holds_and_dlock_waits_for_its_expiry) {
     auto b = backend();
     std::error_code ec;
     // The table exists once dlock has used it.

@@ -81,7 +81,7 @@ struct child_process {
     }
 };
 
-TEST(PgKeepalive, AVanishedHolderHostIsFreedWithinTheKeepaliveBound) {
+TEST(pg_keepalive, a_vanished_holder_host_is_freed_within_the_keepalive_bound) {
     if (!postgres_available()) GTEST_SKIP() << "PostgreSQL 15 server binaries not found";
     if (std::system("command -v nft >/dev/null 2>&1") != 0)
         GTEST_SKIP() << "nft (package nftables) not found";

@@ -10,13 +10,13 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-class PgLease : public pg_suite {};
+class pg_lease : public pg_suite {};
 
 acquire_options lease_kind(std::chrono::milliseconds wait) {
     return wait_for(wait, lock_kind::lease);
 }
 
-TEST_F(PgLease, RowsCarryStrictlyIncreasingTokensAndAreExpiredOnRelease) {
+TEST_F(pg_lease, rows_carry_strictly_increasing_tokens_and_are_expired_on_release) {
     auto b = backend();
     std::error_code ec;
     std::uint64_t last = 0;
@@ -44,7 +44,7 @@ TEST_F(PgLease, RowsCarryStrictlyIncreasingTokensAndAreExpiredOnRelease) {
 // trigger (it runs after VALUES, before the conflict check) holds the slow client at exactly
 // that point, for as long as the test holds a gate (an advisory lock); the slow client is
 // told apart by a setting in its connection's options.
-TEST_F(PgLease, ATokenDrawnBeforeAnotherGrantIsNeverGranted) {
+TEST_F(pg_lease, a_token_drawn_before_another_grant_is_never_granted) {
     std::error_code ec;
     auto fast = backend();
     auto first = fast->acquire("lease:race", lease_kind(0ms), ec); // table, sequence and row
@@ -92,7 +92,7 @@ TEST_F(PgLease, ATokenDrawnBeforeAnotherGrantIsNeverGranted) {
     EXPECT_GT(*after, *between) << "a token drawn before another grant was granted after it";
 }
 
-TEST_F(PgLease, AWaiterIsWokenByTheReleaseNotification) {
+TEST_F(pg_lease, a_waiter_is_woken_by_the_release_notification) {
     auto b = backend();
     std::error_code ec;
     auto holder = b->acquire("lease:wake", lease_kind(0ms), ec); // 30 s watchdog lease
@@ -121,7 +121,7 @@ TEST_F(PgLease, AWaiterIsWokenByTheReleaseNotification) {
     EXPECT_LT(when - released, 1s);
 }
 
-TEST_F(PgLease, AnExpiredRowIsTakenOverAndItsOldHolderIsLost) {
+TEST_F(pg_lease, an_expired_row_is_taken_over_and_its_old_holder_is_lost) {
     auto b = backend();
     std::error_code ec;
     auto o = lease_kind(0ms);
@@ -140,7 +140,7 @@ TEST_F(PgLease, AnExpiredRowIsTakenOverAndItsOldHolderIsLost) {
     EXPECT_FALSE(second->lost());
 }
 
-TEST_F(PgLease, ForceUnlockExpiresTheRowAndWakesItsWaiter) {
+TEST_F(pg_lease, force_unlock_expires_the_row_and_wakes_its_waiter) {
     auto b = backend();
     std::error_code ec;
     auto holder = b->acquire("lease:force", lease_kind(0ms), ec);
@@ -170,7 +170,7 @@ TEST_F(PgLease, ForceUnlockExpiresTheRowAndWakesItsWaiter) {
 namespace dlock::test {
 namespace {
 
-TEST_F(PgLease, ShutdownEndsAWaitAtOnce) {
+TEST_F(pg_lease, shutdown_ends_a_wait_at_once) {
     auto holder = backend();
     std::error_code ec;
     auto h = holder->acquire("lease:down", lease_kind(0ms), ec); // 30 s lease

@@ -9,7 +9,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-class PgShedLock : public pg_suite {};
+class pg_shedlock : public pg_suite {};
 
 acquire_options shed(std::chrono::milliseconds wait) {
     auto o = wait_for(wait, lock_kind::shedlock);
@@ -27,7 +27,7 @@ std::string java_insert(const std::string& name, const std::string& by, double s
            " RETURNING 1";
 }
 
-TEST_F(PgShedLock, RowsAreShedLocksAndAreNeverDeleted) {
+TEST_F(pg_shedlock, rows_are_shedlocks_and_are_never_deleted) {
     auto b = backend();
     std::error_code ec;
     auto h = b->acquire("report", shed(0ms), ec);
@@ -51,7 +51,7 @@ TEST_F(PgShedLock, RowsAreShedLocksAndAreNeverDeleted) {
     EXPECT_TRUE(backend()->acquire("report", shed(0ms), ec));
 }
 
-TEST_F(PgShedLock, ExcludesShedLocksOwnStatementsBothWays) {
+TEST_F(pg_shedlock, excludes_shedlocks_own_statements_both_ways) {
     auto b = backend();
     std::error_code ec;
     auto h = b->acquire("job", shed(0ms), ec);
@@ -70,7 +70,7 @@ TEST_F(PgShedLock, ExcludesShedLocksOwnStatementsBothWays) {
     EXPECT_NE(server().psql("SELECT locked_by FROM shedlock WHERE name = 'job'"), "java-host");
 }
 
-TEST_F(PgShedLock, FixedLeaseExpiresAndIsTakenOver) {
+TEST_F(pg_shedlock, fixed_lease_expires_and_is_taken_over) {
     auto b = backend();
     std::error_code ec;
     auto o = shed(0ms);
@@ -86,7 +86,7 @@ TEST_F(PgShedLock, FixedLeaseExpiresAndIsTakenOver) {
     EXPECT_EQ(ec, errc::not_owner);
 }
 
-TEST_F(PgShedLock, ForceUnlockEndsTheLeaseAndKeepsTheRow) {
+TEST_F(pg_shedlock, force_unlock_ends_the_lease_and_keeps_the_row) {
     auto b = backend();
     std::error_code ec;
     auto h = b->acquire("stuck", shed(0ms), ec);
@@ -105,7 +105,7 @@ TEST_F(PgShedLock, ForceUnlockEndsTheLeaseAndKeepsTheRow) {
     EXPECT_TRUE(h->lost());
 }
 
-TEST_F(PgShedLock, BadInputIsTyped) {
+TEST_F(pg_shedlock, bad_input_is_typed) {
     std::error_code ec;
     auto b = backend();
     EXPECT_FALSE(b->acquire(std::string(65, 'n'), shed(0ms), ec));

@@ -25,7 +25,7 @@ bool make_cert(const fs::path& dir, const std::string& name) {
     return rc == 0;
 }
 
-class PgTls : public ::testing::Test {
+class pg_tls : public ::testing::Test {
 public:
     static void SetUpTestSuite() {
         if (!postgres_available() || ::access("/usr/bin/openssl", X_OK) != 0) return;
@@ -70,7 +70,7 @@ private:
     static inline fs::path* dir_ = nullptr;
 };
 
-TEST_F(PgTls, RequireAndVerifyFullTakeLocksOverTls) {
+TEST_F(pg_tls, require_and_verify_full_take_locks_over_tls) {
     for (const std::string& params : {std::string("sslmode=require"),
                                       "sslmode=verify-full&sslrootcert=" + root("server.crt")}) {
         std::error_code ec;
@@ -86,7 +86,7 @@ TEST_F(PgTls, RequireAndVerifyFullTakeLocksOverTls) {
     }
 }
 
-TEST_F(PgTls, AWrongRootCertificateIsAuthFailed) {
+TEST_F(pg_tls, a_wrong_root_certificate_is_auth_failed) {
     std::error_code ec;
     std::string why;
     auto b = detail::make_postgres_backend(
@@ -99,7 +99,7 @@ TEST_F(PgTls, AWrongRootCertificateIsAuthFailed) {
     EXPECT_EQ(b->last_error_detail().find(pg_server::password()), std::string::npos);
 }
 
-TEST_F(PgTls, RequireAgainstAServerWithoutTlsIsConfigurationError) {
+TEST_F(pg_tls, require_against_a_server_without_tls_is_configuration_error) {
     pg_server plain; // ssl off
     std::error_code ec;
     std::string why;

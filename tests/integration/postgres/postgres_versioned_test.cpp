@@ -14,7 +14,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-class PgVersioned : public pg_suite {};
+class pg_versioned : public pg_suite {};
 
 acquire_options versioned(std::chrono::milliseconds wait,
                           std::optional<std::chrono::milliseconds> lease = std::nullopt) {
@@ -29,7 +29,7 @@ std::string rvn_of(const std::string& name) {
                                    name + "'");
 }
 
-TEST_F(PgVersioned, TokensStrictlyIncreaseAndHeartbeatsReplaceTheVersion) {
+TEST_F(pg_versioned, tokens_strictly_increase_and_heartbeats_replace_the_version) {
     auto b = backend();
     std::error_code ec;
     std::uint64_t last = 0;
@@ -58,7 +58,7 @@ TEST_F(PgVersioned, TokensStrictlyIncreaseAndHeartbeatsReplaceTheVersion) {
 
 // A holder that heartbeats (extends) within the lease is never taken over; once it stops, a
 // waiter takes the row over one lease after it first saw the last version, not before.
-TEST_F(PgVersioned, TakeoverOnlyAfterTheHolderStopsHeartbeating) {
+TEST_F(pg_versioned, takeover_only_after_the_holder_stops_heartbeating) {
     constexpr auto lease = 600ms;
     auto a = backend();
     std::error_code ec;
@@ -99,7 +99,7 @@ TEST_F(PgVersioned, TakeoverOnlyAfterTheHolderStopsHeartbeating) {
 
 // pglock's own statements (client.go of cirello.io/pglock, newest stored version: the upsert
 // with COALESCE, the heartbeat, the release) sent through psql against dlock's rows, both ways.
-TEST_F(PgVersioned, PglockStatementsAndDlockExcludeEachOther) {
+TEST_F(pg_versioned, pglock_statements_and_dlock_exclude_each_other) {
     auto b = backend();
     std::error_code ec;
     auto h = b->acquire("v:interop", versioned(0ms), ec);
@@ -157,7 +157,7 @@ TEST_F(PgVersioned, PglockStatementsAndDlockExcludeEachOther) {
     EXPECT_GE(clock::now() - t0, 450ms);
 }
 
-TEST_F(PgVersioned, StatusListAndForceUnlock) {
+TEST_F(pg_versioned, status_list_and_force_unlock) {
     auto b = backend();
     std::error_code ec;
     auto h = b->acquire("v:force", versioned(0ms), ec);

@@ -16,7 +16,7 @@
 namespace dlock::test {
 namespace {
 
-class ZkClient : public ::testing::Test {
+class zk_client : public ::testing::Test {
 protected:
     void SetUp() override {
         DLOCK_SKIP_WITHOUT_ZOOKEEPER();
@@ -27,7 +27,7 @@ protected:
     std::string url_;
 };
 
-TEST_F(ZkClient, LeasesExcludeAndCarryTheCzxid) {
+TEST_F(zk_client, leases_exclude_and_carry_the_czxid) {
     client a(url_);
     client b(url_);
     EXPECT_EQ(a.backend_name(), "zookeeper");
@@ -51,7 +51,7 @@ TEST_F(ZkClient, LeasesExcludeAndCarryTheCzxid) {
 
 // lease::async_release completes once the server deleted the node, although the handle gave
 // its hold away (the release callback keeps the hold alive: a weak reference never completed).
-TEST_F(ZkClient, AsyncReleaseCompletesAndFreesTheLock) {
+TEST_F(zk_client, async_release_completes_and_frees_the_lock) {
     client a(url_);
     client b(url_);
     for (int i = 0; i < 3; ++i) {
@@ -68,7 +68,7 @@ TEST_F(ZkClient, AsyncReleaseCompletesAndFreesTheLock) {
     }
 }
 
-TEST_F(ZkClient, MutexReentersLocallyWithOneNode) {
+TEST_F(zk_client, mutex_reenters_locally_with_one_node) {
     client a(url_);
     client b(url_);
     auto m = a.make_mutex("jobs/m");
@@ -85,7 +85,7 @@ TEST_F(ZkClient, MutexReentersLocallyWithOneNode) {
     other.unlock();
 }
 
-TEST_F(ZkClient, ReadWriteLockObject) {
+TEST_F(zk_client, read_write_lock_object) {
     client a(url_);
     client b(url_);
     auto rw1 = a.make_rw_mutex("rw");
@@ -100,7 +100,7 @@ TEST_F(ZkClient, ReadWriteLockObject) {
     rw2.unlock();
 }
 
-TEST_F(ZkClient, AsyncAcquireInspectListAndUnsupportedCalls) {
+TEST_F(zk_client, async_acquire_inspect_list_and_unsupported_calls) {
     client a(url_);
     std::promise<std::pair<std::error_code, lease>> p;
     a.async_acquire("async/x", {.wait = 5s}, [&](std::error_code ec, lease l) {
@@ -124,7 +124,7 @@ TEST_F(ZkClient, AsyncAcquireInspectListAndUnsupportedCalls) {
     EXPECT_THROW(client("zks://127.0.0.1:2181"), dlock::error);
 }
 
-TEST_F(ZkClient, MultiLockTakesAllInSortedOrderOrNone) {
+TEST_F(zk_client, multi_lock_takes_all_in_sorted_order_or_none) {
     client a(url_);
     client b(url_);
     raw_zk raw(server_->host_port());
@@ -183,7 +183,7 @@ TEST_F(ZkClient, MultiLockTakesAllInSortedOrderOrNone) {
     EXPECT_EQ(ec, make_error_code(errc::unsupported));
 }
 
-TEST_F(ZkClient, FencedSetWritesOnlyWhileTheLockNodeExists) {
+TEST_F(zk_client, fenced_set_writes_only_while_the_lock_node_exists) {
     client a(url_);
     client b(url_);
     raw_zk raw(server_->host_port());
@@ -235,7 +235,7 @@ TEST_F(ZkClient, FencedSetWritesOnlyWhileTheLockNodeExists) {
     EXPECT_EQ(ec, make_error_code(errc::unsupported));
 }
 
-TEST_F(ZkClient, DowngradeFromWriteToReadKeepsAQueuedWriterOut) {
+TEST_F(zk_client, downgrade_from_write_to_read_keeps_a_queued_writer_out) {
     client a(url_);
     client b(url_);
     client c(url_);

@@ -130,7 +130,7 @@ bool kazoo_available() {
            ::access("/usr/lib/python3/dist-packages/kazoo/recipe/lock.py", R_OK) == 0;
 }
 
-class CuratorInterop : public ::testing::Test {
+class curator_interop : public ::testing::Test {
 protected:
     void SetUp() override {
         DLOCK_SKIP_WITHOUT_ZOOKEEPER();
@@ -143,7 +143,7 @@ protected:
     std::shared_ptr<detail::zk::zk_backend> backend_;
 };
 
-TEST_F(CuratorInterop, MutexBothDirections) {
+TEST_F(curator_interop, mutex_both_directions) {
     // Curator holds: dlock cannot take it, then gets it once Curator releases.
     {
         curator_peer peer(server_->host_port(), "/interop/mutex", "mutex", "hold", 10s);
@@ -171,7 +171,7 @@ TEST_F(CuratorInterop, MutexBothDirections) {
     }
 }
 
-TEST_F(CuratorInterop, ReadWriteLockBothDirections) {
+TEST_F(curator_interop, read_write_lock_both_directions) {
     std::error_code ec;
     curator_peer reader(server_->host_port(), "/interop/rw", "read", "hold", 10s);
     ASSERT_EQ(reader.line(), "ACQUIRED");
@@ -190,7 +190,7 @@ TEST_F(CuratorInterop, ReadWriteLockBothDirections) {
     EXPECT_EQ(after.line(), "ACQUIRED");
 }
 
-TEST_F(CuratorInterop, SemaphoreV2BothDirections) {
+TEST_F(curator_interop, semaphore_v2_both_directions) {
     // Two permits. Curator holds one lease: dlock gets the second, not a third.
     std::error_code ec;
     auto sem = [](std::chrono::milliseconds w) {
@@ -232,7 +232,7 @@ TEST_F(CuratorInterop, SemaphoreV2BothDirections) {
     d2->release_blocking(ec);
 }
 
-class KazooInterop : public ::testing::Test {
+class kazoo_interop : public ::testing::Test {
 protected:
     void SetUp() override {
         DLOCK_SKIP_WITHOUT_ZOOKEEPER();
@@ -244,7 +244,7 @@ protected:
     std::shared_ptr<detail::zk::zk_backend> backend_;
 };
 
-TEST_F(KazooInterop, LockBothDirections) {
+TEST_F(kazoo_interop, lock_both_directions) {
     // Kazoo holds (a <hex>__lock__<seq10> node): dlock reads it as a contender (any name
     // ending in 10 digits) and waits for it.
     std::error_code ec;

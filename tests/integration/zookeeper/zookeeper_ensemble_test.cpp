@@ -9,7 +9,7 @@
 namespace dlock::test {
 namespace {
 
-TEST(ZkEnsemble, LeaderKillKeepsHeldAndWaitedLocks) {
+TEST(zk_ensemble, leader_kill_keeps_held_and_waited_locks) {
     DLOCK_SKIP_WITHOUT_ZOOKEEPER();
     zk_ensemble ens;
     const auto url = ens.url() + "?session_timeout=4000&connect_timeout=4000";

@@ -21,7 +21,7 @@ namespace {
 
 using detail::hold;
 
-class ZkLock : public ::testing::Test {
+class zk_lock : public ::testing::Test {
 protected:
     void SetUp() override {
         DLOCK_SKIP_WITHOUT_ZOOKEEPER();
@@ -33,7 +33,7 @@ protected:
     std::unique_ptr<zk_server> server_;
 };
 
-TEST_F(ZkLock, NodesFollowCuratorsLayoutAndTheTokenIsTheCzxid) {
+TEST_F(zk_lock, nodes_follow_curators_layout_and_the_token_is_the_czxid) {
     raw_zk raw(server_->host_port());
     ASSERT_EQ(raw.create("/svc"), ZOK);
     auto b = zk_backend_for(server_->url("/svc"));
@@ -71,7 +71,7 @@ TEST_F(ZkLock, NodesFollowCuratorsLayoutAndTheTokenIsTheCzxid) {
     EXPECT_FALSE(ec);
 }
 
-TEST_F(ZkLock, ExclusionAmongThreadsOfTwoClientsWithIncreasingTokens) {
+TEST_F(zk_lock, exclusion_among_threads_of_two_clients_with_increasing_tokens) {
     auto b1 = zk_backend_for(url());
     auto b2 = zk_backend_for(url());
     critical_section_checker check;
@@ -104,7 +104,7 @@ TEST_F(ZkLock, ExclusionAmongThreadsOfTwoClientsWithIncreasingTokens) {
     EXPECT_EQ(inversions, 0);
 }
 
-TEST_F(ZkLock, ExclusionAmongEightProcesses) {
+TEST_F(zk_lock, exclusion_among_eight_processes) {
     // Children fork before any backend exists in this process (no threads to lose).
     void* mem = ::mmap(nullptr, sizeof(critical_section_checker), PROT_READ | PROT_WRITE,
                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -132,7 +132,7 @@ TEST_F(ZkLock, ExclusionAmongEightProcesses) {
     ::munmap(mem, sizeof(critical_section_checker));
 }
 
-TEST_F(ZkLock, ProtectedModeAdoptsTheNodeOfACreateWhoseAnswerWasLost) {
+TEST_F(zk_lock, protected_mode_adopts_the_node_of_a_create_whose_answer_was_lost) {
     zk_fault_proxy proxy(server_->port());
     auto b = zk_backend_for("zk://127.0.0.1:" + std::to_string(proxy.port()) +
                             "?session_timeout=4000&connect_timeout=3000");
@@ -158,7 +158,7 @@ TEST_F(ZkLock, ProtectedModeAdoptsTheNodeOfACreateWhoseAnswerWasLost) {
     EXPECT_TRUE(raw.children("/protected").empty());
 }
 
-TEST_F(ZkLock, FifoHandOffFiresOneWatchPerRelease) {
+TEST_F(zk_lock, fifo_hand_off_fires_one_watch_per_release) {
     auto holder_b = zk_backend_for(url());
     std::error_code ec;
     auto holder = holder_b->acquire("fifo", waiting(5s), ec);
@@ -198,7 +198,7 @@ TEST_F(ZkLock, FifoHandOffFiresOneWatchPerRelease) {
     EXPECT_EQ(wakes, static_cast<std::uint64_t>(n)) << "each release wakes its successor only";
 }
 
-TEST_F(ZkLock, WaitingWithoutADeadlineIsWokenByTheRelease) {
+TEST_F(zk_lock, waiting_without_a_deadline_is_woken_by_the_release) {
     // Threads of one client, lock() without a wait bound (acquire_options{}): nothing but the
     // backend keeps a waiting acquisition alive while it sits on its watch.
     auto b = zk_backend_for(url());
@@ -222,7 +222,7 @@ TEST_F(ZkLock, WaitingWithoutADeadlineIsWokenByTheRelease) {
     EXPECT_EQ(check.violations(), 0);
 }
 
-TEST_F(ZkLock, TryOnceAndBoundedWaitLeaveNoNodeBehind) {
+TEST_F(zk_lock, try_once_and_bounded_wait_leave_no_node_behind) {
     auto a = zk_backend_for(url());
     auto b = zk_backend_for(url());
     std::error_code ec;
@@ -245,7 +245,7 @@ TEST_F(ZkLock, TryOnceAndBoundedWaitLeaveNoNodeBehind) {
     EXPECT_TRUE(now_free);
 }
 
-TEST_F(ZkLock, SessionExpiryWhileHoldingSignalsLossAndFreesTheLock) {
+TEST_F(zk_lock, session_expiry_while_holding_signals_loss_and_frees_the_lock) {
     auto a = zk_backend_for(url());
     auto b = zk_backend_for(url());
     std::error_code ec;
@@ -269,7 +269,7 @@ TEST_F(ZkLock, SessionExpiryWhileHoldingSignalsLossAndFreesTheLock) {
     EXPECT_TRUE(h3) << a->last_error_detail();
 }
 
-TEST_F(ZkLock, DeadlinePassingWhileTheServerIsUnreachableIsLoss) {
+TEST_F(zk_lock, deadline_passing_while_the_server_is_unreachable_is_loss) {
     // session_timeout 1000 ms (tickTime 200: allowed); the server is frozen, so no answer comes.
     auto a = zk_backend_for(url("?session_timeout=1000&connect_timeout=1000"));
     std::error_code ec;
@@ -287,7 +287,7 @@ TEST_F(ZkLock, DeadlinePassingWhileTheServerIsUnreachableIsLoss) {
     EXPECT_TRUE(h2) << a->last_error_detail();
 }
 
-TEST_F(ZkLock, ForceUnlockDeletesTheHoldersNodeAndTheHolderLosesIt) {
+TEST_F(zk_lock, force_unlock_deletes_the_holders_node_and_the_holder_loses_it) {
     auto a = zk_backend_for(url());
     auto b = zk_backend_for(url());
     std::error_code ec;
@@ -301,7 +301,7 @@ TEST_F(ZkLock, ForceUnlockDeletesTheHoldersNodeAndTheHolderLosesIt) {
     EXPECT_FALSE(b->force_unlock("forced", lock_kind::reentrant, ec));
 }
 
-TEST_F(ZkLock, InspectAndListShowTheQueue) {
+TEST_F(zk_lock, inspect_and_list_show_the_queue) {
     auto a = zk_backend_for(url());
     auto b = zk_backend_for(url());
     std::error_code ec;
@@ -338,7 +338,7 @@ TEST_F(ZkLock, InspectAndListShowTheQueue) {
     EXPECT_FALSE(a->inspect("nothing/here", lock_kind::reentrant, ec).exists);
 }
 
-TEST_F(ZkLock, ReadersShareAndAQueuedWriterBlocksLaterReaders) {
+TEST_F(zk_lock, readers_share_and_a_queued_writer_blocks_later_readers) {
     auto a = zk_backend_for(url());
     std::error_code ec;
     auto r1 = a->acquire("rw", waiting(5s, lock_kind::read), ec);
@@ -368,7 +368,7 @@ TEST_F(ZkLock, ReadersShareAndAQueuedWriterBlocksLaterReaders) {
     EXPECT_TRUE(writer_got);
 }
 
-TEST_F(ZkLock, BadInputsGiveTypedErrors) {
+TEST_F(zk_lock, bad_inputs_give_typed_errors) {
     std::error_code ec;
     std::string why;
     // Unreachable ensemble: unavailable within the connect timeout, with the address.
@@ -415,7 +415,7 @@ TEST_F(ZkLock, BadInputsGiveTypedErrors) {
     EXPECT_EQ(ec, make_error_code(errc::configuration_error));
 }
 
-TEST_F(ZkLock, NegotiatedSessionTimeoutIsReportedAndClamped) {
+TEST_F(zk_lock, negotiated_session_timeout_is_reported_and_clamped) {
     // tickTime 200 ms: the server allows 400 .. 4000 ms; 60 s is clamped to 4 s.
     auto a = zk_backend_for(url("?session_timeout=60000"));
     std::error_code ec;

@@ -30,7 +30,7 @@ bool protected_name(const std::string& n, std::string_view infix) {
     return std::all_of(n.end() - 10, n.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-class ZkSemaphore : public ::testing::Test {
+class zk_semaphore : public ::testing::Test {
 protected:
     void SetUp() override {
         DLOCK_SKIP_WITHOUT_ZOOKEEPER();
@@ -42,7 +42,7 @@ protected:
     std::unique_ptr<zk_server> server_;
 };
 
-TEST_F(ZkSemaphore, LayoutIsCuratorsSemaphoreV2AndTheTokenIsTheLeaseCzxid) {
+TEST_F(zk_semaphore, layout_is_curators_semaphore_v2_and_the_token_is_the_lease_czxid) {
     auto b = zk_backend_for(url());
     std::error_code ec;
     auto h1 = b->acquire("pool", permits(2, 5s), ec);
@@ -82,7 +82,7 @@ TEST_F(ZkSemaphore, LayoutIsCuratorsSemaphoreV2AndTheTokenIsTheLeaseCzxid) {
     EXPECT_TRUE(b->supports(lock_kind::semaphore));
 }
 
-TEST_F(ZkSemaphore, NPermitsAdmitExactlyNOfNPlusKProcessesAtOnce) {
+TEST_F(zk_semaphore, n_permits_admit_exactly_n_of_n_plus_k_processes_at_once) {
     constexpr int n = 3;
     constexpr int procs = 6;
     struct shared {
@@ -128,7 +128,7 @@ TEST_F(ZkSemaphore, NPermitsAdmitExactlyNOfNPlusKProcessesAtOnce) {
     ::munmap(mem, sizeof(shared));
 }
 
-TEST_F(ZkSemaphore, AFreedPermitWakesTheCountingClientOnlyByWatches) {
+TEST_F(zk_semaphore, a_freed_permit_wakes_the_counting_client_only_by_watches) {
     auto a = zk_backend_for(url());
     auto b = zk_backend_for(url());
     auto c = zk_backend_for(url());
@@ -171,7 +171,7 @@ TEST_F(ZkSemaphore, AFreedPermitWakesTheCountingClientOnlyByWatches) {
     hc->release_blocking(ec);
 }
 
-TEST_F(ZkSemaphore, ABoundedWaitLeavesNoNodeBehind) {
+TEST_F(zk_semaphore, a_bounded_wait_leaves_no_node_behind) {
     auto a = zk_backend_for(url());
     auto b = zk_backend_for(url());
     std::error_code ec;
@@ -188,7 +188,7 @@ TEST_F(ZkSemaphore, ABoundedWaitLeavesNoNodeBehind) {
     EXPECT_TRUE(eventually([&] { return raw.children("/bounded/locks").empty(); }));
 }
 
-TEST_F(ZkSemaphore, SessionExpiryLosesTheLeaseAndFreesThePermit) {
+TEST_F(zk_semaphore, session_expiry_loses_the_lease_and_frees_the_permit) {
     auto a = zk_backend_for(url());
     auto b = zk_backend_for(url());
     std::error_code ec;
@@ -213,7 +213,7 @@ TEST_F(ZkSemaphore, SessionExpiryLosesTheLeaseAndFreesThePermit) {
     EXPECT_EQ(ec, make_error_code(errc::not_owner));
 }
 
-TEST_F(ZkSemaphore, InspectListAndForceUnlockShowTheLeases) {
+TEST_F(zk_semaphore, inspect_list_and_force_unlock_show_the_leases) {
     auto a = zk_backend_for(url());
     auto b = zk_backend_for(url());
     std::error_code ec;

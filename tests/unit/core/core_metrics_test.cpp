@@ -23,19 +23,19 @@ struct bucket_row {
     std::size_t bucket;
 };
 
-TEST(Log2Histogram, PutsEachValueInTheFirstBucketWhoseBoundIsAtLeastIt) {
+TEST(log2_histogram, puts_each_value_in_the_first_bucket_whose_bound_is_at_least_it) {
     const bucket_row rows[] = {{0, 0}, {1, 0}, {2, 1},  {3, 2},  {4, 2},   {5, 3},
                                {8, 3}, {9, 4}, {64, 6}, {65, 7}, {128, 7}, {129, 8}};
     for (const auto& r : rows)
         EXPECT_EQ(log2_histogram<8>::index(r.value), r.bucket) << "value " << r.value;
 }
 
-TEST(Log2Histogram, SendsValuesAboveTheLastBoundToTheOverflowBucket) {
+TEST(log2_histogram, sends_values_above_the_last_bound_to_the_overflow_bucket) {
     EXPECT_EQ(log2_histogram<8>::index(1000), 8u);
     EXPECT_EQ(log2_histogram<8>::index(~std::uint64_t{0}), 8u);
 }
 
-TEST(Log2Histogram, SnapshotHasBoundsCountsSumAndCount) {
+TEST(log2_histogram, snapshot_has_bounds_counts_sum_and_count) {
     SKIP_WITHOUT_METRICS();
     log2_histogram<4> h; // bounds 1 2 4 8, then +Inf
     for (std::uint64_t v : {1u, 2u, 3u, 8u, 9u, 100u})
@@ -47,7 +47,7 @@ TEST(Log2Histogram, SnapshotHasBoundsCountsSumAndCount) {
     EXPECT_DOUBLE_EQ(s.sum, 123.0);
 }
 
-TEST(DurationHistogram, RoundsUpToWholeMicrosecondsAndReportsSeconds) {
+TEST(duration_histogram, rounds_up_to_whole_microseconds_and_reports_seconds) {
     SKIP_WITHOUT_METRICS();
     duration_histogram h;
     h.record(1ns);    // 1 us: bucket 0 (<= 1 us)
@@ -68,7 +68,7 @@ TEST(DurationHistogram, RoundsUpToWholeMicrosecondsAndReportsSeconds) {
     EXPECT_NEAR(s.sum, 1e-6 + 2e-6 + 1500e-6 + 3600.0, 1e-9);
 }
 
-TEST(HistogramSnapshot, FractionAtMostCountsWholeBucketsUpToTheBound) {
+TEST(histogram_snapshot, fraction_at_most_counts_whole_buckets_up_to_the_bound) {
     dlock::histogram_snapshot s;
     s.bounds = {1, 2, 4};
     s.counts = {1, 2, 3, 4};
@@ -80,7 +80,7 @@ TEST(HistogramSnapshot, FractionAtMostCountsWholeBucketsUpToTheBound) {
     EXPECT_DOUBLE_EQ(dlock::histogram_snapshot{}.fraction_at_most(1), 0.0);
 }
 
-TEST(ClientMetrics, CountsAcquisitionsByKindAndOutcome) {
+TEST(client_metrics, counts_acquisitions_by_kind_and_outcome) {
     SKIP_WITHOUT_METRICS();
     client_metrics m;
     m.acquisition(0, {}, true, false, 3ms);  // reentrant, acquired
@@ -103,14 +103,14 @@ TEST(ClientMetrics, CountsAcquisitionsByKindAndOutcome) {
     EXPECT_NEAR(s.wait_time.sum, 0.005, 1e-9);
 }
 
-TEST(ClientMetrics, AnUnknownKindNameGivesAnEmptyEntryOfThatName) {
+TEST(client_metrics, an_unknown_kind_name_gives_an_empty_entry_of_that_name) {
     client_metrics m;
     const auto k = m.snapshot().kind("nonsense");
     EXPECT_EQ(k.kind, "nonsense");
     EXPECT_EQ(k.acquired + k.reentered + k.not_acquired, 0u);
 }
 
-TEST(ClientMetrics, CountsRenewalsLossesReleasesAndTopologyChanges) {
+TEST(client_metrics, counts_renewals_losses_releases_and_topology_changes) {
     SKIP_WITHOUT_METRICS();
     client_metrics m;
     m.renewal_batch(100);
@@ -141,7 +141,7 @@ TEST(ClientMetrics, CountsRenewalsLossesReleasesAndTopologyChanges) {
     EXPECT_EQ(s.topology_changes, 1u);
 }
 
-TEST(ClientMetrics, HoldAndHandOffTimesGoToTheirOwnHistograms) {
+TEST(client_metrics, hold_and_hand_off_times_go_to_their_own_histograms) {
     SKIP_WITHOUT_METRICS();
     client_metrics m;
     m.hold_ended(10ms);
@@ -155,7 +155,7 @@ TEST(ClientMetrics, HoldAndHandOffTimesGoToTheirOwnHistograms) {
     EXPECT_NEAR(s.handoff_wake.sum, 700e-6, 1e-12);
 }
 
-TEST(ClientMetrics, CountsExactlyUnderConcurrentRecording) {
+TEST(client_metrics, counts_exactly_under_concurrent_recording) {
     SKIP_WITHOUT_METRICS();
     client_metrics m;
     constexpr int threads = 4, each = 20000;
@@ -175,7 +175,7 @@ TEST(ClientMetrics, CountsExactlyUnderConcurrentRecording) {
     EXPECT_EQ(s.hold_time.count, std::uint64_t{threads * each});
 }
 
-TEST(ErrorClass, GroupsEveryErrcForDashboards) {
+TEST(error_class, groups_every_errc_for_dashboards) {
     using dlock::errc;
     using dlock::error_class;
     const auto of = [](errc e) { return dlock::detail::classify(make_error_code(e)); };
@@ -195,7 +195,7 @@ TEST(ErrorClass, GroupsEveryErrcForDashboards) {
     EXPECT_EQ(dlock::to_string(dlock::loss_cause::server_error), "server_error");
 }
 
-TEST(WireCounters, CountsScriptsAmongCommands) {
+TEST(wire_counters, counts_scripts_among_commands) {
     SKIP_WITHOUT_METRICS();
     dlock::detail::wire_counters w;
     w.sent("EVALSHA");

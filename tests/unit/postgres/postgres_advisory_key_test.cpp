@@ -18,7 +18,7 @@ pg::advisory_key key(std::string_view name, pg::key_scheme s) {
     return k;
 }
 
-TEST(PgKey, Sha256Le64MatchesDjangoPglock) {
+TEST(pg_key, sha256_le64_matches_django_pglock) {
     const auto k = key("orders:12345", pg::key_scheme::sha256_le64);
     EXPECT_FALSE(k.pair);
     EXPECT_EQ(k.value, 4758452604826750144LL);
@@ -26,7 +26,7 @@ TEST(PgKey, Sha256Le64MatchesDjangoPglock) {
     EXPECT_EQ(pg::le64_of_sha256("\xc3\xa9t\xc3\xa9"), -3822101346471116355LL); // "été"
 }
 
-TEST(PgKey, Sha1Le64MatchesDistributedLockHashing) {
+TEST(pg_key, sha1_le64_matches_distributed_lock_hashing) {
     const auto k = key("orders:12345", pg::key_scheme::sha1_le64);
     EXPECT_FALSE(k.pair);
     EXPECT_EQ(k.value, -4126917098020774521LL);
@@ -34,7 +34,7 @@ TEST(PgKey, Sha1Le64MatchesDistributedLockHashing) {
     EXPECT_EQ(key("\xc3\xa9t\xc3\xa9", pg::key_scheme::sha1_le64).value, 304323862446461028LL);
 }
 
-TEST(PgKey, Sha1Le64PacksShortAsciiNamesIntoThePairForm) {
+TEST(pg_key, sha1_le64_packs_short_ascii_names_into_the_pair_form) {
     auto k = key("a", pg::key_scheme::sha1_le64);
     EXPECT_TRUE(k.pair);
     EXPECT_EQ(static_cast<std::uint64_t>(k.value), 0xc2ffffffffffffffULL);
@@ -48,7 +48,7 @@ TEST(PgKey, Sha1Le64PacksShortAsciiNamesIntoThePairForm) {
     EXPECT_FALSE(key("abcdefghij", pg::key_scheme::sha1_le64).pair);
 }
 
-TEST(PgKey, Sha1Le64ParsesHexNames) {
+TEST(pg_key, sha1_le64_parses_hex_names) {
     auto k = key("0123456789abcdef", pg::key_scheme::sha1_le64);
     EXPECT_FALSE(k.pair);
     EXPECT_EQ(k.value, 0x0123456789abcdefLL);
@@ -62,7 +62,7 @@ TEST(PgKey, Sha1Le64ParsesHexNames) {
     EXPECT_EQ(k.value, pg::le64_of_sha1("0123456789abcdeg"));
 }
 
-TEST(PgKey, Crc32PairMatchesRailsWithAdvisoryLock) {
+TEST(pg_key, crc32_pair_matches_rails_with_advisory_lock) {
     const auto k = key("orders:12345", pg::key_scheme::crc32_pair);
     EXPECT_TRUE(k.pair);
     EXPECT_EQ(k.first(), 1382419284);
@@ -71,13 +71,13 @@ TEST(PgKey, Crc32PairMatchesRailsWithAdvisoryLock) {
     EXPECT_EQ(pg::crc32("a"), 3904355907U);
 }
 
-TEST(PgKey, Crc32I32MatchesDjangoPglocks) {
+TEST(pg_key, crc32_i32_matches_django_pglocks) {
     const auto k = key("orders:12345", pg::key_scheme::crc32_i32);
     EXPECT_FALSE(k.pair);
     EXPECT_EQ(k.value, -765064364);
 }
 
-TEST(PgKey, HashtextIsLeftToTheServer) {
+TEST(pg_key, hashtext_is_left_to_the_server) {
     const auto k = key("orders:12345", pg::key_scheme::hashtext);
     EXPECT_TRUE(k.server_hash);
     EXPECT_EQ(pg::key_call("pg_advisory_lock", k), "pg_advisory_lock(hashtext($1)::bigint)");
@@ -85,7 +85,7 @@ TEST(PgKey, HashtextIsLeftToTheServer) {
     EXPECT_FALSE(pg::key_param2(k));
 }
 
-TEST(PgKey, RawNumbersAreTakenAsIs) {
+TEST(pg_key, raw_numbers_are_taken_as_is) {
     auto k = key("-42", pg::key_scheme::int64);
     EXPECT_EQ(k.value, -42);
     EXPECT_EQ(pg::key_call("pg_advisory_lock", k), "pg_advisory_lock($1::bigint)");
@@ -97,7 +97,7 @@ TEST(PgKey, RawNumbersAreTakenAsIs) {
     EXPECT_EQ(pg::key_param2(k), "-4444");
 }
 
-TEST(PgKey, PgLocksCoordinatesFollowTheServer) {
+TEST(pg_key, pg_locks_coordinates_follow_the_server) {
     // pg_advisory_lock(3333 * 2^32 + 4444) shows classid 3333, objid 4444, objsubid 1.
     pg::advisory_key k;
     k.value = 3333LL * (1LL << 32) + 4444;
@@ -112,7 +112,7 @@ TEST(PgKey, PgLocksCoordinatesFollowTheServer) {
               std::string::npos);
 }
 
-TEST(PgKey, BadNamesAreInvalidArguments) {
+TEST(pg_key, bad_names_are_invalid_arguments) {
     std::error_code ec;
     for (auto s : {pg::key_scheme::sha256_le64, pg::key_scheme::int64}) {
         pg::make_key("", s, ec);
@@ -130,7 +130,7 @@ TEST(PgKey, BadNamesAreInvalidArguments) {
     EXPECT_EQ(ec, dlock::errc::invalid_argument);
 }
 
-TEST(PgKey, PresetNamesRoundTrip) {
+TEST(pg_key, preset_names_round_trip) {
     for (auto s : {pg::key_scheme::sha256_le64, pg::key_scheme::sha1_le64,
                    pg::key_scheme::crc32_pair, pg::key_scheme::crc32_i32, pg::key_scheme::hashtext,
                    pg::key_scheme::int64, pg::key_scheme::int32_pair})

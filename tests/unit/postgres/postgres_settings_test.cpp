@@ -22,7 +22,7 @@ std::string param(const pg::settings& s, std::string_view k) {
     return "<unset>";
 }
 
-TEST(PgSettings, AUrlBecomesLibpqParametersAndADisplayWithoutThePassword) {
+TEST(pg_settings, a_url_becomes_libpq_parameters_and_a_display_without_the_password) {
     std::error_code ec;
     auto s =
         pg::parse_settings("postgresql://alice:s3cr%40t@db.example:5433/app?sslmode=require", ec);
@@ -40,7 +40,7 @@ TEST(PgSettings, AUrlBecomesLibpqParametersAndADisplayWithoutThePassword) {
     EXPECT_FALSE(ec);
 }
 
-TEST(PgSettings, KeepaliveIsSetOnBothEndsUnlessTheUrlSaysOtherwise) {
+TEST(pg_settings, keepalive_is_set_on_both_ends_unless_the_url_says_otherwise) {
     std::error_code ec;
     auto s = pg::parse_settings("postgresql://h/db", ec);
     ASSERT_FALSE(ec);
@@ -70,7 +70,7 @@ TEST(PgSettings, KeepaliveIsSetOnBothEndsUnlessTheUrlSaysOtherwise) {
     EXPECT_EQ(param(s, "options").find("tcp_keepalives"), std::string::npos);
 }
 
-TEST(PgSettings, DlockParametersAreReadAndRemoved) {
+TEST(pg_settings, dlock_parameters_are_read_and_removed) {
     std::error_code ec;
     auto s = pg::parse_settings("postgresql://h/db?dlock_key=crc32-pair&dlock_fence=off&"
                                 "dlock_check=500&dlock_pool=2&dlock_timeout=700&"
@@ -91,7 +91,7 @@ TEST(PgSettings, DlockParametersAreReadAndRemoved) {
         EXPECT_NE(k.substr(0, 6), "dlock_");
 }
 
-TEST(PgSettings, BadUrlsAreConfigurationErrorsThatNeverShowThePassword) {
+TEST(pg_settings, bad_urls_are_configuration_errors_that_never_show_the_password) {
     const char* bad[] = {
         "redis://h",
         "postgresql://h/db?dlock_nope=1",
@@ -116,7 +116,7 @@ TEST(PgSettings, BadUrlsAreConfigurationErrorsThatNeverShowThePassword) {
     }
 }
 
-TEST(PgErrors, SqlstatesMapOntoDlockCodes) {
+TEST(pg_errors, sqlstates_map_onto_dlock_codes) {
     EXPECT_EQ(pg::classify_sqlstate("42501"), errc::permission_denied);
     EXPECT_EQ(pg::classify_sqlstate("28P01"), errc::auth_failed);
     EXPECT_EQ(pg::classify_sqlstate("53200"), errc::out_of_memory);
@@ -130,7 +130,7 @@ TEST(PgErrors, SqlstatesMapOntoDlockCodes) {
     EXPECT_EQ(pg::classify_sqlstate("XX000"), errc::server_error);
 }
 
-TEST(PgErrors, ConnectionFailuresAreClassifiedByTheirWording) {
+TEST(pg_errors, connection_failures_are_classified_by_their_wording) {
     EXPECT_EQ(pg::classify_connect_failure(
                   "connection to server at \"127.0.0.1\", port 1 failed: Connection refused"),
               errc::unavailable);
@@ -147,7 +147,7 @@ TEST(PgErrors, ConnectionFailuresAreClassifiedByTheirWording) {
               errc::unavailable);
 }
 
-TEST(PgList, GlobMatchesLikeTheRedisList) {
+TEST(pg_list, glob_matches_like_the_redis_list) {
     EXPECT_TRUE(pg::glob_match("", "anything"));
     EXPECT_TRUE(pg::glob_match("jobs:*", "jobs:1"));
     EXPECT_TRUE(pg::glob_match("jobs:?", "jobs:1"));
@@ -160,7 +160,7 @@ TEST(PgList, GlobMatchesLikeTheRedisList) {
 
 namespace {
 
-TEST(PgKinds, RedisAnswersTheLeaseTableKindsWithUnsupported) {
+TEST(pg_kinds, redis_answers_the_lease_table_kinds_with_unsupported) {
     std::error_code ec;
     dlock::redis::layout_of("report", dlock::lock_kind::shedlock, ec);
     EXPECT_EQ(ec, errc::unsupported);

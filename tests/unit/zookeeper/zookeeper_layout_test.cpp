@@ -22,7 +22,7 @@ std::string child(const std::string& uuid, std::string_view infix, int seq) {
     return node_prefix(uuid, infix) + digits;
 }
 
-TEST(ZkUrl, HostsChrootAndParameters) {
+TEST(zk_url, hosts_chroot_and_parameters) {
     std::error_code ec;
     std::string why;
     auto u = parse_zk_url("zk://a:1,b:2,[::1]:3/locks/x?session_timeout=4000&connect_timeout=700",
@@ -46,7 +46,7 @@ TEST(ZkUrl, HostsChrootAndParameters) {
     EXPECT_EQ(u.chroot, "");
 }
 
-TEST(ZkUrl, BadInputsAreTypedErrors) {
+TEST(zk_url, bad_inputs_are_typed_errors) {
     std::error_code ec;
     std::string why;
     const auto expect = [&](std::string_view url, errc e) {
@@ -74,7 +74,7 @@ TEST(ZkUrl, BadInputsAreTypedErrors) {
     EXPECT_EQ(why.find("secret"), std::string::npos) << "never print a password";
 }
 
-TEST(ZkNames, LockDirectory) {
+TEST(zk_names, lock_directory) {
     std::string why;
     EXPECT_EQ(lock_dir("orders", &why), "/orders");
     EXPECT_EQ(lock_dir("/orders/", &why), "/orders");
@@ -86,7 +86,7 @@ TEST(ZkNames, LockDirectory) {
     }
 }
 
-TEST(ZkNames, CuratorChildNamesParse) {
+TEST(zk_names, curator_child_names_parse) {
     const auto n = child(u1, mutex_infix, 7);
     EXPECT_EQ(n, "_c_" + u1 + "-lock-0000000007");
     auto c = parse_child(n);
@@ -115,7 +115,7 @@ TEST(ZkNames, CuratorChildNamesParse) {
     EXPECT_FALSE(parse_child("123"));
 }
 
-TEST(ZkNames, SortsBySequenceNotByName) {
+TEST(zk_names, sorts_by_sequence_not_by_name) {
     std::vector<std::string> strangers;
     const auto sorted = sort_children({child(u3, mutex_infix, 2), "zz__lock__0000000001", "config",
                                        child(u1, mutex_infix, 10), child(u2, mutex_infix, 0)},
@@ -129,7 +129,7 @@ TEST(ZkNames, SortsBySequenceNotByName) {
     EXPECT_EQ(strangers[0], "config");
 }
 
-TEST(ZkNames, MutexHolderIsFirstAndWaitersWatchTheirPredecessor) {
+TEST(zk_names, mutex_holder_is_first_and_waiters_watch_their_predecessor) {
     const std::vector<std::string> names{child(u1, mutex_infix, 0), child(u2, mutex_infix, 1),
                                          child(u3, mutex_infix, 2)};
     const auto sorted = sort_children(names);
@@ -147,7 +147,7 @@ TEST(ZkNames, MutexHolderIsFirstAndWaitersWatchTheirPredecessor) {
     EXPECT_FALSE(d.found);
 }
 
-TEST(ZkNames, ReadWriteRulesOfCurator) {
+TEST(zk_names, read_write_rules_of_curator) {
     // READ 0, READ 1, WRIT 2, READ 3: both first readers hold, the writer waits for the reader
     // before it, the late reader waits for the writer (writers are not starved).
     const std::vector<std::string> names{child(u1, read_infix, 0), child(u2, read_infix, 1),
@@ -173,7 +173,7 @@ TEST(ZkNames, ReadWriteRulesOfCurator) {
     EXPECT_FALSE(decide(sort_children(foreign), foreign[1]).holds);
 }
 
-TEST(ZkNames, ADowngradesReadNodeSharesItsWritersSequence) {
+TEST(zk_names, a_downgrades_read_node_shares_its_writers_sequence) {
     // WRIT 5 holds; its holder's read node READ 5 (plain ephemeral at the writer's sequence,
     // whatever its name sorts like); a queued writer WRIT 6 and a reader READ 7.
     const std::vector<std::string> names{child(u3, write_infix, 6), child(u2, read_infix, 5),
@@ -198,7 +198,7 @@ TEST(ZkNames, ADowngradesReadNodeSharesItsWritersSequence) {
     EXPECT_FALSE(decide(sort_children(other), other[1]).holds);
 }
 
-TEST(ZkNames, ProtectedModeFindsOwnNodeByPrefix) {
+TEST(zk_names, protected_mode_finds_own_node_by_prefix) {
     const auto prefix = node_prefix(u2, mutex_infix).substr(0, protected_length);
     EXPECT_EQ(prefix, "_c_" + u2 + "-");
     const std::vector<std::string> children{child(u1, mutex_infix, 0), child(u2, mutex_infix, 1)};
@@ -206,7 +206,7 @@ TEST(ZkNames, ProtectedModeFindsOwnNodeByPrefix) {
     EXPECT_FALSE(find_protected(children, node_prefix(u3, mutex_infix).substr(0, 40)));
 }
 
-TEST(ZkNames, GlobAndSessionHex) {
+TEST(zk_names, glob_and_session_hex) {
     EXPECT_TRUE(glob_match("", "anything"));
     EXPECT_TRUE(glob_match("or*", "orders"));
     EXPECT_TRUE(glob_match("a/?/c", "a/b/c"));
