@@ -1,10 +1,8 @@
-// postgresql:// URLs (postgres/settings.hpp), error classification (postgres/errors.hpp) and
-// the glob of `dlock list` (postgres/advisory.hpp): no server.
+// postgresql:// URLs (postgres/settings.hpp) and error classification (postgres/errors.hpp):
+// no server.
 #include "postgres/advisory.hpp"
 #include "postgres/errors.hpp"
 #include "postgres/settings.hpp"
-
-#include <dlock/redis.hpp>
 
 #include <gtest/gtest.h>
 
@@ -145,29 +143,6 @@ TEST(pg_errors, connection_failures_are_classified_by_their_wording) {
               errc::server_busy);
     EXPECT_EQ(pg::classify_connect_failure("could not translate host name \"x\" to address"),
               errc::unavailable);
-}
-
-TEST(pg_list, glob_matches_like_the_redis_list) {
-    EXPECT_TRUE(pg::glob_match("", "anything"));
-    EXPECT_TRUE(pg::glob_match("jobs:*", "jobs:1"));
-    EXPECT_TRUE(pg::glob_match("jobs:?", "jobs:1"));
-    EXPECT_FALSE(pg::glob_match("jobs:?", "jobs:12"));
-    EXPECT_TRUE(pg::glob_match("*:1*", "jobs:12"));
-    EXPECT_FALSE(pg::glob_match("a*b", "acbd"));
-}
-
-} // namespace
-
-namespace {
-
-TEST(pg_kinds, redis_answers_the_lease_table_kinds_with_unsupported) {
-    std::error_code ec;
-    dlock::redis::layout_of("report", dlock::lock_kind::shedlock, ec);
-    EXPECT_EQ(ec, errc::unsupported);
-    dlock::redis::layout_of("report", dlock::lock_kind::write, ec);
-    EXPECT_FALSE(ec); // the Redis kinds are unchanged
-    for (auto k : dlock::redis::lock_kinds())
-        EXPECT_NE(k, dlock::lock_kind::shedlock);
 }
 
 } // namespace
