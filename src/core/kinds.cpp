@@ -8,7 +8,8 @@ namespace detail {
 namespace {
 
 // A new kind: one row here, its enumerator, and its implementation in each backend that
-// offers it (tests/unit/kinds_test.cpp checks the offered_by column against the backends).
+// offers it (tests/unit/core/core_kinds_test.cpp checks the offered_by column against the
+// backends).
 constexpr std::array<kind_info, kind_count> table{{
     {lock_kind::reentrant, "lock", "reentrant", "redis, zookeeper, postgresql, etcd"},
     {lock_kind::simple, "simple", "simple", "redis, redlock, postgresql"},

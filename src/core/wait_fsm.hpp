@@ -7,8 +7,8 @@
 // The shell (redis/acquire_op.cpp) feeds it events with resume(event) and carries out the action
 // it returns: send a command, join a channel, arm a timer, finish. It never touches sockets,
 // timers or clocks itself (the time comes in every event), so every transition is unit-tested
-// by hand (tests/unit/wait_fsm_test.cpp). Nothing in it knows a lock kind: what an attempt's
-// reply means is decided before it arrives here (attempt_outcome).
+// by hand (tests/unit/core/core_wait_fsm_test.cpp). Nothing in it knows a lock kind: what an
+// attempt's reply means is decided before it arrives here (attempt_outcome).
 #pragma once
 
 #include <chrono>

@@ -4,7 +4,8 @@
 // (pg_locks objsubid = 1, classid = high 32 bits, objid = low 32 bits) and a pair of int4
 // (objsubid = 2, classid = first, objid = second). A convention therefore fixes both the hash
 // and the form. The presets match the libraries other services use on the same database
-// (research/zookeeper-sql.md §2a, test vectors for `orders:12345` in tests/unit/pg_key_test.cpp):
+// (research/zookeeper-sql.md §2a, test vectors for `orders:12345` in
+// tests/unit/postgres/postgres_advisory_key_test.cpp):
 //
 //   sha256-le64 (default)  bigint = first 8 bytes of SHA-256(UTF-8 name), little-endian, signed
 //                          (django-pglock's _cast_lock_id)              4758452604826750144

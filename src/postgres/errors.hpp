@@ -1,4 +1,5 @@
-// How PostgreSQL's failures map onto dlock::errc, sans-I/O (tests/unit/pg_errors_test.cpp).
+// How PostgreSQL's failures map onto dlock::errc, sans-I/O
+// (tests/unit/postgres/postgres_settings_test.cpp).
 //
 // Statements carry a SQLSTATE; a failed connection set-up carries only libpq's message (the
 // server's FATAL text, or the socket error), so it is classified by its wording.

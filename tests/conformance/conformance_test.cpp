@@ -30,7 +30,7 @@ bool any_holder(const lock_status& st) {
 
 // ---- per (backend, offered kind) ----------------------------------------------------------
 
-class Kind : public ::testing::TestWithParam<kind_case> {
+class kind : public ::testing::TestWithParam<kind_case> {
 protected:
     void SetUp() override {
         CONFORMANCE_START(backend(), u);
@@ -52,7 +52,7 @@ protected:
 
 // 1. While A holds, B's try (wait 0) of the rival kind fails; after A's release B gets it.
 // A shared kind also admits a second holder of its own kind.
-TEST_P(Kind, ExcludesAcrossClients) {
+TEST_P(kind, excludes_across_clients) {
     auto a = connect(), b = connect();
     auto held = hold(*a);
     ASSERT_TRUE(held);
@@ -67,7 +67,7 @@ TEST_P(Kind, ExcludesAcrossClients) {
 
 // 2. The thread-bound object: a reentrant one counts holds (2, 1, 0); a simple one refuses its
 // holder's second lock() with errc::invalid_argument. Another client gets the lock after.
-TEST_P(Kind, LockObjectReentry) {
+TEST_P(kind, lock_object_reentry) {
     if (traits().obj == object::none) GTEST_SKIP() << "no lock object takes this kind";
     auto a = connect(), b = connect();
     lock_object m(*a, name_, traits().kind);
@@ -90,7 +90,7 @@ TEST_P(Kind, LockObjectReentry) {
 }
 
 // 3. A wait of 200 ms on a held lock returns empty after about the wait, never much later.
-TEST_P(Kind, WaitTimesOut) {
+TEST_P(kind, wait_times_out) {
     auto a = connect(), b = connect();
     auto held = hold(*a);
     ASSERT_TRUE(held);
@@ -106,7 +106,7 @@ TEST_P(Kind, WaitTimesOut) {
 // 4. A fixed lease of 300 ms frees the lock without a release: another client, waiting a few
 // seconds, gets it, and the first holder's lease is lost. A backend without leases refuses a
 // fixed lease with errc::unsupported.
-TEST_P(Kind, FixedLeaseExpires) {
+TEST_P(kind, fixed_lease_expires) {
     auto a = connect(), b = connect();
     auto o = opts(5s, traits().kind);
     o.lease = 300ms;
@@ -131,7 +131,7 @@ TEST_P(Kind, FixedLeaseExpires) {
 
 // 5. client::force_unlock() by another client ends the hold: the holder's stop_token is
 // requested and its on_lost callback runs (after an extend where only a renewal notices).
-TEST_P(Kind, ForcedUnlockSignalsLoss) {
+TEST_P(kind, forced_unlock_signals_loss) {
     auto a = connect(), c = connect();
     auto held = hold(*a);
     ASSERT_TRUE(held);
@@ -152,7 +152,7 @@ TEST_P(Kind, ForcedUnlockSignalsLoss) {
 
 // 6. Successive holders (alternating clients) get strictly increasing fencing tokens; a kind
 // without a token gives none.
-TEST_P(Kind, FencingTokensIncrease) {
+TEST_P(kind, fencing_tokens_increase) {
     auto a = connect(), b = connect();
     std::optional<std::uint64_t> last;
     for (int i = 0; i < 4; ++i) {
@@ -173,7 +173,7 @@ TEST_P(Kind, FencingTokensIncrease) {
 
 // 7a. inspect() shows a held lock with a holder (and its remaining lease where the backend
 // has one); after the release nothing holds it.
-TEST_P(Kind, InspectShowsTheHolder) {
+TEST_P(kind, inspect_shows_the_holder) {
     auto a = connect(), b = connect();
     auto held = hold(*a);
     ASSERT_TRUE(held);
@@ -197,7 +197,7 @@ TEST_P(Kind, InspectShowsTheHolder) {
 }
 
 // 7b. list() finds a held lock by a pattern of its name.
-TEST_P(Kind, ListFindsTheHeldLock) {
+TEST_P(kind, list_finds_the_held_lock) {
     auto a = connect(), b = connect();
     auto held = hold(*a);
     ASSERT_TRUE(held);
@@ -210,7 +210,7 @@ TEST_P(Kind, ListFindsTheHeldLock) {
 }
 
 // 8. A waiter (wait 10 s) gets the lock soon after a third client forces the holder's unlock.
-TEST_P(Kind, ForcedUnlockWakesWaiters) {
+TEST_P(kind, forced_unlock_wakes_waiters) {
     auto a = connect(), b = connect(), c = connect();
     auto held = hold(*a);
     ASSERT_TRUE(held);
@@ -232,7 +232,7 @@ TEST_P(Kind, ForcedUnlockWakesWaiters) {
 
 // 7c. The client's metrics count the acquisition in the kind's own slot (its label is the
 // kind's name; the reentrant lock's is "reentrant").
-TEST_P(Kind, MetricsCountTheKindInItsOwnSlot) {
+TEST_P(kind, metrics_count_the_kind_in_its_own_slot) {
     auto a = connect();
     if (!a->metrics().enabled) GTEST_SKIP() << "built without metrics";
     auto held = hold(*a);
@@ -247,15 +247,15 @@ TEST_P(Kind, MetricsCountTheKindInItsOwnSlot) {
     EXPECT_EQ(all, 1U) << "counted once, in its own slot";
 }
 
-INSTANTIATE_TEST_SUITE_P(Conformance, Kind, ::testing::ValuesIn(kind_params()),
+INSTANTIATE_TEST_SUITE_P(conformance, kind, ::testing::ValuesIn(kind_params()),
                          [](const auto& i) { return param_name(i); });
 
 // ---- per (backend, kind it lacks) -----------------------------------------------------------
 
-class Lacking : public ::testing::TestWithParam<lacking_case> {};
+class lacking : public ::testing::TestWithParam<lacking_case> {};
 
 // Every way to take, end or read a lock of a kind the backend lacks is errc::unsupported.
-TEST_P(Lacking, KindIsUnsupported) {
+TEST_P(lacking, kind_is_unsupported) {
     const auto& [entry, kind] = GetParam();
     CONFORMANCE_START(*entry, url);
     auto c = entry->connect(url);
@@ -281,12 +281,12 @@ TEST_P(Lacking, KindIsUnsupported) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Conformance, Lacking, ::testing::ValuesIn(lacking_params()),
+INSTANTIATE_TEST_SUITE_P(conformance, lacking, ::testing::ValuesIn(lacking_params()),
                          [](const auto& i) { return param_name(i); });
 
 // ---- per backend ----------------------------------------------------------------------------
 
-class Backend : public ::testing::TestWithParam<const backend_entry*> {};
+class backend : public ::testing::TestWithParam<const backend_entry*> {};
 
 /// The kind the per-backend tests take: the backend's first (the reentrant lock where it has
 /// one; simple on Redlock, whose one kind it is).
@@ -296,7 +296,7 @@ lock_kind first_kind(const backend_entry& entry) {
 
 // 9. acquire_all() of two names takes both; a third client can take neither meanwhile; the
 // release frees both together.
-TEST_P(Backend, MultiLockTakesAllAndReleasesTogether) {
+TEST_P(backend, multi_lock_takes_all_and_releases_together) {
     const auto& entry = *GetParam();
     CONFORMANCE_START(entry, url);
     auto a = entry.connect(url), c = entry.connect(url);
@@ -314,7 +314,7 @@ TEST_P(Backend, MultiLockTakesAllAndReleasesTogether) {
 
 // 9b. A read-write lock object tells whether either side is held, seen from another client
 // (rw_mutex::is_locked), on every backend that offers both sides.
-TEST_P(Backend, ReadWriteLockIsLockedInEitherMode) {
+TEST_P(backend, read_write_lock_is_locked_in_either_mode) {
     const auto& entry = *GetParam();
     CONFORMANCE_START(entry, url);
     const auto offers = [&](lock_kind k) {
@@ -342,7 +342,7 @@ TEST_P(Backend, ReadWriteLockIsLockedInEitherMode) {
 // first kind and by acquire());
 // an unknown scheme is a dlock::error; a malformed URL of the backend's scheme is
 // errc::configuration_error.
-TEST_P(Backend, BadNamesAndUrls) {
+TEST_P(backend, bad_names_and_urls) {
     const auto& entry = *GetParam();
     CONFORMANCE_START(entry, url);
     auto c = entry.connect(url);
@@ -372,8 +372,8 @@ TEST_P(Backend, BadNamesAndUrls) {
 // 11. What one backend alone has (dlock/redis.hpp, redlock.hpp, zookeeper.hpp) is errc::unsupported
 // on a client of another backend, in both forms (async_command completes with it), and the thrown
 // message names the call, the client it needs and the backend the client has. On its own
-// backend it is served (the Redis calls here; the ZooKeeper fenced write in zk_client_test).
-TEST_P(Backend, BackendOnlyCallsNeedTheirBackend) {
+// backend it is served (the Redis calls here; the ZooKeeper fenced write in zookeeper_client_test).
+TEST_P(backend, backend_only_calls_need_their_backend) {
     const auto& entry = *GetParam();
     CONFORMANCE_START(entry, url);
     auto c = entry.connect(url);
@@ -439,7 +439,7 @@ TEST_P(Backend, BackendOnlyCallsNeedTheirBackend) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Conformance, Backend, ::testing::ValuesIn(backend_params()),
+INSTANTIATE_TEST_SUITE_P(conformance, backend, ::testing::ValuesIn(backend_params()),
                          [](const auto& i) { return param_name(i); });
 
 } // namespace

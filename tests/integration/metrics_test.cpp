@@ -2,7 +2,7 @@
 // event it counts happens (acquire, contend, time out, release, loss by deletion and to another
 // owner, deadline, renewal, NOSCRIPT, reconnect, server errors).
 #include "core/metrics.hpp"
-#include "locks/lock_test_util.hpp"
+#include "redis/locks/lock_test_util.hpp"
 
 #include <atomic>
 #include <future>

@@ -1,6 +1,6 @@
 // pubsub::channel_table: which channels a client listens on and who waits on each, without
 // I/O. The subscriber (subscriber.hpp) drives a connection with what it returns; the unit
-// tests (tests/unit/channel_table_test.cpp) drive it by hand.
+// tests (tests/unit/redis/pubsub/redis_pubsub_channel_table_test.cpp) drive it by hand.
 //
 // - Reference counts: the first waiter of a channel asks for SUBSCRIBE; when the last one
 //   leaves, the channel lingers (`linger`) and sweep() then asks for UNSUBSCRIBE, so a lock

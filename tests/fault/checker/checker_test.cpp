@@ -155,7 +155,7 @@ bool has_kind(const report& r, check c, const std::string& kind) {
 
 // ---- must fail ----
 
-TEST(CheckerMustFail, OverlappingHoldsAreAMutexViolationWithBothHoldsAsWitness) {
+TEST(checker_must_fail, overlapping_holds_are_a_mutex_violation_with_both_holds_as_witness) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms).release(1, 2, 50 * ms, 51 * ms);
     b.acquire(2, 1, 2 * ms, 30 * ms).release(2, 2, 60 * ms, 61 * ms);
@@ -168,7 +168,7 @@ TEST(CheckerMustFail, OverlappingHoldsAreAMutexViolationWithBothHoldsAsWitness) 
     EXPECT_NE(wit.find("overlap 20000000 ns"), std::string::npos) << wit;
 }
 
-TEST(CheckerMustFail, AnOverlapCreatedOnlyByAnExtendIsCaught) {
+TEST(checker_must_fail, an_overlap_created_only_by_an_extend_is_caught) {
     // A's first deadline (988 ms) is before B's ok at 1200 ms; the extend at 500 ms moves it
     // to 1488 ms, so only the extend makes the holds overlap.
     auto make = [](bool with_extend) {
@@ -184,7 +184,7 @@ TEST(CheckerMustFail, AnOverlapCreatedOnlyByAnExtendIsCaught) {
     EXPECT_TRUE(has_kind(r, check::mutex, "OVERLAP"));
 }
 
-TEST(CheckerMustFail, AWitnessNamesTheNemesisEventsActiveAtTheViolation) {
+TEST(checker_must_fail, a_witness_names_the_nemesis_events_active_at_the_violation) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms).release(1, 2, 50 * ms, 51 * ms);
     b.acquire(2, 1, 2 * ms, 30 * ms).release(2, 2, 60 * ms, 61 * ms);
@@ -204,7 +204,7 @@ TEST(CheckerMustFail, AWitnessNamesTheNemesisEventsActiveAtTheViolation) {
     EXPECT_EQ(wit.find("heal"), std::string::npos) << wit;
 }
 
-TEST(CheckerMustFail, AnExtendInvokedAfterExpiryThatReturnsOkIsCaught) {
+TEST(checker_must_fail, an_extend_invoked_after_expiry_that_returns_ok_is_caught) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms).extend(1, 2, 990 * ms, 991 * ms); // deadline 988 ms
     auto r = run_checks(b.build());
@@ -212,7 +212,7 @@ TEST(CheckerMustFail, AnExtendInvokedAfterExpiryThatReturnsOkIsCaught) {
     EXPECT_TRUE(has_kind(r, check::extend_expired, "EXTEND_EXPIRED"));
 }
 
-TEST(CheckerMustFail, EqualFencesAreCaught) {
+TEST(checker_must_fail, equal_fences_are_caught) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms, 7).release(1, 2, 2 * ms, 3 * ms);
     b.acquire(2, 1, 4 * ms, 5 * ms, 7).release(2, 2, 6 * ms, 7 * ms);
@@ -221,7 +221,7 @@ TEST(CheckerMustFail, EqualFencesAreCaught) {
     EXPECT_TRUE(has_kind(r, check::fence, "FENCE_REPEATED"));
 }
 
-TEST(CheckerMustFail, AFenceLowerThanOneCompletedBeforeTheInvokeIsCaught) {
+TEST(checker_must_fail, a_fence_lower_than_one_completed_before_the_invoke_is_caught) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms, 9).release(1, 2, 2 * ms, 3 * ms);
     b.acquire(2, 1, 4 * ms, 5 * ms, 8).release(2, 2, 6 * ms, 7 * ms);
@@ -231,7 +231,7 @@ TEST(CheckerMustFail, AFenceLowerThanOneCompletedBeforeTheInvokeIsCaught) {
     EXPECT_NE(r[check::fence].violations[0].witness.find("fence=9"), std::string::npos);
 }
 
-TEST(CheckerMustFail, AStaleWriteAcceptedByTheResourceIsCaught) {
+TEST(checker_must_fail, a_stale_write_accepted_by_the_resource_is_caught) {
     builder b;
     b.res("open", 1, true).res("open", 2, true);
     b.res("write", 2, true, 0, 1).res("write", 1, true, 1, 2); // fence 1 after fence 2
@@ -240,7 +240,8 @@ TEST(CheckerMustFail, AStaleWriteAcceptedByTheResourceIsCaught) {
     EXPECT_TRUE(has_kind(r, check::resource, "STALE_ACCEPTED"));
 }
 
-TEST(CheckerMustFail, ALostUpdateOnAResourceThatRatchetsOnWriteButNotOnOpenIsCaught) {
+TEST(checker_must_fail,
+     a_lost_update_on_a_resource_that_ratchets_on_write_but_not_on_open_is_caught) {
     // A (fence 1) and B (fence 2) both read 0; A writes first (accepted: no write above 1 yet),
     // then B writes 0 -> 1 (accepted: 2 > 1). A's increment is lost.
     builder b;
@@ -254,7 +255,7 @@ TEST(CheckerMustFail, ALostUpdateOnAResourceThatRatchetsOnWriteButNotOnOpenIsCau
     EXPECT_TRUE(has_kind(r, check::resource, "FINAL_VALUE"));
 }
 
-TEST(CheckerMustFail, ALostUpdateOnAnUnfencedResourceIsCaught) {
+TEST(checker_must_fail, a_lost_update_on_an_unfenced_resource_is_caught) {
     builder b;
     b.res("write", std::nullopt, true, 0, 1).res("write", std::nullopt, true, 0, 1);
     auto r = run_checks(b.build());
@@ -262,7 +263,7 @@ TEST(CheckerMustFail, ALostUpdateOnAnUnfencedResourceIsCaught) {
     EXPECT_TRUE(has_kind(r, check::resource, "LOST_UPDATE"));
 }
 
-TEST(CheckerMustFail, ADeadlineThatIsNotStartPlusTtlMinusDriftIsCaught) {
+TEST(checker_must_fail, a_deadline_that_is_not_start_plus_ttl_minus_drift_is_caught) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms);
     b.last().deadline = 1000 * ms; // forgot the drift (12 ms)
@@ -271,7 +272,7 @@ TEST(CheckerMustFail, ADeadlineThatIsNotStartPlusTtlMinusDriftIsCaught) {
     EXPECT_TRUE(has_kind(r, check::deadline, "WRONG_DEADLINE"));
 }
 
-TEST(CheckerMustFail, AStartStampLaterThanTheFirstProxyForwardIsCaught) {
+TEST(checker_must_fail, a_start_stamp_later_than_the_first_proxy_forward_is_caught) {
     builder b;
     b.acquire(1, 1, 0, 2 * ms);
     b.last().t_start = 1 * ms;
@@ -282,7 +283,7 @@ TEST(CheckerMustFail, AStartStampLaterThanTheFirstProxyForwardIsCaught) {
     EXPECT_TRUE(has_kind(r, check::deadline, "START_AFTER_SEND"));
 }
 
-TEST(CheckerMustFail, AStartStampBeforeTheInvokeIsCaught) {
+TEST(checker_must_fail, a_start_stamp_before_the_invoke_is_caught) {
     builder b;
     b.acquire(1, 1, 5 * ms, 6 * ms);
     b.last().t_start = 4 * ms;
@@ -291,7 +292,7 @@ TEST(CheckerMustFail, AStartStampBeforeTheInvokeIsCaught) {
     EXPECT_TRUE(has_kind(r, check::deadline, "START_BEFORE_INVOKE"));
 }
 
-TEST(CheckerMustFail, AnExtendWhoseDeadlineIgnoresTheDriftIsCaught) {
+TEST(checker_must_fail, an_extend_whose_deadline_ignores_the_drift_is_caught) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms).extend(1, 2, 100 * ms, 101 * ms);
     b.last().deadline = 1100 * ms;
@@ -301,7 +302,7 @@ TEST(CheckerMustFail, AnExtendWhoseDeadlineIgnoresTheDriftIsCaught) {
     EXPECT_NE(r[check::deadline].violations[0].witness.find("extend ok"), std::string::npos);
 }
 
-TEST(CheckerMustFail, AnAcquireThatReturnsAtOrAfterItsDeadlineIsCaught) {
+TEST(checker_must_fail, an_acquire_that_returns_at_or_after_its_deadline_is_caught) {
     builder b;
     b.acquire(1, 1, 0, deadline_for(0, 1000));
     auto r = run_checks(b.build());
@@ -309,7 +310,7 @@ TEST(CheckerMustFail, AnAcquireThatReturnsAtOrAfterItsDeadlineIsCaught) {
     EXPECT_TRUE(has_kind(r, check::deadline, "EXPIRED_ON_ARRIVAL"));
 }
 
-TEST(CheckerMustFail, AnAcquireReturningLateIsADeadlineViolationNotAnOverlap) {
+TEST(checker_must_fail, an_acquire_returning_late_is_a_deadline_violation_not_an_overlap) {
     // w1's reply came 500 ms after its deadline, while w2 held the lock: an empty window.
     builder b;
     b.acquire(1, 1, 0, deadline_for(0, 1000) + 500 * ms);
@@ -319,7 +320,7 @@ TEST(CheckerMustFail, AnAcquireReturningLateIsADeadlineViolationNotAnOverlap) {
     EXPECT_TRUE(has_kind(r, check::deadline, "EXPIRED_ON_ARRIVAL"));
 }
 
-TEST(CheckerMustFail, AReleaseDeletingTheKeyWhileAnotherHoldsIsCaught) {
+TEST(checker_must_fail, a_release_deleting_the_key_while_another_holds_is_caught) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms);               // deadline 988 ms
     b.acquire(2, 1, 500 * ms, 990 * ms);      // takes over after expiry
@@ -330,7 +331,7 @@ TEST(CheckerMustFail, AReleaseDeletingTheKeyWhileAnotherHoldsIsCaught) {
     EXPECT_TRUE(has_kind(r, check::foreign_release, "FOREIGN_RELEASE"));
 }
 
-TEST(CheckerMustFail, AnOrphanKeyIsReported) {
+TEST(checker_must_fail, an_orphan_key_is_reported) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms).release(1, 2, 2 * ms, 3 * ms);
     auto r = run_checks(b.build(), {"dlock:L"});
@@ -339,7 +340,7 @@ TEST(CheckerMustFail, AnOrphanKeyIsReported) {
     EXPECT_FALSE(check_orphans({}).violated);
 }
 
-TEST(CheckerMustFail, AUseOutsideTheHoldIsCaught) {
+TEST(checker_must_fail, a_use_outside_the_hold_is_caught) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms).use(1, 2, 2 * ms, 3 * ms).release(1, 3, 4 * ms, 5 * ms);
     b.use(1, 4, 6 * ms, 7 * ms); // careless user: after its release
@@ -348,7 +349,7 @@ TEST(CheckerMustFail, AUseOutsideTheHoldIsCaught) {
     EXPECT_EQ(r[check::use_within_hold].violations.size(), 2u); // invoke and ok
 }
 
-TEST(CheckerMustFail, AnUnavailabilityGapAboveTheBoundIsCaughtWhenABoundIsGiven) {
+TEST(checker_must_fail, an_unavailability_gap_above_the_bound_is_caught_when_a_bound_is_given) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms).release(1, 2, 2 * ms, 3 * ms);
     b.acquire(2, 1, 2 * ms, 500 * ms).release(2, 2, 600 * ms, 601 * ms);
@@ -363,7 +364,7 @@ TEST(CheckerMustFail, AnUnavailabilityGapAboveTheBoundIsCaughtWhenABoundIsGiven)
 
 // ---- must pass ----
 
-TEST(CheckerMustPass, TouchingIntervalsAreNotAnOverlap) {
+TEST(checker_must_pass, touching_intervals_are_not_an_overlap) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms, 1).release(1, 2, 5 * ms, 6 * ms);
     b.acquire(2, 1, 2 * ms, 5 * ms, 2).release(2, 2, 7 * ms, 8 * ms);
@@ -371,7 +372,7 @@ TEST(CheckerMustPass, TouchingIntervalsAreNotAnOverlap) {
     EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
 }
 
-TEST(CheckerMustPass, ConcurrentAcquisitionsMayHaveSwappedFences) {
+TEST(checker_must_pass, concurrent_acquisitions_may_have_swapped_fences) {
     // A invokes first and completes last with the lower fence: allowed, neither completed
     // before the other was invoked.
     builder b;
@@ -381,7 +382,7 @@ TEST(CheckerMustPass, ConcurrentAcquisitionsMayHaveSwappedFences) {
     EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
 }
 
-TEST(CheckerMustPass, AmbiguousAcquisitionsWithBurnedFencesLeaveGapsThatAreAllowed) {
+TEST(checker_must_pass, ambiguous_acquisitions_with_burned_fences_leave_gaps_that_are_allowed) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms, 1).release(1, 2, 2 * ms, 3 * ms);
     b.acquire_not(2, 1, 4 * ms, 5 * ms, op_type::info, 2);
@@ -391,7 +392,7 @@ TEST(CheckerMustPass, AmbiguousAcquisitionsWithBurnedFencesLeaveGapsThatAreAllow
     EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
 }
 
-TEST(CheckerMustPass, ACrashWithNoReleaseEndsTheHoldAtTheCrash) {
+TEST(checker_must_pass, a_crash_with_no_release_ends_the_hold_at_the_crash) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms, 1).crash(1, 10 * ms);
     b.acquire(2, 1, 5 * ms, 990 * ms, 2).release(2, 2, 991 * ms, 992 * ms);
@@ -401,7 +402,7 @@ TEST(CheckerMustPass, ACrashWithNoReleaseEndsTheHoldAtTheCrash) {
     EXPECT_EQ(r.holds[0].t_end, 10 * ms);
 }
 
-TEST(CheckerMustPass, AHoldThatExpiresWithoutReleaseHandsOverAtItsDeadline) {
+TEST(checker_must_pass, a_hold_that_expires_without_release_hands_over_at_its_deadline) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms, 1);
     b.acquire(2, 1, 5 * ms, deadline_for(0, 1000), 2).release(2, 2, 991 * ms, 992 * ms);
@@ -409,7 +410,7 @@ TEST(CheckerMustPass, AHoldThatExpiresWithoutReleaseHandsOverAtItsDeadline) {
     EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
 }
 
-TEST(CheckerMustPass, AFencedReadModifyWriteHistoryPassesWithTheRightFinalValue) {
+TEST(checker_must_pass, a_fenced_read_modify_write_history_passes_with_the_right_final_value) {
     builder b;
     b.acquire(1, 1, 0, 1 * ms, 1).use(1, 2, 2 * ms, 3 * ms).release(1, 3, 4 * ms, 5 * ms);
     b.acquire(2, 1, 2 * ms, 4 * ms, 2).use(2, 2, 5 * ms, 6 * ms).release(2, 3, 7 * ms, 8 * ms);
@@ -423,7 +424,7 @@ TEST(CheckerMustPass, AFencedReadModifyWriteHistoryPassesWithTheRightFinalValue)
 
 // ---- the format ----
 
-TEST(HistoryFormat, TheWriterRoundTripsEscapesIntegersAndBools) {
+TEST(history_format, the_writer_round_trips_escapes_integers_and_bools) {
     jsonl_writer w;
     std::string line = w.field("s", "a\"b\\c\nd\x01")
                            .field("i", std::int64_t{-9223372036854775807LL})
@@ -437,7 +438,8 @@ TEST(HistoryFormat, TheWriterRoundTripsEscapesIntegersAndBools) {
     EXPECT_EQ(std::get<bool>(o->at("b")), true);
 }
 
-TEST(HistoryFormat, TheParserRejectsAnythingButFlatStringIntegerAndBoolFieldsNamingTheLine) {
+TEST(history_format,
+     the_parser_rejects_anything_but_flat_string_integer_and_bool_fields_naming_the_line) {
     const char* bad[] = {
         R"({"w":1,"x":null})",
         R"({"w":1.5})",
@@ -461,7 +463,8 @@ TEST(HistoryFormat, TheParserRejectsAnythingButFlatStringIntegerAndBoolFieldsNam
     }
 }
 
-TEST(HistoryFormat, WorkerLogsAreMergedByTimeWithInvokesBeforeCompletionsAtEqualTimes) {
+TEST(history_format,
+     worker_logs_are_merged_by_time_with_invokes_before_completions_at_equal_times) {
     history h;
     ASSERT_FALSE(add_jsonl(h, "a", R"({"w":1,"op":1,"lock":"L","f":"acquire","type":"ok","t":5})"));
     ASSERT_FALSE(add_jsonl(
@@ -551,7 +554,7 @@ schedule generate(std::uint64_t seed, int holds) {
 
 const std::uint64_t seeds[] = {1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597};
 
-TEST(CheckerProperty, RandomValidSchedulesFromASequentialLockModelPass) {
+TEST(checker_property, random_valid_schedules_from_a_sequential_lock_model_pass) {
     for (auto seed : seeds) {
         SCOPED_TRACE("seed " + std::to_string(seed));
         auto s = generate(seed, 200);
@@ -561,7 +564,7 @@ TEST(CheckerProperty, RandomValidSchedulesFromASequentialLockModelPass) {
     }
 }
 
-TEST(CheckerProperty, TheSameSchedulesWithOnePlantedOverlapFailMutex) {
+TEST(checker_property, the_same_schedules_with_one_planted_overlap_fail_mutex) {
     for (auto seed : seeds) {
         SCOPED_TRACE("seed " + std::to_string(seed));
         auto s = generate(seed, 200);
@@ -577,7 +580,7 @@ TEST(CheckerProperty, TheSameSchedulesWithOnePlantedOverlapFailMutex) {
     }
 }
 
-TEST(CheckerProperty, TheSameSchedulesWithOneRepeatedFenceFailFence) {
+TEST(checker_property, the_same_schedules_with_one_repeated_fence_fail_fence) {
     for (auto seed : seeds) {
         SCOPED_TRACE("seed " + std::to_string(seed));
         auto s = generate(seed, 200);
@@ -593,7 +596,7 @@ TEST(CheckerProperty, TheSameSchedulesWithOneRepeatedFenceFailFence) {
     }
 }
 
-TEST(CheckerProperty, TheSameSchedulesWithOneStaleWriteFailResource) {
+TEST(checker_property, the_same_schedules_with_one_stale_write_fail_resource) {
     for (auto seed : seeds) {
         SCOPED_TRACE("seed " + std::to_string(seed));
         auto s = generate(seed, 200);

@@ -38,7 +38,7 @@ std::string slurp(const fs::path& p) {
     return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-class EtcdInterop : public ::testing::Test {
+class etcd_interop : public ::testing::Test {
 protected:
     void SetUp() override {
         if (!dlock::test::etcd_available()) GTEST_SKIP() << "etcd or etcdctl not installed";
@@ -79,7 +79,7 @@ protected:
 };
 
 // etcdctl holds -> dlock is refused and waits; etcdctl's release wakes the waiter within 1 s.
-TEST_F(EtcdInterop, EtcdctlHoldsDlockWaits) {
+TEST_F(etcd_interop, etcdctl_holds_dlock_waits) {
     auto c = connect();
     const auto pid = etcdctl_lock("orders", {}, file("etcdctl.log"));
     ASSERT_TRUE(eventually([&] { return locked(*c, "orders"); }, 10s))
@@ -103,7 +103,7 @@ TEST_F(EtcdInterop, EtcdctlHoldsDlockWaits) {
 
 // dlock holds -> `etcdctl lock NAME cmd` waits; dlock's release lets it run within 1 s, and
 // the revision etcdctl exports is after dlock's token.
-TEST_F(EtcdInterop, DlockHoldsEtcdctlWaits) {
+TEST_F(etcd_interop, dlock_holds_etcdctl_waits) {
     auto c = connect();
     auto held = c->acquire("jobs", {.wait = 5s});
     ASSERT_TRUE(held);
@@ -134,7 +134,7 @@ TEST_F(EtcdInterop, DlockHoldsEtcdctlWaits) {
 }
 
 // dlock's keys are etcd's Mutex keys: "<name>/<lease hex>", in the URL's prefix when it has one.
-TEST_F(EtcdInterop, KeysFollowTheMutexLayout) {
+TEST_F(etcd_interop, keys_follow_the_mutex_layout) {
     dlock::client c(etcd_->url("/app", "?ttl=5"));
     auto held = c.acquire("batch", {.wait = 5s});
     ASSERT_TRUE(held);
@@ -155,7 +155,7 @@ TEST_F(EtcdInterop, KeysFollowTheMutexLayout) {
 
 // `etcdctl lease revoke` of the holder's lease: the key goes, the hold is lost (stop token,
 // on_lost) and another client gets the lock.
-TEST_F(EtcdInterop, LeaseRevokeSignalsLoss) {
+TEST_F(etcd_interop, lease_revoke_signals_loss) {
     auto a = connect(), b = connect();
     auto held = a->acquire("revoked", {.wait = 5s});
     ASSERT_TRUE(held);
@@ -177,7 +177,7 @@ TEST_F(EtcdInterop, LeaseRevokeSignalsLoss) {
 }
 
 // `etcdctl del` of the holder's key (an operator's forced unlock): loss signalled.
-TEST_F(EtcdInterop, KeyDeletedSignalsLoss) {
+TEST_F(etcd_interop, key_deleted_signals_loss) {
     auto a = connect();
     auto held = a->acquire("deleted", {.wait = 5s});
     ASSERT_TRUE(held);
@@ -190,7 +190,7 @@ TEST_F(EtcdInterop, KeyDeletedSignalsLoss) {
 }
 
 // Names are data: refused before anything is sent when they could mix with other locks.
-TEST_F(EtcdInterop, BadNamesAreRefused) {
+TEST_F(etcd_interop, bad_names_are_refused) {
     auto c = connect();
     for (const auto* bad : {"a/b", "", "x\n"}) {
         std::error_code ec;
@@ -200,7 +200,7 @@ TEST_F(EtcdInterop, BadNamesAreRefused) {
 }
 
 // Unreachable endpoints are errc::unavailable, bounded by connect_timeout.
-TEST_F(EtcdInterop, UnreachableIsUnavailable) {
+TEST_F(etcd_interop, unreachable_is_unavailable) {
     dlock::client c("etcd://127.0.0.1:1?connect_timeout=500");
     std::error_code ec;
     const auto t0 = clock_type::now();

@@ -1,0 +1,94 @@
+// The dlock command on etcd:// URLs: exec runs a command under the lock (DLOCK_FENCING_TOKEN =
+// the key's create revision), a held lock makes `exec --wait 0` exit 75, status and list show
+// the holder with its lease, unlock --force deletes the holder's key, and `etcdctl lease
+// revoke` of exec's lease makes exec stop its command and exit 73.
+#include "etcd_fixture.hpp"
+#include "process.hpp"
+
+#include <dlock/dlock.hpp>
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <sys/wait.h>
+#include <thread>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds budget) {
+    return dlock::test::wait_until(pred, budget);
+}
+
+class etcd_cli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!dlock::test::etcd_available()) GTEST_SKIP() << "etcd or etcdctl not installed";
+        etcd_ = std::make_unique<dlock::test::etcd_cluster>(1);
+        url_ = etcd_->url("", "?ttl=5&connect_timeout=2000");
+    }
+    /// Runs `dlock --url URL args...`: stdout and the exit status (stderr to a file).
+    std::pair<std::string, int> dlock_cli(std::vector<std::string> args) const {
+        args.insert(args.begin(), {DLOCK_CLI_BINARY, "--url", url_});
+        return dlock::test::run_capture(args, {}, etcd_->dir() / "cli.err");
+    }
+    dlock::lock_status status(dlock::client& c, const std::string& name) const {
+        std::error_code ec;
+        return c.inspect(name, dlock::lock_kind::reentrant, ec);
+    }
+    std::unique_ptr<dlock::test::etcd_cluster> etcd_;
+    std::string url_;
+};
+
+TEST_F(etcd_cli, exec_status_list_and_forced_unlock) {
+    auto [out, code] = dlock_cli(
+        {"exec", "--wait", "5s", "nightly", "--", "sh", "-c", "echo token=$DLOCK_FENCING_TOKEN"});
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_NE(out.find("token="), std::string::npos) << out;
+    EXPECT_EQ(out.find("token=\n"), std::string::npos) << "a revision token: " << out;
+
+    dlock::client holder(url_);
+    auto h = holder.acquire("nightly", {.wait = 5s});
+    ASSERT_TRUE(h);
+    const auto lease = status(holder, "nightly").contenders.at(0).session;
+    std::tie(out, code) = dlock_cli({"exec", "--wait", "0", "nightly", "--", "true"});
+    EXPECT_EQ(code, 75) << out; // not acquired
+    std::tie(out, code) = dlock_cli({"status", "nightly"});
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_NE(out.find("1 holder(s)"), std::string::npos) << out;
+    EXPECT_NE(out.find(lease), std::string::npos) << out;
+    std::tie(out, code) = dlock_cli({"status", "--json", "nightly"});
+    EXPECT_NE(out.find("\"holds\":true"), std::string::npos) << out;
+    std::tie(out, code) = dlock_cli({"list", "night*"});
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_NE(out.find("nightly"), std::string::npos) << out;
+    std::tie(out, code) = dlock_cli({"unlock", "--force", "nightly"});
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_TRUE(eventually([&] { return h.lost(); }, 5s)) << "the holder learns its key is gone";
+    std::tie(out, code) = dlock_cli({"status", "nightly"});
+    EXPECT_NE(out.find("not locked"), std::string::npos) << out;
+}
+
+TEST_F(etcd_cli, lease_revoked_exec_exits_73) {
+    const auto log = etcd_->dir() / "exec.log";
+    const auto pid = dlock::test::spawn_child(
+        {DLOCK_CLI_BINARY, "--url", url_, "exec", "--wait", "5s", "revoked", "--", "sleep", "30"},
+        log);
+    dlock::client watcher(url_);
+    ASSERT_TRUE(eventually([&] { return status(watcher, "revoked").exists; }, 10s));
+    const auto lease = status(watcher, "revoked").contenders.at(0).session;
+    auto [out, rc] = etcd_->etcdctl({"lease", "revoke", lease});
+    ASSERT_EQ(rc, 0) << out;
+    int st = 0;
+    const bool exited = eventually([&] { return ::waitpid(pid, &st, WNOHANG) == pid; }, 10s);
+    if (!exited) {
+        ::kill(pid, SIGKILL);
+        dlock::test::reap_child(pid, 5s);
+    }
+    ASSERT_TRUE(exited) << "exec did not end after its lease was revoked";
+    EXPECT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 73) << dlock::test::read_tail(log, 2000);
+}
+
+} // namespace

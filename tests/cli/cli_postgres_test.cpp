@@ -1,0 +1,172 @@
+// The dlock command on postgresql:// URLs: exec (exclusion among processes, --kind shedlock),
+// status and list from pg_locks, unlock --force ending the holding session (the exec child is
+// stopped as after any loss: exit 73).
+#include "postgres/postgres_test_util.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
+#include <thread>
+#include <vector>
+
+namespace dlock::test {
+namespace {
+
+class pg_cli : public pg_suite {
+public:
+    struct outcome {
+        int code = -1;
+        std::string out;
+    };
+    /// Runs `dlock --url URL ARGS` through sh; returns its exit code and stdout.
+    static outcome dlock(const std::string& args) {
+        return shell(std::string(DLOCK_CLI_BINARY) + " --url '" + server().url() + "' " + args +
+                     " 2>&1");
+    }
+    /// Runs `cmd` through sh; its exit code and stdout.
+    static outcome shell(const std::string& cmd) {
+        outcome o;
+        if (FILE* p = ::popen(cmd.c_str(), "r")) {
+            char buf[512];
+            while (std::fgets(buf, sizeof buf, p))
+                o.out += buf;
+            const int st = ::pclose(p);
+            o.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+        }
+        return o;
+    }
+};
+
+TEST_F(pg_cli, exec_excludes_among_processes) {
+    const auto dir = std::filesystem::path(server().dir()) / "cs";
+    std::filesystem::create_directory(dir);
+    const std::string d = dir.string();
+    // Each child checks that nobody else is inside, stays a while, and leaves.
+    const std::string body = "sh -c 'if [ -e " + d + "/inside ]; then echo x >> " + d +
+                             "/overlap; fi; touch " + d + "/inside; sleep 0.05; rm " + d +
+                             "/inside; echo done >> " + d + "/log'";
+    std::vector<std::thread> ts;
+    std::vector<int> codes(6, -1);
+    for (std::size_t i = 0; i < codes.size(); ++i)
+        ts.emplace_back([&, i] { codes[i] = dlock("exec --wait 20s cli:mutex -- " + body).code; });
+    for (auto& t : ts)
+        t.join();
+    for (int c : codes)
+        EXPECT_EQ(c, 0);
+    EXPECT_FALSE(std::filesystem::exists(dir / "overlap"));
+    std::ifstream log(dir / "log");
+    int lines = 0;
+    for (std::string l; std::getline(log, l);)
+        ++lines;
+    EXPECT_EQ(lines, 6);
+    // ShedLock rows too.
+    EXPECT_EQ(dlock("exec --kind shedlock --wait 0 cli:shed -- true").code, 0);
+    EXPECT_EQ(server().psql("SELECT count(*) FROM shedlock WHERE name = 'cli:shed'"), "1");
+    // dlock's lease rows: the row is kept, expired, on release.
+    EXPECT_EQ(dlock("exec --kind lease --wait 0 cli:lease -- true").code, 0);
+    EXPECT_EQ(server().psql("SELECT count(*) FROM dlock_lease WHERE expires_at > now()"), "0");
+    EXPECT_EQ(server().psql("SELECT count(*) FROM dlock_lease WHERE name = 'cli:lease'"), "1");
+}
+
+TEST_F(pg_cli, status_list_and_unlock_force_on_a_held_lock) {
+    outcome held;
+    std::thread holder([&] { held = dlock("exec cli:held -- sleep 60"); });
+    if (!eventually([&] { return granted() == 1; }, 10s)) {
+        dlock("unlock --force cli:held"); // the holder must not outlive the test
+        holder.join();
+        FAIL() << "the holder did not take its lock: " << held.code << " " << held.out;
+    }
+    const auto st = dlock("status cli:held");
+    EXPECT_EQ(st.code, 0);
+    EXPECT_NE(st.out.find("holder   dlock:cli:held"), std::string::npos) << st.out;
+    EXPECT_NE(st.out.find("advisory key bigint"), std::string::npos) << st.out;
+    const auto js = dlock("status --json cli:held");
+    EXPECT_NE(js.out.find("\"holds\":true"), std::string::npos) << js.out;
+    const auto ls = dlock("list 'cli:*'");
+    EXPECT_NE(ls.out.find("cli:held"), std::string::npos) << ls.out;
+    EXPECT_EQ(dlock("exec --wait 0 cli:held -- true").code, 75); // not acquired
+    const auto un = dlock("unlock --force cli:held");
+    EXPECT_EQ(un.code, 0) << un.out;
+    holder.join();
+    EXPECT_EQ(held.code, 73) << held.out; // the child was stopped: the lock was lost
+    EXPECT_EQ(dlock("exec --wait 0 cli:held -- true").code, 0);
+    EXPECT_NE(dlock("status cli:free").out.find("kind     none"), std::string::npos);
+}
+
+// unlock --force of the row kinds: ShedLock's lock_until and lease's expires_at set to now
+// (rows kept), versioned rows deleted; another exec takes the lock at once.
+TEST_F(pg_cli, unlock_force_ends_every_row_kind) {
+    const std::vector<std::string> kinds{"shedlock", "lease", "versioned"};
+    std::vector<outcome> held(kinds.size());
+    std::vector<std::thread> ts;
+    for (std::size_t i = 0; i < kinds.size(); ++i)
+        ts.emplace_back([&, i] {
+            held[i] = dlock("exec --kind " + kinds[i] + " --lease 30s cli:row-" + kinds[i] +
+                            " -- sleep 60");
+        });
+    const auto rows_held = [&] {
+        return server().psql("SELECT (SELECT count(*) FROM shedlock WHERE name = "
+                             "'cli:row-shedlock' AND lock_until > timezone('utc', now())) + "
+                             "(SELECT count(*) FROM dlock_lease WHERE name = 'cli:row-lease' AND "
+                             "expires_at > "
+                             "now()) + "
+                             "(SELECT count(*) FROM locks WHERE name = 'cli:row-versioned' AND "
+                             "record_version_number IS NOT NULL)") == "3";
+    };
+    const bool up = eventually(
+        [&] {
+            try {
+                return rows_held();
+            } catch (const std::exception&) { // a table not created yet
+                return false;
+            }
+        },
+        10s);
+    for (std::size_t i = 0; up && i < kinds.size(); ++i) {
+        const auto name = "cli:row-" + kinds[i];
+        EXPECT_EQ(dlock("exec --kind " + kinds[i] + " --wait 0 " + name + " -- true").code, 75);
+        const auto un = dlock("unlock --force " + name);
+        EXPECT_EQ(un.code, 0) << un.out;
+        EXPECT_NE(un.out.find("unlocked '" + name + "' (" + kinds[i]), std::string::npos) << un.out;
+        EXPECT_EQ(dlock("exec --kind " + kinds[i] + " --wait 0 " + name + " -- true").code, 0);
+        EXPECT_NE(dlock("unlock --force " + name).out.find("nothing ended"), std::string::npos);
+    }
+    for (std::size_t i = 0; !up && i < kinds.size(); ++i)
+        dlock("unlock --force cli:row-" + kinds[i]); // the holders must not outlive the test
+    for (auto& t : ts)
+        t.join();
+    for (std::size_t i = 0; i < kinds.size(); ++i) // each child stopped: its lock was lost
+        EXPECT_EQ(held[i].code, 73) << kinds[i] << ": " << held[i].out;
+    ASSERT_TRUE(up) << "the holders did not take their rows";
+    EXPECT_EQ(server().psql("SELECT count(*) FROM shedlock WHERE name = 'cli:row-shedlock'"), "1");
+}
+
+// The demo with its lock on a private PostgreSQL that it starts (initdb + postgres, as the
+// postgres user under root) and stops; the stock stays in a private redis-server.
+TEST_F(pg_cli, demo_on_a_private_postgresql) {
+    if (!redis_available()) GTEST_SKIP() << "the demo's stock lives in redis-server";
+    const std::string cmd = std::string(DLOCK_CLI_BINARY) +
+                            " demo --backend postgresql --stock 30 --processes 2 --threads 2 2>&1";
+    const auto r = shell(cmd);
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("lock: private PostgreSQL on postgresql://postgres@127.0.0.1:"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("the stock is exact: 30 sold"), std::string::npos) << r.out;
+}
+
+TEST_F(pg_cli, bad_urls_and_unreachable_servers_have_their_exit_codes) {
+    const std::string bin = DLOCK_CLI_BINARY;
+    const auto run = [&](const std::string& url) {
+        const int st = std::system((bin + " --url '" + url + "' status x >/dev/null 2>&1").c_str());
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    };
+    EXPECT_EQ(run(server().url("dlock_key=nope")), 64);
+    EXPECT_EQ(run("postgresql://postgres:pw@127.0.0.1:" + std::to_string(free_port()) + "/x"), 69);
+    EXPECT_EQ(run(server().url_as("postgres", "wrong")), 69);
+}
+
+} // namespace
+} // namespace dlock::test

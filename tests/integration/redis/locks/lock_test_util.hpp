@@ -1,0 +1,66 @@
+// Helpers shared by the lock tests in this folder (the `lock` suite): watchdog options, server
+// statistics, a client's sleeping waiters, and a mutex of either kind. Includes test_util.hpp.
+#pragma once
+
+#include "redis/client_impl.hpp"
+#include "test_util.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <future>
+#include <optional>
+#include <string>
+
+namespace dlock::test {
+
+inline dlock::client_options watchdog_options(const std::string& url) {
+    auto o = fast_options(url);
+    o.watchdog_lease = 300ms; // renewed every 100 ms
+    return o;
+}
+
+inline std::int64_t commands_processed(const redis_server& s) {
+    const auto info = s.cli({"INFO", "stats"});
+    const auto at = info.find("total_commands_processed:");
+    return std::stoll(info.substr(at + 25));
+}
+
+/// How many waiters of `c` sleep on `channel` (asked on c's I/O thread).
+inline std::size_t sleeping_waiters(dlock::client& c, const std::string& channel) {
+    auto impl = dlock::detail::access::impl(c);
+    std::promise<std::size_t> p;
+    asio::post(impl->io(),
+               [&] { p.set_value(impl->router().any().subscriber().sleeping_count(channel)); });
+    return p.get_future().get();
+}
+
+inline std::int64_t command_calls(const redis_server& s, const std::string& cmd) {
+    const auto stats = s.cli({"INFO", "commandstats"});
+    const auto tag = "cmdstat_" + cmd + ":calls=";
+    const auto at = stats.find(tag);
+    return at == std::string::npos ? 0 : std::stoll(stats.substr(at + tag.size()));
+}
+
+/// A mutex or a simple_mutex, used through their common base.
+class either_mutex {
+public:
+    either_mutex(dlock::client& c, const std::string& name, dlock::lock_kind kind) {
+        if (kind == dlock::lock_kind::reentrant)
+            r_.emplace(c.make_mutex(name));
+        else
+            s_.emplace(c.make_simple_mutex(name));
+    }
+    dlock::basic_mutex* operator->() { return r_ ? static_cast<dlock::basic_mutex*>(&*r_) : &*s_; }
+
+private:
+    std::optional<dlock::mutex> r_;
+    std::optional<dlock::simple_mutex> s_;
+};
+
+inline std::string channel_of(dlock::lock_kind kind, const std::string& name) {
+    return (kind == dlock::lock_kind::reentrant ? "redisson_lock__channel:{"
+                                                : "dlock_simple__channel:{") +
+           name + "}";
+}
+
+} // namespace dlock::test
