@@ -20,7 +20,7 @@
 //   processes would); default: one shared client (releases hand over to local waiters).
 // --no-handover: client_options::handover = false.
 // Prints one JSON object per run.
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "redis/renewal.hpp"
 #include "scenarios.hpp"
 

@@ -10,7 +10,7 @@
 
 namespace dlock::detail {
 
-class client_impl;
+class redis_client;
 class redis_backend;
 class redlock_backend;
 
@@ -24,7 +24,7 @@ struct access {
     /// The client's Redlock backend, or null on another backend (src/redlock.cpp).
     static redlock_backend* redlock(const client& c) noexcept;
     /// The Redis client's internals, or null on another backend (redis/backend.cpp).
-    static std::shared_ptr<client_impl> impl(const client& c) noexcept;
+    static std::shared_ptr<redis_client> impl(const client& c) noexcept;
     /// Throws dlock::error(ec, c.last_error_detail()) when `ec` is a failure the detail can
     /// explain (the throwing overloads of the backends' own calls, dlock/redis.hpp).
     static void throw_with_detail(const client& c, const std::error_code& ec) {

@@ -3,7 +3,7 @@
 // are errc::unsupported (wrong_backend.hpp). layout_of and lock_kinds are in layout.cpp.
 #include "access.hpp"
 #include "redis/backend.hpp"
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "redis/locks/names.hpp"
 #include "wrong_backend.hpp"
 

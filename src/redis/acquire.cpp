@@ -12,7 +12,7 @@
 
 namespace dlock::detail {
 
-std::error_code prepare(client_impl& c, const lock_protocol& p, lock_keys keys,
+std::error_code prepare(redis_client& c, const lock_protocol& p, lock_keys keys,
                         const acquire_options& opts, std::string owner, acquire_request& req) {
     if (opts.lease && opts.lease->count() < 1) return make_error_code(errc::invalid_argument);
     if (p.queues_on_server() && c.options().fair_waiter_timeout.count() < 3)
@@ -48,12 +48,12 @@ std::string owner_string(const std::string& client_id, std::uint64_t n) {
 }
 } // namespace
 
-std::string new_owner(const client_impl& c, const lock_protocol& p, bool thread_bound) {
+std::string new_owner(const redis_client& c, const lock_protocol& p, bool thread_bound) {
     if (!p.reentrant()) return random_token();
     return owner_string(c.id(), thread_bound ? this_thread_owner_id() : new_owner_id());
 }
 
-std::string thread_owner(const client_impl& c) {
+std::string thread_owner(const redis_client& c) {
     return owner_string(c.id(), this_thread_owner_id());
 }
 
@@ -63,7 +63,7 @@ namespace {
 /// trip with no I/O-thread involvement. True when that decided the acquisition (`res`, `ec`);
 /// false when the acquire operation continues (refused: `req.refused_*` set; a moving master;
 /// the lane not usable now).
-bool first_attempt_on_lane(client_impl& c, acquire_request& req, acquire_result& res,
+bool first_attempt_on_lane(redis_client& c, acquire_request& req, acquire_result& res,
                            std::error_code& ec) {
     auto* lane = c.lane_for(*req.where);
     // Not on the lane: a WAIT that must follow the attempt on the same connection, or a
@@ -120,7 +120,7 @@ bool first_attempt_on_lane(client_impl& c, acquire_request& req, acquire_result&
 
 } // namespace
 
-acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error_code& ec) {
+acquire_result acquire_blocking(redis_client& c, acquire_request& req, std::error_code& ec) {
     ec.clear();
     acquire_result res;
     if (first_attempt_on_lane(c, req, res, ec)) {
@@ -139,9 +139,9 @@ acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error
 
 namespace {
 /// make_hold() with the keys and owner given apart (copied or taken from `req`).
-std::shared_ptr<hold_state> hold_of(client_impl& c, const acquire_request& req, lock_keys keys,
+std::shared_ptr<redis_hold> hold_of(redis_client& c, const acquire_request& req, lock_keys keys,
                                     std::string owner, const acquire_result& r) {
-    auto h = std::make_shared<hold_state>();
+    auto h = std::make_shared<redis_hold>();
     h->client = c.weak_from_this();
     h->where = req.where;
     h->protocol = req.protocol;
@@ -159,19 +159,19 @@ std::shared_ptr<hold_state> hold_of(client_impl& c, const acquire_request& req, 
 }
 } // namespace
 
-std::shared_ptr<hold_state> make_hold(client_impl& c, const acquire_request& req,
+std::shared_ptr<redis_hold> make_hold(redis_client& c, const acquire_request& req,
                                       const acquire_result& r) {
     return hold_of(c, req, req.keys, req.owner, r);
 }
 
-std::shared_ptr<hold_state> make_hold(client_impl& c, acquire_request&& req,
+std::shared_ptr<redis_hold> make_hold(redis_client& c, acquire_request&& req,
                                       const acquire_result& r) {
     auto keys = std::move(req.keys);
     auto owner = std::move(req.owner);
     return hold_of(c, req, std::move(keys), std::move(owner), r);
 }
 
-void undo(client_impl& c, const acquire_request& req) {
+void undo(redis_client& c, const acquire_request& req) {
     abandon(c, req);
     if (!req.fresh_owner) return;
     auto keep = std::make_shared<const acquire_request>(req);
@@ -183,7 +183,7 @@ void undo(client_impl& c, const acquire_request& req) {
                     {});
 }
 
-void abandon(client_impl& c, const acquire_request& req) {
+void abandon(redis_client& c, const acquire_request& req) {
     if (req.wait && req.wait->count() == 0) return; // one try: it announced nothing
     command probe; // most kinds announce nothing: no copy of the request for them
     if (!req.protocol->abandon(probe, req.keys, req.owner, req.where->pubsub_mode())) return;

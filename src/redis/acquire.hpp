@@ -8,7 +8,7 @@
 // The acquire operation is a thin Asio shell around core::wait_fsm (acquire_op.cpp).
 #pragma once
 
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "redis/hold.hpp"
 
 #include <cstddef>
@@ -50,39 +50,39 @@ using acquire_done = std::function<void(std::error_code, acquire_result, const a
 
 /// Fills `req` for the lock `keys` of kind `p` with `opts` (kind ignored) and `owner`.
 /// Errors: errc::invalid_argument for a lease under 1 ms or a bad retry policy.
-std::error_code prepare(client_impl& c, const lock_protocol& p, lock_keys keys,
+std::error_code prepare(redis_client& c, const lock_protocol& p, lock_keys keys,
                         const acquire_options& opts, std::string owner, acquire_request& req);
 /// The owner of a new acquisition: for a reentrant kind "<client-id>:<owner-id>" of the
 /// calling thread (thread_bound) or of a new handle; otherwise a fresh 128-bit random token.
-std::string new_owner(const client_impl& c, const lock_protocol& p, bool thread_bound);
+std::string new_owner(const redis_client& c, const lock_protocol& p, bool thread_bound);
 /// Appends "<client_id>:<n>", an owner, to `out`; at most client_id.size() + 1 +
 /// owner_digits_max characters.
 void append_owner(std::string& out, const std::string& client_id, std::uint64_t n);
 inline constexpr std::size_t owner_digits_max = 20;
 /// The owner of the calling thread's thread-bound holds on `c`: "<client-id>:<thread owner id>"
 /// (one allocation: it is built on every lock() and unlock()).
-std::string thread_owner(const client_impl& c);
+std::string thread_owner(const redis_client& c);
 
 /// Blocking acquisition (not on the I/O thread). Not acquired within the wait: res.acquired
 /// is false and `ec` clear. May shorten `req.wait` and set `req.refused_*` (what make_hold
 /// reads stays as it was).
-acquire_result acquire_blocking(client_impl& c, acquire_request& req, std::error_code& ec);
+acquire_result acquire_blocking(redis_client& c, acquire_request& req, std::error_code& ec);
 /// Starts the acquire operation; `done` runs on the I/O thread.
-void acquire_async(client_impl& c, acquire_request req, acquire_done done);
+void acquire_async(redis_client& c, acquire_request req, acquire_done done);
 
 /// The hold of a successful acquisition, registered with the renewal service.
-std::shared_ptr<hold_state> make_hold(client_impl& c, const acquire_request& req,
+std::shared_ptr<redis_hold> make_hold(redis_client& c, const acquire_request& req,
                                       const acquire_result& r);
 /// The same, taking the keys and owner out of `req` instead of copying them (a blocking
 /// acquisition, whose request ends here: four fewer allocations per acquisition).
-std::shared_ptr<hold_state> make_hold(client_impl& c, acquire_request&& req,
+std::shared_ptr<redis_hold> make_hold(redis_client& c, acquire_request&& req,
                                       const acquire_result& r);
 
 /// Releases, best-effort and without waiting, what an ambiguous attempt may have given `req`
 /// (fail closed: its caller is told it does not hold the lock). Only for a fresh owner.
-void undo(client_impl& c, const acquire_request& req);
+void undo(redis_client& c, const acquire_request& req);
 /// Withdraws, best-effort and without waiting, what the waiting attempts of `req` announced
 /// (lock_protocol::abandon), when it gave up without the lock.
-void abandon(client_impl& c, const acquire_request& req);
+void abandon(redis_client& c, const acquire_request& req);
 
 } // namespace dlock::detail

@@ -18,14 +18,14 @@ inline bool single_try(const acquire_request& req) noexcept {
 /// May wait for the lock without asking the server first: another owner of this client holds
 /// it, so its release will hand the lock over or publish. Not for a re-entry, a single try or
 /// the spin policy.
-inline bool may_queue(client_impl& c, const acquire_request& req) {
+inline bool may_queue(redis_client& c, const acquire_request& req) {
     return req.fresh_owner && !req.retry && !single_try(req) && !req.protocol->queues_on_server() &&
            !req.protocol->shared_holds() && c.registry().held_here(*req.protocol, req.keys.key);
 }
 
 /// A polite release of this client just gave waiters of other clients a head start on the
 /// lock (see release.cpp): until when this acquisition waits on the channel before trying.
-inline std::optional<clock::time_point> polite_wait(client_impl& c, const acquire_request& req) {
+inline std::optional<clock::time_point> polite_wait(redis_client& c, const acquire_request& req) {
     if (!req.fresh_owner || req.retry || single_try(req) || req.protocol->queues_on_server())
         return std::nullopt;
     return c.registry().polite_until(*req.protocol, req.keys.key, clock::now());
@@ -33,7 +33,7 @@ inline std::optional<clock::time_point> polite_wait(client_impl& c, const acquir
 
 /// The attempt command of `req`: a single try, or one that may wait (and then joins the
 /// server's queue for a kind that has one).
-inline void build_attempt(const client_impl& c, const acquire_request& req, command& cmd) {
+inline void build_attempt(const redis_client& c, const acquire_request& req, command& cmd) {
     if (single_try(req))
         req.protocol->attempt(cmd, req.keys, req.owner, req.lease);
     else
@@ -43,7 +43,7 @@ inline void build_attempt(const client_impl& c, const acquire_request& req, comm
 
 /// The result of a successful acquisition (either path), counted as this client's local hold
 /// when fresh (see hold_registry::local_begin) before its caller wakes.
-inline acquire_result acquired(client_impl& c, const acquire_request& req, bool reentered,
+inline acquire_result acquired(redis_client& c, const acquire_request& req, bool reentered,
                                std::int64_t count, std::uint64_t token, clock::time_point sent_at) {
     if (!reentered) c.registry().local_begin(*req.protocol, req.keys.key, req.lease);
     return {true, reentered, count, token, sent_at};
@@ -60,7 +60,7 @@ inline bool late_grant(const acquire_request& req, clock::time_point sent_at) {
 }
 
 /// Counts one acquisition's end in the client's metrics (both paths, exactly once each).
-inline void count(client_impl& c, const acquire_request& req, std::error_code ec,
+inline void count(redis_client& c, const acquire_request& req, std::error_code ec,
                   const acquire_result& r) noexcept {
     if constexpr (metrics_enabled)
         c.metrics().acquisition(metrics_slot_of(*req.protocol), ec, r.acquired, r.reentered,
@@ -79,7 +79,7 @@ inline std::chrono::milliseconds paused_for(const acquire_request& req) {
 }
 
 /// Replication safety is on: every attempt is followed by WAIT on the same connection.
-inline bool waits_for_replicas(const client_impl& c) noexcept {
+inline bool waits_for_replicas(const redis_client& c) noexcept {
     return c.options().wait_replicas.replicas > 0;
 }
 

@@ -36,7 +36,7 @@ class acquire_op final : public std::enable_shared_from_this<acquire_op>,
                          public pubsub::waiter,
                          public cancellable {
 public:
-    acquire_op(std::shared_ptr<client_impl> c, acquire_request req, acquire_done done)
+    acquire_op(std::shared_ptr<redis_client> c, acquire_request req, acquire_done done)
         : c_(std::move(c))
         , req_(std::move(req))
         , done_(std::move(done))
@@ -93,7 +93,7 @@ public:
         else
             again(true);
     }
-    bool takes_handover_of(const hold_state& h) const override {
+    bool takes_handover_of(const redis_hold& h) const override {
         return fsm_.may_take_handover() && req_.protocol == h.protocol &&
                req_.keys.key == h.keys.key && req_.owner != h.owner;
     }
@@ -377,7 +377,7 @@ private:
         done(a.ec, res, req_);
     }
 
-    std::shared_ptr<client_impl> c_;
+    std::shared_ptr<redis_client> c_;
     acquire_request req_;
     acquire_done done_;
     wait_fsm fsm_;
@@ -397,7 +397,7 @@ private:
 
 } // namespace
 
-void acquire_async(client_impl& c, acquire_request req, acquire_done done) {
+void acquire_async(redis_client& c, acquire_request req, acquire_done done) {
     if (c.shut_down()) {
         count(c, req, make_error_code(errc::cancelled), {});
         return done(make_error_code(errc::cancelled), acquire_result{}, req);

@@ -3,7 +3,7 @@
 #include "redis/backend.hpp"
 
 #include "redis/acquire.hpp"
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "redis/lock_object.hpp"
 
 #include <asio/post.hpp>
@@ -11,7 +11,7 @@
 namespace dlock::detail {
 
 redis_backend::redis_backend(client_options opts)
-    : c_(std::make_shared<client_impl>(std::move(opts))) {
+    : c_(std::make_shared<redis_client>(std::move(opts))) {
     c_->start();
 }
 
@@ -56,7 +56,7 @@ std::error_code redis_backend::check_name(std::string_view name, lock_kind kind)
 
 std::shared_ptr<lock_object> redis_backend::make_lock_object(std::shared_ptr<lock_backend> self,
                                                              std::string name, lock_kind kind) {
-    (void)self; // the object keeps the client_impl, which outlives this backend's facade
+    (void)self; // the object keeps the redis_client, which outlives this backend's facade
     return make_redis_lock_object(c_, std::move(name), kind);
 }
 
@@ -179,7 +179,7 @@ redis_backend* access::redis(const client& c) noexcept {
     return dynamic_cast<redis_backend*>(c.backend_.get());
 }
 
-std::shared_ptr<client_impl> access::impl(const client& c) noexcept {
+std::shared_ptr<redis_client> access::impl(const client& c) noexcept {
     auto* r = redis(c);
     return r ? r->impl() : nullptr;
 }

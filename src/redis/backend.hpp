@@ -1,5 +1,5 @@
 // detail::redis_backend: Redis (standalone, Sentinel, Cluster; TCP, TLS, Unix sockets) behind
-// the one backend seam (core/lock_backend.hpp). It owns the client_impl (I/O thread, router,
+// the one backend seam (core/lock_backend.hpp). It owns the redis_client (I/O thread, router,
 // renewal, hold registry) and composes the acquisition front-end (redis/acquire.hpp) for every
 // facade; its lock objects count re-entries on the server (redis/lock_object.cpp). What only
 // Redis has (raw commands, the masters of a Cluster) is here too, reached through
@@ -15,7 +15,7 @@
 
 namespace dlock::detail {
 
-class client_impl;
+class redis_client;
 class request;
 
 class redis_backend final : public lock_backend {
@@ -24,7 +24,7 @@ public:
     explicit redis_backend(client_options opts);
     ~redis_backend() override;
 
-    const std::shared_ptr<client_impl>& impl() const noexcept { return c_; }
+    const std::shared_ptr<redis_client>& impl() const noexcept { return c_; }
 
     std::string_view backend_name() const noexcept override { return "redis"; }
     const client_options& options() const noexcept override;
@@ -63,7 +63,7 @@ public:
     void submit(request& r);
 
 private:
-    std::shared_ptr<client_impl> c_;
+    std::shared_ptr<redis_client> c_;
 };
 
 /// What `dlock status NAME` shows on Redis, read from the keys of the lock's layout (Redisson's

@@ -1,8 +1,8 @@
-// hold_state as a lease's detail::hold: release and extend of one single-node Redis hold
+// redis_hold as a lease's detail::hold: release and extend of one single-node Redis hold
 // (moved here from lease.cpp when the lease became backend-neutral; behaviour unchanged).
 #include "redis/hold.hpp"
 
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "redis/release.hpp"
 #include "redis/renewal.hpp"
 
@@ -12,7 +12,7 @@ namespace dlock::detail {
 namespace {
 
 /// Ends the handle's hold by the release's outcome; returns the caller's error.
-std::error_code end(hold_state& h, const release_outcome& out) {
+std::error_code end(redis_hold& h, const release_outcome& out) {
     // Only the server saying "not yours" makes the hold lost; a failed release (ambiguous,
     // unavailable) still ends the handle: the lock expires after its lease.
     if (out.what == release_outcome::kind::not_owner) {
@@ -26,8 +26,8 @@ std::error_code end(hold_state& h, const release_outcome& out) {
 /// The checks before a release of `h`, shared by release_blocking() and release_async().
 /// Returns the client when a release must be sent (the hold is then marked releasing and off
 /// the watchdog); otherwise null, with `ec` saying why (clear: nothing to release).
-std::shared_ptr<client_impl> begin_release(const std::shared_ptr<hold_state>& h,
-                                           std::error_code& ec) {
+std::shared_ptr<redis_client> begin_release(const std::shared_ptr<redis_hold>& h,
+                                            std::error_code& ec) {
     if (h->released()) return nullptr;
     auto c = h->client.lock();
     if (!c || c->shut_down()) {
@@ -46,8 +46,9 @@ std::shared_ptr<client_impl> begin_release(const std::shared_ptr<hold_state>& h,
 
 /// The checks before an extension of `h`, shared by extend() and extend_async(). Returns the
 /// client when the command must be sent; otherwise null with `ec` set.
-std::shared_ptr<client_impl> begin_extend(const std::shared_ptr<hold_state>& h,
-                                          std::chrono::milliseconds lease_ms, std::error_code& ec) {
+std::shared_ptr<redis_client> begin_extend(const std::shared_ptr<redis_hold>& h,
+                                           std::chrono::milliseconds lease_ms,
+                                           std::error_code& ec) {
     ec.clear();
     if (h->released()) {
         ec = make_error_code(errc::not_owner);
@@ -71,7 +72,7 @@ std::shared_ptr<client_impl> begin_extend(const std::shared_ptr<hold_state>& h,
 
 /// Reads the extension's reply (`ec`: its transport error) and updates `h`; returns the
 /// caller's error.
-std::error_code end_extend(client_impl& c, const std::shared_ptr<hold_state>& h,
+std::error_code end_extend(redis_client& c, const std::shared_ptr<redis_hold>& h,
                            std::chrono::milliseconds lease_ms,
                            std::chrono::steady_clock::time_point sent, std::error_code ec,
                            const resp3::value& v) {
@@ -92,7 +93,7 @@ std::error_code end_extend(client_impl& c, const std::shared_ptr<hold_state>& h,
 /// One extension in flight (extend_async).
 class extend_op final : public request {
 public:
-    std::shared_ptr<hold_state> hold;
+    std::shared_ptr<redis_hold> hold;
     std::chrono::milliseconds lease_ms{};
     std::chrono::steady_clock::time_point sent_at;
     command cmd;
@@ -112,9 +113,9 @@ public:
 
 } // namespace
 
-void hold_state::release_blocking(std::error_code& ec) {
+void redis_hold::release_blocking(std::error_code& ec) {
     ec.clear();
-    auto h = std::static_pointer_cast<hold_state>(shared_from_this());
+    auto h = std::static_pointer_cast<redis_hold>(shared_from_this());
     auto c = begin_release(h, ec);
     if (!c) return;
     if (c->on_io_thread()) {
@@ -126,8 +127,8 @@ void hold_state::release_blocking(std::error_code& ec) {
     ec = end(*h, out);
 }
 
-void hold_state::release_async(std::function<void(std::error_code)> done) {
-    auto h = std::static_pointer_cast<hold_state>(shared_from_this());
+void redis_hold::release_async(std::function<void(std::error_code)> done) {
+    auto h = std::static_pointer_cast<redis_hold>(shared_from_this());
     std::error_code ec;
     auto c = begin_release(h, ec);
     if (!c) return done(ec);
@@ -137,8 +138,8 @@ void hold_state::release_async(std::function<void(std::error_code)> done) {
     });
 }
 
-void hold_state::extend(std::chrono::milliseconds lease_ms, std::error_code& ec) {
-    auto h = std::static_pointer_cast<hold_state>(shared_from_this());
+void redis_hold::extend(std::chrono::milliseconds lease_ms, std::error_code& ec) {
+    auto h = std::static_pointer_cast<redis_hold>(shared_from_this());
     auto c = begin_extend(h, lease_ms, ec);
     if (!c) return;
     command cmd;
@@ -149,9 +150,9 @@ void hold_state::extend(std::chrono::milliseconds lease_ms, std::error_code& ec)
     ec = end_extend(*c, h, lease_ms, sent, ec, v);
 }
 
-void hold_state::extend_async(std::chrono::milliseconds lease_ms,
+void redis_hold::extend_async(std::chrono::milliseconds lease_ms,
                               std::function<void(std::error_code)> done) {
-    auto h = std::static_pointer_cast<hold_state>(shared_from_this());
+    auto h = std::static_pointer_cast<redis_hold>(shared_from_this());
     std::error_code ec;
     auto c = begin_extend(h, lease_ms, ec);
     if (!c) return done(ec);
@@ -168,7 +169,7 @@ void hold_state::extend_async(std::chrono::milliseconds lease_ms,
     where->conn().submit(*op); // op may be gone from here on
 }
 
-asio::any_io_executor hold_state::executor() const {
+asio::any_io_executor redis_hold::executor() const {
     auto c = client.lock();
     return c && !c->shut_down() ? asio::any_io_executor(c->io().get_executor())
                                 : asio::any_io_executor{};

@@ -1,4 +1,4 @@
-// detail::hold_state: one acquisition (one owner's hold of one lock) on Redis, shared by the
+// detail::redis_hold: one acquisition (one owner's hold of one lock) on Redis, shared by the
 // object that holds it (mutex or lease) and the renewal service. It is the single-node Redis
 // implementation of detail::hold, the seam a dlock::lease talks to (core/hold.hpp).
 #pragma once
@@ -16,12 +16,12 @@
 
 namespace dlock::detail {
 
-class client_impl;
+class redis_client;
 class node;
 
-class hold_state final : public hold, public lock_holder {
+class redis_hold final : public hold, public lock_holder {
 public:
-    std::weak_ptr<client_impl> client;
+    std::weak_ptr<redis_client> client;
     /// Where the hold lives. Valid while `client` is (check client.lock() first).
     node* where = nullptr;
     const lock_protocol* protocol = nullptr;
@@ -48,7 +48,7 @@ public:
     /// given back once, when the hold is released, lost or destroyed.
     void counted_locally() noexcept { local_counted_.store(true, std::memory_order_release); }
     void end_local() noexcept;
-    void end_local(client_impl* c) noexcept;
+    void end_local(redis_client* c) noexcept;
 
     // detail::hold, for a lease handle (hold.cpp). On Redis the name is the key N.
     const std::string& name() const noexcept override { return keys.key; }
@@ -60,10 +60,10 @@ public:
                       std::function<void(std::error_code)> done) override;
     asio::any_io_executor executor() const override;
 
-    hold_state() = default;
-    hold_state(const hold_state&) = delete;
-    hold_state& operator=(const hold_state&) = delete;
-    ~hold_state() override { end_local(); }
+    redis_hold() = default;
+    redis_hold(const redis_hold&) = delete;
+    redis_hold& operator=(const redis_hold&) = delete;
+    ~redis_hold() override { end_local(); }
 
 private:
     std::atomic<bool> local_counted_{false};

@@ -7,18 +7,18 @@
 
 namespace dlock::detail {
 
-std::shared_ptr<hold_state> hold_registry::find_thread_hold(const std::string& key) {
+std::shared_ptr<redis_hold> hold_registry::find_thread_hold(const std::string& key) {
     std::lock_guard lk(thread_holds_mu_);
     auto it = thread_holds_.find(key);
     return it == thread_holds_.end() ? nullptr : it->second;
 }
 
-void hold_registry::set_thread_hold(const std::string& key, std::shared_ptr<hold_state> h) {
+void hold_registry::set_thread_hold(const std::string& key, std::shared_ptr<redis_hold> h) {
     std::lock_guard lk(thread_holds_mu_);
     thread_holds_[key] = std::move(h);
 }
 
-void hold_registry::erase_thread_hold(const std::string& key, const hold_state* h) {
+void hold_registry::erase_thread_hold(const std::string& key, const redis_hold* h) {
     std::lock_guard lk(thread_holds_mu_);
     auto it = thread_holds_.find(key);
     if (it != thread_holds_.end() && it->second.get() == h) thread_holds_.erase(it);

@@ -25,7 +25,7 @@ class waiter;
 
 namespace dlock::detail {
 
-class hold_state;
+class redis_hold;
 class lock_protocol;
 
 /// An operation that must end (with errc::cancelled) when the client shuts down, instead of
@@ -40,9 +40,9 @@ protected:
 
 class hold_registry {
 public:
-    std::shared_ptr<hold_state> find_thread_hold(const std::string& key);
-    void set_thread_hold(const std::string& key, std::shared_ptr<hold_state> h);
-    void erase_thread_hold(const std::string& key, const hold_state* h);
+    std::shared_ptr<redis_hold> find_thread_hold(const std::string& key);
+    void set_thread_hold(const std::string& key, std::shared_ptr<redis_hold> h);
+    void erase_thread_hold(const std::string& key, const redis_hold* h);
 
     /// Counts a fresh acquisition of `key` (kind `p`) with `lease`; local_end gives it back.
     void local_begin(const lock_protocol& p, const std::string& key,
@@ -101,7 +101,7 @@ private:
     /// Head starts given by polite releases, by the same hash (guarded by local_mu_).
     std::unordered_map<std::size_t, std::chrono::steady_clock::time_point> polite_;
     std::mutex thread_holds_mu_;
-    std::unordered_map<std::string, std::shared_ptr<hold_state>> thread_holds_; // guarded
+    std::unordered_map<std::string, std::shared_ptr<redis_hold>> thread_holds_; // guarded
 };
 
 } // namespace dlock::detail

@@ -5,7 +5,7 @@
 
 #include "core/kinds.hpp"
 #include "redis/acquire.hpp"
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "redis/release.hpp"
 #include "redis/renewal.hpp"
 
@@ -14,14 +14,14 @@
 
 namespace dlock::detail {
 
-resp3::value query_lock(client_impl& c, const lock_keys& k, const command& cmd,
+resp3::value query_lock(redis_client& c, const lock_keys& k, const command& cmd,
                         std::error_code& ec) {
     auto v = c.run(c.router().for_slot(k.slot), cmd, ec);
     if (!ec) ec = reply_error(v);
     return v;
 }
 
-bool force_unlock_lock(client_impl& c, const lock_protocol& p, const lock_keys& k,
+bool force_unlock_lock(redis_client& c, const lock_protocol& p, const lock_keys& k,
                        std::error_code& ec) {
     command cmd;
     p.force_unlock(cmd, k, c.router().for_slot(k.slot).pubsub_mode());
@@ -29,14 +29,15 @@ bool force_unlock_lock(client_impl& c, const lock_protocol& p, const lock_keys& 
     return !ec && v.is_integer() && v.integer == 1;
 }
 
-bool lock_is_held(client_impl& c, const lock_protocol& p, const lock_keys& k, std::error_code& ec) {
+bool lock_is_held(redis_client& c, const lock_protocol& p, const lock_keys& k,
+                  std::error_code& ec) {
     command cmd;
     p.locked_query(cmd, k);
     const auto v = query_lock(c, k, cmd, ec);
     return !ec && v.is_integer() && v.integer == 1;
 }
 
-std::optional<std::chrono::milliseconds> lock_remaining_lease(client_impl& c, const lock_keys& k,
+std::optional<std::chrono::milliseconds> lock_remaining_lease(redis_client& c, const lock_keys& k,
                                                               std::error_code& ec) {
     command cmd;
     cmd.plain("PTTL").arg(k.key);
@@ -49,7 +50,7 @@ namespace {
 
 class redis_lock_object final : public lock_object {
 public:
-    redis_lock_object(std::shared_ptr<client_impl> c, std::string name, lock_kind kind)
+    redis_lock_object(std::shared_ptr<redis_client> c, std::string name, lock_kind kind)
         : c_(std::move(c))
         , name_(std::move(name))
         , p_(protocol_of(kind)) {
@@ -85,7 +86,7 @@ public:
         return k;
     }
     std::shared_ptr<hold> thread_hold() const override { return thread_state(); }
-    std::shared_ptr<hold_state> thread_state() const {
+    std::shared_ptr<redis_hold> thread_state() const {
         return c_->registry().find_thread_hold(registry_key());
     }
 
@@ -209,17 +210,17 @@ public:
     }
 
 private:
-    std::shared_ptr<client_impl> c_;
+    std::shared_ptr<redis_client> c_;
     std::string name_;
     const lock_protocol& p_;
     lock_keys keys_;
     std::mutex created_mu_;
-    std::vector<std::pair<std::string, std::weak_ptr<hold_state>>> created_; // guarded
+    std::vector<std::pair<std::string, std::weak_ptr<redis_hold>>> created_; // guarded
 };
 
 } // namespace
 
-std::shared_ptr<lock_object> make_redis_lock_object(std::shared_ptr<client_impl> c,
+std::shared_ptr<lock_object> make_redis_lock_object(std::shared_ptr<redis_client> c,
                                                     std::string name, lock_kind kind) {
     return std::make_shared<redis_lock_object>(std::move(c), std::move(name), kind);
 }

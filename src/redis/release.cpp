@@ -18,7 +18,7 @@ constexpr auto handover_recheck = std::chrono::milliseconds(1);
 constexpr auto polite_head_start = std::chrono::milliseconds(2);
 
 /// Metrics of a release's outcome (a re-entrant release that leaves the lock held is none).
-void count_release(client_impl& c, const release_outcome& out) noexcept {
+void count_release(redis_client& c, const release_outcome& out) noexcept {
     using r = client_metrics::release_result;
     switch (out.what) {
     case release_outcome::kind::released:
@@ -34,7 +34,7 @@ void count_release(client_impl& c, const release_outcome& out) noexcept {
 
 /// After a final release: if the unlock message reached connections other than (at most) this
 /// client's own subscriber, the next acquisition of the lock here waits for a head start.
-void note_release(client_impl& c, const hold_state& h, const release_outcome& out) {
+void note_release(redis_client& c, const redis_hold& h, const release_outcome& out) {
     count_release(c, out);
     if (out.what != release_outcome::kind::released || out.receivers < 1) return;
     // This client's own subscriber may be among the receivers (it lingers after its waiters
@@ -57,13 +57,13 @@ struct detached final : request {
 
 /// Final as far as this client knows, and an acquisition of this client waits: the release
 /// may hand the lock over (decided on the I/O thread, where waiters live).
-bool handover_possible(client_impl& c, const hold_state& h) noexcept {
+bool handover_possible(redis_client& c, const redis_hold& h) noexcept {
     return c.options().handover && h.protocol->has_handover() && h.count <= 1 &&
            c.registry().has_waiters() && !c.shut_down();
 }
 
-void plain_release(client_impl& c, std::shared_ptr<const hold_state> h, release_done done) {
-    const hold_state& r = *h;
+void plain_release(redis_client& c, std::shared_ptr<const redis_hold> h, release_done done) {
+    const redis_hold& r = *h;
     submit_detached(
         c, *r.where, h,
         [&](command& cmd) {
@@ -79,7 +79,7 @@ void plain_release(client_impl& c, std::shared_ptr<const hold_state> h, release_
 
 /// I/O thread only. If a waiter of this client sleeps on the lock `h` finally releases, one
 /// hand-over script passes the lock to it; otherwise the normal release runs.
-void release_or_handover(client_impl& c, std::shared_ptr<const hold_state> h, release_done done) {
+void release_or_handover(redis_client& c, std::shared_ptr<const redis_hold> h, release_done done) {
     auto& sub = h->where->subscriber();
     pubsub::waiter* w = nullptr;
     if (c.shut_down()) {
@@ -103,7 +103,7 @@ void release_or_handover(client_impl& c, std::shared_ptr<const hold_state> h, re
     auto waiter = w->share();
     waiter->handover_begin(now);
     auto keep = std::make_shared<
-        std::pair<std::shared_ptr<const hold_state>, std::shared_ptr<pubsub::waiter>>>(h, waiter);
+        std::pair<std::shared_ptr<const redis_hold>, std::shared_ptr<pubsub::waiter>>>(h, waiter);
     submit_detached(
         c, *h->where, keep,
         [&](command& cmd) {
@@ -132,7 +132,7 @@ void release_or_handover(client_impl& c, std::shared_ptr<const hold_state> h, re
 
 } // namespace
 
-void submit_detached(client_impl& c, node& n, std::shared_ptr<const void> keep,
+void submit_detached(redis_client& c, node& n, std::shared_ptr<const void> keep,
                      const std::function<void(command&)>& fill,
                      std::function<void(std::error_code, resp3::value&&)> done) {
     auto* op = new detached();
@@ -145,8 +145,8 @@ void submit_detached(client_impl& c, node& n, std::shared_ptr<const void> keep,
     n.conn().submit(*op);
 }
 
-release_outcome release_blocking(client_impl& c, const std::shared_ptr<hold_state>& hp) {
-    const hold_state& h = *hp;
+release_outcome release_blocking(redis_client& c, const std::shared_ptr<redis_hold>& hp) {
+    const redis_hold& h = *hp;
     if (handover_possible(c, h) && !c.on_io_thread()) {
         completion_flag flag;
         release_outcome out;
@@ -168,7 +168,7 @@ release_outcome release_blocking(client_impl& c, const std::shared_ptr<hold_stat
     return out;
 }
 
-void release_async(client_impl& c, const std::shared_ptr<hold_state>& h, release_done done) {
+void release_async(redis_client& c, const std::shared_ptr<redis_hold>& h, release_done done) {
     if (!handover_possible(c, *h)) return plain_release(c, h, std::move(done));
     if (c.on_io_thread()) return release_or_handover(c, h, std::move(done));
     asio::post(c.io(),

@@ -1,7 +1,7 @@
 #include "redis/renewal.hpp"
 
 #include "core/log.hpp"
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "redis/hold.hpp"
 
 #include <algorithm>
@@ -15,7 +15,7 @@ namespace {
 class renew_op final : public request {
 public:
     using done_fn = std::function<void(renew_op&, std::error_code, resp3::value&&)>;
-    std::vector<std::shared_ptr<hold_state>> holds;
+    std::vector<std::shared_ptr<redis_hold>> holds;
     std::vector<const lock_holder*> raw;
     std::vector<char> ok;
     command cmd;
@@ -28,13 +28,13 @@ public:
     }
 };
 
-bool active(const hold_state& h) {
+bool active(const redis_hold& h) {
     return !h.released() && !h.lost() && !h.releasing;
 }
 
 } // namespace
 
-renewal_service::renewal_service(client_impl& c)
+renewal_service::renewal_service(redis_client& c)
     : c_(c)
     , tick_timer_(c.io())
     , watch_(c.io()) {}
@@ -48,7 +48,7 @@ void renewal_service::stop() {
     tick_timer_.cancel();
 }
 
-void renewal_service::expiry::expire(hold_state& h) {
+void renewal_service::expiry::expire(redis_hold& h) {
     h.end_lost(h.renew_server_error.load(std::memory_order_relaxed) ? loss_cause::server_error
                                                                     : loss_cause::deadline);
 }
@@ -83,11 +83,11 @@ void renewal_service::tick() {
                    (std::hash<const void*>{}(k.protocol) << 3);
         }
     };
-    std::unordered_map<group_key, std::vector<std::shared_ptr<hold_state>>, group_hash> due;
+    std::unordered_map<group_key, std::vector<std::shared_ptr<redis_hold>>, group_hash> due;
     const bool by_slot = c_.router().batches_by_slot();
     // Cluster: the slot's node as of the latest map, not the one the hold was taken on
     // (after a resharding that one would answer MOVED to every renewal).
-    const bool open = watch_.for_each([&](const std::shared_ptr<hold_state>& h) {
+    const bool open = watch_.for_each([&](const std::shared_ptr<redis_hold>& h) {
         if (h->watchdog && active(*h))
             due[{by_slot ? &c_.router().for_slot(h->keys.slot) : h->where,
                  by_slot ? h->keys.slot : std::uint16_t{0}, h->protocol}]
@@ -141,7 +141,7 @@ void renewal_service::tick() {
     }
 }
 
-void renewal_service::renewal_failed(const std::vector<std::shared_ptr<hold_state>>& holds,
+void renewal_service::renewal_failed(const std::vector<std::shared_ptr<redis_hold>>& holds,
                                      std::error_code ec, const resp3::value& v) {
     c_.metrics().renewals(0, holds.size());
     const bool server_error = !ec && v.is_error();

@@ -29,17 +29,17 @@
 
 namespace dlock::detail {
 
-class client_impl;
+class redis_client;
 
 class renewal_service {
 public:
     static constexpr std::size_t batch_size = 100;
 
-    explicit renewal_service(client_impl& c);
+    explicit renewal_service(redis_client& c);
     /// Starts the periodic renewal tick (I/O thread).
     void start();
-    void add(std::shared_ptr<hold_state> h) { watch_.add(std::move(h)); }
-    void remove(const std::shared_ptr<hold_state>& h) { watch_.remove(h.get()); }
+    void add(std::shared_ptr<redis_hold> h) { watch_.add(std::move(h)); }
+    void remove(const std::shared_ptr<redis_hold>& h) { watch_.remove(h.get()); }
     /// I/O thread.
     void stop();
     /// I/O thread: renew every watchdog hold now, not at the next tick (the master changed:
@@ -55,21 +55,21 @@ private:
     /// A hold's loss when its deadline passed: server_error when the last renewal was refused
     /// by an error reply, else deadline.
     struct expiry {
-        static bool releasing(const hold_state& h) noexcept {
+        static bool releasing(const redis_hold& h) noexcept {
             return h.releasing.load(std::memory_order_acquire);
         }
-        static void expire(hold_state& h);
+        static void expire(redis_hold& h);
     };
     void arm_tick();
     void tick();
     /// A batch failed (transport error, error reply, malformed reply): metrics and a warning.
-    void renewal_failed(const std::vector<std::shared_ptr<hold_state>>& holds, std::error_code ec,
+    void renewal_failed(const std::vector<std::shared_ptr<redis_hold>>& holds, std::error_code ec,
                         const resp3::value& v);
 
-    client_impl& c_;
+    redis_client& c_;
     asio::steady_timer tick_timer_; // I/O thread
     std::size_t inflight_ = 0;      // I/O thread: renewal batches awaiting replies
-    deadline_watch<hold_state, expiry> watch_;
+    deadline_watch<redis_hold, expiry> watch_;
     std::atomic<std::uint64_t> batches_{0};
     std::atomic<std::uint64_t> ticks_{0};
 };

@@ -87,7 +87,7 @@ COVERAGE = [
     ("B04", "bad integers, doubles, booleans, big numbers", "`resp3_parser.malformed_input_is_"
      "a_protocol_error_at_every_split_point` (overflow, `:+5`, `:1.5`, `:-`, empty, junk, `#x`, "
      "`,1.2.3`, `(12a`); `,nan` and `,inf` are valid RESP3 doubles (`resp3_parser.every_valid_"
-     "reply_parses_the_same_at_every_split_point`) and `acquire_logic.a_double_or_boolean_where_"
+     "reply_parses_the_same_at_every_split_point`) and `acquire_reading.a_double_or_boolean_where_"
      "an_integer_is_expected_is_never_success` (`,nan`, `,inf`, `,1`, `#t`, `(1` in every "
      "integer slot: protocol error for every kind's acquire and release, no TTL, no renewal)",
      ""),
@@ -104,7 +104,7 @@ COVERAGE = [
      "a push is skipped, not a reason to drop the connection (RESP3 allows pushes between "
      "replies); a stray reply that arrives after the next command was written cannot be told "
      "from that command's reply (no request ids in RESP)"),
-    ("B07", "wrong-type success replies, huge error text", "`acquire_logic.unexpected_replies_"
+    ("B07", "wrong-type success replies, huge error text", "`acquire_reading.unexpected_replies_"
      "are_protocol_errors_never_success`, `release_reading.every_kind_reads_a_malformed_"
      "release_reply_as_a_protocol_error`, `renew_reading.a_batch_reply_must_answer_every_"
      "hold`, `connection.the_last_error_reply_is_kept_for_messages_and_bounded`", ""),

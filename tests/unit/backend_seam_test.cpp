@@ -4,7 +4,7 @@
 // and the loss path are checked without a server; the ZooKeeper and PostgreSQL backends have
 // their own integration tests against real servers.
 #include "core/lock_backend.hpp"
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 
 #include <dlock/client.hpp>
 #include <dlock/mutex.hpp>

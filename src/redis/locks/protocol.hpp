@@ -42,7 +42,7 @@ struct lock_keys {
 };
 
 /// What a protocol needs of a hold: the lock's keys and the owner that holds it. The Redis
-/// hold (redis/hold.hpp, hold_state) is one; the protocols see only this part of it.
+/// hold (redis/hold.hpp, redis_hold) is one; the protocols see only this part of it.
 struct lock_holder {
     lock_keys keys;
     std::string owner; ///< reentrant: "<client-id>:<owner-id>"; simple: the 32-hex token

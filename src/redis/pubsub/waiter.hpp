@@ -10,7 +10,7 @@
 #include <string_view>
 
 namespace dlock::detail {
-class hold_state;
+class redis_hold;
 }
 
 namespace dlock::pubsub {
@@ -26,7 +26,7 @@ public:
     virtual void on_dropped() {}
     /// Asleep on the lock `h` is finally releasing, as another owner, waiting by notification:
     /// the release may hand the lock over to this waiter.
-    virtual bool takes_handover_of(const detail::hold_state& h) const = 0;
+    virtual bool takes_handover_of(const detail::redis_hold& h) const = 0;
     /// Who would hold the lock after a hand-over, and for how long.
     virtual std::string_view owner() const noexcept = 0;
     virtual std::chrono::milliseconds lease() const noexcept = 0;

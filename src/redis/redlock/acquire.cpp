@@ -1,11 +1,12 @@
-// redis/redlock/acquire.cpp: acquire_op, an acquisition's rounds until won, given up or cancelled.
+// redis/redlock/acquire.cpp: redlock_acquire_op, an acquisition's rounds until won, given up or
+// cancelled.
 #include "redis/redlock/redlock_impl.hpp"
 
 #include <random>
 
 namespace dlock::detail {
 
-void acquire_op::start() {
+void redlock_acquire_op::start() {
     self_ = shared_from_this(); // alive until finish(); handlers hold weak references
     r_->track(self_);
     asio::post(r_->io(), [w = weak_from_this()] {
@@ -13,18 +14,18 @@ void acquire_op::start() {
     });
 }
 
-void acquire_op::cancel() {
+void redlock_acquire_op::cancel() {
     if (finished_) return;
     timer_.cancel();
     if (current_) delete_everywhere(*r_, current_);
     finish(make_error_code(errc::cancelled), {});
 }
 
-void acquire_op::round() {
+void redlock_acquire_op::round() {
     if (finished_) return;
     if (r_->shut_down()) return finish(make_error_code(errc::cancelled), {});
     ++rounds_;
-    auto ref = std::make_shared<lock_ref>();
+    auto ref = std::make_shared<redlock_ref>();
     ref->keys = keys_;
     ref->token = random_token();
     ref->lease = lease_;
@@ -43,7 +44,8 @@ void acquire_op::round() {
         });
 }
 
-std::weak_ptr<redlock_hold> acquire_op::decided(fanout& f, const std::shared_ptr<lock_ref>& ref) {
+std::weak_ptr<redlock_hold> redlock_acquire_op::decided(fanout& f,
+                                                        const std::shared_ptr<redlock_ref>& ref) {
     if (finished_) return {}; // cancelled meanwhile: cancel() deleted the token
     const auto& q = f.round();
     if (q.state() == quorum_round::verdict::won) {
@@ -79,7 +81,7 @@ std::weak_ptr<redlock_hold> acquire_op::decided(fanout& f, const std::shared_ptr
     return {};
 }
 
-void acquire_op::finish(std::error_code ec, redlock_acquisition a) {
+void redlock_acquire_op::finish(std::error_code ec, redlock_acquisition a) {
     finished_ = true;
     // Counted under the simple kind: Redlock takes the simple-lock layout on every master.
     r_->metrics().acquisition(metrics_slot(lock_kind::simple), ec, static_cast<bool>(a.held), false,

@@ -1,5 +1,5 @@
 // detail::redlock_backend (backend.hpp): the seam's Redlock side: acquisition (the rounds of
-// acquire_op), the client's identity, metrics and errors. The queries are in queries.cpp.
+// redlock_acquire_op), the client's identity, metrics and errors. The queries are in queries.cpp.
 #include "redis/redlock/backend.hpp"
 
 #include "access.hpp"
@@ -75,8 +75,8 @@ void redlock_backend::start_acquire(
         s.delay = opts.retry->delay;
         s.jitter = opts.retry->jitter;
     }
-    auto op = std::make_shared<acquire_op>(r, std::move(name), keys, lease_ms,
-                                           !opts.lease.has_value(), s, std::move(done));
+    auto op = std::make_shared<redlock_acquire_op>(r, std::move(name), keys, lease_ms,
+                                                   !opts.lease.has_value(), s, std::move(done));
     op->start();
 }
 

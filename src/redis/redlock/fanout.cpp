@@ -127,7 +127,7 @@ void read_pexpire(std::error_code ec, const resp3::value& v, std::span<answer> o
         out[k] = ec ? answer{vote::failed, ec} : answer{ok[k] ? vote::yes : vote::refused, {}};
 }
 
-void delete_everywhere(redlock_impl& r, std::shared_ptr<const lock_ref> ref) {
+void delete_everywhere(redlock_impl& r, std::shared_ptr<const redlock_ref> ref) {
     auto fo = std::make_shared<fanout>(r, 1, std::nullopt);
     const auto& k = *ref;
     r.add_delete();

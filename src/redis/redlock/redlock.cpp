@@ -79,7 +79,7 @@ void redlock_impl::shutdown() {
 /// then waits until every delete in flight completed, for at most the longest command_timeout
 /// (each command times out by then; the timer is a backstop), and stops.
 void redlock_impl::drain() {
-    std::vector<std::shared_ptr<acquire_op>> ops;
+    std::vector<std::shared_ptr<redlock_acquire_op>> ops;
     {
         std::lock_guard lk(ops_mu_);
         for (auto& [p, w] : ops_)
@@ -115,12 +115,12 @@ void redlock_impl::stop_io() {
     rt_.stop_after_queued();
 }
 
-void redlock_impl::track(const std::shared_ptr<acquire_op>& op) {
+void redlock_impl::track(const std::shared_ptr<redlock_acquire_op>& op) {
     std::lock_guard lk(ops_mu_);
     ops_.emplace(op.get(), op);
 }
 
-void redlock_impl::untrack(const acquire_op* op) {
+void redlock_impl::untrack(const redlock_acquire_op* op) {
     std::lock_guard lk(ops_mu_);
     ops_.erase(op);
 }

@@ -3,7 +3,7 @@
 // Redlock over N independent masters (dlock/redlock.hpp), behind the seam as redlock_backend
 // (backend.hpp). The decisions are core::quorum_round's (sans-I/O, unit-tested); these files
 // are the Asio shell: one core::runtime (I/O thread), one detail::node per master, the fan-out
-// of every round (fanout), the acquisition with its retries (acquire_op), the Redlock hold
+// of every round (fanout), the acquisition with its retries (redlock_acquire_op), the Redlock hold
 // behind a dlock::lease (redlock_hold) and one watchdog for all holds (extension rounds every
 // watchdog_lease / 3, one loss timer).
 //
@@ -24,7 +24,7 @@
 // (is_locked, inspect, list, force_unlock across the masters), url.cpp (redlock:// URLs),
 // redlock.cpp (redlock_impl: start, shutdown and its drain), fanout.cpp (one round on every
 // master, the readers of the answers, delete_everywhere), hold.cpp (redlock_hold: release and
-// extension), acquire.cpp (acquire_op) and watchdog.cpp (extend_all and the watchdog's tick
+// extension), acquire.cpp (redlock_acquire_op) and watchdog.cpp (extend_all and the watchdog's tick
 // and loss timer).
 #pragma once
 
@@ -36,7 +36,7 @@
 #include "core/quorum_round.hpp"
 #include "core/random.hpp"
 #include "core/runtime.hpp"
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "redis/locks/protocol.hpp"
 #include "redis/topology/node.hpp"
 
@@ -76,7 +76,7 @@ inline const lock_protocol& layout() noexcept {
 }
 
 class redlock_hold;
-class acquire_op;
+class redlock_acquire_op;
 
 // ---- the client side: I/O thread, nodes, watchdog --------------------------------------------
 
@@ -116,8 +116,8 @@ public:
     /// Where the redlock's own records go: the first master's client_options::log.
     const log_options& log_opts() const noexcept { return opts_.masters.front().log; }
     /// Acquisitions to cancel at shutdown (any thread).
-    void track(const std::shared_ptr<acquire_op>& op);
-    void untrack(const acquire_op* op);
+    void track(const std::shared_ptr<redlock_acquire_op>& op);
+    void untrack(const redlock_acquire_op* op);
 
     ///@{
     /// The deletes in flight, which the shutdown waits for (the drain). begin_delete() (any
@@ -164,7 +164,8 @@ private:
     deadline_watch<redlock_hold, expiry> watch_; // the watchdog's holds and loss timer
 
     std::mutex ops_mu_;
-    std::unordered_map<const acquire_op*, std::weak_ptr<acquire_op>> ops_; // ops_mu_
+    std::unordered_map<const redlock_acquire_op*, std::weak_ptr<redlock_acquire_op>>
+        ops_; // ops_mu_
 };
 
 // ---- one round: the fan-out to every master, read by a quorum_round ---------------------------
@@ -248,7 +249,7 @@ void read_delete(std::error_code ec, const resp3::value& v, std::span<answer> ou
 void read_pexpire(std::error_code ec, const resp3::value& v, std::span<answer> out);
 
 /// What the commands of a round on one lock point into.
-struct lock_ref {
+struct redlock_ref {
     lock_keys keys;
     std::string token; ///< 32 hex chars, 128 random bits, fresh per acquisition
     std::chrono::milliseconds lease{};
@@ -256,7 +257,7 @@ struct lock_ref {
 
 /// Deletes `ref`'s token on every master, best effort, nobody waiting (a lost round; a
 /// cancelled acquisition); the shutdown waits for it (the drain). I/O thread.
-void delete_everywhere(redlock_impl& r, std::shared_ptr<const lock_ref> ref);
+void delete_everywhere(redlock_impl& r, std::shared_ptr<const redlock_ref> ref);
 
 class redlock_hold;
 /// One extension fan-out for `holds` (at most batch_size; I/O thread): every master gets one
@@ -273,7 +274,7 @@ void extend_all(redlock_impl& r, std::vector<std::shared_ptr<redlock_hold>> hold
 class redlock_hold final : public hold {
 public:
     redlock_hold(std::weak_ptr<redlock_impl> r, std::string name,
-                 std::shared_ptr<const lock_ref> ref, bool watchdog,
+                 std::shared_ptr<const redlock_ref> ref, bool watchdog,
                  std::vector<redlock_vote> votes)
         : r_(std::move(r))
         , name_(std::move(name))
@@ -286,7 +287,7 @@ public:
     std::optional<std::uint64_t> fencing_token() const noexcept override { return std::nullopt; }
     bool watchdog() const noexcept { return watchdog_; }
     bool releasing() const noexcept { return releasing_.load(std::memory_order_acquire); }
-    const lock_ref& ref() const noexcept { return *ref_; }
+    const redlock_ref& ref() const noexcept { return *ref_; }
 
     void release_blocking(std::error_code& ec) override;
     void release_async(std::function<void(std::error_code)> done) override;
@@ -336,7 +337,7 @@ private:
 
     std::weak_ptr<redlock_impl> r_;
     std::string name_;
-    std::shared_ptr<const lock_ref> ref_;
+    std::shared_ptr<const redlock_ref> ref_;
     bool watchdog_ = false;
     clock::time_point acquired_at_ = clock::now(); // metrics: made when its round was won
     std::atomic<bool> releasing_{false};
@@ -347,13 +348,13 @@ private:
 
 // ---- the acquisition: rounds until won, the wait is over, or cancelled -----------------------
 
-class acquire_op final : public std::enable_shared_from_this<acquire_op> {
+class redlock_acquire_op final : public std::enable_shared_from_this<redlock_acquire_op> {
 public:
     using done_fn = std::function<void(std::error_code, redlock_acquisition)>;
 
-    acquire_op(std::shared_ptr<redlock_impl> r, std::string name, lock_keys keys,
-               std::chrono::milliseconds lease, bool watchdog, retry_schedule schedule,
-               done_fn done)
+    redlock_acquire_op(std::shared_ptr<redlock_impl> r, std::string name, lock_keys keys,
+                       std::chrono::milliseconds lease, bool watchdog, retry_schedule schedule,
+                       done_fn done)
         : r_(std::move(r))
         , name_(std::move(name))
         , keys_(std::move(keys))
@@ -372,12 +373,12 @@ public:
 private:
     void round();
     /// The verdict of the current round; returns the hold when it was won.
-    std::weak_ptr<redlock_hold> decided(fanout& f, const std::shared_ptr<lock_ref>& ref);
+    std::weak_ptr<redlock_hold> decided(fanout& f, const std::shared_ptr<redlock_ref>& ref);
     void finish(std::error_code ec, redlock_acquisition a);
 
     std::shared_ptr<redlock_impl> r_;
     clock::time_point started_at_ = clock::now(); // metrics: the wait starts here
-    std::shared_ptr<acquire_op> self_;            // from start() to finish()
+    std::shared_ptr<redlock_acquire_op> self_;    // from start() to finish()
     std::string name_;
     lock_keys keys_;
     std::chrono::milliseconds lease_;
@@ -388,7 +389,7 @@ private:
     // I/O thread:
     unsigned rounds_ = 0;
     bool finished_ = false;
-    std::shared_ptr<const lock_ref> current_; // the round in flight
+    std::shared_ptr<const redlock_ref> current_; // the round in flight
     std::vector<redlock_vote> last_votes_;
 };
 

@@ -2,7 +2,7 @@
 // the optional sync lane (blocking callers' own round trips) and the pub/sub subscriber.
 // Every lock command goes to a node chosen by the router; holds remember their node.
 //
-// Thread safety: conn(), lane() and the run() of client_impl from any thread; subscriber() on
+// Thread safety: conn(), lane() and the run() of redis_client from any thread; subscriber() on
 // the I/O thread only.
 #pragma once
 

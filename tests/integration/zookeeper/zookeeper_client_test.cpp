@@ -4,7 +4,7 @@
 // (acquire_all, multi_mutex) over ZooKeeper: sorted order, all or none, loss of any member;
 // the fenced write (dlock::zookeeper::fenced_set): written while held, refused atomically once the
 // lock node is gone; the read-write downgrade (CURATOR-621: a queued writer stays out).
-#include "redis/client_impl.hpp" // detail::access
+#include "redis/client.hpp" // detail::access
 #include "zookeeper_test_util.hpp"
 
 #include <dlock/dlock.hpp>

@@ -70,6 +70,15 @@ TEST(kinds, the_redis_column_matches_the_redis_registry) {
         EXPECT_EQ(detail::protocol_of(k).offered(), offered_by(k, "redis")) << kind_name(k);
 }
 
+TEST(kinds, the_redis_registry_indexes_its_protocols_in_the_order_of_the_table) {
+    // protocol_of() indexes the built-in protocols by the enum: each offered kind must reach
+    // the protocol of that kind (its name is the kind's metrics label).
+    for (const auto k : all_kinds()) {
+        if (!detail::protocol_of(k).offered()) continue;
+        EXPECT_EQ(detail::protocol_of(k).name(), detail::info_of(k).metrics_label) << kind_name(k);
+    }
+}
+
 TEST(kinds, the_redlock_column_matches_the_redlock_backend) {
     redlock_options o;
     o.masters.push_back(client_options{.endpoints = {{"127.0.0.1", 1}}});

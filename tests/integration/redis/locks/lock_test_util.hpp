@@ -2,7 +2,7 @@
 // statistics, a client's sleeping waiters, and a mutex of either kind. Includes test_util.hpp.
 #pragma once
 
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "test_util.hpp"
 
 #include <cstddef>

@@ -107,11 +107,11 @@ test_kind& the_kind() {
 
 struct taken {
     d::acquire_request req;
-    std::shared_ptr<d::hold_state> hold;
+    std::shared_ptr<d::redis_hold> hold;
 };
 
 /// Acquires `name` of the test kind through the library's one front-end.
-taken acquire(d::client_impl& c, const std::string& name, dlock::acquire_options opts,
+taken acquire(d::redis_client& c, const std::string& name, dlock::acquire_options opts,
               std::error_code& ec) {
     taken t;
     const auto& p = the_kind();

@@ -1,7 +1,7 @@
 // Leases and the watchdog against a real redis-server: a fixed lease, try_lock_for/until
 // deadlines, watchdog renewal (also in batches), renewal stopping, a killed holder.
 #include "lock_test_util.hpp"
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "redis/renewal.hpp"
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 // Cluster redirects that cannot end (MOVED ping-pong, MOVED to a dead address; fake nodes).
 #include "fake_resp_server.hpp"
 #include "process.hpp"
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "redis/locks/names.hpp"
 #include "redis/net/connection.hpp"
 #include "redis/topology/cluster.hpp"

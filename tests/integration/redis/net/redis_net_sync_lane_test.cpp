@@ -1,6 +1,6 @@
 // Blocking calls on the calling thread (blocking_io::caller_thread, net::sync_lane): used only
 // when the shared connection is idle, same outcomes as the pipelined path, shut down promptly.
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "redis/net/sync_lane.hpp"
 #include "test_util.hpp"
 

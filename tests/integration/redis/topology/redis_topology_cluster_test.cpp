@@ -3,7 +3,7 @@
 // kinds over names on all three masters, waiters woken through sharded pub/sub (also by
 // Redisson's own unlock script with SPUBLISH), 200 renewals across slots, MOVED after a slot
 // migration, ASK during one, a held lock's slot resharded, and a failover inside the cluster.
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "redis/locks/names.hpp"
 #include "redis/topology/cluster.hpp"
 #include "redis/topology/router.hpp"

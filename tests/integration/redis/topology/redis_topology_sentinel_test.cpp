@@ -1,7 +1,7 @@
 // Sentinel deployments against real processes: one master, two replicas, three sentinels
 // (tests/support, redis_sentinel_group). Discovery, failovers while locks are held and waited
 // for, the lock-delay, replication safety (WAIT) and sentinel authentication.
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 #include "redis/topology/router.hpp"
 #include "test_util.hpp"
 

@@ -82,28 +82,28 @@ TEST(lock_names, rejects_empty_names_oversized_names_and_empty_hash_tags) {
     }
 }
 
-TEST(acquire_logic, a_fresh_reentrant_acquisition_carries_its_fencing_token) {
+TEST(acquire_reading, a_fresh_reentrant_acquisition_carries_its_fencing_token) {
     const auto out =
         protocol_of(lock_kind::reentrant).read_attempt({}, array({integer(1), integer(42)}));
     EXPECT_EQ(out.what, attempt_outcome::kind::acquired);
     EXPECT_EQ(out.token, 42u);
 }
 
-TEST(acquire_logic, a_reentry_reports_the_new_hold_count) {
+TEST(acquire_reading, a_reentry_reports_the_new_hold_count) {
     const auto out =
         protocol_of(lock_kind::reentrant).read_attempt({}, array({integer(2), integer(3)}));
     EXPECT_EQ(out.what, attempt_outcome::kind::reentered);
     EXPECT_EQ(out.count, 3);
 }
 
-TEST(acquire_logic, a_held_lock_reports_the_holders_ttl) {
+TEST(acquire_reading, a_held_lock_reports_the_holders_ttl) {
     const auto out =
         protocol_of(lock_kind::reentrant).read_attempt({}, array({integer(0), integer(2500)}));
     EXPECT_EQ(out.what, attempt_outcome::kind::held);
     EXPECT_EQ(out.ttl_ms, 2500);
 }
 
-TEST(acquire_logic, unexpected_replies_are_protocol_errors_never_success) {
+TEST(acquire_reading, unexpected_replies_are_protocol_errors_never_success) {
     const resp3::value bad[] = {
         integer(1),                       // not an array
         array({integer(1)}),              // wrong arity
@@ -122,7 +122,7 @@ TEST(acquire_logic, unexpected_replies_are_protocol_errors_never_success) {
     EXPECT_EQ(out.ec, errc::protocol_error);
 }
 
-TEST(acquire_logic, a_double_or_boolean_where_an_integer_is_expected_is_never_success) {
+TEST(acquire_reading, a_double_or_boolean_where_an_integer_is_expected_is_never_success) {
     // RESP3 doubles (`,nan`, `,inf`, even `,1`), booleans and big numbers are valid replies of
     // their own types; where a lock reply has an integer they are protocol errors, never a
     // grant, a token or a TTL. Parsed from the wire, so the parser's reading of them is used.
@@ -173,7 +173,7 @@ TEST(acquire_logic, a_double_or_boolean_where_an_integer_is_expected_is_never_su
     EXPECT_EQ(ok, std::vector<char>(3, 0));
 }
 
-TEST(acquire_logic, server_error_replies_are_classified) {
+TEST(acquire_reading, server_error_replies_are_classified) {
     auto out = protocol_of(lock_kind::reentrant)
                    .read_attempt({}, error_reply("OOM command not allowed when used memory"));
     EXPECT_EQ(out.ec, errc::out_of_memory);
@@ -184,7 +184,7 @@ TEST(acquire_logic, server_error_replies_are_classified) {
     EXPECT_EQ(out.ec, errc::ambiguous);
 }
 
-TEST(acquire_logic, simple_lock_uses_ok_for_success_and_asks_the_pttl_after_a_refusal) {
+TEST(acquire_reading, simple_lock_uses_ok_for_success_and_asks_the_pttl_after_a_refusal) {
     const auto& p = protocol_of(lock_kind::simple);
     auto out = p.read_attempt({}, simple("OK"));
     EXPECT_EQ(out.what, attempt_outcome::kind::acquired);
@@ -196,7 +196,7 @@ TEST(acquire_logic, simple_lock_uses_ok_for_success_and_asks_the_pttl_after_a_re
     EXPECT_FALSE(protocol_of(lock_kind::reentrant).ttl_after_refusal()); // its refusal has it
 }
 
-TEST(acquire_logic, a_waiter_sleeps_until_the_holders_expiry_but_never_past_its_deadline) {
+TEST(acquire_reading, a_waiter_sleeps_until_the_holders_expiry_but_never_past_its_deadline) {
     const auto now = std::chrono::steady_clock::now();
     EXPECT_EQ(dlock::detail::sleep_until(now, now + 10s, 200), now + 200ms);
     EXPECT_EQ(dlock::detail::sleep_until(now, now + 100ms, 200), now + 100ms);

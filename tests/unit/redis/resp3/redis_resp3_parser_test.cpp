@@ -115,7 +115,7 @@ const std::vector<row> valid_rows = {
     {"double infinity", ",inf\r\n", {",inf"}, {}},
     {"double negative infinity", ",-inf\r\n", {",-inf"}, {}},
     // RESP3 NaN is a valid double; that it is never read as an integer or a success is
-    // acquire_logic.a_double_or_boolean_where_an_integer_is_expected_is_never_success.
+    // acquire_reading.a_double_or_boolean_where_an_integer_is_expected_is_never_success.
     {"double nan", ",nan\r\n", {",nan"}, {}},
     {"booleans", "#t\r\n#f\r\n", {"#t", "#f"}, {}},
     {"big number",

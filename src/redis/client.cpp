@@ -1,4 +1,4 @@
-#include "redis/client_impl.hpp"
+#include "redis/client.hpp"
 
 #include "core/log.hpp"
 #include "core/random.hpp"
@@ -45,17 +45,17 @@ client_options adjusted(client_options o) {
 }
 } // namespace
 
-client_impl::client_impl(client_options opts)
+redis_client::redis_client(client_options opts)
     : opts_(adjusted(std::move(opts)))
     , id_(random_uuid())
     , router_(rt_.io(), checked(opts_))
     , renewal_(std::make_unique<renewal_service>(*this)) {}
 
-client_impl::~client_impl() {
+redis_client::~redis_client() {
     shutdown();
 }
 
-void client_impl::start() {
+void redis_client::start() {
     // A new master may not know every lock this client holds: find out now, not a third of a
     // lease later.
     router_.on_master_change([this](const std::string& address) {
@@ -71,7 +71,7 @@ void client_impl::start() {
     router_.wait_ready(std::chrono::steady_clock::now() + opts_.connect_timeout);
 }
 
-void client_impl::shutdown() {
+void redis_client::shutdown() {
     shut_.store(true, std::memory_order_release);
     if (!rt_.running()) return;
     rt_.post([this] {
@@ -89,7 +89,7 @@ void client_impl::shutdown() {
     rt_.finish();
 }
 
-metrics_snapshot client_impl::metrics_snapshot_now() const {
+metrics_snapshot redis_client::metrics_snapshot_now() const {
     auto s = metrics_.snapshot();
     if constexpr (metrics_enabled)
         for (const auto& n : router_.nodes())
@@ -97,7 +97,7 @@ metrics_snapshot client_impl::metrics_snapshot_now() const {
     return s;
 }
 
-void client_impl::note_topology_change(std::string_view new_address) {
+void redis_client::note_topology_change(std::string_view new_address) {
     metrics_.topology_change();
     log(opts_.log, log_level::warning, "topology changed: following a new master",
         {{"address", new_address}});
@@ -159,14 +159,14 @@ struct policy_check final : request {
 
 } // namespace
 
-void client_impl::check_eviction_policy() {
+void redis_client::check_eviction_policy() {
     if (!opts_.log.sink) return; // nobody to tell: no extra command
     auto& conn = router_.any().conn();
     (new policy_check(conn.shared_from_this(), opts_.log))->submit();
 }
 
-resp3::value client_impl::run(node& n, std::span<const std::string_view> args, std::error_code& ec,
-                              std::string_view eval_fallback) {
+resp3::value redis_client::run(node& n, std::span<const std::string_view> args, std::error_code& ec,
+                               std::string_view eval_fallback) {
     if (on_io_thread()) {
         ec = make_error_code(errc::invalid_argument);
         return {};
@@ -192,9 +192,9 @@ resp3::value client_impl::run(node& n, std::span<const std::string_view> args, s
     return std::move(r.reply_);
 }
 
-// ---- hold_state -----------------------------------------------------------------------------
+// ---- redis_hold -----------------------------------------------------------------------------
 
-void hold_state::end_released() noexcept {
+void redis_hold::end_released() noexcept {
     const bool first = mark_released();
     if (!metrics_enabled && !local_counted_.load(std::memory_order_acquire)) return;
     const auto c = client.lock(); // one lock of the client for both
@@ -202,21 +202,21 @@ void hold_state::end_released() noexcept {
     end_local(c.get());
 }
 
-void hold_state::end_lost(std::optional<loss_cause> cause) {
+void redis_hold::end_lost(std::optional<loss_cause> cause) {
     const auto c = client.lock();
     // The local count goes first: a callback that acquires again must not queue behind us.
     end_local(c.get());
     if (!mark_lost() || !c) return;
     c->metrics().hold_ended(std::chrono::steady_clock::now() - acquired_at);
-    report_loss(*c, std::static_pointer_cast<const hold_state>(shared_from_this()), cause);
+    report_loss(*c, std::static_pointer_cast<const redis_hold>(shared_from_this()), cause);
 }
 
-void hold_state::end_local() noexcept {
+void redis_hold::end_local() noexcept {
     if (!local_counted_.load(std::memory_order_acquire)) return;
     end_local(client.lock().get());
 }
 
-void hold_state::end_local(client_impl* c) noexcept {
+void redis_hold::end_local(redis_client* c) noexcept {
     if (!local_counted_.exchange(false, std::memory_order_acq_rel)) return;
     if (c) c->registry().local_end(*protocol, keys.key);
 }
@@ -225,7 +225,7 @@ void hold_state::end_local(client_impl* c) noexcept {
 
 namespace {
 
-void count_loss(client_impl& c, const hold_state& h, loss_cause cause) {
+void count_loss(redis_client& c, const redis_hold& h, loss_cause cause) {
     c.metrics().loss(cause);
     log(c.options().log, log_level::warning, "lock lost",
         {{"lock", h.keys.key}, {"kind", h.protocol->name()}, {"cause", to_string(cause)}});
@@ -233,14 +233,14 @@ void count_loss(client_impl& c, const hold_state& h, loss_cause cause) {
 
 } // namespace
 
-void report_loss(client_impl& c, std::shared_ptr<const hold_state> h,
+void report_loss(redis_client& c, std::shared_ptr<const redis_hold> h,
                  std::optional<loss_cause> cause) {
     if (cause || c.shut_down() ||
         (!metrics_enabled && !log_enabled(c.options().log, log_level::warning)))
         return count_loss(c, *h, cause.value_or(loss_cause::undetermined));
     // "Not yours": ask whether the lock still exists (taken by another owner) or not (gone:
     // expired, deleted, evicted, lost in a failover). Racy by nature, and only a diagnosis.
-    const hold_state& r = *h;
+    const redis_hold& r = *h;
     submit_detached(
         c, *r.where, h, [&](command& cmd) { r.protocol->locked_query(cmd, r.keys); },
         [&c, self = c.shared_from_this(), h](std::error_code ec, resp3::value&& v) {

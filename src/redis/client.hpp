@@ -1,4 +1,4 @@
-// detail::client_impl: what a dlock::client owns, and nothing else: the options and id, the
+// detail::redis_client: what a dlock::client owns, and nothing else: the options and id, the
 // runtime (core/runtime.hpp: one io_context run by one I/O thread), the router over the nodes of
 // the topology, the renewal service (one watchdog however many nodes) and the hold registry.
 // Acquisition, release and renewal live in acquire.cpp (+ acquire_op.cpp), release.cpp and
@@ -21,7 +21,7 @@
 namespace dlock::detail {
 
 class renewal_service;
-class hold_state;
+class redis_hold;
 class hold;
 class lock_backend;
 
@@ -29,10 +29,10 @@ class lock_backend;
 std::uint64_t this_thread_owner_id() noexcept;
 std::uint64_t new_owner_id() noexcept;
 
-class client_impl : public std::enable_shared_from_this<client_impl> {
+class redis_client : public std::enable_shared_from_this<redis_client> {
 public:
-    explicit client_impl(client_options opts);
-    ~client_impl();
+    explicit redis_client(client_options opts);
+    ~redis_client();
     void start();
     void shutdown();
 
@@ -80,9 +80,9 @@ private:
     std::unique_ptr<renewal_service> renewal_;
 };
 
-/// Counts and logs the loss of `h` (hold_state::end_lost): `cause` when known, otherwise
+/// Counts and logs the loss of `h` (redis_hold::end_lost): `cause` when known, otherwise
 /// after a follow-up query of whether the lock still exists (gone or taken).
-void report_loss(client_impl& c, std::shared_ptr<const hold_state> h,
+void report_loss(redis_client& c, std::shared_ptr<const redis_hold> h,
                  std::optional<loss_cause> cause);
 
 /// The blocking bridge: a request on the caller's stack, completed on the I/O thread.
