@@ -8,7 +8,8 @@
 // (PostgreSQL advisory locks) have one deadline, the session's, and no per-hold watch.
 //
 // Policy (static members, so that the backend's hold type needs no new virtual):
-//   static bool releasing(const Hold&);  // a release is in flight: do not declare loss yet
+//   static bool releasing(const Hold&);  // a release is in flight: do not declare loss yet;
+//                                        // a release that gives the hold back add()s it again
 //   static void expire(Hold&);           // its deadline passed: end it lost, with the cause
 //
 // Thread safety: add(), remove(), size() and select() from any thread; they take a short
@@ -38,7 +39,8 @@ public:
         : io_(io)
         , timer_(io) {}
 
-    /// Watches `h` (until released, lost or removed). Ignored after stop().
+    /// Watches `h` (until released, lost or removed); for a hold already watched, re-arms the
+    /// check when its deadline is earlier than the one armed. Ignored after stop().
     void add(std::shared_ptr<Hold> h) {
         const auto until = h->valid_until();
         {
@@ -98,9 +100,16 @@ public:
                     continue;
                 }
                 const auto until = h->valid_until();
-                if (!Policy::releasing(*h) && until <= now) {
-                    due.push_back(std::move(h));
-                    it = holds_.erase(it);
+                if (until <= now) {
+                    if (!Policy::releasing(*h)) {
+                        due.push_back(std::move(h));
+                        it = holds_.erase(it);
+                        continue;
+                    }
+                    // Its release is in flight: the release ends it, or gives it back and
+                    // add()s it again, which re-arms. No timer for it meanwhile (one armed
+                    // at a past deadline would fire at once, again and again).
+                    ++it;
                     continue;
                 }
                 next = std::min(next, until);

@@ -163,6 +163,7 @@ public:
         case release_outcome::kind::error:
             ec = out.ec;
             h->releasing = false;
+            c_->renewal().add(h); // still held: its deadline is watched again
             return;
         case release_outcome::kind::released:
             h->end_released();
@@ -172,6 +173,7 @@ public:
         case release_outcome::kind::still_held:
             --h->count;
             h->releasing = false;
+            c_->renewal().add(h);
             return;
         }
     }

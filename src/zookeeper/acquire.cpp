@@ -246,6 +246,7 @@ void acquisition::on_children(reply&& r) {
         if (wait_over()) return give_up();
         if (std::exchange(changed_, false)) return list();
         waiting_ = true; // the children watch set by this listing wakes us
+        backend_->note_wait();
         return;
     }
     if (d.holds) return granted();
@@ -269,8 +270,8 @@ void acquisition::watch(const std::string& child) {
         [w, gen](reply&& r) {
             auto self = w.lock();
             if (!self || self->finished_ || gen != self->gen_) return;
-            if (r.rc == ZOK) return;                  // wait for the watch
-            if (r.rc == ZNONODE) return self->list(); // gone already
+            if (r.rc == ZOK) return self->backend_->note_wait(); // wait for the watch
+            if (r.rc == ZNONODE) return self->list();            // gone already
             if (transport_loss(r.rc)) return self->retry_when_connected(&acquisition::list);
             if (session_gone(r.rc)) return self->restart();
             self->fail(make_error_code(errc::server_error),

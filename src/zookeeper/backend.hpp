@@ -85,6 +85,10 @@ public:
     /// A waiter's predecessor watch fired (counted for the no-herd test).
     void note_wake() noexcept { wakes_.fetch_add(1, std::memory_order_relaxed); }
     std::uint64_t wakes() const noexcept { return wakes_.load(std::memory_order_relaxed); }
+    /// A waiter's watch is set on the server and it waits (counted so that tests can tell a
+    /// waiting acquisition from one still on its way there).
+    void note_wait() noexcept { waits_.fetch_add(1, std::memory_order_relaxed); }
+    std::uint64_t waits() const noexcept { return waits_.load(std::memory_order_relaxed); }
 
     /// dlock::zookeeper::fenced_set (dlock/zookeeper.hpp): writes `data` to the znode `node`
     /// (created when missing) in one multi with a check that `lock_node` still exists. Blocking
@@ -123,6 +127,7 @@ private:
     std::atomic<std::uint64_t> old_reconnects_{0};
     std::atomic<std::uint64_t> old_requests_{0};
     std::atomic<std::uint64_t> wakes_{0};
+    std::atomic<std::uint64_t> waits_{0};
     std::vector<std::shared_ptr<acquisition>> active_{}; // I/O thread
 };
 

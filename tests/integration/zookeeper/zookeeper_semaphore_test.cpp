@@ -153,6 +153,8 @@ TEST_F(zk_semaphore, a_freed_permit_wakes_the_counting_client_only_by_watches) {
     });
     // c queues on the gate behind b (a predecessor watch).
     ASSERT_TRUE(eventually([&] { return raw.children("/one/locks").size() == 2; }));
+    ASSERT_TRUE(eventually([&] { return b->waits() == 1 && c->waits() == 1; }))
+        << "b waits on the leases, c on the gate";
     EXPECT_EQ(got, 0);
     EXPECT_EQ(a->wakes() + b->wakes() + c->wakes(), 0u) << "nobody polls";
     held->release_blocking(ec);
@@ -162,6 +164,9 @@ TEST_F(zk_semaphore, a_freed_permit_wakes_the_counting_client_only_by_watches) {
     ASSERT_TRUE(eventually([&] {
         return raw.children("/one/leases").size() == 2 && raw.children("/one/locks").size() == 1;
     }));
+    // ... and its count's watch is set (before it, a release of b's lease would let c in
+    // without a wake).
+    ASSERT_TRUE(eventually([&] { return c->waits() == 2; }));
     EXPECT_EQ(got, 1);
     hb->release_blocking(ec);
     tc.join();
