@@ -122,10 +122,8 @@ std::error_code reply_error(const resp3::value& v) noexcept {
 }
 
 bool read_published_release(const resp3::value& r, release_outcome& out) noexcept {
-    if (r.kind != resp3::type::array || r.elements.size() != 2 || !r.elements[0].is_integer() ||
-        r.elements[0].integer != 1 || !r.elements[1].is_integer() || r.elements[1].integer < 0)
-        return false;
-    out = {release_outcome::kind::released, {}, r.elements[1].integer};
+    if (!r.is_integer() || r.integer < 1) return false;
+    out = {release_outcome::kind::released, {}, r.integer - 1};
     return true;
 }
 

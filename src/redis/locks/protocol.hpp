@@ -261,7 +261,8 @@ std::size_t register_protocol(lock_protocol& p);
 
 /// Shared readers.
 std::error_code reply_error(const resp3::value& v) noexcept;
-/// A final release's `{1, receivers}`: released, and how many connections got the message.
+/// A final release's `1 + receivers` (any integer >= 1): released, and how many connections got
+/// the message.
 bool read_published_release(const resp3::value& r, release_outcome& out) noexcept;
 /// Redisson's LockPubSub rule: "1" (a read unlock) wakes every waiter, anything else one.
 pubsub::wake redisson_wake_rule(std::string_view payload) noexcept;

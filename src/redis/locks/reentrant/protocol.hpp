@@ -68,7 +68,6 @@ public:
         if (ec) return {release_outcome::kind::error, ec};
         if (r.is_null()) return {release_outcome::kind::not_owner, {}};
         if (release_outcome out; read_published_release(r, out)) return out;
-        if (r.is_integer() && r.integer == 1) return {release_outcome::kind::released, {}};
         if (r.is_integer() && r.integer == 0) return {release_outcome::kind::still_held, {}};
         return {release_outcome::kind::error, make_error_code(errc::protocol_error)};
     }

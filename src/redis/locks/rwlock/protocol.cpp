@@ -65,9 +65,9 @@ public:
         if (!ec) ec = reply_error(r);
         if (ec) return {release_outcome::kind::error, ec};
         if (r.is_null()) return {release_outcome::kind::not_owner, {}};
-        if (r.is_integer() && r.integer == 1) return {release_outcome::kind::released, {}};
-        // The write side's final release: {1, n} (n connections got the message; a polite
-        // release gives other clients' waiting writers and readers a head start).
+        // 1 for a read release; 1 + n for the write side's final release (n connections got the
+        // message; a polite release gives other clients' waiting writers and readers a head
+        // start).
         if (release_outcome out; read_published_release(r, out)) return out;
         if (r.is_integer() && r.integer == 0) return {release_outcome::kind::still_held, {}};
         return {release_outcome::kind::error, make_error_code(errc::protocol_error)};

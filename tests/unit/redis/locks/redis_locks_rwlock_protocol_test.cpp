@@ -187,9 +187,10 @@ TEST(rwlock_replies, a_release_is_read_as_released_still_held_or_not_owner_and_n
         EXPECT_EQ(p->read_release({}, integer(1)).what, rk::released) << p->name();
         EXPECT_EQ(p->read_release({}, integer(0)).what, rk::still_held) << p->name();
         EXPECT_EQ(p->read_release({}, null_reply).what, rk::not_owner) << p->name();
-        // A final write release answers {1, receivers} (the polite release reads it).
-        EXPECT_EQ(p->read_release({}, pair(1, 3)).receivers, 3) << p->name();
-        for (const auto& r : {integer(2), bulk("1"), pair(2, 0), pair(1, -1)}) {
+        // A final write release answers 1 + receivers (the polite release reads it).
+        EXPECT_EQ(p->read_release({}, integer(4)).receivers, 3) << p->name();
+        EXPECT_EQ(p->read_release({}, integer(1)).receivers, 0) << p->name();
+        for (const auto& r : {integer(-1), bulk("1"), pair(2, 0), pair(1, 3)}) {
             const auto out = p->read_release({}, r);
             EXPECT_EQ(out.what, rk::error) << p->name();
             EXPECT_EQ(out.ec, errc::protocol_error) << p->name();
