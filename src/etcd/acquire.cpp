@@ -14,11 +14,6 @@ namespace {
 constexpr int max_restarts = 20;
 constexpr std::chrono::milliseconds retry_delay{100};
 
-bool transient(const grpc::Status& s) {
-    return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-           s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
-}
-
 } // namespace
 
 acquisition::acquisition(etcd_backend& b, std::string name, std::string range,

@@ -65,6 +65,14 @@ bool says(const grpc::Status& s, std::string_view what) {
     return s.error_message().find(what) != std::string::npos;
 }
 
+/// gRPC reports a failed TLS handshake as UNAVAILABLE ("failed to connect to all addresses;
+/// last error: ... Ssl handshake failed: ... certificate verify failed" in gRPC 1.51).
+bool tls_refused(const grpc::Status& s) {
+    return s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+           (says(s, "certificate verify failed") || says(s, "CERTIFICATE_VERIFY_FAILED") ||
+            says(s, "Ssl handshake failed") || says(s, "ssl handshake failed"));
+}
+
 // Before gRPC's first initialisation: Debian's gRPC turns its fork support on, whose fork
 // handlers break the ref counts of calls in flight when the process forks (`dlock exec` runs
 // its command by fork and exec; so do the tests' fixtures). Set at static initialisation, while
@@ -110,6 +118,7 @@ std::error_code to_error(const grpc::Status& s) {
     case StatusCode::OK:
         return {};
     case StatusCode::UNAVAILABLE:
+        return make_error_code(tls_refused(s) ? errc::auth_failed : errc::unavailable);
     case StatusCode::DEADLINE_EXCEEDED:
         return make_error_code(errc::unavailable);
     case StatusCode::UNAUTHENTICATED:
@@ -135,6 +144,11 @@ std::error_code to_error(const grpc::Status& s) {
     default:
         return make_error_code(errc::server_error);
     }
+}
+
+bool transient(const grpc::Status& s) {
+    return (s.error_code() == grpc::StatusCode::UNAVAILABLE && !tls_refused(s)) ||
+           s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
 }
 
 rpc::rpc(const etcd_url& url, asio::any_io_executor ex, std::error_code& ec, std::string& why)

@@ -44,10 +44,14 @@ namespace dlock::detail::etcd {
 namespace pb = ::etcdserverpb;
 
 /// The dlock::errc of a failed gRPC status: unavailable (no member answered, the deadline
-/// passed, no leader), auth_failed (a wrong password, an invalid token), permission_denied
+/// passed, no leader), auth_failed (a wrong password, an invalid token, a server certificate
+/// the CA does not verify or a TLS handshake the server refused), permission_denied
 /// (RBAC), invalid_argument, unsupported (a method the server lacks: not a v3 server),
 /// cancelled, server_busy (too many requests), server_error otherwise. Clear for OK.
 std::error_code to_error(const grpc::Status& s);
+/// Whether a failed request may succeed when repeated (no member reachable, a deadline), and
+/// not a TLS handshake that failed on a certificate, which repeats the same way.
+bool transient(const grpc::Status& s);
 
 /// Where gRPC's callbacks deliver: the I/O loop while the backend lives, nowhere after close().
 class delivery {

@@ -38,11 +38,13 @@ std::string etcdctl_binary() {
     return binary("DLOCK_TEST_ETCDCTL", "/usr/bin/etcdctl");
 }
 
-etcd_member::etcd_member(std::string name, fs::path dir)
+etcd_member::etcd_member(std::string name, fs::path dir, const etcd_cluster& cluster)
     : name_(std::move(name))
     , dir_(std::move(dir))
+    , cluster_(&cluster)
     , client_port_(free_port())
-    , peer_port_(free_port()) {
+    , peer_port_(free_port())
+    , metrics_port_(cluster.options().tls ? free_port() : 0) {
     fs::create_directories(dir_);
 }
 
@@ -55,33 +57,45 @@ std::string etcd_member::host_port() const {
 }
 
 std::vector<std::string> etcd_member::argv(const std::string& initial_cluster, bool fresh) const {
-    return {etcd_binary(),
-            "--name",
-            name_,
-            "--data-dir",
-            (dir_ / "data").string(),
-            "--listen-client-urls",
-            loopback_url(client_port_),
-            "--advertise-client-urls",
-            loopback_url(client_port_),
-            "--listen-peer-urls",
-            loopback_url(peer_port_),
-            "--initial-advertise-peer-urls",
-            loopback_url(peer_port_),
-            "--initial-cluster",
-            initial_cluster,
-            "--initial-cluster-state",
-            fresh ? "new" : "existing",
-            "--initial-cluster-token",
-            "dlock-test",
-            "--heartbeat-interval",
-            "50",
-            "--election-timeout",
-            "500",
-            "--logger",
-            "zap",
-            "--log-outputs",
-            "stderr"};
+    const auto& o = cluster_->options();
+    const auto client_url =
+        o.tls ? "https://127.0.0.1:" + std::to_string(client_port_) : loopback_url(client_port_);
+    std::vector<std::string> a{etcd_binary(),
+                               "--name",
+                               name_,
+                               "--data-dir",
+                               (dir_ / "data").string(),
+                               "--listen-client-urls",
+                               client_url,
+                               "--advertise-client-urls",
+                               client_url,
+                               "--listen-peer-urls",
+                               loopback_url(peer_port_),
+                               "--initial-advertise-peer-urls",
+                               loopback_url(peer_port_),
+                               "--initial-cluster",
+                               initial_cluster,
+                               "--initial-cluster-state",
+                               fresh ? "new" : "existing",
+                               "--initial-cluster-token",
+                               "dlock-test",
+                               "--heartbeat-interval",
+                               "50",
+                               "--election-timeout",
+                               "500",
+                               "--logger",
+                               "zap",
+                               "--log-outputs",
+                               "stderr"};
+    if (o.tls) {
+        const auto& t = cluster_->tls();
+        a.insert(a.end(),
+                 {"--cert-file", t.server_cert.string(), "--key-file", t.server_key.string(),
+                  "--listen-metrics-urls", loopback_url(metrics_port_)});
+        if (o.client_cert_auth)
+            a.insert(a.end(), {"--client-cert-auth", "--trusted-ca-file", t.ca_cert.string()});
+    }
+    return a;
 }
 
 void etcd_member::start() {
@@ -109,8 +123,9 @@ void etcd_member::resume() {
 }
 
 std::string etcd_member::health() const {
-    const auto reply = loopback_exchange(
-        client_port_, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    const auto reply =
+        loopback_exchange(metrics_port_ ? metrics_port_ : client_port_,
+                          "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
     const auto body = reply.find("\r\n\r\n");
     return body == std::string::npos ? std::string{} : reply.substr(body + 4);
 }
@@ -125,16 +140,19 @@ bool etcd_member::wait_healthy(std::chrono::milliseconds budget) const {
     }
 }
 
-etcd_cluster::etcd_cluster(std::size_t size) {
+etcd_cluster::etcd_cluster(std::size_t size, etcd_options opts)
+    : opts_(opts) {
     const char* base = std::getenv("TMPDIR");
     std::string tmpl = std::string(base && *base ? base : "/tmp") + "/dlock-etcd-XXXXXX";
     if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     dir_ = tmpl;
     try {
+        if (opts_.tls) tls_ = make_tls(dir_);
         std::string initial;
         for (std::size_t i = 0; i < std::max<std::size_t>(size, 1); ++i) {
             const auto name = "m" + std::to_string(i);
-            members_.push_back(std::unique_ptr<etcd_member>(new etcd_member(name, dir_ / name)));
+            members_.push_back(
+                std::unique_ptr<etcd_member>(new etcd_member(name, dir_ / name, *this)));
             initial += (i ? "," : "") + name + "=" + loopback_url(members_.back()->peer_port());
         }
         for (auto& m : members_) {
@@ -167,12 +185,16 @@ std::string etcd_cluster::endpoints() const {
 }
 
 std::string etcd_cluster::url(const std::string& prefix, const std::string& query) const {
-    return "etcd://" + endpoints() + prefix + query;
+    return (opts_.tls ? "etcds://" : "etcd://") + endpoints() + prefix + query;
 }
 
 std::vector<std::string> etcd_cluster::etcdctl_argv(const std::vector<std::string>& args) const {
     std::vector<std::string> argv{etcdctl_binary(), "--endpoints=" + endpoints(),
                                   "--dial-timeout=2s", "--command-timeout=5s"};
+    if (opts_.tls) argv.push_back("--cacert=" + tls_.ca_cert.string());
+    if (opts_.client_cert_auth)
+        argv.insert(argv.end(),
+                    {"--cert=" + tls_.server_cert.string(), "--key=" + tls_.server_key.string()});
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
 }

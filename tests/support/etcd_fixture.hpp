@@ -5,11 +5,15 @@
 // in its own temporary data directory; ready when its HTTP /health answers "true" (a leader
 // exists); stopped and its directory removed on destruction, also when a test fails. The
 // fixture speaks only HTTP /health over a plain socket: it does not depend on the code under
-// test. etcdctl (Debian's etcd-client) is run through etcdctl().
+// test. etcdctl (Debian's etcd-client) is run through etcdctl(). With etcd_options::tls the
+// client port speaks only TLS (certificates from make_tls(), redis_fixture.hpp), /health moves
+// to a plain metrics port, and etcdctl() verifies the server with the test CA.
 //
 // Binaries: $DLOCK_TEST_ETCD or /usr/bin/etcd; $DLOCK_TEST_ETCDCTL or /usr/bin/etcdctl. Tests
 // GTEST_SKIP() when etcd_available() is false.
 #pragma once
+
+#include "redis_fixture.hpp" // tls_files, make_tls()
 
 #include <chrono>
 #include <cstdint>
@@ -28,6 +32,11 @@ bool etcd_available();
 std::string etcdctl_binary();
 
 class etcd_cluster;
+
+struct etcd_options {
+    bool tls = false;              ///< https client URLs with tls_files::server_cert
+    bool client_cert_auth = false; ///< with tls: a client must show a certificate the CA signed
+};
 
 /// One etcd member (standalone, or one of an etcd_cluster).
 class etcd_member {
@@ -55,13 +64,15 @@ public:
 
 private:
     friend class etcd_cluster;
-    etcd_member(std::string name, std::filesystem::path dir);
+    etcd_member(std::string name, std::filesystem::path dir, const etcd_cluster& cluster);
     std::vector<std::string> argv(const std::string& initial_cluster, bool fresh) const;
 
     std::string name_;
     std::filesystem::path dir_;
+    const etcd_cluster* cluster_;
     std::uint16_t client_port_ = 0;
     std::uint16_t peer_port_ = 0;
+    std::uint16_t metrics_port_ = 0; ///< /health with TLS on (0: the client port)
     std::string initial_cluster_{};
     bool started_once_ = false;
     pid_t pid_ = -1;
@@ -72,7 +83,7 @@ private:
 /// each answers /health with true. Errors: std::runtime_error with the tail of a member's log.
 class etcd_cluster {
 public:
-    explicit etcd_cluster(std::size_t size = 1);
+    explicit etcd_cluster(std::size_t size = 1, etcd_options opts = {});
     ~etcd_cluster();
     etcd_cluster(const etcd_cluster&) = delete;
     etcd_cluster& operator=(const etcd_cluster&) = delete;
@@ -81,8 +92,12 @@ public:
     etcd_member& member(std::size_t i) { return *members_.at(i); }
     /// "127.0.0.1:P1,127.0.0.1:P2,..." (every member's client address)
     std::string endpoints() const;
-    /// "etcd://" + endpoints() + prefix (e.g. "/locks") + query (e.g. "?ttl=5").
+    /// "etcd://" (with TLS "etcds://") + endpoints() + prefix (e.g. "/locks") + query (e.g.
+    /// "?ttl=5"; with TLS the caller adds cacert=, cert=, key= as the test needs).
     std::string url(const std::string& prefix = {}, const std::string& query = {}) const;
+    const etcd_options& options() const { return opts_; }
+    /// The certificates (empty paths without TLS).
+    const tls_files& tls() const { return tls_; }
     /// Runs etcdctl against every member with `args`; stdout (trimmed) and the exit status.
     std::pair<std::string, int> etcdctl(const std::vector<std::string>& args) const;
     /// The argv that runs etcdctl with `args` (for a child the test keeps running).
@@ -93,6 +108,8 @@ public:
 
 private:
     std::filesystem::path dir_{};
+    etcd_options opts_{};
+    tls_files tls_{};
     std::vector<std::unique_ptr<etcd_member>> members_{};
 };
 

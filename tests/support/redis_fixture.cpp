@@ -89,6 +89,24 @@ void openssl(const std::vector<std::string>& args, const fs::path& dir) {
     if (rc != 0) throw std::runtime_error("openssl failed in " + dir.string() + ": " + args[0]);
 }
 
+std::vector<std::string> cli_base(const std::string& port, const server_options& o,
+                                  const tls_files& t) {
+    std::vector<std::string> a{cli_binary(), "--no-auth-warning", "--raw", "-h", "127.0.0.1", "-p",
+                               port};
+    if (o.tls) {
+        a.insert(a.end(), {"--tls", "--cacert", t.ca_cert.string()});
+        if (o.tls_wrong_host) a.insert(a.end(), {"--sni", "other.example"});
+    }
+    return a;
+}
+
+std::vector<std::string> auth_env(const std::string& password) {
+    if (password.empty()) return {};
+    return {"REDISCLI_AUTH=" + password};
+}
+
+} // namespace
+
 tls_files make_tls(const fs::path& dir) {
     tls_files t;
     t.ca_cert = dir / "ca.crt";
@@ -121,24 +139,6 @@ tls_files make_tls(const fs::path& dir) {
     leaf("other.key", "other.crt", "other.example", "DNS:other.example");
     return t;
 }
-
-std::vector<std::string> cli_base(const std::string& port, const server_options& o,
-                                  const tls_files& t) {
-    std::vector<std::string> a{cli_binary(), "--no-auth-warning", "--raw", "-h", "127.0.0.1", "-p",
-                               port};
-    if (o.tls) {
-        a.insert(a.end(), {"--tls", "--cacert", t.ca_cert.string()});
-        if (o.tls_wrong_host) a.insert(a.end(), {"--sni", "other.example"});
-    }
-    return a;
-}
-
-std::vector<std::string> auth_env(const std::string& password) {
-    if (password.empty()) return {};
-    return {"REDISCLI_AUTH=" + password};
-}
-
-} // namespace
 
 bool redis_available() {
     return !server_binary().empty() && !cli_binary().empty();

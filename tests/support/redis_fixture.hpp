@@ -39,6 +39,10 @@ struct tls_files {
     std::filesystem::path wrong_host_key{};
 };
 
+/// Writes the files above into `dir` (EC P-256 keys, valid for a day); std::runtime_error when
+/// openssl is missing or fails. Used by redis_server and etcd_cluster.
+tls_files make_tls(const std::filesystem::path& dir);
+
 struct server_options {
     std::string password{};                  ///< requirepass of the default user ("" = none)
     std::vector<std::string> acl_lines{};    ///< raw "user ..." config lines
