@@ -199,7 +199,7 @@ const std::vector<backend_entry>& backend_list() {
         {"zookeeper", test::zookeeper_available,
          [] {
              return start_once<test::zk_server>(
-                 [](auto& s) { return s.url() + "?session_timeout=4000&connect_timeout=2000"; });
+                 [](auto& s) { return s.url() + "?session_timeout=4000&connect_timeout=10000"; });
          },
          url_client, "zk://127.0.0.1:70000", zk_kinds},
 #endif

@@ -21,7 +21,7 @@ protected:
     void SetUp() override {
         DLOCK_SKIP_WITHOUT_ZOOKEEPER();
         server_ = std::make_unique<zk_server>();
-        url_ = server_->url() + "?session_timeout=4000&connect_timeout=2000";
+        url_ = server_->url() + "?session_timeout=4000&connect_timeout=10000";
     }
     std::unique_ptr<zk_server> server_;
     std::string url_;

@@ -27,7 +27,7 @@ protected:
         DLOCK_SKIP_WITHOUT_ZOOKEEPER();
         server_ = std::make_unique<zk_server>();
     }
-    std::string url(const std::string& params = "?session_timeout=4000&connect_timeout=2000") {
+    std::string url(const std::string& params = "?session_timeout=4000&connect_timeout=10000") {
         return server_->url() + params;
     }
     std::unique_ptr<zk_server> server_;

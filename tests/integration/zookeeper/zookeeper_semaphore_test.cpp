@@ -37,7 +37,7 @@ protected:
         server_ = std::make_unique<zk_server>();
     }
     std::string url() const {
-        return server_->url() + "?session_timeout=4000&connect_timeout=2000";
+        return server_->url() + "?session_timeout=4000&connect_timeout=10000";
     }
     std::unique_ptr<zk_server> server_;
 };
