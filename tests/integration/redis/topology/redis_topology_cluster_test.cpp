@@ -363,7 +363,10 @@ TEST(cluster, a_master_failover_keeps_holds_renewing_on_the_promoted_replica_and
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_cluster c;
     auto opts = fast_options(c.url());
-    opts.watchdog_lease = 3s;
+    // 9 s, renewed every 3 s: the renewal that meets the failover must follow MOVED to the
+    // promoted replica before the lease runs out, and under TSan (the client 5-15x slower, the
+    // servers not) 3 s was not always enough (CI at c9b0513 lost the hold once).
+    opts.watchdog_lease = 9s;
     opts.failover_lock_delay = 300ms;
     dlock::client a(opts);
     dlock::client b(opts);
@@ -388,7 +391,7 @@ TEST(cluster, a_master_failover_keeps_holds_renewing_on_the_promoted_replica_and
 
     c.failover_to(replica, 20s);
     ASSERT_EQ(c.master_of(slot), replica);
-    // The hold renews on the promoted replica (lease 3 s, renewed every second).
+    // The hold renews on the promoted replica (lease 9 s, renewed every 3 s).
     renewal_seen on_promoted;
     EXPECT_TRUE(eventually(
         [&] {
@@ -396,7 +399,7 @@ TEST(cluster, a_master_failover_keeps_holds_renewing_on_the_promoted_replica_and
                 return std::stoll(c.node(replica).cli({"PTTL", name}));
             });
         },
-        10s));
+        15s));
     EXPECT_FALSE(held.lost());
     // The waiter's subscription followed (SSUBSCRIBE on the promoted replica), and it is served
     // there as soon as the holder releases (woken by SPUBLISH, not by the 3 s lease).
