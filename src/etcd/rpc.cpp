@@ -69,8 +69,7 @@ bool says(const grpc::Status& s, std::string_view what) {
 /// last error: ... Ssl handshake failed: ... certificate verify failed" in gRPC 1.51).
 bool tls_refused(const grpc::Status& s) {
     return s.error_code() == grpc::StatusCode::UNAVAILABLE &&
-           (says(s, "certificate verify failed") || says(s, "CERTIFICATE_VERIFY_FAILED") ||
-            says(s, "Ssl handshake failed") || says(s, "ssl handshake failed"));
+           (says(s, "Ssl handshake failed") || says(s, "certificate verify failed"));
 }
 
 // Before gRPC's first initialisation: Debian's gRPC turns its fork support on, whose fork
