@@ -189,8 +189,14 @@ std::string etcd_cluster::url(const std::string& prefix, const std::string& quer
 }
 
 std::vector<std::string> etcd_cluster::etcdctl_argv(const std::vector<std::string>& args) const {
-    std::vector<std::string> argv{etcdctl_binary(), "--endpoints=" + endpoints(),
-                                  "--dial-timeout=2s", "--command-timeout=5s"};
+    return etcdctl_argv_for(endpoints(), "2s", args);
+}
+
+std::vector<std::string>
+etcd_cluster::etcdctl_argv_for(const std::string& endpoints, const std::string& dial_timeout,
+                               const std::vector<std::string>& args) const {
+    std::vector<std::string> argv{etcdctl_binary(), "--endpoints=" + endpoints,
+                                  "--dial-timeout=" + dial_timeout, "--command-timeout=5s"};
     if (opts_.tls) argv.push_back("--cacert=" + tls_.ca_cert.string());
     if (opts_.client_cert_auth)
         argv.insert(argv.end(),
@@ -207,9 +213,9 @@ std::optional<std::size_t> etcd_cluster::leader() const {
     for (std::size_t i = 0; i < members_.size(); ++i) {
         if (!members_[i]->running()) continue;
         // "endpoint, id, version, db size, is leader, ..." in etcdctl's simple format.
-        auto [out, rc] = run_capture({etcdctl_binary(), "--endpoints=" + members_[i]->host_port(),
-                                      "--dial-timeout=1s", "endpoint", "status"},
-                                     {"ETCDCTL_API=3"});
+        auto [out, rc] =
+            run_capture(etcdctl_argv_for(members_[i]->host_port(), "1s", {"endpoint", "status"}),
+                        {"ETCDCTL_API=3"});
         if (rc == 0 && out.find(", true, ") != std::string::npos) return i;
     }
     return std::nullopt;

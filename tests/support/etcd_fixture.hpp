@@ -107,6 +107,11 @@ public:
     const std::filesystem::path& dir() const { return dir_; }
 
 private:
+    /// etcdctl against `endpoints`, with the TLS flags the cluster needs.
+    std::vector<std::string> etcdctl_argv_for(const std::string& endpoints,
+                                              const std::string& dial_timeout,
+                                              const std::vector<std::string>& args) const;
+
     std::filesystem::path dir_{};
     etcd_options opts_{};
     tls_files tls_{};
