@@ -79,9 +79,14 @@ TEST(lock, a_subscription_outlives_its_last_waiter_briefly_and_then_goes) {
     const std::string channel = "redisson_lock__channel:{linger}";
     dlock::mutex m = holder.make_mutex("linger");
     m.lock();
-    dlock::test::blocked_waiter first(c, "linger");
+    // The first waiter gives up rather than acquiring: an acquisition would end in a release
+    // whose unlock message reaches c's lingering subscription at a time the test cannot see,
+    // and would wake the second waiter into a second attempt.
+    std::thread first([&] {
+        dlock::mutex w = c.make_mutex("linger");
+        EXPECT_FALSE(w.try_lock_for(1s));
+    });
     ASSERT_TRUE(eventually([&] { return sleeping_waiters(c, channel) == 1; }, 2s));
-    m.unlock();
     first.join();
     // No waiter is left, but the subscription stays for subscriber::linger (100 ms)... (asked
     // through a client, not redis-cli: a process start would use up the linger under TSan)
@@ -89,7 +94,6 @@ TEST(lock, a_subscription_outlives_its_last_waiter_briefly_and_then_goes) {
     ASSERT_EQ(numsub.elements.size(), 2u);
     EXPECT_EQ(numsub.elements[1].integer, 1);
     // ... so a waiter that comes back at once reuses it: no second SUBSCRIBE, one attempt.
-    m.lock();
     dlock::redis::command(holder, {"CONFIG", "RESETSTAT"});
     dlock::test::blocked_waiter second(c, "linger");
     ASSERT_TRUE(eventually([&] { return sleeping_waiters(c, channel) == 1; }, 2s));
