@@ -22,6 +22,7 @@ acquisition::acquisition(etcd_backend& b, std::string name, std::string range,
     , name_(std::move(name))
     , range_(std::move(range))
     , kind_(opts.kind)
+    , blockers_(rw_side(opts.kind) ? rw_blockers(range_, opts.kind) : std::string())
     , started_(clock::now())
     , done_(std::move(done))
     , wait_timer_(b.executor())
@@ -49,6 +50,10 @@ void acquisition::start() {
                            " within the wait plus connect_timeout");
         });
     }
+    if (rw_side(kind_)) { // unique keys: no local queue (acquire.hpp)
+        queued_ = true;
+        return connect();
+    }
     ticket_ = backend_->enter(range_, [w = weak_from_this()] {
         auto a = w.lock();
         if (!a || a->finished_) return;
@@ -69,14 +74,17 @@ void acquisition::connect() {
             if (ec) return self->fail(ec, {});
             self->lease_ = std::move(l);
             self->lease_->add_observer(std::weak_ptr<lease_observer>(self));
-            self->key_ = own_key(self->range_, self->lease_->id());
+            self->key_ = self->blockers_.empty()
+                             ? own_key(self->range_, self->lease_->id())
+                             : rw_key(self->range_, self->kind_, self->backend_->unique_ns());
             self->put();
         });
 }
 
 void acquisition::put() {
     const auto gen = ++gen_;
-    backend_->client().txn(lock_txn(key_, range_, lease_->id()),
+    backend_->client().txn(blockers_.empty() ? lock_txn(key_, range_, lease_->id())
+                                             : rw_txn(key_, blockers_, lease_->id()),
                            [self = shared_from_this(), gen](grpc::Status s, pb::TxnResponse&& r) {
                                if (self->finished_ || gen != self->gen_) return;
                                self->on_put(std::move(s), std::move(r));
@@ -88,6 +96,7 @@ void acquisition::on_put(grpc::Status s, pb::TxnResponse&& r) {
         s.error_message().find("lease not found") != std::string::npos)
         return std::shared_ptr(lease_)->found_gone(); // lease_ended() starts again
     if (!s.ok()) return failed(s, &acquisition::put, "lock txn");
+    if (!blockers_.empty()) return on_rw_put(std::move(r));
     if (r.responses_size() < 2) return fail(make_error_code(errc::protocol_error), "lock txn");
     if (r.succeeded()) {
         rev_ = r.header().revision();
@@ -102,25 +111,45 @@ void acquisition::on_put(grpc::Status s, pb::TxnResponse&& r) {
     next_predecessor();
 }
 
+void acquisition::on_rw_put(pb::TxnResponse&& r) {
+    if (!r.succeeded()) { // another client's key of the same nanosecond: a new one
+        key_ = rw_key(range_, kind_, backend_->unique_ns());
+        return put();
+    }
+    if (r.responses_size() < 2) return fail(make_error_code(errc::protocol_error), "rw txn");
+    rev_ = r.header().revision();
+    for (const auto& kv : r.responses(1).response_range().kvs())
+        if (kv.key() != key_) { // the newest older blocker: wait for it at once
+            if (wait_over()) return give_up();
+            return wait_for(kv.key(), r.header().revision());
+        }
+    granted(r.header().revision());
+}
+
 void acquisition::next_predecessor() {
     const auto gen = ++gen_;
     waiting_ = false;
-    backend_->client().range(predecessor(range_, rev_), [self = shared_from_this(), gen](
-                                                            grpc::Status s, pb::RangeResponse&& r) {
-        if (self->finished_ || gen != self->gen_) return;
-        if (!s.ok()) return self->failed(s, &acquisition::next_predecessor, "range");
-        if (r.kvs().empty()) return self->check_own();
-        if (self->wait_over()) return self->give_up();
-        self->waiting_ = true;
-        self->watch_ = std::make_shared<key_watch>(
-            self->backend_->client(), r.kvs(0).key(), r.header().revision(),
-            [w = std::weak_ptr<acquisition>(self), gen](key_watch::result) {
-                auto a = w.lock();
-                if (!a || a->finished_ || gen != a->gen_) return;
-                a->next_predecessor(); // deleted, or broken: read again either way
-            });
-        self->watch_->start();
-    });
+    backend_->client().range(
+        blockers_.empty() ? predecessor(range_, rev_) : last_before(blockers_, rev_),
+        [self = shared_from_this(), gen](grpc::Status s, pb::RangeResponse&& r) {
+            if (self->finished_ || gen != self->gen_) return;
+            if (!s.ok()) return self->failed(s, &acquisition::next_predecessor, "range");
+            if (r.kvs().empty()) return self->check_own();
+            if (self->wait_over()) return self->give_up();
+            self->wait_for(r.kvs(0).key(), r.header().revision());
+        });
+}
+
+void acquisition::wait_for(const std::string& key, std::int64_t from) {
+    const auto gen = ++gen_;
+    waiting_ = true;
+    watch_ = std::make_shared<key_watch>(
+        backend_->client(), key, from, [w = weak_from_this(), gen](key_watch::result) {
+            auto a = w.lock();
+            if (!a || a->finished_ || gen != a->gen_) return;
+            a->next_predecessor(); // deleted, or broken: read again either way
+        });
+    watch_->start();
 }
 
 void acquisition::check_own() {

@@ -15,6 +15,12 @@
 // deadline (wait + connect_timeout: errc::unavailable); others end the acquisition. A lease that
 // ends while waiting (expiry, revoke: the own key went with it) starts the acquisition again on
 // a new lease, while the wait lasts.
+//
+// A side of the RWMutex (read, write) runs the same states with its own key
+// "<range>read|write/<unix ns>" (layout.hpp) and no local queue (every acquisition has a key
+// of its own): one Txn puts the key and reads the two newest keys under its blockers, so the
+// uncontended path is one round trip and a contended one watches the newest older blocker at
+// once; afterwards the blocker is read as the recipe's waitOnLastRev reads it.
 #pragma once
 
 #include "etcd/backend.hpp"
@@ -45,7 +51,10 @@ private:
     void connect();
     void put();
     void on_put(grpc::Status s, pb::TxnResponse&& r);
+    void on_rw_put(pb::TxnResponse&& r);
     void next_predecessor();
+    /// Watches `key` for its deletion from revision `from`, then reads the next predecessor.
+    void wait_for(const std::string& key, std::int64_t from);
     void check_own();
     void granted(std::int64_t seen_revision);
     void give_up();
@@ -60,6 +69,7 @@ private:
     std::string name_;
     std::string range_;
     lock_kind kind_;
+    std::string blockers_; ///< an RWMutex side's blocker prefix; empty for the Mutex
     std::optional<clock::time_point> deadline_;
     clock::time_point started_;
     done_fn done_;

@@ -9,6 +9,9 @@
 
 #include <dlock/error.hpp>
 
+#include <algorithm>
+#include <chrono>
+
 namespace dlock::detail::etcd {
 
 etcd_backend::etcd_backend(etcd_url url, std::error_code& ec, std::string& why)
@@ -75,7 +78,16 @@ std::uint64_t etcd_backend::enter(const std::string& range, std::function<void()
     return ticket;
 }
 
+std::int64_t etcd_backend::unique_ns() {
+    const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    last_ns_ = std::max<std::int64_t>(now, last_ns_ + 1);
+    return last_ns_;
+}
+
 void etcd_backend::leave(const std::string& range, std::uint64_t ticket) {
+    if (ticket == 0) return; // an RWMutex side: never queued
     const auto it = queues_.find(range);
     if (it == queues_.end()) return;
     auto& q = it->second;
@@ -120,7 +132,7 @@ void etcd_backend::async_acquire(std::string name, const acquire_options& opts,
     if (shut()) return post_error(errc::cancelled, "the etcd backend shut down");
     if (!supports(opts.kind))
         return post_error(errc::unsupported,
-                          "this lock kind is not offered on etcd (lock and fair are)");
+                          "this lock kind is not offered on etcd (lock, fair, read and write are)");
     if (opts.lease)
         return post_error(errc::unsupported,
                           "a fixed lease is not offered on etcd: a lock lives as long as the "

@@ -8,9 +8,11 @@
 // by this client queue here first (one key per lease and name: the second would find the
 // first's key and think it holds, as two Go Mutexes on one Session do), in arrival order.
 //
-// Kinds: reentrant (the default lock) and fair, both etcd's Mutex (FIFO by create revision);
-// re-entry is counted locally (core/local_lock_object.cpp). No fixed lease (every hold lives
-// as long as the client's lease, which keeps itself alive): errc::unsupported.
+// Kinds: reentrant (the default lock) and fair, both etcd's Mutex (FIFO by create revision),
+// and read and write, etcd's recipes.RWMutex (no local queue: each acquisition has its own
+// key); re-entry is counted locally (core/local_lock_object.cpp), and a read lock taken by the
+// thread that holds the write lock is a downgrade (acquire_read_under). No fixed lease (every hold
+// lives as long as the client's lease, which keeps itself alive): errc::unsupported.
 #pragma once
 
 #include "core/lock_backend.hpp"
@@ -58,6 +60,7 @@ public:
                                   std::error_code& ec) override;
     void async_acquire(std::string name, const acquire_options& opts,
                        std::function<void(std::error_code, std::shared_ptr<hold>)> done) override;
+    std::shared_ptr<hold> acquire_read_under(const hold& write, std::error_code& ec) override;
     bool is_locked(std::string_view name, lock_kind kind, std::error_code& ec) override;
     bool force_unlock(std::string_view name, lock_kind kind, std::error_code& ec) override;
     std::optional<std::chrono::milliseconds> remaining_lease(std::string_view name, lock_kind kind,
@@ -74,6 +77,9 @@ public:
     void set_error(std::string why);
     /// The live lease, granted on demand; an error when it cannot be granted.
     void with_lease(std::function<void(std::error_code, std::shared_ptr<lease_session>)> fn);
+    /// A Unix time in nanoseconds for an RWMutex key, later than every earlier one of this
+    /// backend (I/O thread).
+    std::int64_t unique_ns();
     /// The local queue of one key range: `go` runs (on the I/O thread) once every earlier
     /// ticket of `range` left; returns this ticket.
     std::uint64_t enter(const std::string& range, std::function<void()> go);
@@ -109,6 +115,7 @@ private:
     std::vector<std::function<void(std::error_code, std::shared_ptr<lease_session>)>>
         lease_waiters_{};
     std::uint64_t next_ticket_ = 0;
+    std::int64_t last_ns_ = 0;
     std::map<std::string, std::deque<std::pair<std::uint64_t, std::function<void()>>>> queues_{};
     std::vector<std::shared_ptr<acquisition>> active_{};
 };

@@ -47,6 +47,9 @@ public:
     void lease_ended(loss_cause why) override;
 
     const std::string& key() const noexcept { return key_; }
+    const std::string& range() const noexcept { return range_; }
+    std::int64_t revision() const noexcept { return rev_; }
+    std::shared_ptr<lease_session> lease() const { return lease_.lock(); }
 
 private:
     /// The backend while it lives, from the I/O thread (its shutdown drains the loop first).

@@ -13,6 +13,23 @@ bool is_hex_id(std::string_view s) {
                        [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
+bool is_digits(std::string_view s) {
+    return !s.empty() && s.size() <= 20 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+constexpr std::string_view read_part = "read/";
+constexpr std::string_view write_part = "write/";
+
+/// The side of an RWMutex key's tail after the lock's range ("read/<digits>", "write/<digits>").
+std::optional<lock_kind> rw_tail(std::string_view tail) {
+    if (tail.starts_with(read_part) && is_digits(tail.substr(read_part.size())))
+        return lock_kind::read;
+    if (tail.starts_with(write_part) && is_digits(tail.substr(write_part.size())))
+        return lock_kind::write;
+    return std::nullopt;
+}
+
 } // namespace
 
 bool valid_name(std::string_view name, std::string* why) {
@@ -54,6 +71,26 @@ std::string own_key(std::string_view range, std::int64_t lease) {
     return std::string(range) + lease_hex(lease);
 }
 
+std::string rw_key(std::string_view range, lock_kind side, std::int64_t unix_ns) {
+    std::string out(range);
+    out += side == lock_kind::write ? write_part : read_part;
+    out += std::to_string(unix_ns);
+    return out;
+}
+
+std::string rw_blockers(std::string_view range, lock_kind side) {
+    std::string out(range);
+    if (side == lock_kind::read) out += "write"; // the recipe's prefix: no trailing '/'
+    return out;
+}
+
+std::optional<lock_kind> kind_of_key(std::string_view range, std::string_view key) {
+    if (!key.starts_with(range)) return std::nullopt;
+    const auto tail = key.substr(range.size());
+    if (is_hex_id(tail)) return lock_kind::reentrant;
+    return rw_tail(tail);
+}
+
 std::string range_end(std::string_view prefix) {
     std::string end(prefix);
     while (!end.empty()) {
@@ -73,10 +110,11 @@ std::optional<std::string> lock_of_key(std::string_view prefix, std::string_view
             return std::nullopt;
         key.remove_prefix(prefix.size() + 1);
     }
-    const auto slash = key.rfind('/');
+    const auto slash = key.find('/');
     if (slash == std::string_view::npos) return std::nullopt;
     const auto name = key.substr(0, slash);
-    if (!valid_name(name, nullptr) || !is_hex_id(key.substr(slash + 1))) return std::nullopt;
+    const auto tail = key.substr(slash + 1);
+    if (!valid_name(name, nullptr) || (!is_hex_id(tail) && !rw_tail(tail))) return std::nullopt;
     return std::string(name);
 }
 

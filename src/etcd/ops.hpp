@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dlock::detail::etcd {
 
@@ -18,7 +20,20 @@ pb::RangeRequest one_key(const std::string& key);
 /// The Mutex's one round trip: put `key` with `lease` unless it exists (else read it); read the
 /// first key of `range` either way. Responses: [0] put or read of the key, [1] the first key.
 pb::TxnRequest lock_txn(const std::string& key, const std::string& range, std::int64_t lease);
+/// The newest key under `prefix` last modified before revision `below` (the RWMutex's
+/// waitOnLastRev: sort by mod revision, descending, limit 1, max_mod_revision = below - 1).
+pb::RangeRequest last_before(const std::string& prefix, std::int64_t below);
+/// The RWMutex's put: `key` with `lease` unless it exists, then the two newest keys under
+/// `blockers` by mod revision (the own key may be one of them). Responses on success: [0] the
+/// put, [1] the read.
+pb::TxnRequest rw_txn(const std::string& key, const std::string& blockers, std::int64_t lease);
+/// A read key put under a write hold (a downgrade): `key` with `lease`, only while no write key
+/// under `writers` was created after revision `write_rev` (no writer queued behind the hold).
+pb::TxnRequest downgrade_txn(const std::string& key, const std::string& writers,
+                             std::int64_t write_rev, std::int64_t lease);
 /// Deletes `key` when its create revision is still `rev` (succeeded false otherwise).
 pb::TxnRequest delete_if(const std::string& key, std::int64_t rev);
+/// Deletes every key of `keys` when each create revision is still the one given (else none).
+pb::TxnRequest delete_if(const std::vector<std::pair<std::string, std::int64_t>>& keys);
 
 } // namespace dlock::detail::etcd

@@ -18,15 +18,27 @@ namespace {
 /// list() reads at most this many keys.
 constexpr std::int64_t max_list_keys = 10000;
 
-/// The contenders of one lock from its keys in create-revision order: the first holds.
-void add_contender(lock_status& st, const mvccpb::KeyValue& kv) {
+/// One contender of the lock of `range`, from its key; the keys come in create-revision
+/// order. A Mutex or write key holds when it is the first; a read key when no Mutex or write
+/// key is before it. A read or write key makes the lock's kind "read-write" (unless the caller
+/// asked for one side) and its holders set details["mode"].
+void add_contender(lock_status& st, const std::string& range, const mvccpb::KeyValue& kv) {
+    const auto kind = kind_of_key(range, kv.key()).value_or(lock_kind::reentrant);
+    const bool exclusive_before =
+        std::any_of(st.contenders.begin(), st.contenders.end(), [&](const lock_contender& c) {
+            return kind_of_key(range, c.entry).value_or(lock_kind::reentrant) != lock_kind::read;
+        });
     lock_contender c;
     c.owner = lease_hex(kv.lease());
     c.entry = kv.key();
     c.session = c.owner;
     c.position = st.contenders.size();
-    c.holds = st.contenders.empty();
+    c.holds = kind == lock_kind::read ? !exclusive_before : st.contenders.empty();
     c.token = static_cast<std::uint64_t>(kv.create_revision());
+    if (rw_side(kind)) {
+        if (st.kind == "lock") st.kind = "read-write";
+        if (c.holds) st.details["mode"] = std::string(kind_name(kind));
+    }
     st.contenders.push_back(std::move(c));
     st.exists = true;
 }
@@ -57,10 +69,11 @@ lock_status etcd_backend::inspect(std::string_view name, lock_kind kind, std::er
     using result = std::pair<std::error_code, lock_status>;
     auto [e, got] = call<result>(
         [this, range, st](std::function<void(result)> done) {
-            contenders(range, [this, st, done](std::error_code e2, pb::RangeResponse&& r) mutable {
+            contenders(range, [this, range, st, done](std::error_code e2,
+                                                      pb::RangeResponse&& r) mutable {
                 if (e2) return done({e2, st});
                 for (const auto& kv : r.kvs())
-                    add_contender(st, kv);
+                    add_contender(st, range, kv);
                 st.details["revision"] = std::to_string(r.header().revision());
                 if (r.kvs().empty()) return done({{}, st});
                 pb::LeaseTimeToLiveRequest q;
@@ -89,7 +102,7 @@ etcd_backend::remaining_lease(std::string_view name, lock_kind kind, std::error_
 }
 
 bool etcd_backend::force_unlock(std::string_view name, lock_kind kind, std::error_code& ec) {
-    (void)kind;
+    (void)kind; // one range: the Mutex's holder, the RWMutex's writer or every reader
     ec.clear();
     const auto range = range_of(name, ec);
     if (ec) return false;
@@ -100,15 +113,22 @@ bool etcd_backend::force_unlock(std::string_view name, lock_kind kind, std::erro
     using result = std::pair<std::error_code, bool>;
     auto [e, deleted] = call<result>(
         [this, range](std::function<void(result)> done) {
-            rpc_->range(by_create(range, 1), [this, done](grpc::Status s, pb::RangeResponse&& r) {
+            rpc_->range(by_create(range), [this, range, done](grpc::Status s,
+                                                              pb::RangeResponse&& r) {
                 if (!s.ok() || r.kvs().empty()) return done({to_error(s), false});
-                // The holder's key, if it is still the same one.
-                rpc_->txn(delete_if(r.kvs(0).key(), r.kvs(0).create_revision()),
-                          [this, done](grpc::Status s2, pb::TxnResponse&& t) {
-                              if (!s2.ok())
-                                  set_error("force unlock on etcd: " + s2.error_message());
-                              done({to_error(s2), s2.ok() && t.succeeded()});
-                          });
+                // The holders' keys (one, or every reader), if they are still the same ones.
+                lock_status st;
+                st.kind = "lock";
+                std::vector<std::pair<std::string, std::int64_t>> holders;
+                for (const auto& kv : r.kvs()) {
+                    add_contender(st, range, kv);
+                    if (st.contenders.back().holds)
+                        holders.emplace_back(kv.key(), kv.create_revision());
+                }
+                rpc_->txn(delete_if(holders), [this, done](grpc::Status s2, pb::TxnResponse&& t) {
+                    if (!s2.ok()) set_error("force unlock on etcd: " + s2.error_message());
+                    done({to_error(s2), s2.ok() && t.succeeded()});
+                });
             });
         },
         {make_error_code(errc::unavailable), false});
@@ -145,7 +165,7 @@ std::vector<lock_status> etcd_backend::list(std::string_view pattern, std::error
                         found.push_back(std::move(st));
                         it = std::prev(found.end());
                     }
-                    add_contender(*it, kv);
+                    add_contender(*it, lock_range(url_.prefix, *name), kv);
                 }
                 done({{}, found});
             });

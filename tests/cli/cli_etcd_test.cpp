@@ -1,7 +1,8 @@
 // The dlock command on etcd:// URLs: exec runs a command under the lock (DLOCK_FENCING_TOKEN =
 // the key's create revision), a held lock makes `exec --wait 0` exit 75, status and list show
 // the holder with its lease, unlock --force deletes the holder's key, and `etcdctl lease
-// revoke` of exec's lease makes exec stop its command and exit 73.
+// revoke` of exec's lease makes exec stop its command and exit 73; --kind read / write take
+// the read-write lock.
 #include "etcd_fixture.hpp"
 #include "process.hpp"
 
@@ -68,6 +69,29 @@ TEST_F(etcd_cli, exec_status_list_and_forced_unlock) {
     EXPECT_TRUE(eventually([&] { return h.lost(); }, 5s)) << "the holder learns its key is gone";
     std::tie(out, code) = dlock_cli({"status", "nightly"});
     EXPECT_NE(out.find("not locked"), std::string::npos) << out;
+}
+
+// --kind read / write: two readers share while one holds (exec read runs), a writer is kept
+// out (exit 75), status shows the read-write lock in read mode with its holder.
+TEST_F(etcd_cli, read_and_write_kinds) {
+    dlock::client holder(url_);
+    auto r = holder.acquire("report", {.wait = 5s, .kind = dlock::lock_kind::read});
+    ASSERT_TRUE(r);
+    auto [out, code] = dlock_cli({"exec", "--kind", "read", "--wait", "5s", "report", "--", "sh",
+                                  "-c", "echo token=$DLOCK_FENCING_TOKEN"});
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_EQ(out.find("token=\n"), std::string::npos) << "readers have a token: " << out;
+    std::tie(out, code) =
+        dlock_cli({"exec", "--kind", "write", "--wait", "0", "report", "--", "true"});
+    EXPECT_EQ(code, 75) << out;
+    std::tie(out, code) = dlock_cli({"status", "--json", "report"});
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_NE(out.find("\"kind\":\"read-write\""), std::string::npos) << out;
+    EXPECT_NE(out.find("\"mode\":\"read\""), std::string::npos) << out;
+    r.release();
+    std::tie(out, code) =
+        dlock_cli({"exec", "--kind", "write", "--wait", "5s", "report", "--", "true"});
+    EXPECT_EQ(code, 0) << out;
 }
 
 TEST_F(etcd_cli, lease_revoked_exec_exits_73) {

@@ -89,11 +89,32 @@ TEST(etcd_layout, keys_map_back_to_their_locks) {
     EXPECT_FALSE(lock_of_key("", "orders/01a")); // leading zero: not what %x prints
     EXPECT_FALSE(lock_of_key("", "a/b/1a"));     // a name with '/': not ours
     EXPECT_FALSE(lock_of_key("", "orders/1A"));  // upper case: not what %x prints
+    EXPECT_EQ(lock_of_key("", "orders/read/1732600000123456789"), "orders");
+    EXPECT_EQ(lock_of_key("/p", "/p/orders/write/17"), "orders");
+    EXPECT_FALSE(lock_of_key("", "orders/read/"));    // no time
+    EXPECT_FALSE(lock_of_key("", "orders/read/1a"));  // not decimal
+    EXPECT_FALSE(lock_of_key("", "orders/other/17")); // neither side
+}
+
+TEST(etcd_layout, rw_keys_as_the_recipe_makes_them) {
+    EXPECT_EQ(rw_key("orders/", lock_kind::read, 1732600000123456789),
+              "orders/read/1732600000123456789");
+    EXPECT_EQ(rw_key("/p/orders/", lock_kind::write, 17), "/p/orders/write/17");
+    // A reader waits behind older writers only; a writer behind every older key.
+    EXPECT_EQ(rw_blockers("orders/", lock_kind::read), "orders/write");
+    EXPECT_EQ(rw_blockers("orders/", lock_kind::write), "orders/");
+    EXPECT_EQ(kind_of_key("orders/", "orders/read/17"), lock_kind::read);
+    EXPECT_EQ(kind_of_key("orders/", "orders/write/17"), lock_kind::write);
+    EXPECT_EQ(kind_of_key("orders/", "orders/1a"), lock_kind::reentrant);
+    EXPECT_FALSE(kind_of_key("orders/", "orders/read/x"));
+    EXPECT_FALSE(kind_of_key("orders/", "other/1a"));
 }
 
 TEST(etcd_layout, the_offered_kinds) {
     EXPECT_TRUE(offered(lock_kind::reentrant));
     EXPECT_TRUE(offered(lock_kind::fair));
-    EXPECT_FALSE(offered(lock_kind::read));
+    EXPECT_TRUE(offered(lock_kind::read));
+    EXPECT_TRUE(offered(lock_kind::write));
+    EXPECT_FALSE(offered(lock_kind::simple));
     EXPECT_FALSE(offered(lock_kind::semaphore));
 }
