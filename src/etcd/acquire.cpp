@@ -23,6 +23,8 @@ acquisition::acquisition(etcd_backend& b, std::string name, std::string range,
     , range_(std::move(range))
     , kind_(opts.kind)
     , blockers_(rw_side(opts.kind) ? rw_blockers(range_, opts.kind) : std::string())
+    , permits_(opts.kind == lock_kind::semaphore ? std::max(opts.permits, 1U) : 0U)
+    , semaphore_keys_(permits_ != 0 ? semaphore_range(range_) : std::string())
     , started_(clock::now())
     , done_(std::move(done))
     , wait_timer_(b.executor())
@@ -50,7 +52,7 @@ void acquisition::start() {
                            " within the wait plus connect_timeout");
         });
     }
-    if (rw_side(kind_)) { // unique keys: no local queue (acquire.hpp)
+    if (rw_side(kind_) || permits_ != 0) { // unique keys: no local queue (acquire.hpp)
         queued_ = true;
         return connect();
     }
@@ -74,17 +76,17 @@ void acquisition::connect() {
             if (ec) return self->fail(ec, {});
             self->lease_ = std::move(l);
             self->lease_->add_observer(std::weak_ptr<lease_observer>(self));
-            self->key_ = self->blockers_.empty()
-                             ? own_key(self->range_, self->lease_->id())
-                             : rw_key(self->range_, self->kind_, self->backend_->unique_ns());
+            self->key_ = self->new_key();
             self->put();
         });
 }
 
 void acquisition::put() {
     const auto gen = ++gen_;
-    backend_->client().txn(blockers_.empty() ? lock_txn(key_, range_, lease_->id())
-                                             : rw_txn(key_, blockers_, lease_->id()),
+    backend_->client().txn(permits_ != 0
+                               ? semaphore_txn(key_, semaphore_keys_, lease_->id(), permits_)
+                           : blockers_.empty() ? lock_txn(key_, range_, lease_->id())
+                                               : rw_txn(key_, blockers_, lease_->id()),
                            [self = shared_from_this(), gen](grpc::Status s, pb::TxnResponse&& r) {
                                if (self->finished_ || gen != self->gen_) return;
                                self->on_put(std::move(s), std::move(r));
@@ -96,6 +98,7 @@ void acquisition::on_put(grpc::Status s, pb::TxnResponse&& r) {
         s.error_message().find("lease not found") != std::string::npos)
         return std::shared_ptr(lease_)->found_gone(); // lease_ended() starts again
     if (!s.ok()) return failed(s, &acquisition::put, "lock txn");
+    if (permits_ != 0) return on_semaphore_put(std::move(r));
     if (!blockers_.empty()) return on_rw_put(std::move(r));
     if (r.responses_size() < 2) return fail(make_error_code(errc::protocol_error), "lock txn");
     if (r.succeeded()) {
@@ -111,9 +114,15 @@ void acquisition::on_put(grpc::Status s, pb::TxnResponse&& r) {
     next_predecessor();
 }
 
+std::string acquisition::new_key() {
+    if (permits_ != 0) return semaphore_key(range_, backend_->unique_ns());
+    if (!blockers_.empty()) return rw_key(range_, kind_, backend_->unique_ns());
+    return own_key(range_, lease_->id());
+}
+
 void acquisition::on_rw_put(pb::TxnResponse&& r) {
     if (!r.succeeded()) { // another client's key of the same nanosecond: a new one
-        key_ = rw_key(range_, kind_, backend_->unique_ns());
+        key_ = new_key();
         return put();
     }
     if (r.responses_size() < 2) return fail(make_error_code(errc::protocol_error), "rw txn");
@@ -126,7 +135,52 @@ void acquisition::on_rw_put(pb::TxnResponse&& r) {
     granted(r.header().revision());
 }
 
+void acquisition::on_semaphore_put(pb::TxnResponse&& r) {
+    if (!r.succeeded()) { // another client's key of the same nanosecond: a new one
+        key_ = new_key();
+        return put();
+    }
+    if (r.responses_size() < 2) return fail(make_error_code(errc::protocol_error), "txn");
+    rev_ = r.header().revision();
+    count(r.responses(1).response_range(), true, r.header().revision());
+}
+
+void acquisition::recount() {
+    const auto gen = ++gen_;
+    waiting_ = false;
+    backend_->client().txn(semaphore_count(key_, semaphore_keys_, permits_),
+                           [self = shared_from_this(), gen](grpc::Status s, pb::TxnResponse&& r) {
+                               if (self->finished_ || gen != self->gen_) return;
+                               if (!s.ok())
+                                   return self->failed(s, &acquisition::recount, "semaphore count");
+                               if (r.responses_size() < 2)
+                                   return self->fail(make_error_code(errc::protocol_error),
+                                                     "semaphore count");
+                               const auto& own = r.responses(1).response_range().kvs();
+                               self->count(r.responses(0).response_range(),
+                                           !own.empty() && own[0].create_revision() == self->rev_,
+                                           r.header().revision());
+                           });
+}
+
+void acquisition::count(const pb::RangeResponse& oldest, bool own_exists, std::int64_t revision) {
+    const auto permits = std::to_string(permits_);
+    bool mine = false;
+    for (const auto& kv : oldest.kvs()) {
+        if (kv.value() != permits)
+            return fail(make_error_code(errc::invalid_argument),
+                        "the etcd semaphore '" + name_ + "' is held with " + kv.value() +
+                            " permits; this acquisition asked for " + permits);
+        mine = mine || kv.key() == key_;
+    }
+    if (mine) return granted(revision);
+    if (!own_exists) return restart(); // gone with the lease, or forced away
+    if (wait_over()) return give_up();
+    wait_for(semaphore_keys_, revision, range_end(semaphore_keys_));
+}
+
 void acquisition::next_predecessor() {
+    if (permits_ != 0) return recount();
     const auto gen = ++gen_;
     waiting_ = false;
     backend_->client().range(
@@ -140,15 +194,17 @@ void acquisition::next_predecessor() {
         });
 }
 
-void acquisition::wait_for(const std::string& key, std::int64_t from) {
+void acquisition::wait_for(const std::string& key, std::int64_t from, std::string range_end) {
     const auto gen = ++gen_;
     waiting_ = true;
     watch_ = std::make_shared<key_watch>(
-        backend_->client(), key, from, [w = weak_from_this(), gen](key_watch::result) {
+        backend_->client(), key, from,
+        [w = weak_from_this(), gen](key_watch::result) {
             auto a = w.lock();
             if (!a || a->finished_ || gen != a->gen_) return;
             a->next_predecessor(); // deleted, or broken: read again either way
-        });
+        },
+        std::move(range_end));
     watch_->start();
 }
 

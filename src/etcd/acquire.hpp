@@ -21,6 +21,12 @@
 // of its own): one Txn puts the key and reads the two newest keys under its blockers, so the
 // uncontended path is one round trip and a contended one watches the newest older blocker at
 // once; afterwards the blocker is read as the recipe's waitOnLastRev reads it.
+//
+// A semaphore (layout.hpp) puts "<range>semaphore/<unix ns>" (value: the permits) and reads the
+// `permits` oldest keys in the same Txn: among them, it holds; else it watches the semaphore's
+// range for any deletion (every waiter wakes: a count has no single predecessor) and counts
+// again, with its own key in the same read (gone: start again). A key among the oldest with
+// another number of permits ends the acquisition with errc::invalid_argument.
 #pragma once
 
 #include "etcd/backend.hpp"
@@ -51,10 +57,18 @@ private:
     void connect();
     void put();
     void on_put(grpc::Status s, pb::TxnResponse&& r);
+    /// The own key of a (new) attempt: the Mutex's, or a unique one for the other kinds.
+    std::string new_key();
     void on_rw_put(pb::TxnResponse&& r);
+    void on_semaphore_put(pb::TxnResponse&& r);
+    /// A semaphore waiter reads the oldest keys and its own again.
+    void recount();
+    /// Holds when the own key is among the `permits` oldest, else waits for a deletion.
+    void count(const pb::RangeResponse& oldest, bool own_exists, std::int64_t revision);
     void next_predecessor();
-    /// Watches `key` for its deletion from revision `from`, then reads the next predecessor.
-    void wait_for(const std::string& key, std::int64_t from);
+    /// Watches `key` (with `range_end`: any key of the range) for a deletion from revision
+    /// `from`, then reads the next predecessor (a semaphore: counts again).
+    void wait_for(const std::string& key, std::int64_t from, std::string range_end = {});
     void check_own();
     void granted(std::int64_t seen_revision);
     void give_up();
@@ -69,7 +83,9 @@ private:
     std::string name_;
     std::string range_;
     lock_kind kind_;
-    std::string blockers_; ///< an RWMutex side's blocker prefix; empty for the Mutex
+    std::string blockers_;       ///< an RWMutex side's blocker prefix; empty for the Mutex
+    unsigned permits_;           ///< a semaphore's permits; 0 for the other kinds
+    std::string semaphore_keys_; ///< a semaphore's key range
     std::optional<clock::time_point> deadline_;
     clock::time_point started_;
     done_fn done_;

@@ -131,8 +131,11 @@ void etcd_backend::async_acquire(std::string name, const acquire_options& opts,
     };
     if (shut()) return post_error(errc::cancelled, "the etcd backend shut down");
     if (!supports(opts.kind))
-        return post_error(errc::unsupported,
-                          "this lock kind is not offered on etcd (lock, fair, read and write are)");
+        return post_error(
+            errc::unsupported,
+            "this lock kind is not offered on etcd (lock, fair, read, write and semaphore are)");
+    if (opts.kind == lock_kind::semaphore && opts.permits < 1)
+        return post_error(errc::invalid_argument, "a semaphore needs permits >= 1");
     if (opts.lease)
         return post_error(errc::unsupported,
                           "a fixed lease is not offered on etcd: a lock lives as long as the "

@@ -20,13 +20,15 @@ bool is_digits(std::string_view s) {
 
 constexpr std::string_view read_part = "read/";
 constexpr std::string_view write_part = "write/";
+constexpr std::string_view semaphore_part = "semaphore/";
 
-/// The side of an RWMutex key's tail after the lock's range ("read/<digits>", "write/<digits>").
-std::optional<lock_kind> rw_tail(std::string_view tail) {
-    if (tail.starts_with(read_part) && is_digits(tail.substr(read_part.size())))
-        return lock_kind::read;
-    if (tail.starts_with(write_part) && is_digits(tail.substr(write_part.size())))
-        return lock_kind::write;
+/// The kind of a unique key's tail after the lock's range: "read/<digits>",
+/// "write/<digits>", "semaphore/<digits>".
+std::optional<lock_kind> unique_tail(std::string_view tail) {
+    for (const auto& [part, kind] :
+         {std::pair{read_part, lock_kind::read}, std::pair{write_part, lock_kind::write},
+          std::pair{semaphore_part, lock_kind::semaphore}})
+        if (tail.starts_with(part) && is_digits(tail.substr(part.size()))) return kind;
     return std::nullopt;
 }
 
@@ -78,6 +80,14 @@ std::string rw_key(std::string_view range, lock_kind side, std::int64_t unix_ns)
     return out;
 }
 
+std::string semaphore_key(std::string_view range, std::int64_t unix_ns) {
+    return semaphore_range(range) + std::to_string(unix_ns);
+}
+
+std::string semaphore_range(std::string_view range) {
+    return std::string(range).append(semaphore_part);
+}
+
 std::string rw_blockers(std::string_view range, lock_kind side) {
     std::string out(range);
     if (side == lock_kind::read) out += "write"; // the recipe's prefix: no trailing '/'
@@ -88,7 +98,7 @@ std::optional<lock_kind> kind_of_key(std::string_view range, std::string_view ke
     if (!key.starts_with(range)) return std::nullopt;
     const auto tail = key.substr(range.size());
     if (is_hex_id(tail)) return lock_kind::reentrant;
-    return rw_tail(tail);
+    return unique_tail(tail);
 }
 
 std::string range_end(std::string_view prefix) {
@@ -114,7 +124,7 @@ std::optional<std::string> lock_of_key(std::string_view prefix, std::string_view
     if (slash == std::string_view::npos) return std::nullopt;
     const auto name = key.substr(0, slash);
     const auto tail = key.substr(slash + 1);
-    if (!valid_name(name, nullptr) || (!is_hex_id(tail) && !rw_tail(tail))) return std::nullopt;
+    if (!valid_name(name, nullptr) || (!is_hex_id(tail) && !unique_tail(tail))) return std::nullopt;
     return std::string(name);
 }
 

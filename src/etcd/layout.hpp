@@ -15,6 +15,12 @@
 // share; a writer waits for everyone before it, and everyone after it waits for the writer.
 // Fencing token of both: the own key's create revision.
 //
+// The semaphore (dlock's own layout: etcd has no semaphore recipe) puts
+// "<range>semaphore/<unix ns>" with the lease and the number of permits as its value (decimal);
+// the N oldest keys of "<range>semaphore/" by create revision hold, and every acquisition
+// names the same N (a different one is refused: the count is stored, not a convention).
+// Waiters watch "<range>semaphore/" for deletions and count again.
+//
 // Names are data: a name is refused (errc::invalid_argument) when empty, over 4096 bytes, or
 // when it has a '/' (the range of "a" would contain the keys of lock "a/b": two locks would
 // queue as one) or a control character. Hierarchy goes into the URL's prefix.
@@ -33,7 +39,7 @@ namespace dlock::detail::etcd {
 /// FIFO by create revision, which the Mutex is anyway), and the two sides of the RWMutex.
 constexpr bool offered(lock_kind kind) noexcept {
     return kind == lock_kind::reentrant || kind == lock_kind::fair || kind == lock_kind::read ||
-           kind == lock_kind::write;
+           kind == lock_kind::write || kind == lock_kind::semaphore;
 }
 
 /// A side of the RWMutex (read or write), not the Mutex.
@@ -54,12 +60,19 @@ std::string own_key(std::string_view range, std::int64_t lease);
 /// An RWMutex contender's key: "<range>read/<unix ns>" or "<range>write/<unix ns>".
 std::string rw_key(std::string_view range, lock_kind side, std::int64_t unix_ns);
 
+/// A semaphore contender's key: "<range>semaphore/<unix ns>".
+std::string semaphore_key(std::string_view range, std::int64_t unix_ns);
+
+/// The keys of the semaphore of `range`: "<range>semaphore/".
+std::string semaphore_range(std::string_view range);
+
 /// What an RWMutex contender of `side` waits behind: the older keys under "<range>write"
 /// (a reader) or under "<range>" (a writer), as the recipe's waitOnLastRev prefixes them.
 std::string rw_blockers(std::string_view range, lock_kind side);
 
 /// The kind of a contender's key in `range`: write for "<range>write/<digits>", read for
-/// "<range>read/<digits>", reentrant for the Mutex's "<range><lease hex>", nullopt otherwise.
+/// "<range>read/<digits>", semaphore for "<range>semaphore/<digits>", reentrant for the
+/// Mutex's "<range><lease hex>", nullopt otherwise.
 std::optional<lock_kind> kind_of_key(std::string_view range, std::string_view key);
 
 /// The lease id as etcd's tools print it: lowercase hex, no leading zeros.
@@ -72,7 +85,8 @@ std::string range_end(std::string_view prefix);
 
 /// The lock a key under `prefix` belongs to: the part between "<prefix>/" and the last '/',
 /// when that is a valid name and what follows is a lease id in hex (a Mutex contender), or the
-/// part before "/read/<digits>" or "/write/<digits>" (an RWMutex contender); nullopt
+/// part before "/read/<digits>", "/write/<digits>" (an RWMutex contender) or
+/// "/semaphore/<digits>" (a semaphore contender); nullopt
 /// otherwise (not a contender of a dlock-readable lock).
 std::optional<std::string> lock_of_key(std::string_view prefix, std::string_view key);
 

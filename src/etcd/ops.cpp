@@ -14,10 +14,11 @@ void created_at(pb::TxnRequest& t, const std::string& key, std::int64_t rev) {
     cmp->set_create_revision(rev);
 }
 
-void put(pb::TxnRequest& t, const std::string& key, std::int64_t lease) {
+void put(pb::TxnRequest& t, const std::string& key, std::int64_t lease, std::string value = {}) {
     auto* p = t.add_success()->mutable_request_put();
     p->set_key(key);
     p->set_lease(lease);
+    p->set_value(std::move(value));
 }
 
 } // namespace
@@ -71,6 +72,22 @@ pb::TxnRequest rw_txn(const std::string& key, const std::string& blockers, std::
     newest.set_max_mod_revision(0); // no bound: the put above is the newest revision
     newest.set_limit(2);
     *t.add_success()->mutable_request_range() = std::move(newest);
+    return t;
+}
+
+pb::TxnRequest semaphore_txn(const std::string& key, const std::string& keys, std::int64_t lease,
+                             unsigned permits) {
+    pb::TxnRequest t;
+    created_at(t, key, 0);
+    put(t, key, lease, std::to_string(permits));
+    *t.add_success()->mutable_request_range() = by_create(keys, permits);
+    return t;
+}
+
+pb::TxnRequest semaphore_count(const std::string& key, const std::string& keys, unsigned permits) {
+    pb::TxnRequest t; // no compare: the success branch runs
+    *t.add_success()->mutable_request_range() = by_create(keys, permits);
+    *t.add_success()->mutable_request_range() = one_key(key);
     return t;
 }
 

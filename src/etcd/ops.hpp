@@ -27,6 +27,13 @@ pb::RangeRequest last_before(const std::string& prefix, std::int64_t below);
 /// `blockers` by mod revision (the own key may be one of them). Responses on success: [0] the
 /// put, [1] the read.
 pb::TxnRequest rw_txn(const std::string& key, const std::string& blockers, std::int64_t lease);
+/// The semaphore's put: `key` with `lease` and the value `permits` (decimal) unless it exists,
+/// then the `permits` oldest keys of `keys` (the semaphore's range). Responses on success:
+/// [0] the put, [1] the read.
+pb::TxnRequest semaphore_txn(const std::string& key, const std::string& keys, std::int64_t lease,
+                             unsigned permits);
+/// A waiter's count, in one revision: [0] the `permits` oldest keys of `keys`, [1] `key`.
+pb::TxnRequest semaphore_count(const std::string& key, const std::string& keys, unsigned permits);
 /// A read key put under a write hold (a downgrade): `key` with `lease`, only while no write key
 /// under `writers` was created after revision `write_rev` (no writer queued behind the hold).
 pb::TxnRequest downgrade_txn(const std::string& key, const std::string& writers,

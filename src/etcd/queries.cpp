@@ -18,12 +18,37 @@ namespace {
 /// list() reads at most this many keys.
 constexpr std::int64_t max_list_keys = 10000;
 
+/// One contender of a semaphore, from its key (create-revision order).
+void add_permit_holder(lock_status& st, const mvccpb::KeyValue& kv) {
+    if (st.contenders.empty()) st.details["permits"] = kv.value();
+    st.kind = "semaphore";
+    std::uint64_t permits = 0;
+    try {
+        permits = std::stoull(st.details["permits"]);
+    } catch (const std::exception&) { // not ours: no holder can be named
+    }
+    lock_contender c;
+    c.owner = lease_hex(kv.lease());
+    c.entry = kv.key();
+    c.session = c.owner;
+    c.position = st.contenders.size();
+    c.holds = st.contenders.size() < permits;
+    c.token = static_cast<std::uint64_t>(kv.create_revision());
+    st.contenders.push_back(std::move(c));
+    st.exists = true;
+    const auto held = std::min<std::uint64_t>(st.contenders.size(), permits);
+    st.detail = std::to_string(held) + " of " + st.details["permits"] + " permit(s) in use, " +
+                std::to_string(st.contenders.size() - held) + " waiting";
+}
+
 /// One contender of the lock of `range`, from its key; the keys come in create-revision
 /// order. A Mutex or write key holds when it is the first; a read key when no Mutex or write
 /// key is before it. A read or write key makes the lock's kind "read-write" (unless the caller
-/// asked for one side) and its holders set details["mode"].
+/// asked for one side) and its holders set details["mode"]. A semaphore's N oldest keys hold,
+/// N being the permits its first key stores (details["permits"]).
 void add_contender(lock_status& st, const std::string& range, const mvccpb::KeyValue& kv) {
     const auto kind = kind_of_key(range, kv.key()).value_or(lock_kind::reentrant);
+    if (kind == lock_kind::semaphore) return add_permit_holder(st, kv);
     const bool exclusive_before =
         std::any_of(st.contenders.begin(), st.contenders.end(), [&](const lock_contender& c) {
             return kind_of_key(range, c.entry).value_or(lock_kind::reentrant) != lock_kind::read;

@@ -3,9 +3,10 @@
 namespace dlock::detail::etcd {
 
 key_watch::key_watch(rpc& r, std::string key, std::int64_t start_revision,
-                     std::function<void(result)> done)
+                     std::function<void(result)> done, std::string range_end)
     : rpc_(r)
     , key_(std::move(key))
+    , range_end_(std::move(range_end))
     , start_revision_(start_revision)
     , done_(std::move(done)) {}
 
@@ -26,6 +27,7 @@ void key_watch::start() {
             pb::WatchRequest req;
             auto* c = req.mutable_create_request();
             c->set_key(self->key_);
+            c->set_range_end(self->range_end_);
             c->set_start_revision(self->start_revision_);
             c->add_filters(pb::WatchCreateRequest::NOPUT); // deletions only
             s->write(std::move(req));
@@ -34,7 +36,7 @@ void key_watch::start() {
 
 void key_watch::on_answer(const pb::WatchResponse& a) {
     for (const auto& ev : a.events())
-        if (ev.type() == mvccpb::Event::DELETE && ev.kv().key() == key_)
+        if (ev.type() == mvccpb::Event::DELETE && (!range_end_.empty() || ev.kv().key() == key_))
             return finish(result::deleted);
     if (a.canceled() || a.compact_revision() != 0) finish(result::broken);
 }

@@ -1,9 +1,10 @@
-// etcd/watch.hpp: waiting for the deletion of one key, by a Watch stream (never polling).
+// etcd/watch.hpp: waiting for the deletion of one key (or of any key of a range), by a Watch
+// stream (never polling).
 //
-// A key_watch opens its own Watch stream and watches `key` from `start_revision` (the
-// revision at which the caller read it, so a deletion after that read is never missed).
-// `done` runs once on the I/O thread:
-// - deleted: a DELETE event of the key arrived;
+// A key_watch opens its own Watch stream and watches `key` (with `range_end`: every key in
+// [key, range_end)) from `start_revision` (the revision at which the caller read it, so a
+// deletion after that read is never missed). `done` runs once on the I/O thread:
+// - deleted: a DELETE event of the key (of a key in the range) arrived;
 // - broken: the stream ended or the server cancelled the watch (a member died or lost its
 //   leader, the revision was compacted): the caller reads the state again and decides.
 // cancel() ends it without calling `done`.
@@ -22,7 +23,7 @@ public:
     enum class result { deleted, broken };
 
     key_watch(rpc& r, std::string key, std::int64_t start_revision,
-              std::function<void(result)> done);
+              std::function<void(result)> done, std::string range_end = {});
     void start();
     void cancel();
 
@@ -32,6 +33,7 @@ private:
 
     rpc& rpc_;
     std::string key_;
+    std::string range_end_; ///< empty: the key alone
     std::int64_t start_revision_;
     std::function<void(result)> done_;
     std::shared_ptr<watch_stream> stream_{};

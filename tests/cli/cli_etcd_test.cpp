@@ -2,7 +2,7 @@
 // the key's create revision), a held lock makes `exec --wait 0` exit 75, status and list show
 // the holder with its lease, unlock --force deletes the holder's key, and `etcdctl lease
 // revoke` of exec's lease makes exec stop its command and exit 73; --kind read / write take
-// the read-write lock.
+// the read-write lock; a killed semaphore holder's permit returns after its lease.
 #include "etcd_fixture.hpp"
 #include "process.hpp"
 
@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <sys/wait.h>
 #include <thread>
@@ -113,6 +114,47 @@ TEST_F(etcd_cli, lease_revoked_exec_exits_73) {
     ASSERT_TRUE(exited) << "exec did not end after its lease was revoked";
     EXPECT_TRUE(WIFEXITED(st));
     EXPECT_EQ(WEXITSTATUS(st), 73) << dlock::test::read_tail(log, 2000);
+}
+
+// exec --kind semaphore --permits 2: two execs hold, a third waits; kill -9 of a holder gives
+// its permit back once its lease (ttl=5) runs out, and the waiter runs then.
+TEST_F(etcd_cli, a_killed_semaphore_holder_frees_its_permit_after_the_lease) {
+    std::vector<pid_t> holders;
+    struct reaper { // a failed assertion leaves no holder running
+        std::vector<pid_t>& pids;
+        ~reaper() {
+            for (const auto pid : pids) {
+                ::kill(pid, SIGKILL);
+                dlock::test::reap_child(pid, 5s);
+            }
+        }
+    } reap{holders};
+    for (int i = 0; i < 2; ++i)
+        holders.push_back(dlock::test::spawn_child(
+            {DLOCK_CLI_BINARY, "--url", url_, "exec", "--kind", "semaphore", "--permits", "2",
+             "--wait", "5s", "pool", "--", "sleep", "60"},
+            etcd_->dir() / ("holder" + std::to_string(i) + ".log")));
+    dlock::client watcher(url_);
+    const auto holding = [&] {
+        std::error_code ec;
+        const auto st = watcher.inspect("pool", dlock::lock_kind::semaphore, ec);
+        return std::count_if(st.contenders.begin(), st.contenders.end(),
+                             [](const dlock::lock_contender& c) { return c.holds; });
+    };
+    ASSERT_TRUE(eventually([&] { return holding() == 2; }, 10s));
+    auto [out, code] = dlock_cli(
+        {"exec", "--kind", "semaphore", "--permits", "2", "--wait", "0", "pool", "--", "true"});
+    EXPECT_EQ(code, 75) << out;
+    ::kill(holders[0], SIGKILL);
+    dlock::test::reap_child(holders[0], 5s);
+    holders.erase(holders.begin());
+    const auto killed_at = std::chrono::steady_clock::now();
+    std::tie(out, code) = dlock_cli(
+        {"exec", "--kind", "semaphore", "--permits", "2", "--wait", "15s", "pool", "--", "true"});
+    EXPECT_EQ(code, 0) << out;
+    const auto waited = std::chrono::steady_clock::now() - killed_at;
+    EXPECT_GT(waited, 2s) << "the permit came back before the lease ran out";
+    EXPECT_LT(waited, 12s);
 }
 
 } // namespace

@@ -76,14 +76,16 @@ const std::vector<kind_traits> redlock_kinds = {
 };
 
 /// etcd (src/etcd/): etcd's concurrency.Mutex for lock and fair (FIFO by create revision),
-/// its recipes.RWMutex for read and write. Every hold is bound to the client's lease, kept
-/// alive by its stream: no fixed lease; the token is the key's create revision (readers' too);
-/// a deleted key is seen by the holder's watch; inspect() shows the holder's lease TTL.
+/// its recipes.RWMutex for read and write, dlock's semaphore layout. Every hold is bound to the
+/// client's lease, kept alive by its stream: no fixed lease; the token is the key's create revision
+/// (readers' too); a deleted key is seen by the holder's watch; inspect() shows the holder's lease
+/// TTL.
 [[maybe_unused]] const std::vector<kind_traits> etcd_kinds = {
     {lk::reentrant, lk::reentrant, true, object::reentrant, false, by_itself, true},
     {lk::fair, lk::fair, true, object::reentrant, false, by_itself, true},
     {lk::read, lk::write, true, object::reentrant, false, by_itself, true},
     {lk::write, lk::write, true, object::reentrant, false, by_itself, true},
+    {lk::semaphore, lk::semaphore, true, object::none, false, by_itself, true},
 };
 
 // ---- servers, started once per process ----------------------------------------------------

@@ -6,7 +6,7 @@
 // holder, a forced unlock frees every reader, and a downgrade is granted only while no writer
 // waits behind the write hold. (What every backend's read-write lock promises is in the
 // conformance suite.)
-#include "etcd_fixture.hpp"
+#include "etcd_test_util.hpp"
 #include "process.hpp"
 
 #include <dlock/dlock.hpp>
@@ -27,15 +27,8 @@ bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds bud
     return dlock::test::wait_until(pred, budget);
 }
 
-class etcd_rwlock : public ::testing::Test {
+class etcd_rwlock : public dlock::test::etcd_member_test {
 protected:
-    void SetUp() override {
-        if (!dlock::test::etcd_available()) GTEST_SKIP() << "etcd or etcdctl not installed";
-        etcd_ = std::make_unique<dlock::test::etcd_cluster>(1);
-    }
-    std::unique_ptr<dlock::client> connect() const {
-        return std::make_unique<dlock::client>(etcd_->url("", "?ttl=5&connect_timeout=2000"));
-    }
     /// Puts `key` as another process's recipe contender would (`etcdctl put`); its revision.
     std::int64_t put(const std::string& key) const {
         auto [out, rc] = etcd_->etcdctl({"put", key, "", "-w", "json"});
@@ -70,8 +63,6 @@ protected:
             return std::make_pair(std::move(l), clock_type::now());
         });
     }
-
-    std::unique_ptr<dlock::test::etcd_cluster> etcd_;
 };
 
 // Keys as the recipe makes them: "<name>/read/<unix ns>" and "<name>/write/<unix ns>", bound to

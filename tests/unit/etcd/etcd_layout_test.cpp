@@ -96,7 +96,7 @@ TEST(etcd_layout, keys_map_back_to_their_locks) {
     EXPECT_FALSE(lock_of_key("", "orders/other/17")); // neither side
 }
 
-TEST(etcd_layout, rw_keys_as_the_recipe_makes_them) {
+TEST(etcd_layout, rw_and_semaphore_keys) {
     EXPECT_EQ(rw_key("orders/", lock_kind::read, 1732600000123456789),
               "orders/read/1732600000123456789");
     EXPECT_EQ(rw_key("/p/orders/", lock_kind::write, 17), "/p/orders/write/17");
@@ -107,6 +107,10 @@ TEST(etcd_layout, rw_keys_as_the_recipe_makes_them) {
     EXPECT_EQ(kind_of_key("orders/", "orders/write/17"), lock_kind::write);
     EXPECT_EQ(kind_of_key("orders/", "orders/1a"), lock_kind::reentrant);
     EXPECT_FALSE(kind_of_key("orders/", "orders/read/x"));
+    EXPECT_EQ(kind_of_key("orders/", "orders/semaphore/17"), lock_kind::semaphore);
+    EXPECT_EQ(semaphore_key("/p/pool/", 17), "/p/pool/semaphore/17");
+    EXPECT_EQ(semaphore_range("pool/"), "pool/semaphore/");
+    EXPECT_EQ(lock_of_key("", "pool/semaphore/17"), "pool");
     EXPECT_FALSE(kind_of_key("orders/", "other/1a"));
 }
 
@@ -116,5 +120,6 @@ TEST(etcd_layout, the_offered_kinds) {
     EXPECT_TRUE(offered(lock_kind::read));
     EXPECT_TRUE(offered(lock_kind::write));
     EXPECT_FALSE(offered(lock_kind::simple));
-    EXPECT_FALSE(offered(lock_kind::semaphore));
+    EXPECT_TRUE(offered(lock_kind::semaphore));
+    EXPECT_FALSE(offered(lock_kind::shedlock));
 }
