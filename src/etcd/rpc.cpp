@@ -166,10 +166,11 @@ rpc::rpc(const etcd_url& url, asio::any_io_executor ex, std::error_code& ec, std
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    // Dead connections are found by HTTP/2 pings while a stream is open (etcd refuses pings
-    // more often than every 5 s, and without streams unless told to allow them).
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+    // Dead or frozen connections are found by HTTP/2 pings while a call is open, within 6 + 2 s
+    // (etcd answers pings more often than every 5 s with GOAWAY, and pings without calls unless
+    // told to allow them). The lease's own stream gives up a silent member sooner (session.hpp).
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 6000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
     args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
     std::shared_ptr<grpc::ChannelCredentials> creds;
     if (url_.tls) {

@@ -63,6 +63,7 @@ void lease_session::open_stream() {
     if (ended() || stream_) return;
     const auto gen = ++stream_gen_;
     sent_.clear();
+    opening_since_ = clock::now();
     std::weak_ptr<lease_session> w = weak_from_this();
     rpc_.open_keepalive(
         [w, gen](pb::LeaseKeepAliveResponse&& a) {
@@ -75,8 +76,9 @@ void lease_session::open_stream() {
         },
         [w, gen](std::shared_ptr<keepalive_stream> s) {
             auto self = w.lock();
-            if (!self || gen != self->stream_gen_ || !s) return;
-            if (self->ended()) return s->cancel();
+            if (!s) return;
+            if (!self || gen != self->stream_gen_ || self->ended()) return s->cancel(); // stale
+            self->opening_since_.reset();
             self->stream_ = std::move(s);
             // A fresh stream (at start, or after a broken one) renews at once.
             pb::LeaseKeepAliveRequest req;
@@ -86,16 +88,28 @@ void lease_session::open_stream() {
         });
 }
 
+bool lease_session::stuck(std::chrono::milliseconds tick) const {
+    const auto now = clock::now();
+    const auto late = tick * 9 / 10; // a tick's timer may fire a little early
+    if (stream_) return !sent_.empty() && now - sent_.front() >= late;
+    return opening_since_ && now - *opening_since_ >= late;
+}
+
 void lease_session::tick() {
     if (ended()) return;
-    if (stream_) {
+    const auto every =
+        std::max(std::chrono::milliseconds(ttl_) / 3, std::chrono::milliseconds(100));
+    if (stuck(every)) { // give it up: a new stream on the next member renews at once
+        ++stream_gen_;
+        if (stream_) std::exchange(stream_, nullptr)->cancel();
+        reopen_timer_.cancel();
+        open_stream();
+    } else if (stream_) {
         pb::LeaseKeepAliveRequest req;
         req.set_id(id());
         sent_.push_back(clock::now());
         stream_->write(std::move(req));
     }
-    const auto every =
-        std::max(std::chrono::milliseconds(ttl_) / 3, std::chrono::milliseconds(100));
     tick_timer_.expires_after(every);
     tick_timer_.async_wait([w = weak_from_this()](std::error_code ec) {
         if (auto self = w.lock(); self && !ec) self->tick();
@@ -115,6 +129,7 @@ void lease_session::on_answer(const pb::LeaseKeepAliveResponse& a) {
 void lease_session::on_stream_end() {
     stream_.reset();
     sent_.clear();
+    opening_since_.reset();
     if (ended()) return;
     ++stream_gen_; // answers of the old stream are stale
     reopen_timer_.expires_after(reopen_delay);

@@ -9,7 +9,11 @@
 // - deadline: valid_until passed without an answer (no member reachable, no leader); the lease
 //   is then revoked, best effort, so that its keys do not outlive our view of them.
 // A stream that breaks (a member died, the leader changed) is opened again at once and after
-// that every 200 ms, on whatever member the channel picks; the deadline decides the loss.
+// that every 200 ms, on whatever member the channel picks; the deadline decides the loss. A
+// stream that is open but silent (its member frozen or cut off: TCP stays up, nothing answers;
+// HTTP/2 pings would find it only after 6 + 2 s, rpc.cpp) is given up at the next tick when a
+// keep-alive sent a tick before is unanswered, or when it has not opened within a tick, and a
+// new one is opened at once: the channel's round robin puts it on the next member.
 // revoke(): the client's shutdown (the keys go with the lease, as Session.Close does).
 //
 // Threads: I/O thread only, except the atomics read by id(), ended() and valid_until().
@@ -26,6 +30,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace dlock::detail::etcd {
@@ -70,6 +75,8 @@ private:
     void tick();
     void on_answer(const pb::LeaseKeepAliveResponse& a);
     void on_stream_end();
+    /// Whether the open (or opening) stream has been silent for `tick` (see above).
+    bool stuck(std::chrono::milliseconds tick) const;
     void extend_to(clock::time_point t);
     void end(loss_cause why);
 
@@ -86,7 +93,8 @@ private:
     // I/O thread only:
     std::shared_ptr<keepalive_stream> stream_{};
     std::uint64_t stream_gen_ = 0;
-    std::deque<clock::time_point> sent_{}; ///< send times of the unanswered keep-alives
+    std::optional<clock::time_point> opening_since_{}; ///< a stream asked for, not yet open
+    std::deque<clock::time_point> sent_{};             ///< send times of the unanswered keep-alives
     std::vector<std::weak_ptr<lease_observer>> observers_{};
 };
 
