@@ -13,6 +13,8 @@ namespace {
 
 constexpr int max_restarts = 20;
 constexpr std::chrono::milliseconds retry_delay{100};
+/// A waiter's watch proves its member alive this often (watch.hpp).
+constexpr std::chrono::milliseconds probe_every{1000};
 
 } // namespace
 
@@ -73,6 +75,8 @@ void acquisition::connect() {
     backend_->with_lease(
         [self = shared_from_this(), gen](std::error_code ec, std::shared_ptr<lease_session> l) {
             if (self->finished_ || gen != self->gen_) return;
+            if (ec == errc::unavailable) // a grant that met a silent member: again
+                return self->retry_later(ec, &acquisition::connect);
             if (ec) return self->fail(ec, {});
             self->lease_ = std::move(l);
             self->lease_->add_observer(std::weak_ptr<lease_observer>(self));
@@ -205,6 +209,7 @@ void acquisition::wait_for(const std::string& key, std::int64_t from, std::strin
             a->next_predecessor(); // deleted, or broken: read again either way
         },
         std::move(range_end));
+    watch_->probe(backend_->executor(), probe_every);
     watch_->start();
 }
 
@@ -272,6 +277,10 @@ void acquisition::failed(const grpc::Status& s, void (acquisition::*retry)(), co
     backend_->set_error(std::string(doing) + " on etcd " + backend_->url().display() + ": " +
                         s.error_message());
     if (!transient(s)) return fail(ec, {});
+    retry_later(ec, retry);
+}
+
+void acquisition::retry_later(std::error_code ec, void (acquisition::*retry)()) {
     if (!deadline_ && clock::now() - started_ > std::chrono::hours(1))
         return fail(ec, {}); // bound an endless wait's retries of a dead cluster
     const auto gen = ++gen_;

@@ -75,6 +75,9 @@ private:
     void restart();
     /// A failed request: retried after 100 ms when transient and the hard deadline allows.
     void failed(const grpc::Status& s, void (acquisition::*retry)(), const char* doing);
+    /// Runs `retry` after 100 ms (the hard deadline still ends the acquisition with
+    /// errc::unavailable); an endless wait gives up with `ec` after an hour.
+    void retry_later(std::error_code ec, void (acquisition::*retry)());
     void fail(std::error_code ec, std::string why);
     void finish(std::error_code ec, std::shared_ptr<hold> h);
     bool wait_over() const;

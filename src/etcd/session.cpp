@@ -10,6 +10,10 @@ namespace dlock::detail::etcd {
 namespace {
 
 constexpr std::chrono::milliseconds reopen_delay{200};
+/// A keep-alive unanswered this long (or a stream not open after it) makes its stream silent;
+/// checked this often (session.hpp).
+constexpr std::chrono::milliseconds silence{500};
+constexpr std::chrono::milliseconds check_every{250};
 
 } // namespace
 
@@ -60,78 +64,104 @@ void lease_session::extend_to(clock::time_point t) {
 }
 
 void lease_session::open_stream() {
-    if (ended() || stream_) return;
-    const auto gen = ++stream_gen_;
-    sent_.clear();
-    opening_since_ = clock::now();
+    if (ended() || cur_.s || cur_.opening_since) return;
+    const auto gen = ++next_gen_;
+    cur_ = lane{.gen = gen, .opening_since = clock::now()};
     std::weak_ptr<lease_session> w = weak_from_this();
     rpc_.open_keepalive(
         [w, gen](pb::LeaseKeepAliveResponse&& a) {
-            auto self = w.lock();
-            if (self && gen == self->stream_gen_) self->on_answer(a);
+            if (auto self = w.lock()) self->on_answer(gen, a);
         },
         [w, gen](grpc::Status) {
-            auto self = w.lock();
-            if (self && gen == self->stream_gen_) self->on_stream_end();
+            if (auto self = w.lock()) self->on_stream_end(gen);
         },
         [w, gen](std::shared_ptr<keepalive_stream> s) {
-            auto self = w.lock();
             if (!s) return;
-            if (!self || gen != self->stream_gen_ || self->ended()) return s->cancel(); // stale
-            self->opening_since_.reset();
-            self->stream_ = std::move(s);
-            // A fresh stream (at start, or after a broken one) renews at once.
-            pb::LeaseKeepAliveRequest req;
-            req.set_id(self->id());
-            self->sent_.push_back(clock::now());
-            self->stream_->write(std::move(req));
+            auto self = w.lock();
+            auto* l = self ? self->lane_of(gen) : nullptr;
+            if (!l || self->ended()) return s->cancel(); // stale
+            l->opening_since.reset();
+            l->s = std::move(s);
+            self->send(*l); // a fresh stream (at start, or after a broken one) renews at once
         });
 }
 
-bool lease_session::stuck(std::chrono::milliseconds tick) const {
+lease_session::lane* lease_session::lane_of(std::uint64_t gen) {
+    if (gen == 0) return nullptr;
+    if (cur_.gen == gen) return &cur_;
+    if (spare_.gen == gen) return &spare_;
+    return nullptr;
+}
+
+void lease_session::send(lane& l) {
+    if (!l.s) return;
+    pb::LeaseKeepAliveRequest req;
+    req.set_id(id());
+    l.sent.push_back(clock::now());
+    l.s->write(std::move(req));
+}
+
+void lease_session::drop(lane& l) {
+    if (l.s) l.s->cancel();
+    l = lane{};
+}
+
+bool lease_session::silent(const lane& l, std::chrono::milliseconds after) {
     const auto now = clock::now();
-    const auto late = tick * 9 / 10; // a tick's timer may fire a little early
-    if (stream_) return !sent_.empty() && now - sent_.front() >= late;
-    return opening_since_ && now - *opening_since_ >= late;
+    if (l.s) return !l.sent.empty() && now - l.sent.front() >= after;
+    return l.opening_since && now - *l.opening_since >= after;
 }
 
 void lease_session::tick() {
     if (ended()) return;
     const auto every =
         std::max(std::chrono::milliseconds(ttl_) / 3, std::chrono::milliseconds(100));
-    if (stuck(every)) { // give it up: a new stream on the next member renews at once
-        ++stream_gen_;
-        if (stream_) std::exchange(stream_, nullptr)->cancel();
-        reopen_timer_.cancel();
-        open_stream();
-    } else if (stream_) {
-        pb::LeaseKeepAliveRequest req;
-        req.set_id(id());
-        sent_.push_back(clock::now());
-        stream_->write(std::move(req));
+    const auto after = std::min(every * 9 / 10, silence);
+    if (silent(cur_, after)) {
+        if (spare_.s && !silent(spare_, after)) { // the spare answers again: it is current
+            drop(cur_);
+            cur_ = std::exchange(spare_, lane{});
+        } else { // kept as the spare until the new stream (on the next member) answers
+            drop(spare_);
+            spare_ = std::exchange(cur_, lane{});
+            reopen_timer_.cancel();
+            open_stream();
+        }
     }
-    tick_timer_.expires_after(every);
+    const auto now = clock::now();
+    if (now - last_sent_ >= every * 9 / 10) { // a tick's timer may fire a little early
+        last_sent_ = now;
+        send(cur_);
+        send(spare_);
+    }
+    tick_timer_.expires_after(std::min(every, check_every));
     tick_timer_.async_wait([w = weak_from_this()](std::error_code ec) {
         if (auto self = w.lock(); self && !ec) self->tick();
     });
 }
 
-void lease_session::on_answer(const pb::LeaseKeepAliveResponse& a) {
-    if (ended() || sent_.empty()) return;
-    const auto sent = sent_.front();
-    sent_.pop_front();
-    if (a.ttl() <= 0) return end(loss_cause::gone); // expired or revoked: its keys are gone
+void lease_session::on_answer(std::uint64_t gen, const pb::LeaseKeepAliveResponse& a) {
+    auto* l = lane_of(gen);
+    if (ended() || !l || l->sent.empty()) return;
+    const auto sent = l->sent.front();
+    l->sent.pop_front();
+    if (l == &cur_ && spare_.gen != 0) drop(spare_); // the current stream works
+    if (a.ttl() <= 0) return end(loss_cause::gone);  // expired or revoked: its keys are gone
     renewals_.fetch_add(1, std::memory_order_relaxed);
     const std::chrono::seconds ttl(a.ttl());
-    extend_to(sent + ttl - drift_for(ttl));
+    // A late answer (the spare's, to a keep-alive sent long ago) never moves the bound back.
+    if (const auto t = sent + ttl - drift_for(ttl); t > valid_until()) extend_to(t);
 }
 
-void lease_session::on_stream_end() {
-    stream_.reset();
-    sent_.clear();
-    opening_since_.reset();
-    if (ended()) return;
-    ++stream_gen_; // answers of the old stream are stale
+void lease_session::on_stream_end(std::uint64_t gen) {
+    auto* l = lane_of(gen);
+    if (!l) return;
+    *l = lane{};
+    if (l == &spare_ || ended()) return;
+    if (spare_.gen != 0) { // the spare carries on
+        cur_ = std::exchange(spare_, lane{});
+        return;
+    }
     reopen_timer_.expires_after(reopen_delay);
     reopen_timer_.async_wait([w = weak_from_this()](std::error_code ec) {
         if (auto self = w.lock(); self && !ec) self->open_stream();
@@ -144,8 +174,8 @@ void lease_session::end(loss_cause why) {
     tick_timer_.cancel();
     deadline_timer_.cancel();
     reopen_timer_.cancel();
-    ++stream_gen_;
-    if (stream_) std::exchange(stream_, nullptr)->cancel();
+    drop(cur_);
+    drop(spare_);
     auto observers = std::move(observers_);
     observers_.clear();
     for (auto& w : observers)

@@ -11,9 +11,15 @@
 // A stream that breaks (a member died, the leader changed) is opened again at once and after
 // that every 200 ms, on whatever member the channel picks; the deadline decides the loss. A
 // stream that is open but silent (its member frozen or cut off: TCP stays up, nothing answers;
-// HTTP/2 pings would find it only after 6 + 2 s, rpc.cpp) is given up at the next tick when a
-// keep-alive sent a tick before is unanswered, or when it has not opened within a tick, and a
-// new one is opened at once: the channel's round robin puts it on the next member.
+// HTTP/2 pings would find it only after 6 + 2 s, rpc.cpp) is set aside when a keep-alive has
+// been unanswered for 500 ms (or the stream has not opened by then; at most 0.9 x ttl/3; checked
+// every 250 ms), and a new one is opened at once (the channel's round robin puts it on the next
+// member; a fresh stream renews at once). The silent one is kept as a spare, still sent
+// keep-alives, until the new one answers: a follower forwards a renewal to the leader it knows
+// and waits up to etcd's request timeout (6 s here) when that leader froze, so it answers late,
+// not never, and the next member may be the frozen one. Whichever answers first renews; a spare
+// that answers again while the current is silent becomes current. A healthy answer takes about
+// a millisecond; a false alarm under load costs one stream.
 // revoke(): the client's shutdown (the keys go with the lease, as Session.Close does).
 //
 // Threads: I/O thread only, except the atomics read by id(), ended() and valid_until().
@@ -71,12 +77,23 @@ public:
     std::uint64_t renewals() const noexcept { return renewals_.load(std::memory_order_relaxed); }
 
 private:
+    /// One keep-alive stream: open (s), or asked for (opening_since); `gen` names its callbacks.
+    struct lane {
+        std::uint64_t gen = 0; ///< 0: no stream
+        std::optional<clock::time_point> opening_since{};
+        std::shared_ptr<keepalive_stream> s{};
+        std::deque<clock::time_point> sent{}; ///< send times of the unanswered keep-alives
+    };
+
     void open_stream();
     void tick();
-    void on_answer(const pb::LeaseKeepAliveResponse& a);
-    void on_stream_end();
-    /// Whether the open (or opening) stream has been silent for `tick` (see above).
-    bool stuck(std::chrono::milliseconds tick) const;
+    lane* lane_of(std::uint64_t gen);
+    void send(lane& l);
+    void drop(lane& l);
+    /// Whether `l` has been silent for `after` (see above).
+    static bool silent(const lane& l, std::chrono::milliseconds after);
+    void on_answer(std::uint64_t gen, const pb::LeaseKeepAliveResponse& a);
+    void on_stream_end(std::uint64_t gen);
     void extend_to(clock::time_point t);
     void end(loss_cause why);
 
@@ -91,10 +108,10 @@ private:
     std::atomic<clock::rep> valid_until_{0};
     std::atomic<std::uint64_t> renewals_{0};
     // I/O thread only:
-    std::shared_ptr<keepalive_stream> stream_{};
-    std::uint64_t stream_gen_ = 0;
-    std::optional<clock::time_point> opening_since_{}; ///< a stream asked for, not yet open
-    std::deque<clock::time_point> sent_{};             ///< send times of the unanswered keep-alives
+    lane cur_{};
+    lane spare_{}; ///< a silent stream kept until cur_ answers
+    std::uint64_t next_gen_ = 0;
+    clock::time_point last_sent_{}; ///< the last tick that sent keep-alives
     std::vector<std::weak_ptr<lease_observer>> observers_{};
 };
 

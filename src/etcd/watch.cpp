@@ -10,7 +10,29 @@ key_watch::key_watch(rpc& r, std::string key, std::int64_t start_revision,
     , start_revision_(start_revision)
     , done_(std::move(done)) {}
 
+void key_watch::probe(asio::any_io_executor ex, std::chrono::milliseconds every) {
+    probe_timer_ = std::make_unique<asio::steady_timer>(std::move(ex));
+    probe_every_ = every;
+}
+
+void key_watch::arm_probe() {
+    if (!probe_timer_ || finished_) return;
+    probe_timer_->expires_after(probe_every_);
+    probe_timer_->async_wait([w = weak_from_this()](std::error_code ec) {
+        auto self = w.lock();
+        if (ec || !self || self->finished_) return;
+        if (!std::exchange(self->answered_, false)) return self->finish(result::broken);
+        if (self->stream_) {
+            pb::WatchRequest req;
+            req.mutable_progress_request();
+            self->stream_->write(std::move(req));
+        }
+        self->arm_probe();
+    });
+}
+
 void key_watch::start() {
+    arm_probe(); // an open that never completes is found too
     std::weak_ptr<key_watch> w = weak_from_this();
     rpc_.open_watch(
         [w](pb::WatchResponse&& a) {
@@ -35,6 +57,7 @@ void key_watch::start() {
 }
 
 void key_watch::on_answer(const pb::WatchResponse& a) {
+    answered_ = true;
     for (const auto& ev : a.events())
         if (ev.type() == mvccpb::Event::DELETE && (!range_end_.empty() || ev.kv().key() == key_))
             return finish(result::deleted);
@@ -44,6 +67,7 @@ void key_watch::on_answer(const pb::WatchResponse& a) {
 void key_watch::finish(result r) {
     if (finished_) return;
     finished_ = true;
+    if (probe_timer_) probe_timer_->cancel();
     if (stream_) std::exchange(stream_, nullptr)->cancel();
     auto done = std::move(done_);
     done_ = {};
@@ -54,6 +78,7 @@ void key_watch::cancel() {
     if (finished_) return;
     finished_ = true;
     done_ = {};
+    if (probe_timer_) probe_timer_->cancel();
     if (stream_) std::exchange(stream_, nullptr)->cancel();
 }
 

@@ -8,9 +8,19 @@
 // - broken: the stream ended or the server cancelled the watch (a member died or lost its
 //   leader, the revision was compacted): the caller reads the state again and decides.
 // cancel() ends it without calling `done`.
+//
+// probe(ex, every), before start(): a waiter's watch also proves its member alive. Every `every`
+// it asks for a progress answer (WatchProgressRequest); when nothing at all (no creation, no
+// event, no progress) arrived since the last ask, the watch is `broken`. A frozen or cut-off
+// member is then left within 2 x `every` instead of the 8 s of HTTP/2 pings (rpc.cpp). Holds'
+// watches do not probe (their lease's stream has its own rule, session.hpp): one ask per
+// second per held lock would be the keep-alive's cost many times over.
 #pragma once
 
 #include "etcd/rpc.hpp"
+
+#include <asio/any_io_executor.hpp>
+#include <asio/steady_timer.hpp>
 
 #include <functional>
 #include <memory>
@@ -24,10 +34,12 @@ public:
 
     key_watch(rpc& r, std::string key, std::int64_t start_revision,
               std::function<void(result)> done, std::string range_end = {});
+    void probe(asio::any_io_executor ex, std::chrono::milliseconds every);
     void start();
     void cancel();
 
 private:
+    void arm_probe();
     void on_answer(const pb::WatchResponse& a);
     void finish(result r);
 
@@ -38,6 +50,9 @@ private:
     std::function<void(result)> done_;
     std::shared_ptr<watch_stream> stream_{};
     bool finished_ = false;
+    std::unique_ptr<asio::steady_timer> probe_timer_{};
+    std::chrono::milliseconds probe_every_{0};
+    bool answered_ = false; ///< something arrived since the last probe
 };
 
 } // namespace dlock::detail::etcd
