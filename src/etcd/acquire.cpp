@@ -173,8 +173,9 @@ void acquisition::count(const pb::RangeResponse& oldest, bool own_exists, std::i
     for (const auto& kv : oldest.kvs()) {
         if (kv.value() != permits)
             return fail(make_error_code(errc::invalid_argument),
-                        "the etcd semaphore '" + name_ + "' is held with " + kv.value() +
-                            " permits; this acquisition asked for " + permits);
+                        "the etcd semaphore '" + name_ + "' is held with " +
+                            kv.value().substr(0, 20) + " permits; this acquisition asked for " +
+                            permits);
         mine = mine || kv.key() == key_;
     }
     if (mine) return granted(revision);

@@ -49,10 +49,12 @@ void add_permit_holder(lock_status& st, const mvccpb::KeyValue& kv) {
 void add_contender(lock_status& st, const std::string& range, const mvccpb::KeyValue& kv) {
     const auto kind = kind_of_key(range, kv.key()).value_or(lock_kind::reentrant);
     if (kind == lock_kind::semaphore) return add_permit_holder(st, kv);
+    // A read key holds only with no Mutex or write key before it, so one is before this key
+    // unless the previous key is a holding reader (or there is none): no walk back.
     const bool exclusive_before =
-        std::any_of(st.contenders.begin(), st.contenders.end(), [&](const lock_contender& c) {
-            return kind_of_key(range, c.entry).value_or(lock_kind::reentrant) != lock_kind::read;
-        });
+        !st.contenders.empty() &&
+        !(st.contenders.back().holds &&
+          kind_of_key(range, st.contenders.back().entry) == lock_kind::read);
     lock_contender c;
     c.owner = lease_hex(kv.lease());
     c.entry = kv.key();
