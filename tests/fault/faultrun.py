@@ -853,7 +853,7 @@ def f02(run):
 
 @scenario("F03", "holder paused between the acquire request and its reply (Kleppmann #2)",
           "the validity counts from before the send: a reply read after TTL is no hold",
-          FO_MODES, outcome={m: "SAFE" for m in FO_MODES})
+          "SFR", ext=["FO"], outcome={m: "SAFE" for m in FO_MODES})
 def f03(run):
     run.setup()
     victim = run.workers[0]
@@ -914,7 +914,7 @@ def fault_first_acquire(run, fault, count=1, others_after_ms=300):
 
 @scenario("F05", "acquire request delayed 1.5 s in the network; the client times out, "
           "releases on a new connection, then the SET lands",
-          "no belief; the orphan key lives at most TTL", FO_MODES,
+          "no belief; the orphan key lives at most TTL", "SFR", ext=["FO"],
           outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE", "R": "SAFE, LIVE", "FO": "SAFE"},
           max_gap_ms=2500)
 def f05(run):
@@ -937,7 +937,7 @@ def f06(run):
 
 @scenario("F09", "asymmetric loss: the acquire request is applied, its reply dropped",
           "acquire reported ambiguous, token released best-effort, lock free within TTL",
-          FO_MODES, outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE (fence may be burned)",
+          "SFR", ext=["FO"], outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE (fence may be burned)",
                              "R": "SAFE", "FO": "SAFE, LIVE(TTL)"},
           max_gap_ms=2500)
 def f09(run):
@@ -945,7 +945,7 @@ def f09(run):
 
 
 @scenario("F10", "connection reset right after the acquire request was forwarded",
-          "idempotent retry or ambiguity, never a false hold", FO_MODES,
+          "idempotent retry or ambiguity, never a false hold", "SFR", ext=["FO"],
           outcome={m: "SAFE" for m in FO_MODES}, max_gap_ms=2500)
 def f10(run):
     fault_first_acquire(run, "reset", count=3)
@@ -984,7 +984,7 @@ def f11(run):
 
 
 @scenario("F11s", "slow drip: replies to one worker trickle at 5 bytes/s for 3 s",
-          "every call returns within its deadline", "SFR", ext=["FO"],
+          "every call returns within its deadline", "SR", ext=["F", "FO"],
           outcome=dict({m: "SAFE" for m in "SFR"},
                        FO="SAFE: the master's route (everyone's) drips; no failover (Sentinel's "
                        "PING replies are short enough to pass in time)"))
@@ -1114,7 +1114,7 @@ def f15(run, rate):
 
 
 @scenario("F15a", "server clock runs 0.5 % fast (rate 1.005, under the 1 % drift allowance)",
-          "the drift allowance covers a clock rate error below 1 %", "SFR",
+          "the drift allowance covers a clock rate error below 1 %", "S", ext=["F", "R"],
           outcome={m: "SAFE" for m in "SFR"})
 def f15a(run):
     f15(run, 1.005)
@@ -1274,7 +1274,7 @@ BUSY_SCRIPT = ("local t0 = redis.call('TIME') "
 
 @scenario("F31", "BUSY: another client runs a 400 ms script (busy-reply-threshold 100) 4 times",
           "BUSY is unavailability, retried within the wait; dlock never sends SCRIPT KILL",
-          "SFR", outcome={m: "SAFE" for m in "SFR"})
+          "SR", ext=["F"], outcome={m: "SAFE" for m in "SFR"})
 # (Not in mode FO: Sentinel itself sends SCRIPT KILL to a master that answers its pings with
 # BUSY while subjectively down, so "no SCRIPT KILL" is not dlock's to keep there; measured.)
 def f31(run):
