@@ -144,17 +144,26 @@ bool client::force_unlock(std::string_view name, lock_kind kind) {
 lease client::acquire(std::string_view name, const acquire_options& opts, std::error_code& ec) {
     auto* b = blocking(backend_, ec);
     if (!b) return {};
+    if (opts.warn_margin && opts.warn_margin->count() < 0) {
+        ec = make_error_code(errc::invalid_argument);
+        return {};
+    }
     auto h = b->acquire(name, opts, ec);
+    if (h && !ec) h->set_warn_margin(opts.warn_margin);
     return h && !ec ? detail::access::make_lease(std::move(h)) : lease{};
 }
 
 void client::start_async_acquire(std::string name, const acquire_options& opts,
                                  std::function<void(std::error_code, lease)> done) {
-    backend_->async_acquire(
-        std::move(name), opts,
-        [done = std::move(done)](std::error_code e, std::shared_ptr<detail::hold> h) {
-            done(e, h && !e ? detail::access::make_lease(std::move(h)) : lease{});
-        });
+    if (opts.warn_margin && opts.warn_margin->count() < 0)
+        return done(make_error_code(errc::invalid_argument), lease{});
+    backend_->async_acquire(std::move(name), opts,
+                            [done = std::move(done), margin = opts.warn_margin](
+                                std::error_code e, std::shared_ptr<detail::hold> h) {
+                                if (h && !e) h->set_warn_margin(margin);
+                                done(e,
+                                     h && !e ? detail::access::make_lease(std::move(h)) : lease{});
+                            });
 }
 
 metrics_snapshot client::metrics() const {

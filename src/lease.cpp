@@ -48,6 +48,18 @@ void lease::on_lost(std::function<void()> cb) {
     if (state_) state_->on_lost(std::move(cb));
 }
 
+std::stop_token lease::warning_token() const {
+    return state_ ? state_->warning_token() : std::stop_token{};
+}
+
+void lease::on_warning(std::function<void()> cb) {
+    if (state_) state_->on_warning(std::move(cb));
+}
+
+bool lease::warned() const noexcept {
+    return state_ && state_->warned();
+}
+
 void lease::release() {
     std::error_code ec;
     release(ec);

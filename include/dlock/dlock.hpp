@@ -6,6 +6,7 @@
 #include <dlock/error.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lock_options.hpp>
+#include <dlock/once.hpp>
 #include <dlock/log.hpp>
 #include <dlock/metrics.hpp>
 #include <dlock/multi_lock.hpp>

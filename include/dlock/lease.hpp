@@ -5,7 +5,8 @@
 // the calling thread). Its loss cannot be missed: when the watchdog finds the lock gone or
 // owned by someone else, or the lease deadline passes without a successful renewal, the handle
 // flips to lost, stop_token() is requested, every on_lost() callback runs, and valid_until() is
-// in the past.
+// in the past. Before that, a lease that stops being renewed warns (warning_token(),
+// on_warning()) while a margin of its validity is left.
 #pragma once
 
 #include <dlock/detail/deliver.hpp>
@@ -72,6 +73,21 @@ public:
     /// calling thread when release() or extend() learns it from the server; and at once, on
     /// the thread calling on_lost(), when the lease is lost already.
     void on_lost(std::function<void()> cb);
+
+    ///@{
+    /// The warning before a loss: requested (and every on_warning() callback run, once) when
+    /// the lease's remaining validity falls below its margin without a successful renewal
+    /// (server unreachable, renewals failing, a fixed lease near its end), or at the loss if
+    /// that comes first (a lock deleted by someone else gives no time to warn). The margin is
+    /// acquire_options::warn_margin, by default a third of the lease. A normal release never
+    /// warns; a warning is not withdrawn when a later renewal succeeds (watch lost() for the
+    /// end). Watching starts with the first call of either (an unwatched lease costs nothing);
+    /// callbacks run as on_lost()'s do. An empty lease never warns.
+    std::stop_token warning_token() const;
+    void on_warning(std::function<void()> cb);
+    ///@}
+    /// True once the warning came (see warning_token()).
+    bool warned() const noexcept;
 
     ///@{
     /// Releases the lock. Errors: errc::not_owner when the lock was lost meanwhile (the lease is

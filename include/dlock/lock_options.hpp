@@ -71,6 +71,10 @@ struct acquire_options {
     /// lock_kind::semaphore only: how many holders the semaphore admits at once (>= 1). Every
     /// client of one semaphore must pass the same number, as with Curator.
     unsigned permits = 1;
+    /// The warning stage (lease::warning_token()): how much validity is left when a lease
+    /// that is not being renewed warns. nullopt (default): a third of the lease. Zero warns
+    /// only at the loss. Negative is errc::invalid_argument.
+    std::optional<std::chrono::milliseconds> warn_margin{};
 };
 
 } // namespace dlock

@@ -15,6 +15,10 @@
 // - extend(lease, ec): blocking; not_owner when lost, invalid_argument for lease < 1 ms.
 //   extend_async(lease, done): the same without blocking.
 // - executor(): the backend's I/O executor, empty once the backend is gone.
+// - lease_length(): the lease the backend renews the hold to (zero when it cannot say).
+//
+// The warning stage (core/warning.cpp) is the same for every backend: it needs only
+// valid_until(), which each backend keeps current, and executor() for its timer.
 //
 // Thread safety: every member from any thread (the loss signal's rules apply to callbacks).
 #pragma once
@@ -23,11 +27,14 @@
 
 #include <asio/any_io_executor.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <system_error>
 
@@ -51,9 +58,40 @@ public:
     virtual void extend_async(std::chrono::milliseconds lease,
                               std::function<void(std::error_code)> done) = 0;
     virtual asio::any_io_executor executor() const = 0;
+    /// The lease the hold is renewed to, for the default warning margin (a third of it); zero
+    /// when the backend cannot say (the margin is then a third of the validity left when the
+    /// warning is first watched).
+    virtual std::chrono::milliseconds lease_length() const noexcept { return {}; }
+
+    ///@{
+    /// The warning stage before a loss (core/warning.cpp). Watching starts with the first call
+    /// of either: a timer on executor() wakes when valid_until() comes within the margin and
+    /// looks again (a renewal moved it: wait on; still there: warn). The warning also comes
+    /// with the loss when the loss comes first; a normal release ends the watch without it.
+    std::stop_token warning_token();
+    void on_warning(std::function<void()> cb);
+    ///@}
+    bool warned() const noexcept { return warned_.load(std::memory_order_acquire); }
+    /// The margin (acquire_options::warn_margin); nullopt: a third of lease_length(). Set
+    /// before the hold is handed out.
+    void set_warn_margin(std::optional<std::chrono::milliseconds> m) noexcept { margin_ = m; }
 
 protected:
     hold() = default;
+    /// The warning comes before the loss's stop token and callbacks.
+    void before_loss() override;
+
+private:
+    struct warning_stage;
+    /// The stage, made and armed by the first watcher.
+    std::shared_ptr<warning_stage> stage();
+    void warn(warning_stage& w);
+    static void arm(const std::shared_ptr<hold>& h, const std::shared_ptr<warning_stage>& w);
+
+    std::optional<std::chrono::milliseconds> margin_;
+    std::atomic<bool> warned_{false};
+    std::mutex warn_mu_;
+    std::shared_ptr<warning_stage> warning_; // guarded by warn_mu_
 };
 
 } // namespace dlock::detail

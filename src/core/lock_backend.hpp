@@ -39,6 +39,7 @@
 #include <dlock/inspect.hpp>
 #include <dlock/lock_options.hpp>
 #include <dlock/metrics.hpp>
+#include <dlock/once.hpp>
 
 #include <asio/any_io_executor.hpp>
 
@@ -131,6 +132,22 @@ public:
     virtual lock_status inspect(std::string_view name, lock_kind kind, std::error_code& ec) = 0;
     /// The locks that exist now whose names match `pattern` (glob: * and ?; empty = all).
     virtual std::vector<lock_status> list(std::string_view pattern, std::error_code& ec) = 0;
+
+    /// Run once per period (dlock/once.hpp): claims the slot of `period` the server's clock is
+    /// in for `name` (nullopt: claimed already), or gives a claim back. The facade checked the
+    /// name and the period. The default: errc::unsupported.
+    virtual std::optional<period_slot>
+    claim_period(std::string_view name, std::chrono::milliseconds period, std::error_code& ec) {
+        (void)name, (void)period;
+        ec = make_error_code(errc::unsupported);
+        return std::nullopt;
+    }
+    virtual bool release_period(std::string_view name, const period_slot& slot,
+                                std::error_code& ec) {
+        (void)name, (void)slot;
+        ec = make_error_code(errc::unsupported);
+        return false;
+    }
 
     virtual void shutdown() noexcept = 0;
 };

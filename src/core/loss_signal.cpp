@@ -11,6 +11,7 @@ bool loss_signal::mark_released() noexcept {
 bool loss_signal::mark_lost() {
     if (lost_.exchange(true, std::memory_order_acq_rel)) return false;
     set_valid_until(clock::time_point{});
+    before_loss();
     stop_.request_stop();
     std::vector<std::function<void()>> cbs;
     {

@@ -41,8 +41,13 @@ protected:
     /// Loss: valid_until in the past, stop requested, callbacks run (once). Returns false if
     /// it was lost already.
     bool mark_lost();
+    /// Runs in mark_lost() before the stop token and the loss callbacks (the hold's warning
+    /// comes first: core/warning.cpp).
+    virtual void before_loss() {}
     loss_signal() = default;
-    ~loss_signal() = default;
+    virtual ~loss_signal() = default;
+    loss_signal(const loss_signal&) = delete;
+    loss_signal& operator=(const loss_signal&) = delete;
 
 private:
     std::atomic<std::int64_t> valid_until_ns_{0};

@@ -53,6 +53,10 @@ public:
     /// so `kind` only has to be a Redis kind.
     lock_status inspect(std::string_view name, lock_kind kind, std::error_code& ec) override;
     std::vector<lock_status> list(std::string_view pattern, std::error_code& ec) override;
+    std::optional<period_slot> claim_period(std::string_view name, std::chrono::milliseconds period,
+                                            std::error_code& ec) override;
+    bool release_period(std::string_view name, const period_slot& slot,
+                        std::error_code& ec) override;
     void shutdown() noexcept override;
 
     // ---- Redis only (dlock/redis.hpp: command, masters, command_on_master, async_command) -

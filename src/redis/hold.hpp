@@ -59,6 +59,7 @@ public:
     void extend_async(std::chrono::milliseconds lease_ms,
                       std::function<void(std::error_code)> done) override;
     asio::any_io_executor executor() const override;
+    std::chrono::milliseconds lease_length() const noexcept override { return lease; }
 
     redis_hold() = default;
     redis_hold(const redis_hold&) = delete;

@@ -183,6 +183,64 @@ exec_signals)
   wait $pid; rc=$?
   [ $rc -eq 73 ] || fail "stubborn child: exit $rc, expected 73"
   ;;
+exec_warn_signal)
+  # --warn-signal: the child gets it when the lease stops being renewed, before the loss's SIGTERM.
+  expect_rc 64 "$dlock" exec --warn-signal NOSUCH w0 -- true
+  expect_rc 64 "$dlock" exec --warn-margin 1s w0 -- true
+  expect_rc 0 "$dlock" exec --warn-signal usr1 w0 -- true
+  server_pid=$(rcli INFO server | tr -d '\r' | sed -n 's/^process_id://p')
+  [ -n "$server_pid" ] || fail "no server pid"
+  "$dlock" exec --watchdog 1500ms --warn-signal SIGUSR1 --warn-margin 600ms --kill-after 2s warn1 -- \
+    sh -c "trap 'echo warning >> $tmp/events' USR1; trap 'echo term >> $tmp/events; exit 0' TERM; touch $tmp/ready; while :; do sleep 0.05; done" \
+    2> "$tmp/err" & pid=$!
+  wait_for 5 test -f "$tmp/ready" || fail "child never started"
+  kill -STOP "$server_pid"
+  wait $pid; rc=$?
+  kill -CONT "$server_pid"
+  [ $rc -eq 73 ] || fail "paused server: exit $rc, expected 73; $(cat "$tmp/err")"
+  [ "$(tr '\n' ' ' < "$tmp/events")" = "warning term " ] ||
+    fail "events: '$(cat "$tmp/events")', expected a warning, then the loss"
+  grep -q "is not being renewed" "$tmp/err" || fail "no warning message: $(cat "$tmp/err")"
+  ;;
+exec_once_per)
+  expect_rc 64 "$dlock" exec --once-per 0s o0 -- true
+  expect_rc 64 "$dlock" exec --taken-exit 3 o0 -- true
+  expect_rc 64 "$dlock" exec --once-per 1h --on-failure maybe o0 -- true
+  # One slot of an hour: the first run runs, the next ones are skipped (0, or --taken-exit).
+  expect_rc 0 "$dlock" exec --once-per 1h hourly -- sh -c "echo \$DLOCK_PERIOD_SLOT >> $tmp/hourly"
+  expect_rc 0 "$dlock" exec --once-per 1h hourly -- sh -c "echo again >> $tmp/hourly"
+  expect_rc 3 "$dlock" exec --once-per 1h --taken-exit 3 hourly -- sh -c "echo again >> $tmp/hourly"
+  [ "$(wc -l < "$tmp/hourly")" -eq 1 ] || fail "hourly ran $(wc -l < "$tmp/hourly") times"
+  grep -qE '^[0-9]+$' "$tmp/hourly" || fail "DLOCK_PERIOD_SLOT: '$(cat "$tmp/hourly")'"
+  # A failed run keeps its slot by default; with --on-failure release another run may go.
+  expect_rc 5 "$dlock" exec --once-per 1h keep1 -- sh -c 'exit 5'
+  expect_rc 0 "$dlock" exec --once-per 1h keep1 -- touch "$tmp/keep1"
+  [ -e "$tmp/keep1" ] && fail "a failed run's slot was run again"
+  expect_rc 5 "$dlock" exec --once-per 1h --on-failure release rel1 -- sh -c 'exit 5'
+  expect_rc 0 "$dlock" exec --once-per 1h rel1 -- touch "$tmp/rel1"
+  [ -e "$tmp/rel1" ] || fail "the released slot was not run again"
+  # Three processes racing over about three 1 s slots: never two runs in one slot.
+  for p in 1 2 3; do
+    ( end=$((SECONDS + 4)); while [ $SECONDS -lt $end ]; do
+        "$dlock" exec --once-per 1s race -- sh -c "echo \$DLOCK_PERIOD_SLOT >> $tmp/race"
+      done ) &
+  done
+  wait
+  runs=$(wc -l < "$tmp/race"); slots=$(sort -u "$tmp/race" | wc -l)
+  [ "$runs" -ge 3 ] || fail "only $runs runs in 4 s of 1 s slots"
+  [ "$runs" -eq "$slots" ] || fail "$runs runs in $slots slots: $(sort "$tmp/race" | tr '\n' ' ')"
+  # A client clock 10 minutes ahead changes nothing: the slot is the server's.
+  if [ -n "${DLOCK_SKEW_LIB:-}" ] && [ -e "$DLOCK_SKEW_LIB" ]; then
+    echo "600000 1" > "$tmp/skew"
+    DLOCK_SKEW_FILE=$tmp/skew LD_PRELOAD=$DLOCK_SKEW_LIB "$dlock" exec --once-per 2s skewed -- \
+      sh -c "echo \$DLOCK_PERIOD_SLOT > $tmp/skewed" || fail "skewed run failed"
+    now_ms=$(date +%s%3N) slot=$(cat "$tmp/skewed")
+    off=$(( slot * 2000 - now_ms )); off=${off#-}
+    [ "$off" -lt 10000 ] || fail "skewed client got slot $slot, ${off} ms from the real time"
+    DLOCK_SKEW_FILE=$tmp/skew LD_PRELOAD=$DLOCK_SKEW_LIB date +%s > "$tmp/skewed_date"
+    [ $(( $(cat "$tmp/skewed_date") - now_ms / 1000 )) -ge 590 ] || fail "the skew shim did not skew"
+  fi
+  ;;
 exec_exclusion)
   # Four concurrent execs of one lock: their [start, end] intervals never overlap.
   for i in 1 2 3 4; do

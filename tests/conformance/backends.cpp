@@ -155,6 +155,45 @@ std::string etcd_url(const test::etcd_cluster& c) {
 }
 #endif
 
+// ---- servers of a test's own, which it pauses --------------------------------------------
+
+own_server own_redis() {
+    auto s = std::make_shared<test::redis_server>();
+    return {s->url(), [s] { s->pause(); }, [s] { s->resume(); }, s};
+}
+
+/// Two of the three masters paused: no quorum renews.
+own_server own_redlock() {
+    auto m = std::make_shared<three_masters>();
+    return {redlock_url(*m), [m] { (*m)[0].pause(), (*m)[1].pause(); },
+            [m] { (*m)[0].resume(), (*m)[1].resume(); }, m};
+}
+
+#if defined(DLOCK_WITH_ZOOKEEPER) && DLOCK_WITH_ZOOKEEPER
+own_server own_zookeeper() {
+    auto s = std::make_shared<test::zk_server>();
+    return {s->url() + "?session_timeout=2000&connect_timeout=10000", [s] { s->pause(); },
+            [s] { s->resume(); }, s};
+}
+#endif
+
+#if defined(DLOCK_WITH_POSTGRES) && DLOCK_WITH_POSTGRES
+/// Holds proven alive every 750 ms, for 1.5 s each.
+own_server own_postgres() {
+    auto s = std::make_shared<test::pg_server>();
+    return {s->url("dlock_check=1500"), [s] { s->pause(); }, [s] { s->resume(); }, s};
+}
+#endif
+
+#if defined(DLOCK_WITH_ETCD) && DLOCK_WITH_ETCD
+/// A 2 s lease, kept alive every 667 ms.
+own_server own_etcd() {
+    auto c = std::make_shared<test::etcd_cluster>(1);
+    return {c->url("", "?ttl=2&connect_timeout=2000"), [c] { c->member(0).pause(); },
+            [c] { c->member(0).resume(); }, c};
+}
+#endif
+
 // ---- the environment that stops the servers -------------------------------------------------
 
 class servers final : public ::testing::Environment {
@@ -189,34 +228,51 @@ const std::vector<backend_entry>& backend_list() {
     static const std::vector<backend_entry> all = {
         {"redis", test::redis_available,
          [] { return start_once<test::redis_server>([](auto& s) { return s.url(); }); },
-         redis_client, "redis://127.0.0.1:notaport", redis_kinds},
-        {"sentinel", test::sentinel_available,
+         redis_client, "redis://127.0.0.1:notaport", redis_kinds, own_redis},
+        {"sentinel",
+         test::sentinel_available,
          [] { return start_once<test::redis_sentinel_group>([](auto& g) { return g.url(); }); },
-         redis_client, "redis-sentinel://127.0.0.1:26379", redis_kinds},
-        {"cluster", test::redis_available,
+         redis_client,
+         "redis-sentinel://127.0.0.1:26379",
+         redis_kinds,
+         {},
+         "redis (the same hold and renewal code; a paused Sentinel master fails over: fault F24 "
+         "FO)"},
+        {"cluster",
+         test::redis_available,
          [] { return start_once<test::redis_cluster>([](auto& c) { return c.url(); }); },
-         redis_client, "redis-cluster://127.0.0.1:70000", redis_kinds},
+         redis_client,
+         "redis-cluster://127.0.0.1:70000",
+         redis_kinds,
+         {},
+         "redis (the same hold and renewal code, on the slot's master)"},
         {"redlock", test::redis_available,
          [] { return start_once<three_masters>([](auto& m) { return redlock_url(m); }); },
-         redlock_client, "redlock://127.0.0.1:6379,127.0.0.1:notaport", redlock_kinds},
+         redlock_client, "redlock://127.0.0.1:6379,127.0.0.1:notaport", redlock_kinds, own_redlock},
 #if defined(DLOCK_WITH_ZOOKEEPER) && DLOCK_WITH_ZOOKEEPER
         {"zookeeper", test::zookeeper_available,
          [] {
              return start_once<test::zk_server>(
                  [](auto& s) { return s.url() + "?session_timeout=4000&connect_timeout=10000"; });
          },
-         url_client, "zk://127.0.0.1:70000", zk_kinds},
+         url_client, "zk://127.0.0.1:70000", zk_kinds, own_zookeeper},
 #endif
 #if defined(DLOCK_WITH_POSTGRES) && DLOCK_WITH_POSTGRES
         {"postgresql", test::postgres_available,
          [] { return start_once<test::pg_server>([](auto& s) { return s.url(); }); }, url_client,
-         "postgresql://127.0.0.1/postgres?dlock_key=nope", pg_kinds},
+         "postgresql://127.0.0.1/postgres?dlock_key=nope", pg_kinds, own_postgres},
 #endif
 #if defined(DLOCK_WITH_ETCD) && DLOCK_WITH_ETCD
         {"etcd", test::etcd_available, [] { return start_once<test::etcd_cluster>(etcd_url); },
-         url_client, "etcd://127.0.0.1:70000", etcd_kinds},
-        {"etcd_cluster", test::etcd_available, [] { return start_once<etcd_three>(etcd_url); },
-         url_client, "etcd://127.0.0.1:70000", etcd_kinds},
+         url_client, "etcd://127.0.0.1:70000", etcd_kinds, own_etcd},
+        {"etcd_cluster",
+         test::etcd_available,
+         [] { return start_once<etcd_three>(etcd_url); },
+         url_client,
+         "etcd://127.0.0.1:70000",
+         etcd_kinds,
+         {},
+         "etcd (the same lease session; a paused member of three: etcd_cluster_test)"},
 #endif
     };
     return all;

@@ -55,6 +55,15 @@ struct kind_traits {
     bool status_lease;
 };
 
+/// Server(s) of one test's own, which it may pause (SIGSTOP) and resume.
+struct own_server {
+    /// Short leases: a paused server ends a hold within a few seconds, and a healthy one keeps
+    /// more than 400 ms of validity left between renewals.
+    std::string url;
+    std::function<void()> pause, resume;
+    std::shared_ptr<void> keep; ///< the fixture, stopped with the last copy
+};
+
 /// One backend behind dlock::client.
 struct backend_entry {
     std::string label; ///< for test names: letters, digits, '_'
@@ -69,6 +78,10 @@ struct backend_entry {
     std::string bad_url;
     /// The kinds it offers; every other lock_kind must fail with errc::unsupported.
     std::vector<kind_traits> kinds;
+    /// Starts server(s) of the caller's own (the pause tests); empty where another entry's
+    /// test covers the same code, said in `own_covered_by`.
+    std::function<own_server()> start_own{};
+    std::string own_covered_by{};
 };
 
 /// Every backend of this build, in one list (backends.cpp).

@@ -11,7 +11,11 @@
 #include <atomic>
 #include <functional>
 #include <future>
+#include <mutex>
+#include <string>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 namespace dlock::conformance {
 namespace {
@@ -437,6 +441,89 @@ TEST_P(backend, backend_only_calls_need_their_backend) {
         EXPECT_FALSE(dlock::zookeeper::fenced_set(*c, held, "res", "v", ec));
         EXPECT_EQ(ec, errc::unsupported);
     }
+}
+
+// A lease that cannot renew (its server paused) warns, and then is lost, in that order and
+// apart by about the margin; while renewals work it does not warn.
+TEST_P(backend, a_lease_that_cannot_renew_warns_before_it_is_lost) {
+    const auto& b = *GetParam();
+    if (!b.available()) GTEST_SKIP() << b.label << ": server binaries not installed";
+    if (!b.start_own) GTEST_SKIP() << b.label << ": covered by " << b.own_covered_by;
+    auto s = b.start_own();
+    auto c = b.connect(s.url);
+    constexpr auto margin = 400ms;
+    auto l = c->acquire(fresh_name("warn"),
+                        {.wait = 10s, .kind = b.kinds.front().kind, .warn_margin = margin});
+    ASSERT_TRUE(l);
+    using steady = std::chrono::steady_clock;
+    std::mutex mu;
+    std::vector<std::pair<std::string, steady::time_point>> seen; // guarded by mu
+    l.on_warning([&] {
+        std::lock_guard g(mu);
+        seen.emplace_back("warning", steady::now());
+    });
+    l.on_lost([&] {
+        std::lock_guard g(mu);
+        seen.emplace_back("lost", steady::now());
+    });
+    // Renewals work: the validity moves forward twice, and no warning comes.
+    for (int i = 0; i < 2; ++i) {
+        const auto before = l.valid_until();
+        ASSERT_TRUE(eventually([&] { return l.valid_until() > before; }, 10s)) << "renewal " << i;
+    }
+    EXPECT_FALSE(l.warned());
+    s.pause();
+    const bool lost = eventually([&] { return l.lost(); }, 30s);
+    s.resume();
+    ASSERT_TRUE(lost);
+    std::lock_guard g(mu);
+    ASSERT_EQ(seen.size(), 2u);
+    EXPECT_EQ(seen[0].first, "warning");
+    EXPECT_EQ(seen[1].first, "lost");
+    EXPECT_GE(seen[1].second - seen[0].second, margin / 2) << "the warning came with the loss";
+    EXPECT_TRUE(l.warning_token().stop_requested());
+}
+
+// Run once per period (dlock/once.hpp): one claim per slot across clients; a released claim
+// lets another in; a slot stays taken until its end; a stale release frees nothing. Backends
+// without it say errc::unsupported (so far all but Redis's).
+TEST_P(backend, once_per_period_admits_one_claim_per_slot) {
+    const auto& b = *GetParam();
+    CONFORMANCE_START(b, url);
+    const bool offered = b.label == "redis" || b.label == "sentinel" || b.label == "cluster";
+    auto c1 = b.connect(url), c2 = b.connect(url);
+    const auto name = fresh_name("once");
+    std::error_code ec;
+    auto first = claim_period(*c1, name, 1h, ec);
+    if (!offered) {
+        EXPECT_EQ(ec, errc::unsupported) << b.label;
+        return;
+    }
+    ASSERT_FALSE(ec) << ec.message();
+    ASSERT_TRUE(first);
+    EXPECT_GT(first->left, 0ms);
+    EXPECT_LE(first->left, 1h);
+    EXPECT_FALSE(claim_period(*c2, name, 1h)) << "a second claim of the same slot";
+    EXPECT_FALSE(claim_period(*c1, name, 1h)) << "the same client claims a slot once too";
+    EXPECT_TRUE(release_period(*c1, name, *first));
+    EXPECT_FALSE(release_period(*c1, name, *first)) << "released twice";
+    auto second = claim_period(*c2, name, 1h);
+    ASSERT_TRUE(second) << "a released slot may be claimed again";
+    EXPECT_EQ(second->index, first->index);
+    EXPECT_FALSE(release_period(*c1, name, *first)) << "a stale claim frees nothing";
+    EXPECT_FALSE(claim_period(*c1, name, 1h));
+    // A short period: the slot stays taken until its end, then the next one can be claimed.
+    const auto quick = fresh_name("once-quick");
+    auto s = claim_period(*c1, quick, 1500ms);
+    ASSERT_TRUE(s);
+    if (s->left > 300ms) {
+        EXPECT_FALSE(claim_period(*c2, quick, 1500ms)) << "taken till its end";
+    }
+    EXPECT_TRUE(eventually([&] { return claim_period(*c2, quick, 1500ms).has_value(); }, 5s));
+    EXPECT_EQ(claim_period(*c1, "", 1h, ec), std::nullopt);
+    EXPECT_EQ(ec, errc::invalid_argument);
+    EXPECT_EQ(claim_period(*c1, name, 0ms, ec), std::nullopt);
+    EXPECT_EQ(ec, errc::invalid_argument);
 }
 
 INSTANTIATE_TEST_SUITE_P(conformance, backend, ::testing::ValuesIn(backend_params()),

@@ -174,6 +174,44 @@ void pg_server::stop() {
     pid_ = -1;
 }
 
+namespace {
+
+/// The processes whose parent is `parent` (from /proc/PID/stat).
+std::vector<pid_t> children_of(pid_t parent) {
+    std::vector<pid_t> out;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+        const auto name = e.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream in(e.path() / "stat");
+        std::string line;
+        if (!std::getline(in, line)) continue;
+        // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        const auto close = line.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream rest(line.substr(close + 1));
+        char state = 0;
+        pid_t ppid = 0;
+        if (rest >> state >> ppid && ppid == parent) out.push_back(std::stoi(name));
+    }
+    return out;
+}
+
+} // namespace
+
+void pg_server::pause() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGSTOP); // first: it starts no process while its children are stopped
+    for (const pid_t c : children_of(pid_))
+        ::kill(c, SIGSTOP);
+}
+
+void pg_server::resume() {
+    if (pid_ <= 0) return;
+    for (const pid_t c : children_of(pid_))
+        ::kill(c, SIGCONT);
+    ::kill(pid_, SIGCONT);
+}
+
 void pg_server::kill() {
     if (pid_ <= 0) return;
     ::kill(pid_, SIGKILL);

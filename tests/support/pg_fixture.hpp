@@ -55,6 +55,10 @@ public:
     void start(); ///< (re)starts on the same port and data; waits until it answers
     void stop();  ///< fast shutdown (SIGINT): sessions are ended with 57P01
     void kill();  ///< SIGKILL of the postmaster (its backends exit when they notice)
+    /// SIGSTOP / SIGCONT of the postmaster and every process it started (the session backends
+    /// too: a paused server answers no session).
+    void pause();
+    void resume();
     void restart() {
         stop();
         start();

@@ -9,7 +9,7 @@ _dlock_global_opts="--url --help --version"
 # Options of one subcommand (the global ones are accepted after it too).
 _dlock_options_of() {
     case $1 in
-    exec) echo "--wait --lease --watchdog --kind --permits --kill-after" ;;
+    exec) echo "--wait --lease --watchdog --kind --permits --kill-after --warn-signal --warn-margin --once-per --taken-exit --on-failure" ;;
     status) echo "--json --watch --interval" ;;
     list) echo "--json --watch --interval" ;;
     keys) echo "--kind" ;;
@@ -66,7 +66,15 @@ _dlock() {
         compopt -o nospace 2>/dev/null
         return 0
         ;;
-    --wait | --lease | --watchdog | --kill-after | --seconds | --processes | --threads | \
+    --on-failure)
+        mapfile -t COMPREPLY < <(compgen -W "keep release" -- "$cur")
+        return 0
+        ;;
+    --warn-signal)
+        mapfile -t COMPREPLY < <(compgen -W "USR1 USR2 HUP INT TERM QUIT ALRM" -- "$cur")
+        return 0
+        ;;
+    --wait | --lease | --watchdog | --kill-after | --warn-margin | --once-per | --taken-exit | --seconds | --processes | --threads | \
         --stock | --workers | --keys | --interval | --permits)
         return 0 # a number or a duration: nothing to offer
         ;;

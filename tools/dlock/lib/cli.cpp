@@ -96,7 +96,9 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
         "--version", [] { throw version_requested{}; }, "Print the version and exit");
 
     exec_options ex;
-    std::string wait, lease, watchdog, kill_after = "5s";
+    std::string wait, lease, watchdog, kill_after = "5s", warn_signal, warn_margin, once_per,
+                                       on_failure = "keep";
+    int taken_exit = 0;
     unsigned permits = 0;
     auto* exec = app.add_subcommand("exec", "Run a command while holding a lock: exec NAME -- CMD");
     exec->add_option("--wait", wait, "Give up after this long (0: one try; default: forever)");
@@ -111,6 +113,22 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
                      "With --kind semaphore: how many hold it at once (>= 1; every client of it "
                      "passes the same)");
     exec->add_option("--kill-after", kill_after, "On loss: SIGKILL this long after SIGTERM (5s)");
+    exec->add_option("--warn-signal", warn_signal,
+                     "Send the command this signal (USR1, SIGUSR1, 10) when the lease is not "
+                     "being renewed and less than --warn-margin of it is left, before the loss");
+    exec->add_option("--warn-margin", warn_margin,
+                     "With --warn-signal: how much of the lease is left at the warning (default: "
+                     "a third of the lease)");
+    exec->add_option("--once-per", once_per,
+                     "Run at most once per slot of this period, counted on the server's clock "
+                     "(a slot claimed already: the command is not run)");
+    exec->add_option("--taken-exit", taken_exit,
+                     "With --once-per: the exit status when the slot was taken (default 0)")
+        ->check(CLI::Range(0, 255));
+    exec->add_option("--on-failure", on_failure,
+                     "With --once-per: keep (default: a failed run keeps its slot) | release "
+                     "(another machine may run in the same slot)")
+        ->check(CLI::IsMember({"keep", "release"}));
     exec->add_option("name", ex.name, "Lock name")->required();
 
     std::vector<std::string> status_names;
@@ -212,6 +230,25 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
             }
             if (!watchdog.empty()) ex.watchdog = duration_arg("--watchdog", watchdog);
             ex.kill_after = duration_arg("--kill-after", kill_after);
+            if (!warn_signal.empty()) {
+                const auto sig = signal_from_name(warn_signal);
+                if (!sig)
+                    throw usage_error("--warn-signal: '" + one_line(warn_signal) +
+                                      "' is not a signal (a name such as USR1 or a number)");
+                ex.warn_signal = *sig;
+            }
+            if (!once_per.empty()) {
+                ex.once_per = duration_arg("--once-per", once_per);
+                if (ex.once_per->count() < 1) throw usage_error("--once-per must be at least 1ms");
+                ex.once_taken_exit = taken_exit;
+                ex.once_release_on_failure = on_failure == "release";
+            } else if (exec->count("--taken-exit") != 0 || exec->count("--on-failure") != 0) {
+                throw usage_error("--taken-exit and --on-failure go with --once-per");
+            }
+            if (!warn_margin.empty()) {
+                if (warn_signal.empty()) throw usage_error("--warn-margin goes with --warn-signal");
+                ex.warn_margin = duration_arg("--warn-margin", warn_margin);
+            }
             if (exec->count("--permits") != 0) {
                 if (ex.kind != "semaphore")
                     throw usage_error("--permits goes with --kind semaphore");

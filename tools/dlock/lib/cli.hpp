@@ -2,7 +2,8 @@
 // tests drive it with injected streams and tools/dlock/main.cpp is one line.
 //
 //   dlock [--url URL]... <command> [options]
-//   dlock exec [--wait D] [--lease D] [--watchdog D] [--kind K] [--kill-after D] NAME -- CMD...
+//   dlock exec [--wait D] [--lease D] [--watchdog D] [--kind K] [--kill-after D]
+//              [--warn-signal SIG [--warn-margin D]] NAME -- CMD...
 //   dlock status [--json] NAME...  |  status --watch [--interval D] NAME...
 //   dlock list [--json] [PATTERN]  |  list --watch [--interval D] [PATTERN]
 //   dlock keys [--kind K] NAME

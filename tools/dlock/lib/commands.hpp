@@ -21,6 +21,12 @@ struct exec_options {
     std::string kind{};   ///< a kind_name; empty: lock (reentrant), or simple on Redlock
     unsigned permits = 1; ///< --kind semaphore: how many hold it at once
     std::chrono::milliseconds kill_after{5000}; ///< SIGTERM -> SIGKILL after a loss
+    int warn_signal = 0; ///< sent to the child at the lease's warning (0: none)
+    std::optional<std::chrono::milliseconds> warn_margin{}; ///< acquire_options::warn_margin
+    /// --once-per: run at most once per slot of this period (server clock; dlock/once.hpp)
+    std::optional<std::chrono::milliseconds> once_per{};
+    int once_taken_exit = 0;              ///< --taken-exit: the status of a skipped run
+    bool once_release_on_failure = false; ///< --on-failure release: a failed run frees the slot
     std::string name{};
     std::vector<std::string> command{}; ///< argv of the child; non-empty
 };

@@ -329,6 +329,28 @@ void print_table(std::ostream& out, const std::vector<std::vector<std::string>>&
     }
 }
 
+std::string format_duration(std::chrono::milliseconds d) {
+    const auto ms = d.count();
+    if (ms != 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+    return std::to_string(ms) + "ms";
+}
+
+std::optional<int> signal_from_name(std::string_view s) {
+    if (!s.empty() && s.find_first_not_of("0123456789") == std::string_view::npos) {
+        int n = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+        if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+        return n >= 1 && n < NSIG ? std::optional<int>(n) : std::nullopt;
+    }
+    std::string up;
+    for (const char c : s)
+        up += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (up.starts_with("SIG")) up.erase(0, 3);
+    for (int sig = 1; sig < NSIG; ++sig)
+        if (const char* abbrev = ::sigabbrev_np(sig); abbrev && up == abbrev) return sig;
+    return std::nullopt;
+}
+
 std::string signal_name(int sig) {
     if (const char* abbrev = ::sigabbrev_np(sig)) return std::string("SIG") + abbrev;
     return "signal " + std::to_string(sig);

@@ -124,5 +124,9 @@ void print_table(std::ostream& out, const std::vector<std::vector<std::string>>&
 
 /// The name of signal `sig` ("SIGTERM"), or "signal N".
 std::string signal_name(int sig);
+/// "5s" for whole seconds, "1500ms" otherwise.
+std::string format_duration(std::chrono::milliseconds d);
+/// A signal by name ("USR1", "SIGUSR1", "usr1") or number (1 to NSIG - 1); nullopt otherwise.
+std::optional<int> signal_from_name(std::string_view s);
 
 } // namespace dlock::cli

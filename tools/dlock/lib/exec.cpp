@@ -14,6 +14,7 @@
 //                                                                        exit 73
 #include "commands.hpp"
 #include "inspect.hpp"
+#include "once.hpp"
 
 #include <algorithm>
 #include <array>
@@ -157,16 +158,19 @@ struct spawn_result {
 /// Starts the child: fork, then in the child restore the signal mask, arrange SIGTERM when
 /// dlock dies (so the command never runs on without the lock being renewed), and execvpe.
 /// An exec failure comes back through a close-on-exec pipe.
-spawn_result spawn_child(const exec_options& o, const std::string& token, const sigset_t& mask) {
+spawn_result spawn_child(const exec_options& o, const std::string& token, const std::string& slot,
+                         const sigset_t& mask) {
     // Everything the child needs is built before fork(): after it, in a process that has an
     // I/O thread, the child may only make async-signal-safe calls.
     std::vector<std::string> env_storage;
     for (char** e = environ; *e; ++e)
         if (std::strncmp(*e, "DLOCK_NAME=", 11) != 0 &&
-            std::strncmp(*e, "DLOCK_FENCING_TOKEN=", 20) != 0)
+            std::strncmp(*e, "DLOCK_FENCING_TOKEN=", 20) != 0 &&
+            std::strncmp(*e, "DLOCK_PERIOD_SLOT=", 18) != 0)
             env_storage.emplace_back(*e);
     env_storage.push_back("DLOCK_NAME=" + o.name);
     env_storage.push_back("DLOCK_FENCING_TOKEN=" + token);
+    if (!slot.empty()) env_storage.push_back("DLOCK_PERIOD_SLOT=" + slot);
     std::vector<char*> envp;
     for (auto& e : env_storage)
         envp.push_back(e.data());
@@ -211,12 +215,6 @@ spawn_result spawn_child(const exec_options& o, const std::string& token, const 
     return r;
 }
 
-std::string format_duration(std::chrono::milliseconds d) {
-    const auto ms = d.count();
-    if (ms != 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
-    return std::to_string(ms) + "ms";
-}
-
 /// poll() on `fds`, retrying on EINTR. Errors: std::system_error.
 void poll_fds(pollfd* fds, nfds_t n, int timeout_ms) {
     while (::poll(fds, n, timeout_ms) < 0)
@@ -256,10 +254,11 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     ao.lease = o.lease;
     ao.kind = *kind;
     ao.permits = o.permits;
+    ao.warn_margin = o.warn_margin;
 
     const auto inherited_fds = open_fds();
     signal_block signals; // before the client: its I/O thread inherits the blocked mask
-    event_fd acquired_ev, lost_ev;
+    event_fd acquired_ev, lost_ev, warned_ev;
     // Declared after the fds their I/O thread writes: joined before they close.
     std::optional<client> c;
 
@@ -284,6 +283,13 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     } else {
         c.emplace(open_client(g));
     }
+    // 0. --once-per: the slot first (a slot taken already skips the run, lock untouched).
+    std::optional<once_slot> once;
+    if (o.once_per) {
+        once.emplace(*c, o, err);
+        if (once->taken()) return once->skipped_exit();
+    }
+    const auto ran = [&once](int rc) { return once ? once->finished(rc) : rc; };
     c->async_acquire(o.name, ao, std::move(on_acquired));
     int interrupted_by = 0;
     while (interrupted_by == 0) {
@@ -323,17 +329,19 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
         return exit_code::not_acquired;
     }
     held.on_lost([fd = lost_ev.fd()] { event_fd::notify(fd); });
+    if (o.warn_signal != 0) held.on_warning([fd = warned_ev.fd()] { event_fd::notify(fd); });
 
     // 2. Run the child while the lease is held.
     const std::string token = held.token() ? std::to_string(*held.token()) : "";
     close_on_exec_except(inherited_fds);
-    const auto child = spawn_child(o, token, signals.old_mask());
+    const auto child =
+        spawn_child(o, token, once ? once->slot_index() : std::string(), signals.old_mask());
     if (child.exec_errno != 0) {
         held.release(ec);
         // The client's thread is running but never formats errno text, so strerror is safe here.
         err << "dlock: cannot run '" << one_line(o.command[0])
             << "': " << std::strerror(child.exec_errno) << "\n"; // NOLINT(concurrency-mt-unsafe)
-        return child.exec_errno == ENOENT ? 127 : 126;
+        return ran(child.exec_errno == ENOENT ? 127 : 126);
     }
 
     bool lost = false;
@@ -361,13 +369,25 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
             }
             timeout_ms = static_cast<int>(std::min<long long>(left.count(), 1'000'000));
         }
-        pollfd fds[2] = {{signals.fd(), POLLIN, 0}, {lost_ev.fd(), POLLIN, 0}};
-        poll_fds(fds, 2, timeout_ms);
+        pollfd fds[3] = {
+            {signals.fd(), POLLIN, 0}, {lost_ev.fd(), POLLIN, 0}, {warned_ev.fd(), POLLIN, 0}};
+        poll_fds(fds, 3, timeout_ms);
         while (auto si = signals.next()) {
             const auto sig = static_cast<int>(si->ssi_signo);
             // A signal the kernel sent (the terminal's ^C, ^\, hang-up) went to the whole
             // foreground process group, the child included: forwarding it would deliver it twice.
             if (sig != SIGCHLD && si->ssi_code != SI_KERNEL) ::kill(child.pid, sig);
+        }
+        if (fds[2].revents & POLLIN) {
+            warned_ev.consume();
+            if (!lost && !held.lost()) {
+                const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    held.valid_until() - clock::now());
+                err << "dlock: the lease of '" << o.name << "' is not being renewed ("
+                    << std::max<long long>(left.count(), 0) << " ms left); sending "
+                    << signal_name(o.warn_signal) << " to the command\n";
+                ::kill(child.pid, o.warn_signal);
+            }
         }
         if ((fds[1].revents & POLLIN) && !lost) {
             lost_ev.consume();
@@ -387,10 +407,10 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
             err << "dlock: releasing '" << o.name << "' failed (" << one_line(ec.message())
                 << "); it expires with its lease\n";
     }
-    if (lost) return exit_code::lost;
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) return exit_code::signalled + WTERMSIG(status);
-    return exit_code::software;
+    if (lost) return ran(exit_code::lost);
+    if (WIFEXITED(status)) return ran(WEXITSTATUS(status));
+    if (WIFSIGNALED(status)) return ran(exit_code::signalled + WTERMSIG(status));
+    return ran(exit_code::software);
 }
 
 } // namespace dlock::cli

@@ -1,0 +1,109 @@
+// detail::hold's warning stage, for every backend: a lease whose remaining validity falls
+// below its margin without a renewal warns before it is lost (issue 23, item 4).
+//
+// One timer per watched hold, on the backend's I/O thread, made by the first watcher (a hold
+// nobody watches costs nothing). It is set to valid_until - margin; when it fires it reads
+// valid_until again: a renewal that moved it sets the timer again (once per renewal period),
+// otherwise the hold warns. A loss warns too, first (loss_signal::before_loss), if the timer
+// has not (a key deleted by someone else gives no time to warn); a release ends the watch
+// without a warning.
+#include "core/hold.hpp"
+
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace dlock::detail {
+
+using clock = std::chrono::steady_clock;
+
+struct hold::warning_stage {
+    explicit warning_stage(const asio::any_io_executor& io) {
+        if (io) timer.emplace(io);
+    }
+    std::optional<asio::steady_timer> timer;      ///< used on the I/O thread only; none: no backend
+    clock::duration margin{};                     ///< set by the first arm(), on the I/O thread
+    bool armed = false;                           ///< the margin is set (I/O thread)
+    std::stop_source stop;                        ///< requested by warn()
+    std::vector<std::function<void()>> callbacks; // guarded by the hold's warn_mu_
+};
+
+std::shared_ptr<hold::warning_stage> hold::stage() {
+    std::shared_ptr<warning_stage> w;
+    {
+        std::lock_guard lk(warn_mu_);
+        if (warning_) return warning_;
+        warning_ = w = std::make_shared<warning_stage>(executor());
+    }
+    if (w->timer) // the timer is touched on the I/O thread only
+        asio::post(w->timer->get_executor(), [h = shared_from_this(), w] { arm(h, w); });
+    else if (lost()) // the backend is gone and nothing renews: only a loss can warn
+        warn(*w);
+    return w;
+}
+
+void hold::before_loss() {
+    std::shared_ptr<warning_stage> w;
+    {
+        std::lock_guard lk(warn_mu_);
+        w = warning_;
+    }
+    if (w) warn(*w);
+}
+
+void hold::arm(const std::shared_ptr<hold>& h, const std::shared_ptr<warning_stage>& w) {
+    if (h->released() || h->warned()) return; // a release ends the watch; a warning is once
+    if (h->lost()) return h->warn(*w);        // lost before the first arm
+    const auto now = clock::now();
+    const auto until = h->valid_until();
+    if (!w->armed) {
+        w->armed = true;
+        const auto lease = h->lease_length();
+        w->margin = h->margin_          ? clock::duration(*h->margin_)
+                    : lease.count() > 0 ? clock::duration(lease) / 3
+                                        : std::max(until - now, clock::duration{}) / 3;
+    }
+    if (until - now <= w->margin) return h->warn(*w);
+    w->timer->expires_at(until - w->margin);
+    w->timer->async_wait(
+        [wh = h->weak_from_this(), ww = std::weak_ptr<warning_stage>(w)](std::error_code ec) {
+            if (ec) return;
+            auto hh = wh.lock();
+            auto ws = ww.lock();
+            if (hh && ws) arm(hh, ws);
+        });
+}
+
+void hold::warn(warning_stage& w) {
+    if (warned_.exchange(true, std::memory_order_acq_rel)) return;
+    w.stop.request_stop();
+    std::vector<std::function<void()>> cbs;
+    {
+        std::lock_guard lk(warn_mu_);
+        cbs.swap(w.callbacks);
+    }
+    for (auto& cb : cbs)
+        cb();
+}
+
+std::stop_token hold::warning_token() {
+    return stage()->stop.get_token();
+}
+
+void hold::on_warning(std::function<void()> cb) {
+    auto w = stage();
+    {
+        std::lock_guard lk(warn_mu_);
+        if (!warned()) {
+            w->callbacks.push_back(std::move(cb));
+            return;
+        }
+    }
+    cb();
+}
+
+} // namespace dlock::detail
