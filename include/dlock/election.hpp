@@ -58,6 +58,7 @@ struct leader_info {
     /// leader node's czxid).
     std::uint64_t epoch = 0;
 
+    /// Equal when both the value and the epoch are.
     friend bool operator==(const leader_info&, const leader_info&) = default;
 };
 
@@ -141,6 +142,7 @@ private:
 class observation {
 public:
     observation() noexcept = default; ///< empty: observes nothing
+    /// Moves the observation; the moved-from handle is empty.
     observation(observation&&) noexcept;
     /// Stops what this handle observes (as the destructor), then takes the other's.
     observation& operator=(observation&&) noexcept;
