@@ -137,6 +137,17 @@ leadership client::campaign(std::string_view name, std::string value, const camp
     return detail::access::make_leadership(detail::access::make_lease(std::move(h)), backend_);
 }
 
+void client::start_async_campaign(std::string name, std::string value, const campaign_options& opts,
+                                  std::function<void(std::error_code, leadership)> done) {
+    std::weak_ptr<detail::lock_backend> b = backend_;
+    backend_->async_campaign(
+        std::move(name), std::move(value), opts,
+        [b, done = std::move(done)](std::error_code e, std::shared_ptr<detail::hold> h) {
+            if (e || !h) return done(e, leadership{});
+            done(e, detail::access::make_leadership(detail::access::make_lease(std::move(h)), b));
+        });
+}
+
 std::optional<leader_info> client::leader(std::string_view name) {
     std::error_code ec;
     auto l = leader(name, ec);

@@ -161,6 +161,12 @@ public:
                         std::error_code& ec);
     ///@}
 
+    /// Async twin of campaign(): completes with void(std::error_code, leadership) (an empty
+    /// leadership when not elected within opts.wait). Errors: as campaign().
+    template <class CompletionToken>
+    auto async_campaign(std::string name, std::string value, campaign_options opts,
+                        CompletionToken&& token);
+
     ///@{
     /// The current leader of the election `name` (its value and epoch), or nullopt when
     /// vacant (nobody campaigns). On ZooKeeper: the data and czxid of the lowest node, as
@@ -220,6 +226,8 @@ private:
     /// The non-template parts of the async templates below.
     void start_async_acquire(std::string name, const acquire_options& opts,
                              std::function<void(std::error_code, lease)> done);
+    void start_async_campaign(std::string name, std::string value, const campaign_options& opts,
+                              std::function<void(std::error_code, leadership)> done);
     void start_async_acquire_all(std::vector<lock_ref> locks, const acquire_options& opts,
                                  std::function<void(std::error_code, multi_lease)> done);
 
@@ -254,6 +262,19 @@ auto client::async_acquire_all(std::vector<lock_ref> locks, acquire_options opts
                                         std::move(handler), get_executor()));
         },
         token, std::move(locks), std::move(opts));
+}
+
+template <class CompletionToken>
+auto client::async_campaign(std::string name, std::string value, campaign_options opts,
+                            CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code, leadership)>(
+        [this](auto handler, std::string n, std::string v, campaign_options o) {
+            detail::initiation_scope scope;
+            start_async_campaign(std::move(n), std::move(v), o,
+                                 detail::completion<std::error_code, leadership>(std::move(handler),
+                                                                                 get_executor()));
+        },
+        token, std::move(name), std::move(value), std::move(opts));
 }
 
 } // namespace dlock

@@ -24,7 +24,8 @@
 //   `name` of kind `kind` as the backend stores it; remaining_lease is nullopt where the
 //   backend has no lease (a ZooKeeper node lives as long as its session).
 // - Leader election (dlock/election.hpp; defaults: errc::unsupported): campaign() blocks as
-//   acquire() does (opts.wait, null and ec clear when not elected) and returns the hold of the
+//   acquire() does (opts.wait, null and ec clear when not elected; async_campaign() is its
+//   twin, as async_acquire() is acquire()'s) and returns the hold of the
 //   leader's entry (its fencing token = the epoch); proclaim() changes the value of a leader
 //   hold this backend made (errc::not_owner once it ended); leader() reads the current leader
 //   (nullopt = vacant); observe() delivers the current state, then every change, on the I/O
@@ -51,6 +52,7 @@
 #include <dlock/metrics.hpp>
 
 #include <asio/any_io_executor.hpp>
+#include <asio/post.hpp>
 
 #include <chrono>
 #include <functional>
@@ -150,6 +152,13 @@ public:
         (void)name, (void)value, (void)opts;
         ec = make_error_code(errc::unsupported);
         return nullptr;
+    }
+    /// campaign() without blocking: `done` runs once on the I/O thread.
+    virtual void async_campaign(std::string name, std::string value, const campaign_options& opts,
+                                std::function<void(std::error_code, std::shared_ptr<hold>)> done) {
+        (void)name, (void)value, (void)opts;
+        asio::post(executor(),
+                   [done = std::move(done)] { done(make_error_code(errc::unsupported), nullptr); });
     }
     virtual void proclaim(hold& leader, std::string value, std::error_code& ec) {
         (void)leader, (void)value;

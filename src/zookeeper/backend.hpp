@@ -71,6 +71,8 @@ public:
     // Leader election in Curator's LeaderLatch layout (election.cpp, observe.cpp).
     std::shared_ptr<hold> campaign(std::string_view name, std::string value,
                                    const campaign_options& opts, std::error_code& ec) override;
+    void async_campaign(std::string name, std::string value, const campaign_options& opts,
+                        std::function<void(std::error_code, std::shared_ptr<hold>)> done) override;
     void proclaim(hold& leader, std::string value, std::error_code& ec) override;
     std::optional<leader_info> leader(std::string_view name, std::error_code& ec) override;
     std::shared_ptr<observer> observe(std::string_view name, observe_fn cb,

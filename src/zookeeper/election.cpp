@@ -22,40 +22,46 @@
 
 namespace dlock::detail::zk {
 
-std::shared_ptr<hold> zk_backend::campaign(std::string_view name, std::string value,
-                                           const campaign_options& opts, std::error_code& ec) {
-    ec.clear();
-    if (on_io_thread() || value.size() > leadership::max_value_size) {
-        ec = errc::invalid_argument;
-        return nullptr;
-    }
+void zk_backend::async_campaign(std::string name, std::string value, const campaign_options& opts,
+                                std::function<void(std::error_code, std::shared_ptr<hold>)> done) {
+    const auto post_error = [&](errc e, std::string why) {
+        if (!why.empty()) set_error(std::move(why));
+        rt_.post([done = std::move(done), e] { done(make_error_code(e), nullptr); });
+    };
+    if (shut()) return post_error(errc::cancelled, "the ZooKeeper backend shut down");
+    if (value.size() > leadership::max_value_size)
+        return post_error(errc::invalid_argument,
+                          "the value is over leadership::max_value_size bytes");
     std::string why;
     auto dir = lock_dir(name, &why);
-    if (dir.empty()) {
-        set_error("election name: " + why);
-        ec = errc::invalid_argument;
-        return nullptr;
-    }
-    if (shut()) {
-        ec = errc::cancelled;
-        return nullptr;
-    }
+    if (dir.empty()) return post_error(errc::invalid_argument, "election name: " + why);
     acquire_options o;
     o.kind = lock_kind::reentrant;
     o.wait = opts.wait;
-    using result = std::pair<std::error_code, std::shared_ptr<hold>>;
-    auto slot = std::make_shared<one_shot<result>>();
     // `this`, not a shared_ptr: the I/O thread must never hold the last reference.
-    rt_.post([this, slot, name = std::string(name), dir = std::move(dir), o,
-              value = std::move(value)]() mutable {
+    rt_.post([this, name = std::move(name), dir = std::move(dir), o, value = std::move(value),
+              done = std::move(done)]() mutable {
         auto a = std::make_shared<acquisition>(*this, std::move(name), std::move(dir), o,
-                                               [slot](std::error_code e, std::shared_ptr<hold> h) {
-                                                   slot->set({e, std::move(h)});
-                                               });
+                                               std::move(done));
         a->elect(std::move(value));
         track(a);
         a->start();
     });
+}
+
+std::shared_ptr<hold> zk_backend::campaign(std::string_view name, std::string value,
+                                           const campaign_options& opts, std::error_code& ec) {
+    ec.clear();
+    if (on_io_thread()) {
+        ec = errc::invalid_argument;
+        return nullptr;
+    }
+    using result = std::pair<std::error_code, std::shared_ptr<hold>>;
+    auto slot = std::make_shared<one_shot<result>>();
+    async_campaign(std::string(name), std::move(value), opts,
+                   [slot](std::error_code e, std::shared_ptr<hold> h) {
+                       slot->set({e, std::move(h)});
+                   });
     auto [e, h] = slot->take(); // bounded by the acquisition's own deadlines
     ec = e;
     return h;

@@ -18,6 +18,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <string>
@@ -312,6 +313,14 @@ TEST_F(seam, leader_election_is_unsupported_on_a_backend_without_it) {
     EXPECT_FALSE(c.observe(
         "jobs", [](const std::optional<dlock::leader_info>&) {}, ec));
     EXPECT_EQ(ec, errc::unsupported);
+    std::promise<std::error_code> async_ec;
+    c.async_campaign("jobs", "v", {}, [&](std::error_code e, dlock::leadership l) {
+        EXPECT_FALSE(l);
+        async_ec.set_value(e);
+    });
+    auto f = async_ec.get_future();
+    ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(f.get(), errc::unsupported);
     try {
         (void)c.campaign("jobs", "v");
         ADD_FAILURE() << "a campaign on a backend without elections";

@@ -10,7 +10,10 @@
 
 #include <dlock/dlock.hpp>
 
+#include <asio/use_future.hpp>
+
 #include <atomic>
+#include <future>
 #include <mutex>
 #include <poll.h>
 #include <sys/wait.h>
@@ -336,6 +339,30 @@ TEST_F(zk_election, observe_stopped_from_inside_its_callback_calls_no_more) {
     l.proclaim("b");
     ASSERT_TRUE(eventually([&] { return a.leader("elect/stop")->value == "b"; }));
     EXPECT_EQ(calls.load(), 2);
+}
+
+TEST_F(zk_election, async_campaign_completes_when_elected) {
+    client a(url_);
+    client b(url_);
+    auto la = a.campaign("elect/async", "a", {.wait = 5s});
+    ASSERT_TRUE(la);
+    std::promise<std::pair<std::error_code, leadership>> p;
+    b.async_campaign("elect/async", "b", {.wait = 20s}, [&](std::error_code ec, leadership l) {
+        p.set_value({ec, std::move(l)});
+    });
+    auto f = p.get_future();
+    raw_zk raw(server_->host_port());
+    ASSERT_TRUE(eventually([&] { return raw.children("/elect/async").size() == 2; }));
+    EXPECT_EQ(f.wait_for(0s), std::future_status::timeout) << "a still leads";
+    la.resign();
+    ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+    auto [ec, lb] = f.get();
+    EXPECT_FALSE(ec);
+    ASSERT_TRUE(lb);
+    EXPECT_EQ(b.leader("elect/async")->value, "b");
+    // Errors come through the handler too.
+    auto bad = b.async_campaign("", "x", {}, asio::use_future);
+    EXPECT_THROW(bad.get(), std::system_error);
 }
 
 TEST_F(zk_election, campaign_with_zero_wait_on_a_held_election_returns_empty) {
