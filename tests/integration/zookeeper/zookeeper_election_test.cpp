@@ -5,6 +5,7 @@
 // and across a session expiry; one attempt on a held election; bad names; and one election
 // shared with a real Apache Curator 5.4.0 LeaderLatch (CuratorPeer.java), both directions.
 #include "access.hpp"
+#include "zookeeper_fault_proxy.hpp"
 #include "zookeeper_peer.hpp"
 #include "zookeeper_test_util.hpp"
 
@@ -320,6 +321,35 @@ TEST_F(zk_election, observe_catches_up_after_its_session_expired) {
     ASSERT_TRUE(eventually([&] { return rec.last_is("a-after-expiry"); }, 20s));
     la.resign();
     ASSERT_TRUE(eventually([&] { return rec.last_is(""); }, 20s)) << "and it keeps observing";
+}
+
+TEST_F(zk_election, observe_catches_up_after_a_reconnect_within_its_session) {
+    // A server that allows 20 s sessions; the observer's connection goes through a proxy that
+    // cuts it and refuses reconnects while the leader proclaims.
+    server_ = std::make_unique<zk_server>(zk_options{.tick_ms = 1000, .extra_config = {}});
+    zk_fault_proxy proxy(server_->port());
+    client a(server_->url() + "?session_timeout=8000&connect_timeout=10000");
+    client o("zk://127.0.0.1:" + std::to_string(proxy.port()) +
+             "?session_timeout=8000&connect_timeout=10000");
+    auto la = a.campaign("elect/reconnect", "a", {.wait = 5s});
+    ASSERT_TRUE(la);
+    recorder rec;
+    auto obs = o.observe("elect/reconnect", [&](const std::optional<leader_info>& v) { rec(v); });
+    ASSERT_TRUE(rec.last_is("a"));
+    const auto s = zk_of(o).current_session();
+    ASSERT_TRUE(s);
+    const auto id = s->id();
+    proxy.refuse(true);
+    proxy.cut();
+    ASSERT_TRUE(eventually([&] { return !s->connected(); }));
+    la.proclaim("a-while-disconnected");
+    proxy.refuse(false);
+    ASSERT_TRUE(eventually([&] { return rec.last_is("a-while-disconnected"); }, 20s))
+        << "the re-registered watch fires for the change made meanwhile";
+    EXPECT_EQ(zk_of(o).current_session()->id(), id) << "the same session: a reconnect";
+    EXPECT_GE(s->reconnects(), 1u);
+    la.resign();
+    ASSERT_TRUE(eventually([&] { return rec.last_is(""); }, 20s));
 }
 
 TEST_F(zk_election, observe_stopped_from_inside_its_callback_calls_no_more) {
