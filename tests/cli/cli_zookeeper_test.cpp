@@ -2,6 +2,7 @@
 // node's czxid), status shows holder and waiters with sessions, list finds the lock, unlock
 // --force deletes the holder's node, a bad URL exits 78, and the demo runs with its lock on
 // a private ZooKeeper.
+#include "zookeeper/zookeeper_peer.hpp"
 #include "zookeeper/zookeeper_test_util.hpp"
 
 #include <array>
@@ -138,6 +139,23 @@ TEST_F(zk_cli, elect_runs_the_command_while_leading_and_leader_shows_it) {
     EXPECT_EQ(r.code, 75) << r.out;
     r = dlock_cli(url_ + " leader jobs/lead");
     EXPECT_NE(r.out.find("leader 'other'"), std::string::npos) << r.out;
+}
+
+TEST_F(zk_cli, leader_watch_prints_every_change_until_a_signal) {
+    peer_process watch(
+        {DLOCK_CLI_BINARY, "--url", server_->url(), "leader", "--watch", "--json", "jobs/watched"});
+    EXPECT_EQ(watch.line(20s), "{\"name\":\"jobs/watched\",\"vacant\":true}");
+    auto other = zk_backend_for(server_->url());
+    std::error_code ec;
+    auto h = other->campaign("jobs/watched", "host-b", {.wait = 5s}, ec);
+    ASSERT_TRUE(h);
+    EXPECT_EQ(watch.line(20s), "{\"name\":\"jobs/watched\",\"vacant\":false,\"value\":\"host-b\","
+                               "\"epoch\":" +
+                                   std::to_string(*h->fencing_token()) + "}");
+    h->release_blocking(ec);
+    EXPECT_EQ(watch.line(20s), "{\"name\":\"jobs/watched\",\"vacant\":true}");
+    ::kill(watch.pid(), SIGTERM);
+    EXPECT_EQ(watch.line(20s), "") << "ended by the signal";
 }
 
 TEST_F(zk_cli, elect_stops_the_command_when_leadership_is_lost) {

@@ -1,8 +1,8 @@
 // The peer processes of the ZooKeeper interop tests: a child process driven by its stdin and read
 // line by line from its stdout (with deadlines), and a real Apache Curator 5.4.0 client
 // (Debian's libcurator-recipes-java, run by Java 17's single-file launcher from
-// CuratorPeer.java). Tests that use curator_peer define DLOCK_CURATOR_PEER_SOURCE and skip
-// when curator_class_path() is empty.
+// CuratorPeer.java). curator_peer exists where DLOCK_CURATOR_PEER_SOURCE is defined; tests that
+// use it skip when curator_class_path() is empty.
 #pragma once
 
 #include <chrono>
@@ -94,6 +94,7 @@ public:
             buf_.append(b, static_cast<std::size_t>(n));
         }
     }
+    pid_t pid() const { return pid_; }
     /// Writes `l` and a newline to its stdin (a command of an interactive peer).
     void send(const std::string& l) {
         static const bool ignore_sigpipe = [] { return ::signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
@@ -114,6 +115,7 @@ private:
     std::string buf_{};
 };
 
+#ifdef DLOCK_CURATOR_PEER_SOURCE
 /// A Curator 5.4.0 client: CuratorPeer.java <connect> <path> <kind> <action> <ms>.
 class curator_peer : public peer_process {
 public:
@@ -123,5 +125,6 @@ public:
                         curator_class_path(), std::string(DLOCK_CURATOR_PEER_SOURCE), connect, path,
                         kind, action, std::to_string(wait.count())}) {}
 };
+#endif
 
 } // namespace dlock::test

@@ -11,7 +11,7 @@ _dlock_options_of() {
     case $1 in
     exec) echo "--wait --lease --watchdog --kind --permits --kill-after" ;;
     elect) echo "--value --wait --kill-after" ;;
-    leader) echo "--json" ;;
+    leader) echo "--json --watch" ;;
     status) echo "--json --watch --interval" ;;
     list) echo "--json --watch --interval" ;;
     keys) echo "--kind" ;;

@@ -127,9 +127,11 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     elect->add_option("name", el.name, "Election name")->required();
 
     std::string leader_name;
-    bool leader_json = false;
+    bool leader_json = false, leader_watch = false;
     auto* leader = app.add_subcommand("leader", "The leader of an election: value and epoch");
-    leader->add_flag("--json", leader_json, "Print one JSON object");
+    leader->add_flag("--json", leader_json, "Print one JSON object (per line with --watch)");
+    leader->add_flag("--watch", leader_watch,
+                     "Print the leader now and after every change until Ctrl-C");
     leader->add_option("name", leader_name, "Election name")->required();
 
     std::vector<std::string> status_names;
@@ -250,7 +252,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
             return run_elect(g, el, err);
         }
         if (has_separator) throw usage_error("'--' is only valid with exec and elect");
-        if (leader->parsed()) return run_leader(g, leader_name, leader_json, out);
+        if (leader->parsed()) return run_leader(g, leader_name, leader_json, leader_watch, out);
         const bool terminal = &out == &std::cout && ::isatty(STDOUT_FILENO) == 1;
         if (status->parsed() && status_watch) {
             if (status_json) throw usage_error("--watch and --json do not go together");

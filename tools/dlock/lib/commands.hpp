@@ -57,10 +57,13 @@ struct elect_options {
 /// library error (64 a bad name, 69 unreachable, 78 a backend without elections, ...).
 int run_elect(const global_options& g, const elect_options& o, std::ostream& err);
 
-/// `dlock leader [--json] NAME`: the current leader of the election NAME, its value and epoch,
-/// or vacant (client::leader); --json: {"name":..,"vacant":false,"value":..,"epoch":N} or
-/// {"name":..,"vacant":true}. Exit: 0 (also when vacant); the codes of diagnose() otherwise.
-int run_leader(const global_options& g, const std::string& name, bool json, std::ostream& out);
+/// `dlock leader [--json] [--watch] NAME`: the current leader of the election NAME, its value and
+/// epoch, or vacant (client::leader); --json: {"name":..,"vacant":false,"value":..,"epoch":N} or
+/// {"name":..,"vacant":true}; --watch: that line now and after every change (client::observe)
+/// until SIGINT, SIGTERM, SIGHUP or SIGQUIT. Exit: 0 (also when vacant, and when a watch is
+/// ended by a signal); 78 on a backend without elections; the codes of diagnose() otherwise.
+int run_leader(const global_options& g, const std::string& name, bool json, bool watch,
+               std::ostream& out);
 
 /// `dlock status [--json] NAME...`: holders, hold counts, remaining lease, waiters, fencing
 /// counter of each lock, as its backend records it (Redis: the Redisson / redis-py layout;

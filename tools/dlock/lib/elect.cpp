@@ -104,6 +104,16 @@ pid_t spawn(const std::vector<std::string>& argv, std::vector<std::string>& env,
     return pid;
 }
 
+/// A library error of `doing` as a failure; elections not offered are named as such.
+failure election_failure(client& c, const std::error_code& ec, const std::string& doing,
+                         const std::string& name) {
+    if (ec == errc::unsupported)
+        return failure(exit_code::config, doing + ": leader election is not offered on " +
+                                              std::string(c.backend_name()) +
+                                              " yet (ZooKeeper, zk://, has it)");
+    return diagnose(c, ec, doing, name);
+}
+
 int exit_status(int status) {
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) return exit_code::signalled + WTERMSIG(status);
@@ -141,7 +151,7 @@ int run_elect(const global_options& g, const elect_options& o, std::ostream& err
         return exit_code::signalled + interrupted_by;
     }
     campaigner.join();
-    if (ec) throw diagnose(*c, ec, "cannot campaign in '" + o.name + "'", o.name);
+    if (ec) throw election_failure(*c, ec, "cannot campaign in '" + o.name + "'", o.name);
     if (!l) {
         err << "dlock: not elected in '" << one_line(o.name) << "' within --wait\n";
         return exit_code::not_acquired;
@@ -192,11 +202,10 @@ int run_elect(const global_options& g, const elect_options& o, std::ostream& err
     return exit_status(status);
 }
 
-int run_leader(const global_options& g, const std::string& name, bool json, std::ostream& out) {
-    auto c = open_client(g);
-    std::error_code ec;
-    const auto li = c.leader(name, ec);
-    if (ec) throw diagnose(c, ec, "cannot read the leader of '" + name + "'", name);
+namespace {
+
+void print_leader(std::ostream& out, const std::string& name, const std::optional<leader_info>& li,
+                  bool json) {
     if (json) {
         out << "{\"name\":";
         json_string(out, name);
@@ -207,14 +216,43 @@ int run_leader(const global_options& g, const std::string& name, bool json, std:
         } else {
             out << ",\"vacant\":true}\n";
         }
-        return exit_code::ok;
-    }
-    if (li)
+    } else if (li) {
         out << one_line(name) << ": leader '" << one_line(li->value) << "', epoch " << li->epoch
             << "\n";
-    else
+    } else {
         out << one_line(name) << ": vacant (no leader)\n";
-    return exit_code::ok;
+    }
+    out.flush();
+}
+
+} // namespace
+
+int run_leader(const global_options& g, const std::string& name, bool json, bool watch,
+               std::ostream& out) {
+    if (!watch) {
+        auto c = open_client(g);
+        std::error_code ec;
+        const auto li = c.leader(name, ec);
+        if (ec) throw election_failure(c, ec, "cannot read the leader of '" + name + "'", name);
+        print_leader(out, name, li, json);
+        return exit_code::ok;
+    }
+    blocked_signals signals; // before the client: its threads inherit the blocked mask
+    auto c = open_client(g);
+    std::error_code ec;
+    // The callback runs on the client's I/O thread, one call at a time; this thread only waits.
+    auto obs = c.observe(
+        name, [&](const std::optional<leader_info>& li) { print_leader(out, name, li, json); }, ec);
+    if (ec) throw election_failure(c, ec, "cannot watch the leader of '" + name + "'", name);
+    for (;;) {
+        pollfd fds[1] = {{signals.fd(), POLLIN, 0}};
+        wait_any(fds, 1, -1);
+        for (int s; (s = signals.next()) != 0;)
+            if (s != SIGCHLD) {
+                obs.stop(); // no callback after this
+                return exit_code::ok;
+            }
+    }
 }
 
 } // namespace dlock::cli
