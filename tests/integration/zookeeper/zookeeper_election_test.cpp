@@ -308,6 +308,26 @@ TEST_F(zk_election, observe_sees_leader_vacant_new_leader_in_order) {
     EXPECT_EQ(rec.size(), 5u);
 }
 
+TEST_F(zk_election, observe_follows_an_election_whose_directory_was_reaped_and_made_again) {
+    client a(url_);
+    client o(url_);
+    raw_zk raw(server_->host_port());
+    recorder rec;
+    auto la = a.campaign("elect/reaped/e", "a", {.wait = 5s});
+    ASSERT_TRUE(la);
+    auto obs = o.observe("elect/reaped/e", [&](const std::optional<leader_info>& v) { rec(v); });
+    ASSERT_TRUE(rec.last_is("a"));
+    la.resign();
+    ASSERT_TRUE(eventually([&] { return rec.last_is(""); }));
+    // The empty CONTAINER directory is reaped by the server (every second in the fixture).
+    ASSERT_TRUE(eventually([&] { return !raw.exists("/elect/reaped/e"); }, 10s));
+    auto lb = a.campaign("elect/reaped/e", "b", {.wait = 5s});
+    ASSERT_TRUE(lb);
+    ASSERT_TRUE(eventually([&] { return rec.last_is("b"); }))
+        << "the exists watch on the missing directory sees it made again";
+    EXPECT_EQ(rec.size(), 3u);
+}
+
 TEST_F(zk_election, observe_catches_up_after_its_session_expired) {
     client a(url_);
     client o(url_);
