@@ -141,6 +141,23 @@ TEST_F(zk_cli, elect_runs_the_command_while_leading_and_leader_shows_it) {
     EXPECT_NE(r.out.find("leader 'other'"), std::string::npos) << r.out;
 }
 
+TEST_F(zk_cli, elect_forwards_sigterm_and_reports_a_missing_command) {
+    auto r = dlock_cli(url_ + " elect --wait 5s jobs/fwd -- no-such-command-dlock-test");
+    EXPECT_EQ(r.code, 127) << r.out;
+    // SIGTERM to dlock reaches the command (which exits 7 on it); dlock resigns and exits 7.
+    peer_process elect({DLOCK_CLI_BINARY, "--url", server_->url(), "elect", "--wait", "5s",
+                        "jobs/fwd", "--", "sh", "-c",
+                        "trap 'exit 7' TERM; echo leading; while :; do sleep 0.05; done"});
+    ASSERT_EQ(elect.line(20s), "leading");
+    ::kill(elect.pid(), SIGTERM);
+    int status = 0;
+    ASSERT_TRUE(
+        eventually([&] { return ::waitpid(elect.pid(), &status, WNOHANG) == elect.pid(); }, 20s));
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7) << status;
+    r = dlock_cli(url_ + " leader jobs/fwd");
+    EXPECT_NE(r.out.find("vacant"), std::string::npos) << "resigned: " << r.out;
+}
+
 TEST_F(zk_cli, leader_watch_prints_every_change_until_a_signal) {
     peer_process watch(
         {DLOCK_CLI_BINARY, "--url", server_->url(), "leader", "--watch", "--json", "jobs/watched"});
