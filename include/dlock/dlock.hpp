@@ -7,11 +7,11 @@
 #include <dlock/error.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lock_options.hpp>
-#include <dlock/once.hpp>
 #include <dlock/log.hpp>
 #include <dlock/metrics.hpp>
 #include <dlock/multi_lock.hpp>
 #include <dlock/mutex.hpp>
+#include <dlock/once.hpp>
 #include <dlock/postgres.hpp>
 #include <dlock/redis.hpp>
 #include <dlock/redlock.hpp>

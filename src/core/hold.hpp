@@ -32,7 +32,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -44,7 +43,9 @@ class hold : public loss_signal, public std::enable_shared_from_this<hold> {
 public:
     hold(const hold&) = delete;
     hold& operator=(const hold&) = delete;
-    virtual ~hold() = default;
+    hold(hold&&) = delete;
+    hold& operator=(hold&&) = delete;
+    ~hold() override; // frees the warning stage (core/warning.cpp)
 
     /// The lock's name as the caller gave it.
     virtual const std::string& name() const noexcept = 0;
@@ -71,10 +72,12 @@ public:
     std::stop_token warning_token();
     void on_warning(std::function<void()> cb);
     ///@}
-    bool warned() const noexcept { return warned_.load(std::memory_order_acquire); }
+    bool warned() const noexcept;
     /// The margin (acquire_options::warn_margin); nullopt: a third of lease_length(). Set
     /// before the hold is handed out.
-    void set_warn_margin(std::optional<std::chrono::milliseconds> m) noexcept { margin_ = m; }
+    void set_warn_margin(std::optional<std::chrono::milliseconds> m) noexcept {
+        margin_ms_ = m ? m->count() : -1;
+    }
 
 protected:
     hold() = default;
@@ -83,15 +86,15 @@ protected:
 
 private:
     struct warning_stage;
-    /// The stage, made and armed by the first watcher.
-    std::shared_ptr<warning_stage> stage();
-    void warn(warning_stage& w);
-    static void arm(const std::shared_ptr<hold>& h, const std::shared_ptr<warning_stage>& w);
+    /// The stage, made and armed by the first watcher; it lives as long as the hold.
+    warning_stage& stage();
+    static void warn(warning_stage& w);
+    static void arm(const std::shared_ptr<hold>& h, warning_stage& w);
 
-    std::optional<std::chrono::milliseconds> margin_;
-    std::atomic<bool> warned_{false};
-    std::mutex warn_mu_;
-    std::shared_ptr<warning_stage> warning_; // guarded by warn_mu_
+    // 16 bytes for every hold (10,000 held locks must stay under 1 KiB each); the rest of the
+    // stage is allocated only for a watched hold.
+    std::int64_t margin_ms_ = -1;                  ///< acquire_options::warn_margin; -1: none
+    std::atomic<warning_stage*> warning_{nullptr}; ///< made once by stage(), freed with the hold
 };
 
 } // namespace dlock::detail

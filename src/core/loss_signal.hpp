@@ -46,6 +46,8 @@ protected:
     virtual void before_loss() {}
     loss_signal() = default;
     virtual ~loss_signal() = default;
+    loss_signal(loss_signal&&) = delete;
+    loss_signal& operator=(loss_signal&&) = delete;
     loss_signal(const loss_signal&) = delete;
     loss_signal& operator=(const loss_signal&) = delete;
 

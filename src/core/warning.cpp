@@ -13,6 +13,9 @@
 #include <asio/steady_timer.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -25,65 +28,69 @@ struct hold::warning_stage {
     explicit warning_stage(const asio::any_io_executor& io) {
         if (io) timer.emplace(io);
     }
-    std::optional<asio::steady_timer> timer;      ///< used on the I/O thread only; none: no backend
-    clock::duration margin{};                     ///< set by the first arm(), on the I/O thread
-    bool armed = false;                           ///< the margin is set (I/O thread)
-    std::stop_source stop;                        ///< requested by warn()
-    std::vector<std::function<void()>> callbacks; // guarded by the hold's warn_mu_
+    std::optional<asio::steady_timer> timer; ///< used on the I/O thread only; none: no backend
+    clock::duration margin{};                ///< set by the first arm(), on the I/O thread
+    bool armed = false;                      ///< the margin is set (I/O thread)
+    std::atomic<bool> warned{false};
+    std::stop_source stop; ///< requested by warn()
+    std::mutex mu;
+    std::vector<std::function<void()>> callbacks; // guarded by mu
 };
 
-std::shared_ptr<hold::warning_stage> hold::stage() {
-    std::shared_ptr<warning_stage> w;
-    {
-        std::lock_guard lk(warn_mu_);
-        if (warning_) return warning_;
-        warning_ = w = std::make_shared<warning_stage>(executor());
-    }
-    if (w->timer) // the timer is touched on the I/O thread only
-        asio::post(w->timer->get_executor(), [h = shared_from_this(), w] { arm(h, w); });
+hold::~hold() {
+    delete warning_.load(std::memory_order_acquire);
+}
+
+bool hold::warned() const noexcept {
+    const auto* w = warning_.load(std::memory_order_acquire);
+    return w && w->warned.load(std::memory_order_acquire);
+}
+
+hold::warning_stage& hold::stage() {
+    if (auto* w = warning_.load(std::memory_order_acquire)) return *w;
+    auto fresh = std::make_unique<warning_stage>(executor());
+    warning_stage* expected = nullptr;
+    if (!warning_.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel))
+        return *expected; // another thread made it first
+    auto& w = *fresh.release();
+    if (w.timer) // the timer is touched on the I/O thread only
+        asio::post(w.timer->get_executor(), [h = shared_from_this(), &w] { arm(h, w); });
     else if (lost()) // the backend is gone and nothing renews: only a loss can warn
-        warn(*w);
+        warn(w);
     return w;
 }
 
 void hold::before_loss() {
-    std::shared_ptr<warning_stage> w;
-    {
-        std::lock_guard lk(warn_mu_);
-        w = warning_;
-    }
-    if (w) warn(*w);
+    if (auto* w = warning_.load(std::memory_order_acquire)) warn(*w);
 }
 
-void hold::arm(const std::shared_ptr<hold>& h, const std::shared_ptr<warning_stage>& w) {
-    if (h->released() || h->warned()) return; // a release ends the watch; a warning is once
-    if (h->lost()) return h->warn(*w);        // lost before the first arm
+void hold::arm(const std::shared_ptr<hold>& h, warning_stage& w) {
+    if (h->released() || w.warned.load()) return; // a release ends the watch; a warning is once
+    if (h->lost()) return warn(w);                // lost before the first arm
     const auto now = clock::now();
     const auto until = h->valid_until();
-    if (!w->armed) {
-        w->armed = true;
+    if (!w.armed) {
+        w.armed = true;
         const auto lease = h->lease_length();
-        w->margin = h->margin_          ? clock::duration(*h->margin_)
-                    : lease.count() > 0 ? clock::duration(lease) / 3
-                                        : std::max(until - now, clock::duration{}) / 3;
+        w.margin = h->margin_ms_ >= 0  ? clock::duration(std::chrono::milliseconds(h->margin_ms_))
+                   : lease.count() > 0 ? clock::duration(lease) / 3
+                                       : std::max(until - now, clock::duration{}) / 3;
     }
-    if (until - now <= w->margin) return h->warn(*w);
-    w->timer->expires_at(until - w->margin);
-    w->timer->async_wait(
-        [wh = h->weak_from_this(), ww = std::weak_ptr<warning_stage>(w)](std::error_code ec) {
-            if (ec) return;
-            auto hh = wh.lock();
-            auto ws = ww.lock();
-            if (hh && ws) arm(hh, ws);
-        });
+    if (until - now <= w.margin) return warn(w);
+    w.timer->expires_at(until - w.margin);
+    // The stage lives as long as the hold: alive whenever the weak pointer locks.
+    w.timer->async_wait([wh = h->weak_from_this(), &w](std::error_code ec) {
+        if (ec) return;
+        if (auto hh = wh.lock()) arm(hh, w);
+    });
 }
 
 void hold::warn(warning_stage& w) {
-    if (warned_.exchange(true, std::memory_order_acq_rel)) return;
+    if (w.warned.exchange(true, std::memory_order_acq_rel)) return;
     w.stop.request_stop();
     std::vector<std::function<void()>> cbs;
     {
-        std::lock_guard lk(warn_mu_);
+        std::lock_guard lk(w.mu);
         cbs.swap(w.callbacks);
     }
     for (auto& cb : cbs)
@@ -91,15 +98,15 @@ void hold::warn(warning_stage& w) {
 }
 
 std::stop_token hold::warning_token() {
-    return stage()->stop.get_token();
+    return stage().stop.get_token();
 }
 
 void hold::on_warning(std::function<void()> cb) {
-    auto w = stage();
+    auto& w = stage();
     {
-        std::lock_guard lk(warn_mu_);
-        if (!warned()) {
-            w->callbacks.push_back(std::move(cb));
+        std::lock_guard lk(w.mu);
+        if (!w.warned.load(std::memory_order_acquire)) {
+            w.callbacks.push_back(std::move(cb));
             return;
         }
     }

@@ -151,7 +151,7 @@ std::optional<leader_info> zk_backend::leader(std::string_view name, std::error_
                     read_first(s, dir, sort_latch(std::move(r.children)), 0,
                                [failed, done](int rc, std::optional<leader_info> l) {
                                    if (rc != ZOK) return failed(rc);
-                                   done({{}, std::move(l)});
+                                   done({{}, l});
                                });
                 });
             });
