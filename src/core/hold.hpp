@@ -78,6 +78,8 @@ public:
     void set_warn_margin(std::optional<std::chrono::milliseconds> m) noexcept {
         margin_ms_ = m ? m->count() : -1;
     }
+    /// The warning stage's state (core/warning.cpp; opaque here).
+    struct warning_stage;
 
 protected:
     hold() = default;
@@ -85,7 +87,6 @@ protected:
     void before_loss() override;
 
 private:
-    struct warning_stage;
     /// The stage, made and armed by the first watcher; it lives as long as the hold.
     warning_stage& stage();
     static void warn(warning_stage& w);

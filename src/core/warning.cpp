@@ -9,7 +9,10 @@
 // without a warning.
 #include "core/hold.hpp"
 
+#include <asio/execution/context.hpp>
+#include <asio/execution_context.hpp>
 #include <asio/post.hpp>
+#include <asio/query.hpp>
 #include <asio/steady_timer.hpp>
 
 #include <algorithm>
@@ -17,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -24,10 +28,54 @@ namespace dlock::detail {
 
 using clock = std::chrono::steady_clock;
 
+namespace {
+
+/// The warning timers alive on one io_context. A lease may outlive its client, and with it its
+/// warning stage; a timer destroyed after its io_context would touch freed memory. So each
+/// context has this service (asio shuts a context's services down before it destroys any), and
+/// its shutdown drops every timer still registered; a stage leaves the registry when it goes.
+/// The registry is shared, so a stage that outlives the context still finds its mutex.
+struct timer_registry {
+    std::mutex mu;
+    bool closed = false;                           // guarded by mu
+    std::unordered_set<hold::warning_stage*> live; // guarded by mu
+};
+
+class warning_timers final : public asio::execution_context::service {
+public:
+    using key_type = warning_timers;
+    explicit warning_timers(asio::execution_context& ctx)
+        : asio::execution_context::service(ctx) {}
+    const std::shared_ptr<timer_registry>& registry() const noexcept { return reg_; }
+
+private:
+    void shutdown() override; // below: it needs warning_stage
+
+    std::shared_ptr<timer_registry> reg_ = std::make_shared<timer_registry>();
+};
+
+} // namespace
+
 struct hold::warning_stage {
     explicit warning_stage(const asio::any_io_executor& io) {
-        if (io) timer.emplace(io);
+        if (!io) return;
+        auto& ctx = asio::query(io, asio::execution::context);
+        reg = asio::use_service<warning_timers>(ctx).registry();
+        std::lock_guard lk(reg->mu);
+        if (reg->closed) return;
+        timer.emplace(io);
+        reg->live.insert(this);
     }
+    ~warning_stage() {
+        if (!reg) return;
+        std::lock_guard lk(reg->mu);
+        reg->live.erase(this);
+        timer.reset();
+    }
+    warning_stage(const warning_stage&) = delete;
+    warning_stage& operator=(const warning_stage&) = delete;
+
+    std::shared_ptr<timer_registry> reg;     ///< of the timer's io_context (none: no timer)
     std::optional<asio::steady_timer> timer; ///< used on the I/O thread only; none: no backend
     clock::duration margin{};                ///< set by the first arm(), on the I/O thread
     bool armed = false;                      ///< the margin is set (I/O thread)
@@ -36,6 +84,14 @@ struct hold::warning_stage {
     std::mutex mu;
     std::vector<std::function<void()>> callbacks; // guarded by mu
 };
+
+void warning_timers::shutdown() {
+    std::lock_guard lk(reg_->mu);
+    reg_->closed = true;
+    for (auto* w : reg_->live)
+        w->timer.reset();
+    reg_->live.clear();
+}
 
 hold::~hold() {
     delete warning_.load(std::memory_order_acquire);
@@ -48,14 +104,16 @@ bool hold::warned() const noexcept {
 
 hold::warning_stage& hold::stage() {
     if (auto* w = warning_.load(std::memory_order_acquire)) return *w;
-    auto fresh = std::make_unique<warning_stage>(executor());
+    // An ended hold needs no timer (and its backend may be gone).
+    const auto io = lost() || released() ? asio::any_io_executor{} : executor();
+    auto fresh = std::make_unique<warning_stage>(io);
     warning_stage* expected = nullptr;
     if (!warning_.compare_exchange_strong(expected, fresh.get(), std::memory_order_acq_rel))
         return *expected; // another thread made it first
     auto& w = *fresh.release();
-    if (w.timer) // the timer is touched on the I/O thread only
-        asio::post(w.timer->get_executor(), [h = shared_from_this(), &w] { arm(h, w); });
-    else if (lost()) // the backend is gone and nothing renews: only a loss can warn
+    if (io) // the timer is touched on the I/O thread only
+        asio::post(io, [h = shared_from_this(), &w] { arm(h, w); });
+    else if (lost()) // nothing renews: only a loss can warn
         warn(w);
     return w;
 }
@@ -65,8 +123,12 @@ void hold::before_loss() {
 }
 
 void hold::arm(const std::shared_ptr<hold>& h, warning_stage& w) {
-    if (h->released() || w.warned.load()) return; // a release ends the watch; a warning is once
-    if (h->lost()) return warn(w);                // lost before the first arm
+    if (!w.timer) return; // the hold ended, or its io_context is going (warning_timers)
+    if (h->released() || h->lost() || w.warned.load()) {
+        if (h->lost()) warn(w); // lost before the first arm
+        w.timer.reset();        // a release ends the watch; a warning is once
+        return;
+    }
     const auto now = clock::now();
     const auto until = h->valid_until();
     if (!w.armed) {

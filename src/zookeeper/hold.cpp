@@ -51,7 +51,7 @@ zk_hold::zk_hold(zk_backend& backend, std::shared_ptr<session> s, std::string na
     : backend_(backend.weak_from_this())
     , raw_(&backend)
     , ex_(backend.executor())
-    , watch_timer_(ex_)
+    , watch_timer_(std::in_place, ex_)
     , session_(std::move(s))
     , name_(std::move(name))
     , path_(std::move(path))
@@ -65,8 +65,8 @@ void zk_hold::start() {
     auto self = std::static_pointer_cast<zk_hold>(shared_from_this());
     session_->add_observer(std::weak_ptr<session_observer>(self));
     if (session_->ended()) return lose(loss_cause::gone);
-    watch_timer_.expires_after(watch_delay);
-    watch_timer_.async_wait([w = std::weak_ptr<hold>(self)](std::error_code ec) {
+    watch_timer_->expires_after(watch_delay);
+    watch_timer_->async_wait([w = std::weak_ptr<hold>(self)](std::error_code ec) {
         auto h = std::static_pointer_cast<zk_hold>(w.lock());
         if (ec || !h || h->lost() || h->released() || h->releasing_) return;
         h->arm_watch();
@@ -110,7 +110,7 @@ void zk_hold::session_valid_until(std::chrono::steady_clock::time_point t) {
 }
 
 void zk_hold::session_ended(session_end why) {
-    if (lost() || released()) return;
+    if (lost() || released()) return drop_timers();
     if (releasing_) return finish_release({}); // the node went with the session
     lose(why == session_end::deadline ? loss_cause::deadline : loss_cause::gone);
 }
@@ -122,13 +122,19 @@ void zk_hold::lose(loss_cause cause) {
         b->counters().hold_ended(std::chrono::steady_clock::now() - acquired_at_);
     }
     mark_lost();
+    drop_timers();
     // If only our view ended (deadline) and the session comes back, the node must not
     // linger: the session was closed (session::end), which deletes it.
+}
+
+void zk_hold::drop_timers() noexcept {
+    watch_timer_.reset();
 }
 
 void zk_hold::finish_release(std::error_code ec) {
     releasing_ = false;
     if (!ec) {
+        drop_timers();
         if (mark_released())
             if (auto* b = live()) {
                 b->counters().release(client_metrics::release_result::released);
@@ -166,8 +172,9 @@ void zk_hold::start_release(std::function<void(std::error_code)> done) {
 }
 
 void zk_hold::release_async(std::function<void(std::error_code)> done) {
-    if (!ex_) return done(lost() ? make_error_code(errc::not_owner) : std::error_code{});
-    asio::post(ex_, [self = shared_from_this(), done = std::move(done)]() mutable {
+    const auto ex = executor(); // empty once the backend is gone
+    if (!ex) return done(lost() ? make_error_code(errc::not_owner) : std::error_code{});
+    asio::post(ex, [self = shared_from_this(), done = std::move(done)]() mutable {
         std::static_pointer_cast<zk_hold>(self)->start_release(std::move(done));
     });
 }

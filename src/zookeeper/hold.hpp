@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,13 +76,16 @@ private:
     void lose(loss_cause cause);
     void finish_release(std::error_code ec);
     void start_release(std::function<void(std::error_code)> done);
+    /// I/O thread, once the hold has ended: its own-node timer goes (a lease may outlive its
+    /// client, and the timer must not outlive the backend's io_context).
+    void drop_timers() noexcept;
 
     /// The backend, for calls from the user's threads (lock(): never the last reference on
     /// the I/O thread, where live() is used instead).
     std::weak_ptr<zk_backend> backend_;
     zk_backend* raw_;
     asio::any_io_executor ex_;
-    asio::steady_timer watch_timer_;
+    std::optional<asio::steady_timer> watch_timer_; ///< dropped when the hold ends
     std::shared_ptr<session> session_;
     std::string name_;
     std::string path_;

@@ -116,7 +116,7 @@ struct session_access {
 session::session(asio::any_io_executor ex, zk_url url)
     : ex_(std::move(ex))
     , url_(std::move(url))
-    , timer_(ex_) {}
+    , timer_(std::in_place, ex_) {}
 
 session::~session() {
     close();
@@ -229,7 +229,9 @@ void session::end(session_end why) {
     if (ended_.exchange(true, std::memory_order_acq_rel) && !zh_) return;
     connected_.store(false, std::memory_order_release);
     valid_until_.store(0, std::memory_order_release);
-    timer_.cancel();
+    // Holds keep the session, and a lease may outlive its client: the timer goes now, on the
+    // I/O thread, not with the last hold after the backend's I/O loop is gone.
+    timer_.reset();
     watches_.clear();
     auto waiters = std::move(connect_waiters_);
     connect_waiters_.clear();
@@ -273,14 +275,14 @@ void session::answered(clock::time_point sent) {
 }
 
 void session::schedule_tick() {
-    if (ended()) return;
+    if (ended() || !timer_) return;
     const auto timeout = negotiated() > 0ms ? negotiated() : url_.session_timeout;
     auto next = clock::now() + timeout / 3;
     if (connected() && !ping_in_flight_) next = std::min(next, last_ping_ + timeout / 3);
     if (const auto vu = valid_until(); vu.time_since_epoch().count() != 0)
         next = std::min(next, vu);
-    timer_.expires_at(next);
-    timer_.async_wait([w = weak_from_this()](std::error_code ec) {
+    timer_->expires_at(next);
+    timer_->async_wait([w = weak_from_this()](std::error_code ec) {
         if (ec) return;
         if (auto s = w.lock()) s->tick();
     });

@@ -164,7 +164,7 @@ private:
     asio::any_io_executor ex_;
     zk_url url_;
     zhandle_t* zh_ = nullptr;
-    asio::steady_timer timer_;
+    std::optional<asio::steady_timer> timer_; ///< dropped by end(): a hold may keep the session
     std::atomic<bool> ended_{false};
     std::atomic<bool> connected_{false};
     std::atomic<std::int64_t> id_{0};

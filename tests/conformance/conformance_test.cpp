@@ -526,6 +526,44 @@ TEST_P(backend, once_per_period_admits_one_claim_per_slot) {
     EXPECT_EQ(ec, errc::invalid_argument);
 }
 
+// A lease may outlive its client. Afterwards every call on it answers without the client (an
+// extension fails; a release may fail, never hangs), a first watch is still possible, and
+// dropping it is safe: the sanitizer builds check that nothing of the gone client's I/O loop
+// is touched. Three leases: one watched before the client goes, one watched only after, one
+// released before.
+TEST_P(backend, a_lease_outliving_its_client_stays_safe_to_use_and_drop) {
+    const auto& entry = *GetParam();
+    CONFORMANCE_START(entry, url);
+    const auto k = first_kind(entry);
+    auto c = entry.connect(url);
+    auto watched = c->acquire(fresh_name("orphan-w"), {.wait = 5s, .kind = k});
+    auto unwatched = c->acquire(fresh_name("orphan-u"), {.wait = 5s, .kind = k});
+    auto released = c->acquire(fresh_name("orphan-r"), {.wait = 5s, .kind = k});
+    ASSERT_TRUE(watched && unwatched && released);
+    std::atomic<int> warnings{0};
+    watched.on_warning([&] { ++warnings; });
+    watched.on_lost([] {});
+    (void)watched.warning_token();
+    released.on_warning([&] { ++warnings; });
+    released.release();
+    c.reset();
+    for (auto* l : {&watched, &unwatched}) {
+        (void)l->valid_until();
+        (void)l->token();
+        std::error_code ec;
+        l->extend(10s, ec);
+        EXPECT_TRUE(ec) << entry.label << ": an extension without its client";
+        l->on_warning([&] { ++warnings; });
+        (void)l->warning_token();
+        l->release(ec); // may fail (the client is gone); must return
+    }
+    EXPECT_FALSE(released) << "a release empties the handle";
+    watched = {};
+    unwatched = {};
+    released = {};
+    SUCCEED() << warnings.load() << " warnings";
+}
+
 INSTANTIATE_TEST_SUITE_P(conformance, backend, ::testing::ValuesIn(backend_params()),
                          [](const auto& i) { return param_name(i); });
 

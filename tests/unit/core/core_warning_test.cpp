@@ -160,3 +160,24 @@ TEST(warning, a_release_never_warns) {
 }
 
 } // namespace
+
+// A lease may outlive its client: a watched hold whose io_context is destroyed first (its
+// timer armed) is still safe to drop, and its warning stage answers without the context. The
+// sanitizer builds check that the timer is not touched after the context is gone.
+TEST(warning, a_watched_hold_outlives_its_io_context) {
+    std::shared_ptr<test_hold> h;
+    {
+        io_thread t;
+        h = std::make_shared<test_hold>(t.io, 30000ms);
+        h->set_valid_until(clock_type::now() + 30s);
+        std::atomic<bool> armed{false};
+        (void)h->warning_token();
+        asio::post(t.io, [&] { armed = true; }); // after the stage's own arming
+        ASSERT_TRUE(eventually([&] { return armed.load(); }, 5s));
+    }
+    EXPECT_FALSE(h->warned());
+    h->lose(); // a loss after the context went still warns, without a timer
+    EXPECT_TRUE(h->warned());
+    EXPECT_TRUE(h->warning_token().stop_requested());
+    h.reset();
+}
