@@ -3,8 +3,10 @@
 // implementation (advisory*.cpp, rows/).
 #include "postgres/backend.hpp"
 
+#include "core/random.hpp"
 #include "postgres/advisory.hpp"
 #include "postgres/engine.hpp"
+#include "postgres/once.hpp"
 #include "postgres/rows.hpp"
 
 #include <algorithm>
@@ -169,6 +171,37 @@ public:
             {make_error_code(errc::cancelled), {}});
         ec = r.first;
         return std::move(r.second);
+    }
+
+    std::optional<period_slot> claim_period(std::string_view name, std::chrono::milliseconds period,
+                                            std::error_code& ec) override {
+        using out = std::pair<std::error_code, std::optional<period_slot>>;
+        auto e = engine_;
+        auto r = engine_->call<out>(
+            [e, n = std::string(name), period](std::function<void(out)> done) {
+                claim_period_row(e, n, period, random_token(),
+                                 [done](std::error_code ec2, std::optional<period_slot> s) {
+                                     done({ec2, std::move(s)});
+                                 });
+            },
+            {make_error_code(errc::cancelled), std::nullopt});
+        ec = r.first;
+        return std::move(r.second);
+    }
+
+    bool release_period(std::string_view name, const period_slot& slot,
+                        std::error_code& ec) override {
+        using out = std::pair<std::error_code, bool>;
+        auto e = engine_;
+        auto r = engine_->call<out>(
+            [e, n = std::string(name), slot](std::function<void(out)> done) {
+                release_period_row(e, n, slot, [done](std::error_code ec2, bool gone) {
+                    done({ec2, gone});
+                });
+            },
+            {make_error_code(errc::cancelled), false});
+        ec = r.first;
+        return r.second;
     }
 
     void shutdown() noexcept override { engine_->shutdown(); }
