@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dlock/client.hpp>
+#include <dlock/election.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/multi_lock.hpp>
 
@@ -36,6 +37,12 @@ struct access {
     static const std::shared_ptr<hold>& state(const lease& l) noexcept { return l.state_; }
     /// The hold of `l`, which is left empty (its destructor releases nothing).
     static std::shared_ptr<hold> take(lease& l) noexcept { return std::move(l.state_); }
+    static leadership make_leadership(lease l, std::weak_ptr<lock_backend> b) noexcept {
+        return leadership(std::move(l), std::move(b));
+    }
+    static observation make_observation(std::shared_ptr<observer> o) noexcept {
+        return observation(std::move(o));
+    }
     static multi_lease make_multi(std::shared_ptr<multi_state> s) noexcept {
         return multi_lease(std::move(s));
     }

@@ -20,6 +20,7 @@
 
 #include <dlock/config.hpp>
 #include <dlock/detail/deliver.hpp>
+#include <dlock/election.hpp>
 #include <dlock/error.hpp>
 #include <dlock/inspect.hpp>
 #include <dlock/lease.hpp>
@@ -144,6 +145,57 @@ public:
     auto async_acquire_all(std::vector<lock_ref> locks, acquire_options opts,
                            CompletionToken&& token);
 
+    ///@{
+    /// Campaigns in the election `name` with `value` (dlock/election.hpp): returns the
+    /// leadership once this participant leads, or an empty one when it did not within
+    /// opts.wait (nullopt: wait for ever; 0: lead only if nobody else does). Not elected within
+    /// the wait, the participant's entry is removed again.
+    /// Blocking: up to opts.wait plus one request timeout; not on the client's I/O thread.
+    /// Errors: errc::invalid_argument for a bad name (the reason in last_error_detail() and in
+    /// the exception), a value over leadership::max_value_size, or on the I/O thread;
+    /// errc::unsupported on a backend without elections (today every backend but ZooKeeper);
+    /// otherwise as acquire().
+    leadership campaign(std::string_view name, std::string value,
+                        const campaign_options& opts = {});
+    leadership campaign(std::string_view name, std::string value, const campaign_options& opts,
+                        std::error_code& ec);
+    ///@}
+
+    /// Async twin of campaign(): completes with void(std::error_code, leadership) (an empty
+    /// leadership when not elected within opts.wait). Errors: as campaign().
+    template <class CompletionToken>
+    auto async_campaign(std::string name, std::string value, campaign_options opts,
+                        CompletionToken&& token);
+
+    ///@{
+    /// The current leader of the election `name` (its value and epoch), or nullopt when
+    /// vacant (nobody campaigns). On ZooKeeper: the data and czxid of the lowest node, as
+    /// Curator's LeaderLatch.getLeader() reads it. Blocking: a few round trips.
+    /// Errors: as campaign().
+    std::optional<leader_info> leader(std::string_view name);
+    std::optional<leader_info> leader(std::string_view name, std::error_code& ec);
+    ///@}
+
+    ///@{
+    /// Observes the election `name`: `cb` runs first with the current state (a consistent
+    /// snapshot: the leader and its value at one point, or nullopt = vacant), then after every
+    /// change: a new leader, a new value (proclaim), a vacancy. Consecutive calls always
+    /// differ; a change and its undoing between two reads may be missed, never reported out
+    /// of order. After a reconnect, or a new session when the old one expired, it catches up
+    /// (one call with the state then, if it changed).
+    /// Thread safety: `cb` runs on the client's I/O thread, one call at a time; it must not
+    /// block nor call synchronous dlock functions (they fail there with
+    /// errc::invalid_argument). Lifetimes: the callbacks run until the returned observation is
+    /// stopped or destroyed (see observation::stop()); destroy it before the client.
+    /// Blocking: until the first call of `cb` returned (one to a few round trips).
+    /// Errors: as campaign(); the observation is then empty and `cb` was not called.
+    observation observe(std::string_view name,
+                        std::function<void(const std::optional<leader_info>&)> cb);
+    observation observe(std::string_view name,
+                        std::function<void(const std::optional<leader_info>&)> cb,
+                        std::error_code& ec);
+    ///@}
+
     /// What went wrong last with the server, for messages: why its connection last failed,
     /// with the address and the system's or the server's reason ("connect 127.0.0.1:1:
     /// Connection refused", "resolve no-such-host.invalid: Host not found (authoritative)",
@@ -174,6 +226,8 @@ private:
     /// The non-template parts of the async templates below.
     void start_async_acquire(std::string name, const acquire_options& opts,
                              std::function<void(std::error_code, lease)> done);
+    void start_async_campaign(std::string name, std::string value, const campaign_options& opts,
+                              std::function<void(std::error_code, leadership)> done);
     void start_async_acquire_all(std::vector<lock_ref> locks, const acquire_options& opts,
                                  std::function<void(std::error_code, multi_lease)> done);
 
@@ -208,6 +262,19 @@ auto client::async_acquire_all(std::vector<lock_ref> locks, acquire_options opts
                                         std::move(handler), get_executor()));
         },
         token, std::move(locks), std::move(opts));
+}
+
+template <class CompletionToken>
+auto client::async_campaign(std::string name, std::string value, campaign_options opts,
+                            CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(std::error_code, leadership)>(
+        [this](auto handler, std::string n, std::string v, campaign_options o) {
+            detail::initiation_scope scope;
+            start_async_campaign(std::move(n), std::move(v), o,
+                                 detail::completion<std::error_code, leadership>(std::move(handler),
+                                                                                 get_executor()));
+        },
+        token, std::move(name), std::move(value), std::move(opts));
 }
 
 } // namespace dlock

@@ -3,6 +3,7 @@
 
 #include <dlock/client.hpp>
 #include <dlock/config.hpp>
+#include <dlock/election.hpp>
 #include <dlock/error.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lock_options.hpp>

@@ -23,6 +23,15 @@
 // - The queries (is_locked, force_unlock, remaining_lease, inspect, list) answer for the lock
 //   `name` of kind `kind` as the backend stores it; remaining_lease is nullopt where the
 //   backend has no lease (a ZooKeeper node lives as long as its session).
+// - Leader election (dlock/election.hpp; defaults: errc::unsupported): campaign() blocks as
+//   acquire() does (opts.wait, null and ec clear when not elected; async_campaign() is its
+//   twin, as async_acquire() is acquire()'s) and returns the hold of the
+//   leader's entry (its fencing token = the epoch); proclaim() changes the value of a leader
+//   hold this backend made (errc::not_owner once it ended); leader() reads the current leader
+//   (nullopt = vacant); observe() delivers the current state, then every change, on the I/O
+//   thread (core/observer.hpp), and returns once the first state was delivered. All blocking,
+//   never on the I/O thread (the caller checks). A bad name is errc::invalid_argument with the
+//   reason in last_error_detail().
 // - shutdown(): ends every hold still open (their locks are freed as the backend frees them:
 //   a closed ZooKeeper session deletes its ephemeral nodes, a closed PostgreSQL session drops
 //   its advisory locks; a lease-table row expires) and stops the I/O; idempotent, never throws.
@@ -33,8 +42,10 @@
 #include "core/hold.hpp"
 #include "core/local_lock_object.hpp"
 #include "core/lock_object.hpp"
+#include "core/observer.hpp"
 
 #include <dlock/config.hpp>
+#include <dlock/election.hpp>
 #include <dlock/error.hpp>
 #include <dlock/inspect.hpp>
 #include <dlock/lock_options.hpp>
@@ -42,6 +53,7 @@
 #include <dlock/once.hpp>
 
 #include <asio/any_io_executor.hpp>
+#include <asio/post.hpp>
 
 #include <chrono>
 #include <functional>
@@ -148,6 +160,40 @@ public:
         ec = make_error_code(errc::unsupported);
         return false;
     }
+
+    ///@{
+    /// Leader election (the contract above; dlock/election.hpp). The defaults answer
+    /// errc::unsupported.
+    virtual std::shared_ptr<hold> campaign(std::string_view name, std::string value,
+                                           const campaign_options& opts, std::error_code& ec) {
+        (void)name, (void)value, (void)opts;
+        ec = make_error_code(errc::unsupported);
+        return nullptr;
+    }
+    /// campaign() without blocking: `done` runs once on the I/O thread.
+    virtual void async_campaign(std::string name, std::string value, const campaign_options& opts,
+                                std::function<void(std::error_code, std::shared_ptr<hold>)> done) {
+        (void)name, (void)value, (void)opts;
+        asio::post(executor(),
+                   [done = std::move(done)] { done(make_error_code(errc::unsupported), nullptr); });
+    }
+    virtual void proclaim(hold& leader, std::string value, std::error_code& ec) {
+        (void)leader, (void)value;
+        ec = make_error_code(errc::unsupported);
+    }
+    virtual std::optional<leader_info> leader(std::string_view name, std::error_code& ec) {
+        (void)name;
+        ec = make_error_code(errc::unsupported);
+        return std::nullopt;
+    }
+    using observe_fn = std::function<void(const std::optional<leader_info>&)>;
+    virtual std::shared_ptr<observer> observe(std::string_view name, observe_fn cb,
+                                              std::error_code& ec) {
+        (void)name, (void)cb;
+        ec = make_error_code(errc::unsupported);
+        return nullptr;
+    }
+    ///@}
 
     virtual void shutdown() noexcept = 0;
 };

@@ -40,6 +40,12 @@ std::error_code acquisition::retry_error() noexcept {
     return std::make_error_code(std::errc::resource_unavailable_try_again);
 }
 
+void acquisition::elect(std::string value) {
+    infix_ = latch_infix;
+    data_ = std::move(value);
+    internal_ = true;
+}
+
 void acquisition::count(std::error_code ec, bool acquired) {
     if (!internal_)
         backend_->counters().acquisition(metrics_slot(kind_), ec, acquired, false,
@@ -96,7 +102,8 @@ void acquisition::retry_when_connected(void (acquisition::*step)()) {
 
 void acquisition::create() {
     create_in_flight_ = true;
-    session_->create(dir_ + "/" + prefix_, backend_->node_data(), ZOO_EPHEMERAL_SEQUENTIAL,
+    session_->create(dir_ + "/" + prefix_, data_ ? *data_ : backend_->node_data(),
+                     ZOO_EPHEMERAL_SEQUENTIAL,
                      [self = shared_from_this(), s = session_](reply&& r) {
                          self->create_in_flight_ = false;
                          if (self->finished_ || s != self->session_) {

@@ -19,6 +19,10 @@
 // mutex holder watches: no herd), as Curator's InterProcessSemaphoreV2 does. A vanished node
 // or session is not retried here (the retry must take the mutex again): it ends with
 // `retry_error()`.
+//
+// Election mode (elect(), run by election.cpp): the node is `_c_<uuid>-latch-<seq10>` with the
+// participant's value as data (Curator's LeaderLatch); otherwise the mutex rules: the lowest
+// sequence leads, the others watch their predecessor (getData + watch, as LeaderLatch does).
 #pragma once
 
 #include "zookeeper/backend.hpp"
@@ -44,6 +48,9 @@ public:
     static std::error_code retry_error() noexcept;
     /// Do not count this acquisition in the metrics (the semaphore's internal mutex).
     void internal() noexcept { internal_ = true; }
+    /// Election mode: a LeaderLatch node with `value` as data, not counted as a lock
+    /// acquisition in the metrics. Before start().
+    void elect(std::string value);
     /// Ends the acquisition with errc::cancelled (backend shutdown).
     void cancel();
 
@@ -80,6 +87,7 @@ private:
     std::string_view infix_;
     unsigned permits_ = 0; ///< lease mode: the semaphore's permits (0: lock rules)
     bool internal_ = false;
+    std::optional<std::string> data_{}; ///< election mode: the node's data (else node_data())
     std::optional<clock::time_point> deadline_;
     clock::time_point started_;
     done_fn done_;

@@ -67,6 +67,17 @@ public:
                                                              std::error_code& ec) override;
     lock_status inspect(std::string_view name, lock_kind kind, std::error_code& ec) override;
     std::vector<lock_status> list(std::string_view pattern, std::error_code& ec) override;
+
+    // Leader election in Curator's LeaderLatch layout (election.cpp, observe.cpp).
+    std::shared_ptr<hold> campaign(std::string_view name, std::string value,
+                                   const campaign_options& opts, std::error_code& ec) override;
+    void async_campaign(std::string name, std::string value, const campaign_options& opts,
+                        std::function<void(std::error_code, std::shared_ptr<hold>)> done) override;
+    void proclaim(hold& leader, std::string value, std::error_code& ec) override;
+    std::optional<leader_info> leader(std::string_view name, std::error_code& ec) override;
+    std::shared_ptr<observer> observe(std::string_view name, observe_fn cb,
+                                      std::error_code& ec) override;
+
     void shutdown() noexcept override;
 
     // For the acquisitions and holds (I/O thread).

@@ -97,6 +97,16 @@ std::vector<contender> sort_children(const std::vector<std::string>& children,
     return out;
 }
 
+std::vector<std::string> sort_latch(std::vector<std::string> children) {
+    const auto key = [](std::string_view n) {
+        const auto at = n.rfind(latch_infix);
+        return at == std::string_view::npos ? n : n.substr(at + latch_infix.size());
+    };
+    std::stable_sort(children.begin(), children.end(),
+                     [&](const std::string& a, const std::string& b) { return key(a) < key(b); });
+    return children;
+}
+
 bool holds_at(const std::vector<contender>& sorted, std::size_t i) noexcept {
     if (i >= sorted.size()) return false;
     if (i == 0) return true;

@@ -6,6 +6,7 @@
 //   write   _c_<uuid>-__WRIT__<seq10>    (InterProcessReadWriteLock, exclusive side)
 //   read    _c_<uuid>-__READ__<seq10>    (InterProcessReadWriteLock, shared side)
 //   lease   _c_<uuid>-lease-<seq10>      (InterProcessSemaphoreV2, under <lock>/leases)
+//   latch   _c_<uuid>-latch-<seq10>      (LeaderLatch: an election's participant, data = value)
 // and reads other clients' children tolerantly: any child whose name ends in 10 digits is a
 // contender, ordered by that number (Kazoo's rule), so Kazoo or ZooKeeper-recipe nodes in the
 // same directory are respected. A child without the 10 digits is not a lock node; the caller
@@ -39,6 +40,7 @@ inline constexpr std::string_view mutex_infix = "lock-";
 inline constexpr std::string_view read_infix = "__READ__";
 inline constexpr std::string_view write_infix = "__WRIT__";
 inline constexpr std::string_view lease_infix = "lease-";
+inline constexpr std::string_view latch_infix = "latch-";
 /// Curator's protection prefix: "_c_" + 36-character UUID + "-" (40 characters).
 inline constexpr std::string_view protect_prefix = "_c_";
 inline constexpr std::size_t protected_length = 40;
@@ -71,6 +73,11 @@ std::optional<contender> parse_child(std::string_view name);
 /// names that are not lock nodes (in `strangers`, when given).
 std::vector<contender> sort_children(const std::vector<std::string>& children,
                                      std::vector<std::string>* strangers = nullptr);
+
+/// An election's children in Curator LeaderLatch's order (LockInternals.getSortedChildren with
+/// StandardLockInternalsDriver.fixForSorting): by what follows the last "latch-" in the name (the
+/// 10-digit sequence), or by the whole name when it has none; stable. The first one leads.
+std::vector<std::string> sort_latch(std::vector<std::string> children);
 
 /// Whether the contender at `i` holds (rule above).
 bool holds_at(const std::vector<contender>& sorted, std::size_t i) noexcept;

@@ -2,11 +2,14 @@
 // node's czxid), status shows holder and waiters with sessions, list finds the lock, unlock
 // --force deletes the holder's node, a bad URL exits 78, and the demo runs with its lock on
 // a private ZooKeeper.
+#include "zookeeper/zookeeper_peer.hpp"
 #include "zookeeper/zookeeper_test_util.hpp"
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <sys/wait.h>
+#include <thread>
 
 namespace dlock::test {
 namespace {
@@ -103,6 +106,92 @@ TEST_F(zk_cli, exec_with_permits_and_the_semaphores_status) {
     EXPECT_EQ(r.code, 64) << r.out;
     r = dlock_cli(url_ + " exec --kind semaphore --permits 0 pool -- true");
     EXPECT_EQ(r.code, 64) << r.out;
+}
+
+TEST_F(zk_cli, elect_runs_the_command_while_leading_and_leader_shows_it) {
+    auto r = dlock_cli(url_ + " leader jobs/lead");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("vacant"), std::string::npos) << r.out;
+    // The command runs while leading: DLOCK_EPOCH is set, and `leader` (run by it) shows the
+    // value and that epoch.
+    r = dlock_cli(url_ +
+                  " elect --value host-a --wait 5s jobs/lead -- sh -c 'echo epoch=$DLOCK_EPOCH; " +
+                  std::string(DLOCK_CLI_BINARY) + " " + url_ + " leader --json jobs/lead'");
+    EXPECT_EQ(r.code, 0) << r.out;
+    const auto at = r.out.find("epoch=");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const auto epoch = r.out.substr(at + 6, r.out.find('\n', at) - at - 6);
+    EXPECT_FALSE(epoch.empty()) << r.out;
+    EXPECT_NE(r.out.find("\"vacant\":false,\"value\":\"host-a\",\"epoch\":" + epoch + "}"),
+              std::string::npos)
+        << r.out;
+    // Resigned when the command exited; its status is elect's.
+    r = dlock_cli(url_ + " leader --json jobs/lead");
+    EXPECT_NE(r.out.find("\"vacant\":true"), std::string::npos) << r.out;
+    r = dlock_cli(url_ + " elect jobs/lead -- sh -c 'exit 3'");
+    EXPECT_EQ(r.code, 3) << r.out;
+    // Someone else leads: not elected within --wait (75).
+    auto other = zk_backend_for(server_->url());
+    std::error_code ec;
+    auto h = other->campaign("jobs/lead", "other", {.wait = 5s}, ec);
+    ASSERT_TRUE(h);
+    r = dlock_cli(url_ + " elect --wait 0 jobs/lead -- true");
+    EXPECT_EQ(r.code, 75) << r.out;
+    r = dlock_cli(url_ + " leader jobs/lead");
+    EXPECT_NE(r.out.find("leader 'other'"), std::string::npos) << r.out;
+}
+
+TEST_F(zk_cli, elect_forwards_sigterm_and_reports_a_missing_command) {
+    auto r = dlock_cli(url_ + " elect --wait 5s jobs/fwd -- no-such-command-dlock-test");
+    EXPECT_EQ(r.code, 127) << r.out;
+    // SIGTERM to dlock reaches the command (which exits 7 on it); dlock resigns and exits 7.
+    peer_process elect({DLOCK_CLI_BINARY, "--url", server_->url(), "elect", "--wait", "5s",
+                        "jobs/fwd", "--", "sh", "-c",
+                        "trap 'exit 7' TERM; echo leading; while :; do sleep 0.05; done"});
+    ASSERT_EQ(elect.line(20s), "leading");
+    ::kill(elect.pid(), SIGTERM);
+    int status = 0;
+    ASSERT_TRUE(
+        eventually([&] { return ::waitpid(elect.pid(), &status, WNOHANG) == elect.pid(); }, 20s));
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7) << status;
+    r = dlock_cli(url_ + " leader jobs/fwd");
+    EXPECT_NE(r.out.find("vacant"), std::string::npos) << "resigned: " << r.out;
+}
+
+TEST_F(zk_cli, leader_watch_prints_every_change_until_a_signal) {
+    peer_process watch(
+        {DLOCK_CLI_BINARY, "--url", server_->url(), "leader", "--watch", "--json", "jobs/watched"});
+    EXPECT_EQ(watch.line(20s), "{\"name\":\"jobs/watched\",\"vacant\":true}");
+    auto other = zk_backend_for(server_->url());
+    std::error_code ec;
+    auto h = other->campaign("jobs/watched", "host-b", {.wait = 5s}, ec);
+    ASSERT_TRUE(h);
+    EXPECT_EQ(watch.line(20s), "{\"name\":\"jobs/watched\",\"vacant\":false,\"value\":\"host-b\","
+                               "\"epoch\":" +
+                                   std::to_string(*h->fencing_token()) + "}");
+    h->release_blocking(ec);
+    EXPECT_EQ(watch.line(20s), "{\"name\":\"jobs/watched\",\"vacant\":true}");
+    ::kill(watch.pid(), SIGTERM);
+    EXPECT_EQ(watch.line(20s), "") << "ended by the signal";
+}
+
+TEST_F(zk_cli, elect_stops_the_command_when_leadership_is_lost) {
+    // The leader's node is deleted under it: SIGTERM to the command, exit 73.
+    std::atomic<bool> done{false};
+    run_result r;
+    std::thread t([&] {
+        r = dlock_cli(url_ + " elect --wait 5s jobs/lost -- sleep 30");
+        done = true;
+    });
+    raw_zk raw(server_->host_port());
+    ASSERT_TRUE(eventually([&] { return raw.children("/jobs/lost").size() == 1; }));
+    const auto kids = raw.children("/jobs/lost");
+    // The hold watches its own node once it is 25 ms old: the delete is seen either way.
+    EXPECT_EQ(raw.remove("/jobs/lost/" + kids[0]), ZOK);
+    EXPECT_TRUE(eventually([&] { return done.load(); }, 20s));
+    t.join();
+    EXPECT_EQ(r.code, 73) << r.out;
+    EXPECT_NE(r.out.find("leadership of 'jobs/lost' lost"), std::string::npos) << r.out;
 }
 
 TEST_F(zk_cli, demo_on_a_private_zookeeper) {

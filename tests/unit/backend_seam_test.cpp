@@ -18,6 +18,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <string>
@@ -300,6 +301,32 @@ TEST_F(seam, a_lost_thread_hold_stops_its_token_and_unlock_says_not_owner) {
     EXPECT_EQ(ec, errc::not_owner);
     EXPECT_TRUE(m.try_lock()); // a new hold after the loss
     m.unlock();
+}
+
+TEST_F(seam, leader_election_is_unsupported_on_a_backend_without_it) {
+    // The seam's defaults (dlock/election.hpp): every election call is errc::unsupported.
+    std::error_code ec;
+    EXPECT_FALSE(c.campaign("jobs", "v", {.wait = 0ms}, ec));
+    EXPECT_EQ(ec, errc::unsupported);
+    EXPECT_FALSE(c.leader("jobs", ec));
+    EXPECT_EQ(ec, errc::unsupported);
+    EXPECT_FALSE(c.observe(
+        "jobs", [](const std::optional<dlock::leader_info>&) {}, ec));
+    EXPECT_EQ(ec, errc::unsupported);
+    std::promise<std::error_code> async_ec;
+    c.async_campaign("jobs", "v", {}, [&](std::error_code e, dlock::leadership l) {
+        EXPECT_FALSE(l);
+        async_ec.set_value(e);
+    });
+    auto f = async_ec.get_future();
+    ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(f.get(), errc::unsupported);
+    try {
+        (void)c.campaign("jobs", "v");
+        ADD_FAILURE() << "a campaign on a backend without elections";
+    } catch (const dlock::error& e) {
+        EXPECT_EQ(e.code(), errc::unsupported);
+    }
 }
 
 TEST_F(seam, a_kind_the_backend_lacks_and_redis_only_calls_are_unsupported) {

@@ -6,11 +6,16 @@
 // hold: acquire (waiting up to <ms>), print ACQUIRED (or NOT_ACQUIRED and exit), wait for a
 //       line or EOF on stdin, release, print RELEASED.
 // try:  acquire(<ms>), print ACQUIRED or NOT_ACQUIRED, release, exit.
+// latch:<id> run 0: a LeaderLatch participant with id <id> on <path>, started at once, then
+//       driven by lines on stdin: "await <ms>" prints LEADER or NOT_LEADER (latch.await),
+//       "leader" prints "LEADER_IS <id>" (getLeader().getId(); empty when vacant), "close" or
+//       EOF closes the latch and prints CLOSED.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -25,6 +30,24 @@ public class CuratorPeer {
         try (CuratorFramework c = CuratorFrameworkFactory.newClient(connect, 10000, 5000, new RetryOneTime(100))) {
             c.start();
             c.blockUntilConnected(10, TimeUnit.SECONDS);
+            if (kind.startsWith("latch:")) {
+                LeaderLatch latch = new LeaderLatch(c, path, kind.substring("latch:".length()));
+                latch.start();
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+                for (String line; (line = in.readLine()) != null && !line.equals("close"); ) {
+                    if (line.startsWith("await ")) {
+                        long wait = Long.parseLong(line.substring("await ".length()));
+                        System.out.println(latch.await(wait, TimeUnit.MILLISECONDS) ? "LEADER" : "NOT_LEADER");
+                    } else if (line.equals("leader")) {
+                        System.out.println("LEADER_IS " + latch.getLeader().getId());
+                    }
+                    System.out.flush();
+                }
+                latch.close();
+                System.out.println("CLOSED");
+                System.out.flush();
+                return;
+            }
             if (kind.startsWith("semaphore:")) {
                 int permits = Integer.parseInt(kind.substring("semaphore:".length()));
                 InterProcessSemaphoreV2 sem = new InterProcessSemaphoreV2(c, path, permits);

@@ -5,116 +5,13 @@
 // for InterProcessSemaphoreV2 (the leases of both count against the same permits); and a
 // Kazoo 2.8 Lock (Debian's python3-kazoo, kazoo_peer.py) on the same path, both directions.
 // Skipped when java, the Curator jars or Kazoo are missing.
+#include "zookeeper_peer.hpp"
 #include "zookeeper_test_util.hpp"
 
 #include <dlock/error.hpp>
 
-#include <csignal>
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 namespace dlock::test {
 namespace {
-
-const char* const jars[] = {"curator-recipes", "curator-framework",  "curator-client",
-                            "guava",           "slf4j-api",          "slf4j-nop",
-                            "zookeeper",       "zookeeper-jute",     "jackson-databind",
-                            "jackson-core",    "jackson-annotations"};
-
-std::string curator_class_path() {
-    std::string cp;
-    for (const char* j : jars) {
-        const auto p = std::string("/usr/share/java/") + j + ".jar";
-        if (::access(p.c_str(), R_OK) != 0) return {};
-        cp += (cp.empty() ? "" : ":") + p;
-    }
-    return cp;
-}
-
-/// One peer process (CuratorPeer.java or kazoo_peer.py): its stdout read line by line (with a
-/// deadline), its stdin closed to make a holder release.
-class peer_process {
-public:
-    explicit peer_process(const std::vector<std::string>& argv) {
-        int in[2];
-        int out[2];
-        if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)
-            throw std::runtime_error("pipe");
-        std::vector<char*> args;
-        for (const auto& a : argv)
-            args.push_back(const_cast<char*>(a.c_str()));
-        args.push_back(nullptr);
-        pid_ = ::fork();
-        if (pid_ == 0) {
-            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-            ::dup2(in[0], 0);
-            ::dup2(out[1], 1);
-            ::close(in[1]);
-            ::close(out[0]);
-            ::execv(args[0], args.data());
-            ::_exit(127);
-        }
-        ::close(in[0]);
-        ::close(out[1]);
-        to_ = in[1];
-        from_ = out[0];
-    }
-    ~peer_process() {
-        if (to_ >= 0) ::close(to_);
-        if (pid_ > 0) {
-            ::kill(pid_, SIGKILL);
-            ::waitpid(pid_, nullptr, 0);
-        }
-        ::close(from_);
-    }
-    peer_process(const peer_process&) = delete;
-    peer_process& operator=(const peer_process&) = delete;
-
-    /// The next output line, or "" when none came within `budget`.
-    std::string line(std::chrono::milliseconds budget = 30s) {
-        const auto until = std::chrono::steady_clock::now() + budget;
-        for (;;) {
-            if (const auto nl = buf_.find('\n'); nl != std::string::npos) {
-                auto l = buf_.substr(0, nl);
-                buf_.erase(0, nl + 1);
-                return l;
-            }
-            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                until - std::chrono::steady_clock::now());
-            if (left <= 0ms) return {};
-            pollfd p{from_, POLLIN, 0};
-            if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return {};
-            char b[256];
-            const ssize_t n = ::read(from_, b, sizeof b);
-            if (n <= 0) return {};
-            buf_.append(b, static_cast<std::size_t>(n));
-        }
-    }
-    /// Closes its stdin: a holder releases.
-    void release() {
-        ::close(to_);
-        to_ = -1;
-    }
-
-private:
-    pid_t pid_ = -1;
-    int to_ = -1;
-    int from_ = -1;
-    std::string buf_{};
-};
-
-/// A Curator 5.4.0 client: CuratorPeer.java <connect> <path> <kind> <action> <ms>.
-class curator_peer : public peer_process {
-public:
-    curator_peer(const std::string& connect, const std::string& path, const std::string& kind,
-                 const std::string& action, std::chrono::milliseconds wait)
-        : peer_process({"/usr/bin/java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp",
-                        curator_class_path(), std::string(DLOCK_CURATOR_PEER_SOURCE), connect, path,
-                        kind, action, std::to_string(wait.count())}) {}
-};
 
 /// A Kazoo 2.8 Lock: kazoo_peer.py <connect> <path> <action> <ms>.
 class kazoo_peer : public peer_process {

@@ -2,6 +2,8 @@
 // answer to a create request: armed, it forwards the client's next create/create2 request
 // (opcode 1 or 15) to the server and then closes both sides before the reply comes back, so
 // the node exists but the client only sees a connection loss (what protected mode is for).
+// It can also cut the current connection and refuse new ones for a while (refuse(true), cut()):
+// a connection loss within the session, for the reconnect tests.
 // One thread per proxy; connections are served one at a time in that thread (poll).
 #pragma once
 
@@ -47,6 +49,10 @@ public:
     std::uint16_t port() const { return port_; }
     /// Drop the connection right after forwarding the next create request.
     void arm() { armed_ = true; }
+    /// Closes the connection being served (both sides), at once.
+    void cut() { cut_ = true; }
+    /// While true, new connections are accepted and closed at once (the client keeps retrying).
+    void refuse(bool on) { refuse_ = on; }
     /// How many create requests were forwarded and then had their answer dropped.
     int dropped() const { return dropped_; }
 
@@ -65,6 +71,10 @@ private:
             if (::poll(&p, 1, 50) <= 0) continue;
             const int c = ::accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC);
             if (c < 0) continue;
+            if (refuse_) {
+                ::close(c);
+                continue;
+            }
             const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
             const auto a = addr(server_port_);
             if (::connect(s, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
@@ -84,6 +94,7 @@ private:
         std::vector<char> from_client;
         bool handshake = true;
         while (!stop_) {
+            if (cut_.exchange(false)) return;
             pollfd p[2] = {{c, POLLIN, 0}, {s, POLLIN, 0}};
             if (::poll(p, 2, 50) <= 0) continue;
             char buf[65536];
@@ -133,6 +144,8 @@ private:
     int listen_ = -1;
     std::atomic<bool> stop_{false};
     std::atomic<bool> armed_{false};
+    std::atomic<bool> cut_{false};
+    std::atomic<bool> refuse_{false};
     std::atomic<int> dropped_{0};
     std::thread thread_;
 };

@@ -129,6 +129,19 @@ TEST(zk_names, sorts_by_sequence_not_by_name) {
     EXPECT_EQ(strangers[0], "config");
 }
 
+TEST(zk_names, latch_children_sort_as_curators_leader_latch_sorts_them) {
+    // By what follows the last "latch-" (the sequence), not by the whole name; a child without
+    // it by its whole name (Curator's fixForSorting), so it sorts after the sequences.
+    const auto sorted = sort_latch({child(u3, latch_infix, 2), "stray", child(u1, latch_infix, 10),
+                                    child(u2, latch_infix, 0)});
+    ASSERT_EQ(sorted.size(), 4u);
+    EXPECT_EQ(sorted[0], child(u2, latch_infix, 0));
+    EXPECT_EQ(sorted[1], child(u3, latch_infix, 2));
+    EXPECT_EQ(sorted[2], child(u1, latch_infix, 10));
+    EXPECT_EQ(sorted[3], "stray");
+    EXPECT_EQ(node_prefix(u1, latch_infix), "_c_" + u1 + "-latch-");
+}
+
 TEST(zk_names, mutex_holder_is_first_and_waiters_watch_their_predecessor) {
     const std::vector<std::string> names{child(u1, mutex_infix, 0), child(u2, mutex_infix, 1),
                                          child(u3, mutex_infix, 2)};

@@ -2,7 +2,7 @@
 # values. Installed as share/bash-completion/completions/dlock. The option lists mirror
 # `dlock SUBCOMMAND --help`; tests/packaging/completion_test.sh checks both ways.
 
-_dlock_subcommands="exec status list keys unlock demo bench"
+_dlock_subcommands="exec elect leader status list keys unlock demo bench"
 _dlock_kinds="lock simple fair read write shedlock lease versioned semaphore"
 _dlock_global_opts="--url --help --version"
 
@@ -10,6 +10,8 @@ _dlock_global_opts="--url --help --version"
 _dlock_options_of() {
     case $1 in
     exec) echo "--wait --lease --watchdog --kind --permits --kill-after --warn-signal --warn-margin --once-per --taken-exit --on-failure" ;;
+    elect) echo "--value --wait --kill-after" ;;
+    leader) echo "--json --watch" ;;
     status) echo "--json --watch --interval" ;;
     list) echo "--json --watch --interval" ;;
     keys) echo "--kind" ;;
@@ -30,10 +32,11 @@ _dlock() {
         cword=$COMP_CWORD
     fi
 
-    # The first word that is a subcommand; after `exec NAME --` the child's command line follows.
+    # The first word that is a subcommand; after `exec NAME --` (or `elect NAME --`) the child's
+    # command line follows.
     local i sub=""
     for ((i = 1; i < cword; i++)); do
-        if [[ ${words[i]} == -- && $sub == exec ]]; then
+        if [[ ${words[i]} == -- && ($sub == exec || $sub == elect) ]]; then
             # The child's command: complete commands, then files.
             if ((i + 1 == cword)); then
                 mapfile -t COMPREPLY < <(compgen -c -- "$cur")

@@ -28,8 +28,8 @@ URL: --url, else $DLOCK_URL, else redis://127.0.0.1:6379; $DLOCK_PASSWORD overri
 
 /// The commands, for the "unknown command" message (CLI11 would say "A subcommand is
 /// required").
-constexpr const char* command_names[] = {"exec",   "status", "list", "keys",
-                                         "unlock", "demo",   "bench"};
+constexpr const char* command_names[] = {"exec", "elect",  "leader", "status", "list",
+                                         "keys", "unlock", "demo",   "bench"};
 
 /// The first word of argv that is neither a global option nor its value, if it is no command.
 std::optional<std::string> unknown_command(int argc, char** argv) {
@@ -75,7 +75,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
 
     if (auto bad = unknown_command(parse_argc, argv)) {
         err << "dlock: unknown command '" << one_line(*bad)
-            << "' (commands: exec, status, list, keys, unlock, demo, bench; see dlock --help)\n";
+            << "' (commands: exec, elect, leader, status, list, keys, unlock, demo, bench; see "
+               "dlock --help)\n";
         return exit_code::usage;
     }
 
@@ -130,6 +131,26 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
                      "(another machine may run in the same slot)")
         ->check(CLI::IsMember({"keep", "release"}));
     exec->add_option("name", ex.name, "Lock name")->required();
+
+    elect_options el;
+    std::string elect_wait, elect_kill_after = "5s";
+    auto* elect = app.add_subcommand(
+        "elect", "Run a command while leading an election (ZooKeeper): elect NAME -- CMD");
+    elect->add_option("--value", el.value,
+                      "This participant's value, which `leader` shows (default: empty)");
+    elect->add_option("--wait", elect_wait,
+                      "Give up after this long (0: one try; default: forever)");
+    elect->add_option("--kill-after", elect_kill_after,
+                      "On loss: SIGKILL this long after SIGTERM (5s)");
+    elect->add_option("name", el.name, "Election name")->required();
+
+    std::string leader_name;
+    bool leader_json = false, leader_watch = false;
+    auto* leader = app.add_subcommand("leader", "The leader of an election: value and epoch");
+    leader->add_flag("--json", leader_json, "Print one JSON object (per line with --watch)");
+    leader->add_flag("--watch", leader_watch,
+                     "Print the leader now and after every change until Ctrl-C");
+    leader->add_option("name", leader_name, "Election name")->required();
 
     std::vector<std::string> status_names;
     bool status_json = false, status_watch = false;
@@ -208,7 +229,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     } catch (const CLI::RequiredError& e) {
         if (app.get_subcommands().empty()) {
             err << "dlock: a command is required: dlock [--url URL] COMMAND ... (commands: exec, "
-                   "status, list, keys, unlock, demo, bench; see dlock --help)\n";
+                   "elect, leader, status, list, keys, unlock, demo, bench; see dlock --help)\n";
             return exit_code::usage;
         }
         err << "dlock: " << one_line(e.what()) << " (see dlock --help)\n";
@@ -259,7 +280,16 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
             }
             return run_exec(g, ex, err);
         }
-        if (has_separator) throw usage_error("'--' is only valid with exec");
+        if (elect->parsed()) {
+            if (!has_separator || child.empty())
+                throw usage_error("elect needs a command: dlock elect NAME -- CMD [ARGS...]");
+            el.command = std::move(child);
+            if (!elect_wait.empty()) el.wait = duration_arg("--wait", elect_wait);
+            el.kill_after = duration_arg("--kill-after", elect_kill_after);
+            return run_elect(g, el, err);
+        }
+        if (has_separator) throw usage_error("'--' is only valid with exec and elect");
+        if (leader->parsed()) return run_leader(g, leader_name, leader_json, leader_watch, out);
         const bool terminal = &out == &std::cout && ::isatty(STDOUT_FILENO) == 1;
         if (status->parsed() && status_watch) {
             if (status_json) throw usage_error("--watch and --json do not go together");

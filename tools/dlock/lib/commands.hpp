@@ -43,6 +43,34 @@ struct exec_options {
 /// error, 77 ACL denied, ...).
 int run_exec(const global_options& g, const exec_options& o, std::ostream& err);
 
+/// `dlock elect`.
+struct elect_options {
+    std::optional<std::chrono::milliseconds> wait{}; ///< nullopt: forever; zero: one try
+    std::string value{};                             ///< the participant's value (leader shows it)
+    std::chrono::milliseconds kill_after{5000};      ///< SIGTERM -> SIGKILL after a loss
+    std::string name{};
+    std::vector<std::string> command{}; ///< argv of the child; non-empty
+};
+
+/// Campaigns in the election `o.name` with `o.value` (client::campaign) and runs `o.command`
+/// while this process leads, with DLOCK_NAME and DLOCK_EPOCH (the leadership's epoch, a fencing
+/// token) in its environment; resigns when the command exits.
+/// Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT end the campaign (exit 128 + signal) and are
+/// forwarded to the command while it runs.
+/// Exit: the command's status (128 + signal when a signal killed it), 75 not elected within
+/// --wait, 73 leadership lost while the command ran (it is sent SIGTERM, then SIGKILL after
+/// --kill-after), 127 / 126 command not found / not executable; the codes of diagnose() for a
+/// library error (64 a bad name, 69 unreachable, 78 a backend without elections, ...).
+int run_elect(const global_options& g, const elect_options& o, std::ostream& err);
+
+/// `dlock leader [--json] [--watch] NAME`: the current leader of the election NAME, its value and
+/// epoch, or vacant (client::leader); --json: {"name":..,"vacant":false,"value":..,"epoch":N} or
+/// {"name":..,"vacant":true}; --watch: that line now and after every change (client::observe)
+/// until SIGINT, SIGTERM, SIGHUP or SIGQUIT. Exit: 0 (also when vacant, and when a watch is
+/// ended by a signal); 78 on a backend without elections; the codes of diagnose() otherwise.
+int run_leader(const global_options& g, const std::string& name, bool json, bool watch,
+               std::ostream& out);
+
 /// `dlock status [--json] NAME...`: holders, hold counts, remaining lease, waiters, fencing
 /// counter of each lock, as its backend records it (Redis: the Redisson / redis-py layout;
 /// ZooKeeper: the lock's nodes; PostgreSQL: pg_locks and the lease tables); --json: one object

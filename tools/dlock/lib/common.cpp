@@ -148,8 +148,9 @@ const char* const exit_code_help =
       authentication failed: wrong password, TLS certificate (EX_UNAVAILABLE)
   70  internal error of dlock (EX_SOFTWARE)
   71  a system call failed: fork, pipe, signalfd (EX_OSERR)
-  73  exec: the lock was lost while the command ran; it got SIGTERM, then SIGKILL
-  75  exec: not acquired within --wait (EX_TEMPFAIL)
+  73  exec, elect: the lock (leadership) was lost while the command ran; it got SIGTERM,
+      then SIGKILL
+  75  exec, elect: not acquired (elected) within --wait (EX_TEMPFAIL)
   76  the server answered with an error: out of memory, script error (EX_PROTOCOL)
   77  the server's ACL denies a command or key (EX_NOPERM)
   78  the server or deployment is not supported (EX_CONFIG)
