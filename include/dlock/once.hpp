@@ -11,9 +11,10 @@
 //   if (auto s = dlock::claim_period(c, "nightly-report", 24h)) run();   // else: ran elsewhere
 //
 // Backends: Redis (standalone, Sentinel, Cluster: a key with the slot and a token, PX to the
-// slot's end, the slot counted from TIME inside the script) and PostgreSQL (a row per name in
-// dlock_once, the slot counted from clock_timestamp() inside the statement). Others answer
-// errc::unsupported until they have it (docs/design/once.md).
+// slot's end, the slot counted from TIME inside the script), ZooKeeper (a node per name under
+// /dlock-once, the slot counted from the mtime of a write) and PostgreSQL (a row per name in
+// dlock_once, the slot counted from clock_timestamp() inside the statement). etcd and Redlock
+// answer errc::unsupported (docs/design/once.md).
 #pragma once
 
 #include <dlock/error.hpp>

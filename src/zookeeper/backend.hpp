@@ -21,7 +21,9 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dlock::detail {
@@ -78,6 +80,12 @@ public:
     std::shared_ptr<observer> observe(std::string_view name, observe_fn cb,
                                       std::error_code& ec) override;
 
+    // Run once per period (once.cpp): the slot from the mtime of a write.
+    std::optional<period_slot> claim_period(std::string_view name, std::chrono::milliseconds period,
+                                            std::error_code& ec) override;
+    bool release_period(std::string_view name, const period_slot& slot,
+                        std::error_code& ec) override;
+
     void shutdown() noexcept override;
 
     // For the acquisitions and holds (I/O thread).
@@ -118,6 +126,11 @@ private:
     /// (runtime::call); `on_timeout` after that, or at once on the I/O thread.
     template <class T>
     T call(std::function<void(std::function<void(T)>)> start, T on_timeout);
+    /// A claim (release_slot < 0) or a release of `release_slot`; blocking (once.cpp).
+    std::pair<std::optional<period_slot>, bool> run_once(std::string_view name,
+                                                         std::chrono::milliseconds period,
+                                                         std::int64_t release_slot,
+                                                         std::string token, std::error_code& ec);
     void snapshot_dir(const std::string& dir, bool stats,
                       std::function<void(std::error_code, lock_status)> done);
     /// A semaphore's directory (semaphore.hpp): its leases and the queue on its gate.

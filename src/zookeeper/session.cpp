@@ -30,7 +30,15 @@ bool server_answered(int rc) {
 }
 
 node_stat copy_stat(const Stat& s) {
-    return {s.czxid, s.ctime, s.ephemeralOwner, s.cversion, s.numChildren};
+    node_stat n;
+    n.czxid = s.czxid;
+    n.ctime = s.ctime;
+    n.mtime = s.mtime;
+    n.ephemeral_owner = s.ephemeralOwner;
+    n.version = s.version;
+    n.cversion = s.cversion;
+    n.num_children = s.numChildren;
+    return n;
 }
 
 } // namespace
@@ -403,6 +411,13 @@ void session::get(const std::string& path, watch_fn watch, callback done) {
     add_watch(o, path, false, std::move(watch));
     submit(o,
            zoo_awget(zh_, path.c_str(), &session::path_watcher, this, &session_access::on_data, o));
+}
+
+void session::set(const std::string& path, const std::string& data, int version, callback done) {
+    auto* o = make_op(std::move(done));
+    if (!zh_) return submit(o, ZSESSIONEXPIRED);
+    submit(o, zoo_aset(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), version,
+                       &session_access::on_stat, o));
 }
 
 void session::children(const std::string& path, watch_fn watch, callback done) {

@@ -46,7 +46,9 @@ namespace dlock::detail::zk {
 struct node_stat {
     std::int64_t czxid = 0;
     std::int64_t ctime = 0;
+    std::int64_t mtime = 0; ///< the leader's wall clock at the last write, in ms since the epoch
     std::int64_t ephemeral_owner = 0;
+    std::int32_t version = 0; ///< the data's version
     std::int32_t cversion = 0;
     std::int32_t num_children = 0;
 };
@@ -104,6 +106,8 @@ public:
     void remove(const std::string& path, callback done);
     void exists(const std::string& path, watch_fn watch, callback done);
     void get(const std::string& path, watch_fn watch, callback done);
+    /// Sets the node's data if its version is `version` (-1: any); reply.stat is the new Stat.
+    void set(const std::string& path, const std::string& data, int version, callback done);
     void children(const std::string& path, watch_fn watch, callback done);
     /// The operations as one transaction (zoo_amulti): reply.rc is ZOK when all applied,
     /// reply.results each operation's code.

@@ -1,12 +1,16 @@
 // The dlock command on postgresql:// URLs: exec (exclusion among processes, --kind shedlock),
 // status and list from pg_locks, unlock --force ending the holding session (the exec child is
 // stopped as after any loss: exit 73).
+#include "once_race.hpp"
 #include "postgres/postgres_test_util.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <string>
 #include <sys/wait.h>
 #include <thread>
 #include <vector>
@@ -145,6 +149,14 @@ TEST_F(pg_cli, unlock_force_ends_every_row_kind) {
 
 // The demo with its lock on a private PostgreSQL that it starts (initdb + postgres, as the
 // postgres user under root) and stops; the stock stays in a private redis-server.
+// exec --once-per: three processes racing over about three 1 s slots never run twice in one
+// slot (the slot is counted on the server's clock: docs/design/once.md).
+TEST_F(pg_cli, exec_once_per_runs_once_per_slot_among_processes) {
+    const auto r = race_once_per([&](const std::string& args) { dlock(args); }, "cli:once");
+    EXPECT_GE(r.runs, 3U) << "in 3.5 s of 1 s slots";
+    EXPECT_EQ(r.runs, r.slots) << "two runs in one slot";
+}
+
 TEST_F(pg_cli, demo_on_a_private_postgresql) {
     if (!redis_available()) GTEST_SKIP() << "the demo's stock lives in redis-server";
     const std::string cmd = std::string(DLOCK_CLI_BINARY) +

@@ -2,14 +2,22 @@
 // node's czxid), status shows holder and waiters with sessions, list finds the lock, unlock
 // --force deletes the holder's node, a bad URL exits 78, and the demo runs with its lock on
 // a private ZooKeeper.
+#include "once_race.hpp"
 #include "zookeeper/zookeeper_peer.hpp"
 #include "zookeeper/zookeeper_test_util.hpp"
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
 #include <sys/wait.h>
 #include <thread>
+#include <vector>
 
 namespace dlock::test {
 namespace {
@@ -192,6 +200,15 @@ TEST_F(zk_cli, elect_stops_the_command_when_leadership_is_lost) {
     t.join();
     EXPECT_EQ(r.code, 73) << r.out;
     EXPECT_NE(r.out.find("leadership of 'jobs/lost' lost"), std::string::npos) << r.out;
+}
+
+// exec --once-per: three processes racing over about three 1 s slots never run twice in one
+// slot (the slot is counted on the server's clock: docs/design/once.md).
+TEST_F(zk_cli, exec_once_per_runs_once_per_slot_among_processes) {
+    const auto r =
+        race_once_per([&](const std::string& args) { dlock_cli(url_ + " " + args); }, "cli/once");
+    EXPECT_GE(r.runs, 3U) << "in 3.5 s of 1 s slots";
+    EXPECT_EQ(r.runs, r.slots) << "two runs in one slot";
 }
 
 TEST_F(zk_cli, demo_on_a_private_zookeeper) {

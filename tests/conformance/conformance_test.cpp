@@ -486,12 +486,12 @@ TEST_P(backend, a_lease_that_cannot_renew_warns_before_it_is_lost) {
 
 // Run once per period (dlock/once.hpp): one claim per slot across clients; a released claim
 // lets another in; a slot stays taken until its end; a stale release frees nothing. Backends
-// without it say errc::unsupported (so far ZooKeeper, etcd and Redlock).
+// without it say errc::unsupported (so far etcd and Redlock).
 TEST_P(backend, once_per_period_admits_one_claim_per_slot) {
     const auto& b = *GetParam();
     CONFORMANCE_START(b, url);
     const bool offered = b.label == "redis" || b.label == "sentinel" || b.label == "cluster" ||
-                         b.label == "postgresql";
+                         b.label == "postgresql" || b.label == "zookeeper";
     auto c1 = b.connect(url), c2 = b.connect(url);
     const auto name = fresh_name("once");
     std::error_code ec;
