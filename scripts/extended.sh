@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The extended tier: what CI's scripts/test.sh leaves out for time (docs/design/ci.md, "When the
+# run outgrows the budget"), run after it on the same trees:
+#   bash scripts/extended.sh
+# - the fault tier's extended modes (`ctest -L extended` in build/ci, one at a time);
+# - under ASan+UBSan (build/asan), the suites named by asan_extended: the PostgreSQL suites
+#   (each starts its own server: initdb is slow under a loaded CPU), the Sentinel and Cluster
+#   topology suites and the multi-lock suite (timing-bound; TSan runs them in CI's step 6), the
+#   etcd cluster suite (member kills and restarts), the Curator interop suite (its other side is
+#   a JVM) and the fault suite's history checker (a test tool, not the library). The conformance
+#   suite keeps every backend under ASan in CI.
+# scripts/test.sh sources this file for asan_extended only.
+asan_extended='^(postgres_[a-z_]+|cli_postgres_test|redis_topology_sentinel_test|redis_topology_cluster_test|redis_locks_multi_lock_test|checker_test|zookeeper_curator_interop_test|etcd_cluster_test)\.'
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  set -euo pipefail
+  cd "$(dirname "$0")/.."
+  for d in build/ci build/asan; do
+    [ -d "$d" ] || { echo "extended.sh: $d is missing: run scripts/test.sh first" >&2; exit 2; }
+  done
+  ctest --test-dir build/ci --output-on-failure --timeout 300 --no-tests=error -L extended
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    LSAN_OPTIONS=suppressions=$PWD/tests/sanitizers/lsan.supp \
+    ctest --test-dir build/asan --output-on-failure --timeout 300 --no-tests=error -LE fault \
+    -j2 -R "$asan_extended"
+fi
