@@ -473,7 +473,13 @@ TEST_P(backend, a_lease_that_cannot_renew_warns_before_it_is_lost) {
     }
     EXPECT_FALSE(l.warned());
     s.pause();
-    const bool lost = eventually([&] { return l.lost(); }, 30s);
+    // lost() turns true before the callbacks run (on the I/O thread): wait for the callback.
+    const bool lost = eventually(
+        [&] {
+            std::lock_guard g(mu);
+            return l.lost() && seen.size() == 2;
+        },
+        30s);
     s.resume();
     ASSERT_TRUE(lost);
     std::lock_guard g(mu);

@@ -164,8 +164,8 @@ TEST_F(zk_client, multi_lock_takes_all_in_sorted_order_or_none) {
     const auto kids = raw.children("/acct/3");
     ASSERT_EQ(kids.size(), 1u);
     ASSERT_EQ(raw.remove("/acct/3/" + kids[0]), ZOK);
-    ASSERT_TRUE(eventually([&] { return m.lost(); }, 5s));
-    EXPECT_TRUE(called);
+    // lost() turns true before the callbacks run (on the I/O thread): wait for both.
+    ASSERT_TRUE(eventually([&] { return m.lost() && called; }, 5s));
     EXPECT_TRUE(m.stop_token().stop_requested());
     m.release(ec);
     EXPECT_EQ(ec, make_error_code(errc::not_owner));

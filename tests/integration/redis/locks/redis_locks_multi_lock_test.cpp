@@ -173,7 +173,8 @@ TEST_P(multi_lock_kinds, a_member_lost_signals_the_multi_lock_lost_once) {
     m.on_lost([&] { ++calls; });
     const auto token = m.stop_token();
     s.cli({"DEL", set[1].name});
-    EXPECT_TRUE(eventually([&] { return token.stop_requested(); }, 2s));
+    // The stop is requested before the callbacks run (on the I/O thread): wait for both.
+    EXPECT_TRUE(eventually([&] { return token.stop_requested() && calls.load() == 1; }, 2s));
     EXPECT_TRUE(m.lost());
     EXPECT_LT(m.valid_until(), clock_type::now());
     // A second member lost does not run the callback again.
@@ -573,7 +574,8 @@ TEST(multi_mutex, a_lost_member_is_signalled_and_unlock_says_not_owner) {
     mm.on_lost([&] { ++calls; });
     const auto token = mm.stop_token();
     s.cli({"DEL", "ml-2"});
-    EXPECT_TRUE(eventually([&] { return token.stop_requested(); }, 2s));
+    // The stop is requested before the callbacks run (on the I/O thread): wait for both.
+    EXPECT_TRUE(eventually([&] { return token.stop_requested() && calls.load() == 1; }, 2s));
     EXPECT_EQ(calls.load(), 1);
     EXPECT_FALSE(mm.is_held_by_this_thread());
     std::error_code ec;
