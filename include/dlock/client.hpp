@@ -153,7 +153,7 @@ public:
     /// Blocking: up to opts.wait plus one request timeout; not on the client's I/O thread.
     /// Errors: errc::invalid_argument for a bad name (the reason in last_error_detail() and in
     /// the exception), a value over leadership::max_value_size, or on the I/O thread;
-    /// errc::unsupported on a backend without elections (today every backend but ZooKeeper);
+    /// errc::unsupported on a backend without elections (today Redis, Redlock and PostgreSQL);
     /// otherwise as acquire().
     leadership campaign(std::string_view name, std::string value,
                         const campaign_options& opts = {});
@@ -170,7 +170,8 @@ public:
     ///@{
     /// The current leader of the election `name` (its value and epoch), or nullopt when
     /// vacant (nobody campaigns). On ZooKeeper: the data and czxid of the lowest node, as
-    /// Curator's LeaderLatch.getLeader() reads it. Blocking: a few round trips.
+    /// Curator's LeaderLatch.getLeader() reads it; on etcd: the value and create revision of
+    /// the oldest key (Election.Leader). Blocking: a few round trips.
     /// Errors: as campaign().
     std::optional<leader_info> leader(std::string_view name);
     std::optional<leader_info> leader(std::string_view name, std::error_code& ec);

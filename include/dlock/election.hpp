@@ -15,8 +15,10 @@
 // election's path (the name mapped as a lock name is), each participant is a protected
 // EPHEMERAL_SEQUENTIAL node `_c_<uuid>-latch-<seq10>` whose data is its value (Curator: the
 // participant id); the lowest sequence leads; every other participant watches the node just
-// before its own. The epoch is the leader node's czxid. Other backends answer
-// errc::unsupported for now.
+// before its own. The epoch is the leader node's czxid. etcd, in the layout of etcd's
+// concurrency.Election, so `etcdctl elect` and Go services take part: each participant is its
+// lease's key "<name>/<lease hex>" with its value; the oldest key leads; the epoch is its create
+// revision. Redis, Redlock and PostgreSQL answer errc::unsupported for now.
 //
 //   dlock::client c("zk://127.0.0.1:2181");
 //   if (auto l = c.campaign("jobs/scheduler", "host-a:8080", {.wait = 10s})) {
@@ -52,10 +54,10 @@ struct campaign_options {
 /// The current leader of an election as the server stores it.
 struct leader_info {
     /// The leader's value (its campaign value, or what it proclaimed since). On ZooKeeper the
-    /// leader node's data: a Curator LeaderLatch participant's id.
+    /// leader node's data: a Curator LeaderLatch participant's id; on etcd the leader key's.
     std::string value{};
     /// The leader's epoch: strictly increasing across successive leaders (ZooKeeper: the
-    /// leader node's czxid).
+    /// leader node's czxid; etcd: the leader key's create revision).
     std::uint64_t epoch = 0;
 
     /// Equal when both the value and the epoch are.
@@ -97,7 +99,8 @@ public:
     ///@{
     /// Changes this leader's value (what leader() and observe() report) without a new
     /// election; the epoch stays. On ZooKeeper it sets the leader node's data, which a Curator
-    /// LeaderLatch reads as the leader's participant id (getLeader().getId()).
+    /// LeaderLatch reads as the leader's participant id (getLeader().getId()); on etcd it puts
+    /// the value on the leader's key while its create revision is unchanged (Election.Proclaim).
     /// Curator interop: a LeaderLatch participant waits on a one-shot data watch of the node
     /// before its own and reacts to its deletion only, so a proclaim consumes the watch of a
     /// Curator participant queued right behind this leader: it then misses this leader's

@@ -87,10 +87,11 @@ void acquisition::connect() {
 
 void acquisition::put() {
     const auto gen = ++gen_;
-    backend_->client().txn(permits_ != 0
-                               ? semaphore_txn(key_, semaphore_keys_, lease_->id(), permits_)
-                           : blockers_.empty() ? lock_txn(key_, range_, lease_->id())
-                                               : rw_txn(key_, blockers_, lease_->id()),
+    const auto lease = lease_->id();
+    auto txn = permits_ != 0        ? semaphore_txn(key_, semaphore_keys_, lease, permits_)
+               : !blockers_.empty() ? rw_txn(key_, blockers_, lease)
+                                    : lock_txn(key_, range_, lease, value_ ? &*value_ : nullptr);
+    backend_->client().txn(std::move(txn),
                            [self = shared_from_this(), gen](grpc::Status s, pb::TxnResponse&& r) {
                                if (self->finished_ || gen != self->gen_) return;
                                self->on_put(std::move(s), std::move(r));

@@ -22,6 +22,9 @@
 // uncontended path is one round trip and a contended one watches the newest older blocker at
 // once; afterwards the blocker is read as the recipe's waitOnLastRev reads it.
 //
+// A campaign (elect(): etcd's concurrency.Election) is a Mutex acquisition whose key carries
+// the campaign's value; the hold is the leader's.
+//
 // A semaphore (layout.hpp) puts "<range>semaphore/<unix ns>" (value: the permits) and reads the
 // `permits` oldest keys in the same Txn: among them, it holds; else it watches the semaphore's
 // range for any deletion (every waiter wakes: a count has no single predecessor) and counts
@@ -46,6 +49,9 @@ public:
     /// `b` outlives every handler of the acquisition (its shutdown drains the I/O loop).
     acquisition(etcd_backend& b, std::string name, std::string range, const acquire_options& opts,
                 done_fn done);
+    /// Before start(): a campaign of an election (concurrency.Election's layout, the Mutex's
+    /// keys): the own key is put with `value`, and an adopted own key gets it too.
+    void elect(std::string value) { value_ = std::move(value); }
     void start();
     /// Ends the acquisition with errc::cancelled (backend shutdown).
     void cancel();
@@ -86,9 +92,10 @@ private:
     std::string name_;
     std::string range_;
     lock_kind kind_;
-    std::string blockers_;       ///< an RWMutex side's blocker prefix; empty for the Mutex
-    unsigned permits_;           ///< a semaphore's permits; 0 for the other kinds
-    std::string semaphore_keys_; ///< a semaphore's key range
+    std::string blockers_;             ///< an RWMutex side's blocker prefix; empty for the Mutex
+    unsigned permits_;                 ///< a semaphore's permits; 0 for the other kinds
+    std::string semaphore_keys_;       ///< a semaphore's key range
+    std::optional<std::string> value_; ///< a campaign's value (elect()); none for a lock
     std::optional<clock::time_point> deadline_;
     clock::time_point started_;
     done_fn done_;

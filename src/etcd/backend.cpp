@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 namespace dlock::detail::etcd {
 
@@ -68,6 +69,11 @@ void etcd_backend::track(std::shared_ptr<acquisition> a) {
 
 void etcd_backend::untrack(const acquisition* a) {
     std::erase_if(active_, [a](const auto& p) { return p.get() == a; });
+}
+
+void etcd_backend::at_shutdown(std::weak_ptr<void> owner, std::function<void()> fn) {
+    std::erase_if(at_shutdown_, [](const auto& e) { return e.first.expired(); });
+    at_shutdown_.emplace_back(std::move(owner), std::move(fn));
 }
 
 std::uint64_t etcd_backend::enter(const std::string& range, std::function<void()> go) {
@@ -170,6 +176,8 @@ void etcd_backend::shutdown() noexcept {
         active_.clear();
         for (auto& a : active)
             a->cancel();
+        for (auto& [owner, fn] : std::exchange(at_shutdown_, {}))
+            if (!owner.expired()) fn();
         std::shared_ptr<lease_session> l;
         {
             std::lock_guard lk(mu_);

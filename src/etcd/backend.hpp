@@ -13,6 +13,10 @@
 // key); re-entry is counted locally (core/local_lock_object.cpp), and a read lock taken by the
 // thread that holds the write lock is a downgrade (acquire_read_under). No fixed lease (every hold
 // lives as long as the client's lease, which keeps itself alive): errc::unsupported.
+//
+// Leader election (election.cpp, observe.cpp): etcd's concurrency.Election, whose keys are the
+// Mutex's with the campaign's value (layout.hpp), so `etcdctl elect` and dlock elect one leader
+// among them.
 #pragma once
 
 #include "core/lock_backend.hpp"
@@ -67,6 +71,14 @@ public:
                                                              std::error_code& ec) override;
     lock_status inspect(std::string_view name, lock_kind kind, std::error_code& ec) override;
     std::vector<lock_status> list(std::string_view pattern, std::error_code& ec) override;
+    std::shared_ptr<hold> campaign(std::string_view name, std::string value,
+                                   const campaign_options& opts, std::error_code& ec) override;
+    void async_campaign(std::string name, std::string value, const campaign_options& opts,
+                        std::function<void(std::error_code, std::shared_ptr<hold>)> done) override;
+    void proclaim(hold& leader, std::string value, std::error_code& ec) override;
+    std::optional<leader_info> leader(std::string_view name, std::error_code& ec) override;
+    std::shared_ptr<observer> observe(std::string_view name, observe_fn cb,
+                                      std::error_code& ec) override;
     void shutdown() noexcept override;
 
     // For the acquisitions and holds (I/O thread).
@@ -89,6 +101,9 @@ public:
     void untrack(const acquisition* a);
     /// The current lease if there is one (any thread; tests read its id).
     std::shared_ptr<lease_session> current_lease() const;
+    /// I/O thread: `fn` runs on the I/O thread when the backend shuts down, unless `owner` is
+    /// gone by then (an observer drops its watch there: nothing of gRPC outlives the backend).
+    void at_shutdown(std::weak_ptr<void> owner, std::function<void()> fn);
 
 private:
     /// Runs `start` on the I/O thread and waits (up to connect_timeout x 2) for its result.
@@ -118,6 +133,7 @@ private:
     std::int64_t last_ns_ = 0;
     std::map<std::string, std::deque<std::pair<std::uint64_t, std::function<void()>>>> queues_{};
     std::vector<std::shared_ptr<acquisition>> active_{};
+    std::vector<std::pair<std::weak_ptr<void>, std::function<void()>>> at_shutdown_{};
 };
 
 } // namespace dlock::detail::etcd

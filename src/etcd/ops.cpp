@@ -46,13 +46,28 @@ pb::RangeRequest one_key(const std::string& key) {
     return r;
 }
 
-pb::TxnRequest lock_txn(const std::string& key, const std::string& range, std::int64_t lease) {
+pb::TxnRequest lock_txn(const std::string& key, const std::string& range, std::int64_t lease,
+                        const std::string* value) {
     pb::TxnRequest t;
     created_at(t, key, 0);
-    put(t, key, lease);
+    put(t, key, lease, value ? *value : std::string());
     *t.add_success()->mutable_request_range() = by_create(range, 1);
     *t.add_failure()->mutable_request_range() = one_key(key);
     *t.add_failure()->mutable_request_range() = by_create(range, 1);
+    if (value) { // the adopted key takes the campaign's value (responses [0] and [1] come first)
+        auto* p = t.add_failure()->mutable_request_put();
+        p->set_key(key);
+        p->set_lease(lease);
+        p->set_value(*value);
+    }
+    return t;
+}
+
+pb::TxnRequest proclaim_txn(const std::string& key, std::int64_t rev, std::int64_t lease,
+                            std::string value) {
+    pb::TxnRequest t;
+    created_at(t, key, rev);
+    put(t, key, lease, std::move(value));
     return t;
 }
 

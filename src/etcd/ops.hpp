@@ -19,7 +19,15 @@ pb::RangeRequest predecessor(const std::string& range, std::int64_t below);
 pb::RangeRequest one_key(const std::string& key);
 /// The Mutex's one round trip: put `key` with `lease` unless it exists (else read it); read the
 /// first key of `range` either way. Responses: [0] put or read of the key, [1] the first key.
-pb::TxnRequest lock_txn(const std::string& key, const std::string& range, std::int64_t lease);
+/// With a `value` (an election's campaign: concurrency.Election), the key is put with it, and
+/// a key that existed (this lease's own, adopted) gets it too after the two reads, as the Go
+/// client's Campaign proclaims the new value on a key it finds.
+pb::TxnRequest lock_txn(const std::string& key, const std::string& range, std::int64_t lease,
+                        const std::string* value = nullptr);
+/// An election's proclaim: puts `value` on `key` with `lease` while its create revision is still
+/// `rev` (succeeded false otherwise: no longer the leader).
+pb::TxnRequest proclaim_txn(const std::string& key, std::int64_t rev, std::int64_t lease,
+                            std::string value);
 /// The newest key under `prefix` last modified before revision `below` (the RWMutex's
 /// waitOnLastRev: sort by mod revision, descending, limit 1, max_mod_revision = below - 1).
 pb::RangeRequest last_before(const std::string& prefix, std::int64_t below);

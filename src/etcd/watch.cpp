@@ -51,13 +51,14 @@ void key_watch::start() {
             c->set_key(self->key_);
             c->set_range_end(self->range_end_);
             c->set_start_revision(self->start_revision_);
-            c->add_filters(pb::WatchCreateRequest::NOPUT); // deletions only
+            if (!self->changes_) c->add_filters(pb::WatchCreateRequest::NOPUT); // deletions only
             s->write(std::move(req));
         });
 }
 
 void key_watch::on_answer(const pb::WatchResponse& a) {
     answered_ = true;
+    if (changes_ && a.events_size() > 0) return finish(result::changed);
     for (const auto& ev : a.events())
         if (ev.type() == mvccpb::Event::DELETE && (!range_end_.empty() || ev.kv().key() == key_))
             return finish(result::deleted);

@@ -1,10 +1,11 @@
-// etcd/watch.hpp: waiting for the deletion of one key (or of any key of a range), by a Watch
-// stream (never polling).
+// etcd/watch.hpp: waiting for the deletion of one key (or of any key of a range), or for any
+// change of it (watch_changes()), by a Watch stream (never polling).
 //
 // A key_watch opens its own Watch stream and watches `key` (with `range_end`: every key in
 // [key, range_end)) from `start_revision` (the revision at which the caller read it, so a
 // deletion after that read is never missed). `done` runs once on the I/O thread:
 // - deleted: a DELETE event of the key (of a key in the range) arrived;
+// - changed (after watch_changes(), an election observer's watch): any event, a put included;
 // - broken: the stream ended or the server cancelled the watch (a member died or lost its
 //   leader, the revision was compacted): the caller reads the state again and decides.
 // cancel() ends it without calling `done`.
@@ -30,11 +31,13 @@ namespace dlock::detail::etcd {
 
 class key_watch : public std::enable_shared_from_this<key_watch> {
 public:
-    enum class result { deleted, broken };
+    enum class result { deleted, changed, broken };
 
     key_watch(rpc& r, std::string key, std::int64_t start_revision,
               std::function<void(result)> done, std::string range_end = {});
     void probe(asio::any_io_executor ex, std::chrono::milliseconds every);
+    /// Before start(): puts end the watch too (result::changed).
+    void watch_changes() noexcept { changes_ = true; }
     void start();
     void cancel();
 
@@ -50,6 +53,7 @@ private:
     std::function<void(result)> done_;
     std::shared_ptr<watch_stream> stream_{};
     bool finished_ = false;
+    bool changes_ = false; ///< puts count too
     std::unique_ptr<asio::steady_timer> probe_timer_{};
     std::chrono::milliseconds probe_every_{0};
     bool answered_ = false; ///< something arrived since the last probe

@@ -10,6 +10,7 @@
 // session's deadline or the node deleted. proclaim() sets the leader node's data; leader() reads
 // the first child in LeaderLatch's order (names.hpp: sort_latch) as getLeader() does, skipping
 // a child deleted meanwhile.
+#include "core/blocking_acquire.hpp"
 #include "core/runtime.hpp"
 #include "zookeeper/acquire.hpp"
 #include "zookeeper/backend.hpp"
@@ -51,20 +52,7 @@ void zk_backend::async_campaign(std::string name, std::string value, const campa
 
 std::shared_ptr<hold> zk_backend::campaign(std::string_view name, std::string value,
                                            const campaign_options& opts, std::error_code& ec) {
-    ec.clear();
-    if (on_io_thread()) {
-        ec = errc::invalid_argument;
-        return nullptr;
-    }
-    using result = std::pair<std::error_code, std::shared_ptr<hold>>;
-    auto slot = std::make_shared<one_shot<result>>();
-    async_campaign(std::string(name), std::move(value), opts,
-                   [slot](std::error_code e, std::shared_ptr<hold> h) {
-                       slot->set({e, std::move(h)});
-                   });
-    auto [e, h] = slot->take(); // bounded by the acquisition's own deadlines
-    ec = e;
-    return h;
+    return campaign_blocking(*this, name, std::move(value), opts, ec);
 }
 
 void zk_backend::proclaim(hold& leader, std::string value, std::error_code& ec) {

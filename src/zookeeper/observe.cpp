@@ -11,8 +11,8 @@
 // changed meanwhile; when the session ends (expired, deadline) the observation starts again on
 // the backend's next session, and delivers the state there if it changed.
 //
-// Stopping (core/observer.hpp): deliveries run under cb_mu_ and check stopped_; stop() takes
-// cb_mu_ (so a running callback finishes first) unless it is called from inside the callback.
+// Delivering and stopping: core/delivering_observer.hpp.
+#include "core/delivering_observer.hpp"
 #include "zookeeper/backend.hpp"
 #include "zookeeper/backend_call.hpp"
 
@@ -20,46 +20,32 @@
 
 #include <asio/steady_timer.hpp>
 
-#include <atomic>
-#include <mutex>
-#include <thread>
 #include <zookeeper/zookeeper.h>
 
 namespace dlock::detail::zk {
 namespace {
 
-class zk_observer final : public observer,
+class zk_observer final : public delivering_observer,
                           public session_observer,
                           public std::enable_shared_from_this<zk_observer> {
 public:
     zk_observer(zk_backend& b, std::string dir, lock_backend::observe_fn cb)
-        : backend_(b.weak_from_this())
+        : delivering_observer(std::move(cb))
+        , backend_(b.weak_from_this())
         , raw_(&b)
-        , dir_(std::move(dir))
-        , cb_(std::move(cb)) {}
+        , dir_(std::move(dir)) {}
 
     /// Starts on the I/O thread; `first` runs once: {} after the first delivery, or the error
     /// that prevented it.
     void start(std::function<void(std::error_code)> first) {
-        first_ = std::move(first);
+        await_first(std::move(first));
         connect();
-    }
-
-    void stop() noexcept override {
-        if (in_cb_.load(std::memory_order_acquire) == std::this_thread::get_id()) {
-            stopped_.store(true, std::memory_order_release); // the running callback is the last
-            return;
-        }
-        std::lock_guard lk(cb_mu_);
-        stopped_.store(true, std::memory_order_release);
-        cb_ = nullptr;
     }
 
     void session_valid_until(std::chrono::steady_clock::time_point) override {}
     void session_ended(session_end) override { restart(); }
 
 private:
-    bool stopped() const noexcept { return stopped_.load(std::memory_order_acquire); }
     /// The backend while it lives (I/O thread: its destruction drains the loop first).
     zk_backend* live() const noexcept { return backend_.expired() ? nullptr : raw_; }
 
@@ -88,7 +74,7 @@ private:
     /// No session: the first delivery fails with `ec`; after it, try again in a second (the
     /// server may be down for longer than a connect timeout).
     void connect_failed(std::error_code ec) {
-        if (first_) return finish_first(ec);
+        if (awaiting_first()) return finish_first(ec);
         auto* b = live();
         if (!b || b->shut() || ec == errc::cancelled) return;
         auto t = std::make_shared<asio::steady_timer>(b->executor(), std::chrono::seconds(1));
@@ -96,11 +82,6 @@ private:
             auto self = w.lock();
             if (!e && self && !self->stopped() && gen == self->gen_) self->connect();
         });
-    }
-
-    void finish_first(std::error_code ec) {
-        if (auto f = std::move(first_)) f(ec);
-        first_ = nullptr;
     }
 
     /// A callback of a request or watch of this session generation, if still wanted.
@@ -150,7 +131,7 @@ private:
         }
         if (session_gone(rc)) return;
         if (auto* b = live()) b->set_error("observe " + dir_ + ": " + zerror(rc));
-        if (first_) finish_first(make_error_code(errc::server_error));
+        if (awaiting_first()) finish_first(make_error_code(errc::server_error));
     }
 
     void on_children(reply&& r) {
@@ -177,7 +158,7 @@ private:
             return done_refresh();
         }
         const auto& first = sorted.front();
-        if (first == data_watch_ && delivered_) return done_refresh(); // watched: unchanged
+        if (first == data_watch_ && delivered()) return done_refresh(); // watched: unchanged
         session::watch_fn watch;
         if (first != data_watch_)
             watch = guarded([node = first](zk_observer& o, int) {
@@ -201,25 +182,6 @@ private:
                       }));
     }
 
-    void deliver(std::optional<leader_info> v) {
-        if (!delivered_ || v != last_) {
-            delivered_ = true;
-            last_ = v;
-            std::lock_guard lk(cb_mu_);
-            if (!stopped() && cb_) {
-                in_cb_.store(std::this_thread::get_id(), std::memory_order_release);
-                try {
-                    cb_(v);
-                } catch (...) {
-                    // A callback must not throw; its exception is dropped (the I/O thread goes on).
-                }
-                in_cb_.store(std::thread::id{}, std::memory_order_release);
-                if (stopped()) cb_ = nullptr;
-            }
-        }
-        if (first_) finish_first({});
-    }
-
     std::weak_ptr<zk_backend> backend_;
     zk_backend* raw_;
     std::string dir_;
@@ -231,14 +193,6 @@ private:
     bool children_watch_ = false; ///< a children watch on dir_ is armed
     bool dir_watch_ = false;      ///< an exists watch on dir_ is armed (dir_ missing)
     std::string data_watch_{};    ///< the child whose data watch is armed
-    bool delivered_ = false;
-    std::optional<leader_info> last_{};
-    std::function<void(std::error_code)> first_{};
-    // Any thread:
-    std::mutex cb_mu_;
-    lock_backend::observe_fn cb_; // guarded by cb_mu_
-    std::atomic<bool> stopped_{false};
-    std::atomic<std::thread::id> in_cb_{};
 };
 
 } // namespace

@@ -2,7 +2,8 @@
 // the key's create revision), a held lock makes `exec --wait 0` exit 75, status and list show
 // the holder with its lease, unlock --force deletes the holder's key, and `etcdctl lease
 // revoke` of exec's lease makes exec stop its command and exit 73; --kind read / write take
-// the read-write lock; a killed semaphore holder's permit returns after its lease.
+// the read-write lock; a killed semaphore holder's permit returns after its lease; elect runs a
+// command while leading an election, which leader shows and `etcdctl elect` respects.
 #include "etcd_fixture.hpp"
 #include "process.hpp"
 
@@ -155,6 +156,46 @@ TEST_F(etcd_cli, a_killed_semaphore_holder_frees_its_permit_after_the_lease) {
     const auto waited = std::chrono::steady_clock::now() - killed_at;
     EXPECT_GT(waited, 2s) << "the permit came back before the lease ran out";
     EXPECT_LT(waited, 12s);
+}
+
+TEST_F(etcd_cli, elect_runs_the_command_while_leading_and_leader_shows_it) {
+    auto [out, code] = dlock_cli({"leader", "lead"});
+    EXPECT_EQ(code, 0) << out;
+    EXPECT_NE(out.find("vacant"), std::string::npos) << out;
+    // The command runs while leading: DLOCK_EPOCH is set, and `leader` (run by it) shows the
+    // value and that epoch (the key's create revision).
+    std::tie(out, code) =
+        dlock_cli({"elect", "--value", "host-a", "--wait", "5s", "lead", "--", "sh", "-c",
+                   "echo epoch=$DLOCK_EPOCH; " + std::string(DLOCK_CLI_BINARY) + " --url '" + url_ +
+                       "' leader --json lead"});
+    EXPECT_EQ(code, 0) << out;
+    const auto at = out.find("epoch=");
+    ASSERT_NE(at, std::string::npos) << out;
+    const auto epoch = out.substr(at + 6, out.find('\n', at) - at - 6);
+    EXPECT_FALSE(epoch.empty()) << out;
+    EXPECT_NE(out.find("\"vacant\":false,\"value\":\"host-a\",\"epoch\":" + epoch + "}"),
+              std::string::npos)
+        << out;
+    // Resigned when the command exited; its status is elect's.
+    std::tie(out, code) = dlock_cli({"leader", "--json", "lead"});
+    EXPECT_NE(out.find("\"vacant\":true"), std::string::npos) << out;
+    std::tie(out, code) = dlock_cli({"elect", "lead", "--", "sh", "-c", "exit 3"});
+    EXPECT_EQ(code, 3) << out;
+    // etcdctl leads: not elected within --wait (75), and leader names etcdctl's value.
+    const auto log = etcd_->dir() / "elect.log";
+    const auto pid = dlock::test::spawn_child(etcd_->etcdctl_argv({"elect", "lead", "etcdctl"}),
+                                              log, {.env_extra = {"ETCDCTL_API=3"}});
+    ASSERT_TRUE(eventually(
+        [&] {
+            return dlock_cli({"leader", "lead"}).first.find("etcdctl") != std::string::npos;
+        },
+        10s));
+    std::tie(out, code) = dlock_cli({"elect", "--wait", "0", "lead", "--", "true"});
+    EXPECT_EQ(code, 75) << out;
+    ::kill(pid, SIGTERM); // etcdctl resigns
+    EXPECT_EQ(dlock::test::wait_child(pid), 0);
+    std::tie(out, code) = dlock_cli({"elect", "--wait", "5s", "lead", "--", "true"});
+    EXPECT_EQ(code, 0) << out;
 }
 
 } // namespace

@@ -22,6 +22,11 @@
 
 namespace dlock::conformance {
 
+/// The URL of the backend's server(s), started on first use; skips without the binaries.
+#define CONFORMANCE_START(entry, url)                                                              \
+    if (!(entry).available()) GTEST_SKIP() << (entry).label << ": server binaries not installed";  \
+    const std::string url = (entry).start()
+
 using namespace std::chrono_literals;
 
 /// How a holder learns that its lock was ended by client::force_unlock().

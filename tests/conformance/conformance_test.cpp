@@ -27,11 +27,6 @@ bool any_holder(const lock_status& st) {
                        [](const lock_contender& c) { return c.holds; });
 }
 
-/// The URL of the backend's server(s), started on first use; skips without the binaries.
-#define CONFORMANCE_START(entry, url)                                                              \
-    if (!(entry).available()) GTEST_SKIP() << (entry).label << ": server binaries not installed";  \
-    const std::string url = (entry).start()
-
 // ---- per (backend, offered kind) ----------------------------------------------------------
 
 class kind : public ::testing::TestWithParam<kind_case> {

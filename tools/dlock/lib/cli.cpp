@@ -135,7 +135,7 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     elect_options el;
     std::string elect_wait, elect_kill_after = "5s";
     auto* elect = app.add_subcommand(
-        "elect", "Run a command while leading an election (ZooKeeper): elect NAME -- CMD");
+        "elect", "Run a command while leading an election (ZooKeeper, etcd): elect NAME -- CMD");
     elect->add_option("--value", el.value,
                       "This participant's value, which `leader` shows (default: empty)");
     elect->add_option("--wait", elect_wait,

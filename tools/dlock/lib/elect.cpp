@@ -110,7 +110,7 @@ failure election_failure(client& c, const std::error_code& ec, const std::string
     if (ec == errc::unsupported)
         return failure(exit_code::config, doing + ": leader election is not offered on " +
                                               std::string(c.backend_name()) +
-                                              " yet (ZooKeeper, zk://, has it)");
+                                              " yet (ZooKeeper and etcd have it)");
     return diagnose(c, ec, doing, name);
 }
 

@@ -1,0 +1,166 @@
+// Leader election (dlock/election.hpp) over every backend entry: what any backend that offers
+// it promises, written once. One leader at a time among clients, with strictly increasing
+// epochs; a resignation lets the next participant lead; proclaim changes the value and keeps
+// the epoch; observe() reports the state at its start, then every change in order, vacancy
+// included. Backends without elections answer errc::unsupported (so far Redis in every
+// topology, Redlock and PostgreSQL). Backend-only behaviour (layouts and interop with Curator or
+// etcdctl, session expiry) is in each backend's own election test.
+#include "backends.hpp"
+
+#include <dlock/election.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+namespace dlock::conformance {
+namespace {
+
+bool elects(const backend_entry& b) {
+    return b.label == "zookeeper" || b.label == "etcd" || b.label == "etcd_cluster";
+}
+
+class election : public ::testing::TestWithParam<const backend_entry*> {};
+
+TEST_P(election, has_one_leader_at_a_time_with_increasing_epochs) {
+    const auto& b = *GetParam();
+    CONFORMANCE_START(b, url);
+    auto c1 = b.connect(url), c2 = b.connect(url), c3 = b.connect(url);
+    const auto name = fresh_name("elect");
+    std::error_code ec;
+    auto first = c1->campaign(name, "one", {.wait = 5s}, ec);
+    if (!elects(b)) {
+        EXPECT_EQ(ec, errc::unsupported) << b.label;
+        EXPECT_FALSE(first);
+        auto o = c1->observe(
+            name, [](const std::optional<leader_info>&) {}, ec);
+        EXPECT_FALSE(o) << b.label;
+        EXPECT_EQ(ec, errc::unsupported) << b.label;
+        return;
+    }
+    ASSERT_TRUE(first) << b.label << ": " << ec.message() << " " << c1->last_error_detail();
+    EXPECT_EQ(first.name(), name);
+    EXPECT_GT(first.epoch(), 0u);
+    auto l = c2->leader(name);
+    ASSERT_TRUE(l);
+    EXPECT_EQ(l->value, "one");
+    EXPECT_EQ(l->epoch, first.epoch());
+
+    // A second and third participant do not lead while the first does.
+    EXPECT_FALSE(c2->campaign(name, "two", {.wait = 0ms}, ec)) << b.label;
+    EXPECT_FALSE(ec) << ec.message();
+    leadership second, third;
+    std::atomic<bool> second_done{false}, third_done{false}; // set after the handle is
+    std::thread t2([&] {
+        second = c2->campaign(name, "two", {.wait = 20s});
+        second_done = true;
+    });
+    std::thread t3([&] {
+        third = c3->campaign(name, "three", {.wait = 20s});
+        third_done = true;
+    });
+
+    // Proclaim: a new value, the same epoch.
+    first.proclaim("one'");
+    l = c3->leader(name);
+    ASSERT_TRUE(l);
+    EXPECT_EQ(l->value, "one'");
+    EXPECT_EQ(l->epoch, first.epoch());
+
+    // Resign: one of the others leads, with a larger epoch; then the last one.
+    const auto e1 = first.epoch();
+    first.resign();
+    EXPECT_FALSE(first);
+    first.resign(); // twice: no error
+    ASSERT_TRUE(eventually([&] { return second_done || third_done; }, 20s)) << b.label;
+    const bool second_first = second_done;
+    auto& next = second_first ? second : third;
+    auto& last = second_first ? third : second;
+    ASSERT_TRUE(next) << b.label;
+    EXPECT_GT(next.epoch(), e1);
+    EXPECT_FALSE(second_first ? third_done.load() : second_done.load()) << "one leader at a time";
+    l = c1->leader(name);
+    ASSERT_TRUE(l);
+    EXPECT_EQ(l->epoch, next.epoch());
+    EXPECT_EQ(l->value, second_first ? "two" : "three");
+    const auto e2 = next.epoch();
+    next.resign();
+    t2.join();
+    t3.join();
+    ASSERT_TRUE(last) << b.label;
+    EXPECT_GT(last.epoch(), e2);
+    std::error_code pec;
+    next.proclaim("resigned", pec);
+    EXPECT_EQ(pec, errc::not_owner) << "a resigned leader cannot proclaim";
+    last.resign();
+    l = c1->leader(name, ec);
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_FALSE(l) << "vacant after every participant resigned";
+}
+
+TEST_P(election, observe_reports_every_change_in_order) {
+    const auto& b = *GetParam();
+    CONFORMANCE_START(b, url);
+    if (!elects(b)) GTEST_SKIP() << b.label << ": no elections (the test above checks that)";
+    auto watcher = b.connect(url), c1 = b.connect(url), c2 = b.connect(url);
+    const auto name = fresh_name("observe");
+    std::mutex mu;
+    std::vector<std::optional<leader_info>> seen;
+    const auto count = [&] {
+        std::lock_guard g(mu);
+        return seen.size();
+    };
+    const auto last = [&]() -> std::optional<leader_info> {
+        std::lock_guard g(mu);
+        return seen.empty() ? std::nullopt : seen.back();
+    };
+    auto obs = watcher->observe(name, [&](const std::optional<leader_info>& li) {
+        std::lock_guard g(mu);
+        seen.push_back(li);
+    });
+    ASSERT_TRUE(obs);
+    ASSERT_EQ(count(), 1u) << "observe() returns after the first state";
+    auto a = c1->campaign(name, "a", {.wait = 5s});
+    ASSERT_TRUE(a);
+    ASSERT_TRUE(eventually([&] { return count() == 2; }, 10s)) << b.label;
+    a.proclaim("a2");
+    ASSERT_TRUE(eventually([&] { return count() == 3; }, 10s)) << b.label;
+    leadership next;
+    std::thread t([&] { next = c2->campaign(name, "b", {.wait = 20s}); });
+    a.resign();
+    t.join();
+    ASSERT_TRUE(next) << b.label;
+    ASSERT_TRUE(eventually([&] { return last() && last()->value == "b"; }, 10s)) << b.label;
+    next.resign();
+    ASSERT_TRUE(eventually([&] { return !last(); }, 10s)) << b.label;
+    obs.stop();
+    const auto stopped_at = count();
+    auto again = c1->campaign(name, "c", {.wait = 5s});
+    ASSERT_TRUE(again);
+    EXPECT_EQ(c2->leader(name)->value, "c");
+    EXPECT_EQ(count(), stopped_at) << "no callback after stop()";
+
+    std::lock_guard g(mu);
+    ASSERT_GE(seen.size(), 5u);
+    EXPECT_FALSE(seen[0]) << "vacant at the start";
+    ASSERT_TRUE(seen[1]);
+    EXPECT_EQ(seen[1]->value, "a");
+    ASSERT_TRUE(seen[2]);
+    EXPECT_EQ(seen[2]->value, "a2");
+    EXPECT_EQ(seen[2]->epoch, seen[1]->epoch) << "a proclaim keeps the epoch";
+    // b leads next: at once when it was queued behind a, after a vacancy when its campaign
+    // reached the server after a's resignation.
+    std::size_t i = 3;
+    if (!seen[i]) ++i;
+    ASSERT_EQ(seen.size(), i + 2);
+    ASSERT_TRUE(seen[i]);
+    EXPECT_EQ(seen[i]->value, "b");
+    EXPECT_GT(seen[i]->epoch, seen[2]->epoch);
+    EXPECT_FALSE(seen[i + 1]) << "vacant after b resigned";
+}
+
+INSTANTIATE_TEST_SUITE_P(conformance, election, ::testing::ValuesIn(backend_params()),
+                         [](const auto& i) { return param_name(i); });
+
+} // namespace
+} // namespace dlock::conformance
