@@ -2,7 +2,7 @@
 // (Debian's libcurator-recipes-java), the peer of `lock_bench zk://...` in bench/backend_bench.sh.
 // Not built or run by CI. Compile once, then run (the script does both):
 //   javac -cp <curator jars> -d DIR bench/curator_bench.java
-//   java -cp DIR:<curator jars> CuratorBench CONNECT A|B|C|D [--workers N] [--keys N] [--seconds S]
+//   java -cp DIR:<curator jars> CuratorBench CONNECT A|B|C|D|E [--workers N] [--keys N] [--seconds S]
 //        [--ops N] [--warmup S]
 // CONNECT: "127.0.0.1:PORT,..." (the ensemble's connect string).
 //   A  one client, sequential acquire + release on one path for --seconds
@@ -14,6 +14,9 @@
 //   D  the holder (main client) releases at a random 1-5 ms phase while one waiter (its own
 //      CuratorFramework, another thread) is blocked in acquire: release -> waiter holds;
 //      --ops samples (default 300) or 8 s
+//   E  leader election hand-off with LeaderLatch (the peer of `election_bench zk://... E`): the
+//      leader's latch closes while another participant (its own CuratorFramework) waits in
+//      await(); --ops samples (default 200) after 20 unrecorded ones
 // Before measuring, --warmup seconds (default 1) of A on another path let the JIT compile the
 // lock's code paths (a C++ client needs none). Prints one JSON object, with the keys
 // lock_bench uses (client_cpu_us_per_op: the whole JVM's CPU time per operation), plus vmhwm_kib:
@@ -29,6 +32,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.retry.RetryOneTime;
 
@@ -228,6 +232,49 @@ class CuratorBench {
                     TimeUnit.MICROSECONDS.sleep(ThreadLocalRandom.current().nextInt(1000, 5001));
                     ++ops;
                 }
+                other.close();
+            }
+            case "E" -> {
+                // Leader election hand-off (election_bench E): the leader's LeaderLatch closes at a
+                // random phase while another participant (its own CuratorFramework) waits in
+                // start() + await(); a sample is close() -> await() returned. Roles swap each
+                // sample. The first 20 hand-offs warm the JIT up and are not recorded.
+                long samples = maxOps > 0 ? maxOps : 200;
+                CuratorFramework other = newClient();
+                CuratorFramework[] clients = {main, other};
+                LeaderLatch leader = new LeaderLatch(main, BASE + "/e", "a");
+                leader.start();
+                leader.await();
+                int leadIdx = 0;
+                for (long i = 0; i < samples + 20; ++i) {
+                    if (i == 20) {
+                        t0 = System.nanoTime();
+                        cpu0 = cpuNs();
+                    }
+                    LeaderLatch next = new LeaderLatch(clients[1 - leadIdx], BASE + "/e", "w");
+                    long[] got = {0};
+                    Thread waiter = new Thread(() -> {
+                        try {
+                            next.start();
+                            next.await();
+                            got[0] = System.nanoTime();
+                        } catch (Exception e) {
+                            throw new RuntimeException(e);
+                        }
+                    });
+                    waiter.start();
+                    TimeUnit.MICROSECONDS.sleep(ThreadLocalRandom.current().nextInt(1000, 5001));
+                    long resigned = System.nanoTime();
+                    leader.close();
+                    waiter.join();
+                    if (i >= 20) {
+                        handoff.add(us(resigned, got[0]));
+                        ++ops;
+                    }
+                    leader = next;
+                    leadIdx = 1 - leadIdx;
+                }
+                leader.close();
                 other.close();
             }
             default -> throw new IllegalArgumentException("unknown scenario " + which);

@@ -6,15 +6,22 @@
 // topology, Redlock and PostgreSQL). Backend-only behaviour (layouts and interop with Curator or
 // etcdctl, session expiry) is in each backend's own election test.
 #include "backends.hpp"
+#include "process.hpp"
 
 #include <dlock/election.hpp>
 
 #include <atomic>
+#include <csignal>
+#include <filesystem>
 #include <mutex>
+#include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace dlock::conformance {
 namespace {
+
+using clock = std::chrono::steady_clock;
 
 bool elects(const backend_entry& b) {
     return b.label == "zookeeper" || b.label == "etcd" || b.label == "etcd_cluster";
@@ -157,6 +164,52 @@ TEST_P(election, observe_reports_every_change_in_order) {
     EXPECT_EQ(seen[i]->value, "b");
     EXPECT_GT(seen[i]->epoch, seen[2]->epoch);
     EXPECT_FALSE(seen[i + 1]) << "vacant after b resigned";
+}
+
+// A leader whose process dies (SIGKILL: no resignation; here a `dlock elect` child) is replaced,
+// once the server ends its session or lease (these URLs: 4 or 5 s), by the participant waiting
+// in campaign(), with a larger epoch.
+TEST_P(election, a_killed_leaders_successor_leads_with_a_larger_epoch) {
+    const auto& b = *GetParam();
+    CONFORMANCE_START(b, url);
+    if (!elects(b)) GTEST_SKIP() << b.label << ": no elections";
+#ifndef DLOCK_CLI_BINARY
+    GTEST_SKIP() << "the dlock command is not built";
+#else
+    const auto name = fresh_name("killed");
+    const auto log = std::filesystem::temp_directory_path() /
+                     ("dlock-conformance-" + std::to_string(::getpid()) + "-" + name + ".log");
+    const pid_t pid = test::spawn_child(
+        {DLOCK_CLI_BINARY, "--url", url, "elect", "--value", "victim", name, "--", "sleep", "30"},
+        log);
+    auto c = b.connect(url);
+    const bool led = eventually(
+        [&] {
+            std::error_code ec;
+            const auto li = c->leader(name, ec);
+            return li && li->value == "victim";
+        },
+        20s);
+    if (!led) {
+        ::kill(pid, SIGKILL);
+        test::reap_child(pid, 5s);
+        FAIL() << b.label << ": the dlock elect child did not lead";
+    }
+    const auto victim_epoch = c->leader(name)->epoch;
+    leadership next;
+    std::thread waiter([&] { next = c->campaign(name, "successor", {.wait = 30s}); });
+    const auto killed = clock::now();
+    ::kill(pid, SIGKILL);
+    test::reap_child(pid, 5s);
+    waiter.join();
+    const auto took = clock::now() - killed;
+    std::filesystem::remove(log);
+    ASSERT_TRUE(next) << b.label;
+    EXPECT_GT(next.epoch(), victim_epoch) << b.label;
+    EXPECT_LT(took, 20s) << b.label << ": the server ends a dead leader's session or lease";
+    EXPECT_EQ(c->leader(name)->value, "successor");
+    next.resign();
+#endif
 }
 
 INSTANTIATE_TEST_SUITE_P(conformance, election, ::testing::ValuesIn(backend_params()),

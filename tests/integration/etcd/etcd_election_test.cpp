@@ -4,17 +4,12 @@
 // with its value, the epoch its create revision; deleting the key or revoking the lease loses
 // the leadership; an observation may outlive its client. What every backend promises is in
 // tests/conformance/election_test.cpp.
-#include "etcd_fixture.hpp"
-#include "process.hpp"
+#include "etcd_test_util.hpp"
 
 #include <dlock/dlock.hpp>
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <csignal>
-#include <filesystem>
-#include <fstream>
 #include <future>
 #include <mutex>
 #include <regex>
@@ -25,46 +20,18 @@ namespace {
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 namespace fs = std::filesystem;
+using dlock::test::slurp;
 
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds budget) {
     return dlock::test::wait_until(pred, budget);
 }
 
-std::string slurp(const fs::path& p) {
-    std::ifstream f(p);
-    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-class etcd_election : public ::testing::Test {
+class etcd_election : public dlock::test::etcdctl_test {
 protected:
-    void SetUp() override {
-        if (!dlock::test::etcd_available()) GTEST_SKIP() << "etcd or etcdctl not installed";
-        etcd_ = std::make_unique<dlock::test::etcd_cluster>(1);
-    }
-    void TearDown() override {
-        for (const auto pid : children_) {
-            ::kill(pid, SIGKILL);
-            dlock::test::reap_child(pid, 5s);
-        }
-    }
-    std::unique_ptr<dlock::client> connect() const {
-        return std::make_unique<dlock::client>(etcd_->url("", "?ttl=5&connect_timeout=2000"));
-    }
     /// `etcdctl elect <args...>` as a child with its output in `log`.
-    pid_t etcdctl_elect(const std::vector<std::string>& args, const fs::path& log) {
-        std::vector<std::string> argv{"elect"};
-        argv.insert(argv.end(), args.begin(), args.end());
-        const auto pid = dlock::test::spawn_child(etcd_->etcdctl_argv(argv), log,
-                                                  {.env_extra = {"ETCDCTL_API=3"}});
-        children_.push_back(pid);
-        return pid;
-    }
-    /// Ends a child with SIGTERM (etcdctl elect resigns then) and waits for its status.
-    int terminate(pid_t pid) {
-        ::kill(pid, SIGTERM);
-        const int rc = dlock::test::wait_child(pid);
-        std::erase(children_, pid);
-        return rc;
+    pid_t etcdctl_elect(std::vector<std::string> args, const fs::path& log) {
+        args.insert(args.begin(), "elect");
+        return etcdctl_child(args, log);
     }
     /// The keys and values under "<name>/", as `etcdctl get --prefix` prints them.
     std::string keys(const std::string& name) const {
@@ -78,10 +45,6 @@ protected:
             return std::nullopt;
         return std::stoull(m[1].str());
     }
-    fs::path file(const std::string& leaf) const { return etcd_->dir() / leaf; }
-
-    std::unique_ptr<dlock::test::etcd_cluster> etcd_;
-    std::vector<pid_t> children_;
 };
 
 // etcdctl leads -> dlock reads it as the leader, is not elected, and leads once etcdctl resigns
@@ -206,14 +169,20 @@ TEST_F(etcd_election, observe_sees_a_vacancy_filled_and_outlives_its_client) {
         seen.push_back(li);
     });
     ASSERT_TRUE(obs);
-    const auto pid = etcdctl_elect({"watched", "from-etcdctl"}, file("elect.log"));
+    const auto log = file("elect.log");
+    const auto pid = etcdctl_elect({"watched", "from-etcdctl"}, log);
+    // etcdctl prints its key once Campaign returned: a SIGTERM after that resigns (before it,
+    // etcdctl only cancels its campaign and exits 1, its key left to its 60 s lease).
+    ASSERT_TRUE(
+        eventually([&] { return slurp(log).find("from-etcdctl") != std::string::npos; }, 10s))
+        << slurp(log);
     ASSERT_TRUE(eventually(
         [&] {
             std::lock_guard g(mu);
             return seen.size() == 2 && seen[1] && seen[1]->value == "from-etcdctl";
         },
         10s));
-    EXPECT_EQ(terminate(pid), 0);
+    EXPECT_EQ(terminate(pid), 0) << slurp(log);
     ASSERT_TRUE(eventually(
         [&] {
             std::lock_guard g(mu);

@@ -2,17 +2,13 @@
 // concurrency.Mutex) and dlock exclude each other both ways, a release wakes the other side
 // within a second, dlock's fencing token is its key's create revision as etcd reports it, and
 // `etcdctl lease revoke` / `etcdctl del` of dlock's lease or key signal the loss.
-#include "etcd_fixture.hpp"
-#include "process.hpp"
+#include "etcd_test_util.hpp"
 
 #include <dlock/dlock.hpp>
 
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <csignal>
-#include <filesystem>
-#include <fstream>
 #include <future>
 #include <regex>
 #include <thread>
@@ -22,6 +18,7 @@ namespace {
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 namespace fs = std::filesystem;
+using dlock::test::slurp;
 
 bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds budget) {
     return dlock::test::wait_until(pred, budget);
@@ -33,36 +30,15 @@ bool locked(dlock::client& c, const std::string& name) {
     return c.inspect(name, dlock::lock_kind::reentrant, ec).exists && !ec;
 }
 
-std::string slurp(const fs::path& p) {
-    std::ifstream f(p);
-    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
-
-class etcd_interop : public ::testing::Test {
+class etcd_interop : public dlock::test::etcdctl_test {
 protected:
-    void SetUp() override {
-        if (!dlock::test::etcd_available()) GTEST_SKIP() << "etcd or etcdctl not installed";
-        etcd_ = std::make_unique<dlock::test::etcd_cluster>(1);
-    }
-    void TearDown() override {
-        for (const auto pid : children_) {
-            ::kill(pid, SIGKILL);
-            dlock::test::reap_child(pid, 5s);
-        }
-    }
-    std::unique_ptr<dlock::client> connect() const {
-        return std::make_unique<dlock::client>(etcd_->url("", "?ttl=5&connect_timeout=2000"));
-    }
     /// `etcdctl lock <name> [cmd...]` as a child with its output in `log`.
     pid_t etcdctl_lock(const std::string& name, const std::vector<std::string>& cmd,
                        const fs::path& log) {
         std::vector<std::string> args{"lock", name, "--ttl=5"};
         if (!cmd.empty()) args.push_back("--"); // the command's flags are not etcdctl's
         args.insert(args.end(), cmd.begin(), cmd.end());
-        const auto pid = dlock::test::spawn_child(etcd_->etcdctl_argv(args), log,
-                                                  {.env_extra = {"ETCDCTL_API=3"}});
-        children_.push_back(pid);
-        return pid;
+        return etcdctl_child(args, log);
     }
     /// The create revision of the only key under "<name>/", as `etcdctl get -w json` shows it.
     std::optional<std::uint64_t> create_revision(const std::string& name) const {
@@ -72,10 +48,6 @@ protected:
             return std::nullopt;
         return std::stoull(m[1].str());
     }
-    fs::path file(const std::string& leaf) const { return etcd_->dir() / leaf; }
-
-    std::unique_ptr<dlock::test::etcd_cluster> etcd_;
-    std::vector<pid_t> children_;
 };
 
 // etcdctl holds -> dlock is refused and waits; etcdctl's release wakes the waiter within 1 s.
@@ -91,9 +63,7 @@ TEST_F(etcd_interop, etcdctl_holds_dlock_waits) {
     });
     ASSERT_EQ(waiter.wait_for(300ms), std::future_status::timeout) << "granted while held";
     const auto released_at = clock_type::now();
-    ::kill(pid, SIGTERM); // etcdctl unlocks on SIGTERM
-    EXPECT_EQ(dlock::test::wait_child(pid), 0) << slurp(file("etcdctl.log"));
-    std::erase(children_, pid);
+    EXPECT_EQ(terminate(pid), 0) << slurp(file("etcdctl.log")); // etcdctl unlocks on SIGTERM
     ASSERT_EQ(waiter.wait_for(5s), std::future_status::ready);
     auto [held, at] = waiter.get();
     ASSERT_TRUE(held);

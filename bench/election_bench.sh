@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Issue 23's election rows in one run: the hand-off (E: the leader resigns while one participant
+# waits; resign -> the new leader acting) on ZooKeeper, dlock next to Apache Curator 5.4.0's
+# LeaderLatch (bench/curator_bench.java E), and on etcd (no peer in Debian 12 offers an etcd
+# election: python3-etcd3 has none); and the failover (F: the leader's process is SIGKILLed
+# while one participant waits; kill -> the new leader acting), dlock on both backends with the
+# session timeout or lease TTL given below (it bounds F from below).
+#
+#   bench/election_bench.sh [--rounds N] [--samples N] BUILD_DIR
+#
+#   BUILD_DIR    a configured build with election_bench, bench_servers and the dlock CLI built
+#                (cmake --build BUILD --target election_bench bench_servers dlock_cli_main).
+#   --rounds N   interleaved rounds of E (default 3; the order of dlock and Curator flips each
+#                round); the summary gives each round's p50 and p99.
+#   --samples N  hand-offs per E run (default 200).
+#   OUT=dir      results (default /tmp/dlock-election-<time>): commands.txt, results.jsonl,
+#                stderr.log, summary.md.
+#
+# Placement as in ../shared/bench/peers/README.md: servers on CPU 1, clients on CPU 0.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=3 SAMPLES=200
+while [ $# -gt 1 ]; do
+  case $1 in
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --samples) SAMPLES=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 64 ;;
+  esac
+done
+BUILD=${1:?usage: bench/election_bench.sh [--rounds N] [--samples N] BUILD_DIR}
+EB=$BUILD/bench/election_bench BS=$BUILD/bench/bench_servers DL=$BUILD/tools/dlock/dlock
+for b in "$EB" "$BS" "$DL"; do
+  [ -x "$b" ] || { echo "$b not built" >&2; exit 66; }
+done
+DLOCK_DEPS_EXTRA="openjdk-17-jdk-headless" bash scripts/deps.sh || true
+OUT=${OUT:-/tmp/dlock-election-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+: > "$OUT/results.jsonl"
+: > "$OUT/commands.txt"
+C0="taskset -c 0" C1="taskset -c 1"
+
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+log() { echo "$*" >> "$OUT/commands.txt"; }
+
+servers() { # servers zk|etcd -> URL (and CONNECT for ZooKeeper)
+  local f="$OUT/servers-$1.txt"
+  : > "$f"
+  $C1 "$BS" "$1" > "$f" 2>>"$OUT/stderr.log" &
+  pids+=($!)
+  SPID=$!
+  for _ in $(seq 1 600); do
+    [ -n "$(sed -n 1p "$f")" ] && break
+    kill -0 $SPID 2>/dev/null || { echo "bench_servers $1 failed: see $OUT/stderr.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  URL=$(sed -n 1p "$f")
+  CONNECT=$(sed -n 's/^connect: //p' "$f")
+  log "servers $1 (pid $SPID, CPU 1): $URL"
+}
+with_query() { # with_query URL K=V -> URL with the parameter appended
+  if [[ $1 == *\?* ]]; then echo "$1&$2"; else echo "$1?$2"; fi
+}
+
+run() { # run ROW ROUND CMD...: one client process on CPU 0, its JSON appended to results.jsonl
+  local row=$1 round=$2; shift 2
+  log "[$row] (load $(cut -d' ' -f1 /proc/loadavg)) $C0 $*"
+  local j
+  if ! j=$(timeout 600 $C0 "$@" 2>>"$OUT/stderr.log" | tail -1) || [ "${j:0:1}" != "{" ]; then
+    echo "failed: $row (round $round); see $OUT/stderr.log" >&2
+    return 0
+  fi
+  printf '{"row":"%s","round":%d,"result":%s}\n' "$row" "$round" "$j" >> "$OUT/results.jsonl"
+}
+
+JARS=(curator-recipes curator-framework curator-client guava slf4j-api slf4j-nop zookeeper
+  zookeeper-jute jackson-databind jackson-core jackson-annotations)
+CP=
+for j in "${JARS[@]}"; do
+  [ -r "/usr/share/java/$j.jar" ] || { CP=; break; }
+  CP+="${CP:+:}/usr/share/java/$j.jar"
+done
+CURATOR=()
+if [ -n "$CP" ] && command -v javac >/dev/null &&
+  javac -cp "$CP" -d "$OUT/classes" bench/curator_bench.java 2>>"$OUT/stderr.log"; then
+  CURATOR=(java -cp "$OUT/classes:$CP" CuratorBench)
+else
+  echo "Curator jars or javac missing: no Curator row" >&2
+fi
+
+# ---- ZooKeeper (tickTime 2000 ms: the shortest session timeout is 4 s) ---------------------------
+servers zk
+ZKURL=$URL ZKCONNECT=$CONNECT ZKPID=$SPID
+for r in $(seq 1 "$ROUNDS"); do
+  if [ $((r % 2)) -eq 1 ]; then
+    run "zk E dlock" "$r" "$EB" "$ZKURL" E --samples "$SAMPLES"
+    [ ${#CURATOR[@]} -gt 0 ] && run "zk E curator" "$r" "${CURATOR[@]}" "$ZKCONNECT" E --ops "$SAMPLES"
+  else
+    [ ${#CURATOR[@]} -gt 0 ] && run "zk E curator" "$r" "${CURATOR[@]}" "$ZKCONNECT" E --ops "$SAMPLES"
+    run "zk E dlock" "$r" "$EB" "$ZKURL" E --samples "$SAMPLES"
+  fi
+done
+run "zk F dlock (session_timeout=4000)" 1 "$EB" "$(with_query "$ZKURL" session_timeout=4000)" F --cli "$DL"
+kill "$ZKPID" 2>/dev/null || true
+
+# ---- etcd (one member) ------------------------------------------------------------------------
+servers etcd
+ETCDURL=$URL
+for r in $(seq 1 "$ROUNDS"); do
+  run "etcd E dlock" "$r" "$EB" "$ETCDURL" E --samples "$SAMPLES"
+done
+run "etcd F dlock (ttl=2)" 1 "$EB" "$(with_query "$ETCDURL" ttl=2)" F --cli "$DL"
+
+{
+  echo "machine: $(nproc) CPUs, $(uptime | sed 's/.*load average/load average/'), $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (+ local changes)')"
+  echo
+  echo "| row | round | samples | p50 | p99 / max | client CPU per hand-off |"
+  echo "|---|---|---|---|---|---|"
+  python3 - "$OUT/results.jsonl" <<'EOF'
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    r = d["result"]
+    if "handoff_p50_us" in r:
+        print(f'| {d["row"]} | {d["round"]} | {r.get("samples", r.get("handoff_samples"))} | '
+              f'{r["handoff_p50_us"]:.0f} us | {r["handoff_p99_us"]:.0f} us | '
+              f'{r.get("client_cpu_us_per_op", 0):.0f} us |')
+    else:
+        print(f'| {d["row"]} | {d["round"]} | {r["samples"]} | {r["failover_p50_ms"]:.0f} ms | '
+              f'{r["failover_max_ms"]:.0f} ms | - |')
+EOF
+} > "$OUT/summary.md"
+cat "$OUT/summary.md"
+echo "results: $OUT"
