@@ -53,43 +53,10 @@ mkdir -p "$OUT"
 : > "$OUT/commands.txt"
 C0="taskset -c 0" C1="taskset -c 1"
 
-pids=() dirs=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  for d in "${dirs[@]}"; do rm -rf "$d"; done
-}
-trap cleanup EXIT
-
-log() { echo "$*" >> "$OUT/commands.txt"; }
-
-servers() { # servers zk|zk3|pg -> URL (and CONNECT for ZooKeeper); the pid joins pids
-  local f="$OUT/servers-$1.txt"
-  : > "$f"
-  $C1 "$BS" "$1" > "$f" 2>>"$OUT/stderr.log" &
-  pids+=($!)
-  SPID=$!
-  for _ in $(seq 1 600); do
-    [ -n "$(sed -n 1p "$f")" ] && break
-    kill -0 $SPID 2>/dev/null || { echo "bench_servers $1 failed: see $OUT/stderr.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  URL=$(sed -n 1p "$f")
-  CONNECT=$(sed -n 's/^connect: //p' "$f")
-  log "servers $1 (pid $SPID, CPU 1): $URL"
-}
+source bench/pinned_runs.sh # log, servers, run, curator_classes, cleanup of the servers
+dirs=()
+trap 'cleanup; for d in "${dirs[@]}"; do rm -rf "$d"; done' EXIT
 stop_servers() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
-
-run() { # run ROW ROUND CMD...: one client process on CPU 0, its JSON appended to results.jsonl
-  local row=$1 round=$2; shift 2
-  log "[$row] $C0 $*"
-  local j
-  if ! j=$(timeout 120 $C0 "$@" 2>>"$OUT/stderr.log" | tail -1) || [ "${j:0:1}" != "{" ]; then
-    echo "failed: $row (round $round); see $OUT/stderr.log" >&2
-    return 0
-  fi
-  printf '{"row":"%s","round":%d,"result":%s}\n' "$row" "$round" "$j" >> "$OUT/results.jsonl"
-}
 
 pair() { # pair ROUND ROW_A CMD_A -- ROW_B CMD_B: the two runs, order flipped on even rounds
   local round=$1 ra=$2; shift 2
@@ -126,21 +93,8 @@ RURL=redis://127.0.0.1:$rport
 log "redis-server $(redis-server --version | awk '{print $3}') on CPU 1: $RURL"
 
 # ---- ZooKeeper: dlock vs Curator 5.4.0 ---------------------------------------------------------
-JARS=(curator-recipes curator-framework curator-client guava slf4j-api slf4j-nop zookeeper
-  zookeeper-jute jackson-databind jackson-core jackson-annotations)
-CP=
-for j in "${JARS[@]}"; do
-  [ -r "/usr/share/java/$j.jar" ] || { CP=; break; }
-  CP+="${CP:+:}/usr/share/java/$j.jar"
-done
-CURATOR=
-if [ -n "$CP" ] && command -v javac >/dev/null; then
-  # Compiled once (not the single-file launcher: its in-process javac would count in the RSS).
-  javac -cp "$CP" -d "$OUT/classes" bench/curator_bench.java 2>>"$OUT/stderr.log" &&
-    CURATOR=(java -cp "$OUT/classes:$CP" CuratorBench)
-else
-  echo "Curator jars or javac missing: ZooKeeper rows without Curator" >&2
-fi
+curator_classes
+[ ${#CURATOR[@]} -gt 0 ] || echo "Curator jars or javac missing: ZooKeeper rows without Curator" >&2
 
 zk_rounds() { # zk_rounds LABEL
   local t=$1 r
@@ -152,7 +106,7 @@ zk_rounds() { # zk_rounds LABEL
       local cargs=("${args[@]}")
       [ "$sc" = C ] && cargs=(C --workers 8 --ops 2000)
       [ "$sc" = D ] && cargs=(D --ops 300)
-      if [ -n "$CURATOR" ]; then
+      if [ ${#CURATOR[@]} -gt 0 ]; then
         pair "$r" "zk-$t $sc dlock" "$LB" "$URL" "${args[@]}" -- \
           "zk-$t $sc curator" "${CURATOR[@]}" "$CONNECT" "${cargs[@]}"
       else

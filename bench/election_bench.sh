@@ -40,58 +40,19 @@ mkdir -p "$OUT"
 : > "$OUT/commands.txt"
 C0="taskset -c 0" C1="taskset -c 1"
 
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-log() { echo "$*" >> "$OUT/commands.txt"; }
-
-servers() { # servers zk|etcd -> URL (and CONNECT for ZooKeeper)
-  local f="$OUT/servers-$1.txt"
-  : > "$f"
-  $C1 "$BS" "$1" > "$f" 2>>"$OUT/stderr.log" &
-  pids+=($!)
-  SPID=$!
-  for _ in $(seq 1 600); do
-    [ -n "$(sed -n 1p "$f")" ] && break
-    kill -0 $SPID 2>/dev/null || { echo "bench_servers $1 failed: see $OUT/stderr.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  URL=$(sed -n 1p "$f")
-  CONNECT=$(sed -n 's/^connect: //p' "$f")
-  log "servers $1 (pid $SPID, CPU 1): $URL"
-}
+source bench/pinned_runs.sh # log, servers, run, curator_classes, cleanup of the servers
+RUN_TIMEOUT=600
 with_query() { # with_query URL K=V -> URL with the parameter appended
   if [[ $1 == *\?* ]]; then echo "$1&$2"; else echo "$1?$2"; fi
 }
 
-run() { # run ROW ROUND CMD...: one client process on CPU 0, its JSON appended to results.jsonl
-  local row=$1 round=$2; shift 2
-  log "[$row] (load $(cut -d' ' -f1 /proc/loadavg)) $C0 $*"
-  local j
-  if ! j=$(timeout 600 $C0 "$@" 2>>"$OUT/stderr.log" | tail -1) || [ "${j:0:1}" != "{" ]; then
-    echo "failed: $row (round $round); see $OUT/stderr.log" >&2
-    return 0
+curator_classes
+[ ${#CURATOR[@]} -gt 0 ] || echo "Curator jars or javac missing: no Curator row" >&2
+curator_e() { # curator_e ROUND: Curator's E, when Curator is at hand
+  if [ ${#CURATOR[@]} -gt 0 ]; then
+    run "zk E curator" "$1" "${CURATOR[@]}" "$ZKCONNECT" E --ops "$SAMPLES"
   fi
-  printf '{"row":"%s","round":%d,"result":%s}\n' "$row" "$round" "$j" >> "$OUT/results.jsonl"
 }
-
-JARS=(curator-recipes curator-framework curator-client guava slf4j-api slf4j-nop zookeeper
-  zookeeper-jute jackson-databind jackson-core jackson-annotations)
-CP=
-for j in "${JARS[@]}"; do
-  [ -r "/usr/share/java/$j.jar" ] || { CP=; break; }
-  CP+="${CP:+:}/usr/share/java/$j.jar"
-done
-CURATOR=()
-if [ -n "$CP" ] && command -v javac >/dev/null &&
-  javac -cp "$CP" -d "$OUT/classes" bench/curator_bench.java 2>>"$OUT/stderr.log"; then
-  CURATOR=(java -cp "$OUT/classes:$CP" CuratorBench)
-else
-  echo "Curator jars or javac missing: no Curator row" >&2
-fi
 
 # ---- ZooKeeper (tickTime 2000 ms: the shortest session timeout is 4 s) ---------------------------
 servers zk
@@ -99,9 +60,9 @@ ZKURL=$URL ZKCONNECT=$CONNECT ZKPID=$SPID
 for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) -eq 1 ]; then
     run "zk E dlock" "$r" "$EB" "$ZKURL" E --samples "$SAMPLES"
-    [ ${#CURATOR[@]} -gt 0 ] && run "zk E curator" "$r" "${CURATOR[@]}" "$ZKCONNECT" E --ops "$SAMPLES"
+    curator_e "$r"
   else
-    [ ${#CURATOR[@]} -gt 0 ] && run "zk E curator" "$r" "${CURATOR[@]}" "$ZKCONNECT" E --ops "$SAMPLES"
+    curator_e "$r"
     run "zk E dlock" "$r" "$EB" "$ZKURL" E --samples "$SAMPLES"
   fi
 done
