@@ -1,12 +1,15 @@
 // tests/cli/once_race.hpp: the race of `dlock exec --once-per` that each backend's CLI test
-// runs: three processes for about 3.5 s over 1 s slots, each run writing its slot to a file.
+// runs: three processes over 1 s slots until three runs happened (at most 30 s), each run
+// writing its slot to a file.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <string>
 #include <thread>
@@ -25,11 +28,18 @@ inline once_race race_once_per(const std::function<void(const std::string&)>& dl
     char tmpl[] = "/tmp/dlock-once-XXXXXX";
     if (::mkdtemp(tmpl) == nullptr) return {};
     const std::string log = std::string(tmpl) + "/runs";
-    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(3500);
+    // Until three runs happened, at most 30 s (a loaded machine or a sanitizer build starts a
+    // dlock process in up to a second).
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    const auto lines = [&] {
+        std::ifstream in(log);
+        return std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(),
+                          '\n');
+    };
     std::vector<std::thread> ts;
     for (int p = 0; p < 3; ++p)
         ts.emplace_back([&] {
-            while (std::chrono::steady_clock::now() < end)
+            while (std::chrono::steady_clock::now() < end && lines() < 3)
                 dlock("exec --once-per 1s " + name + " -- sh -c 'echo $DLOCK_PERIOD_SLOT >> " +
                       log + "'");
         });
