@@ -135,7 +135,7 @@ void acquisition::on_rw_put(pb::TxnResponse&& r) {
     for (const auto& kv : r.responses(1).response_range().kvs())
         if (kv.key() != key_) { // the newest older blocker: wait for it at once
             if (wait_over()) return give_up();
-            return wait_for(kv.key(), r.header().revision());
+            return wait_for(kv.key(), r.header().revision() + 1);
         }
     granted(r.header().revision());
 }
@@ -182,7 +182,7 @@ void acquisition::count(const pb::RangeResponse& oldest, bool own_exists, std::i
     if (mine) return granted(revision);
     if (!own_exists) return restart(); // gone with the lease, or forced away
     if (wait_over()) return give_up();
-    wait_for(semaphore_keys_, revision, range_end(semaphore_keys_));
+    wait_for(semaphore_keys_, revision + 1, range_end(semaphore_keys_));
 }
 
 void acquisition::next_predecessor() {
@@ -196,7 +196,7 @@ void acquisition::next_predecessor() {
             if (!s.ok()) return self->failed(s, &acquisition::next_predecessor, "range");
             if (r.kvs().empty()) return self->check_own();
             if (self->wait_over()) return self->give_up();
-            self->wait_for(r.kvs(0).key(), r.header().revision());
+            self->wait_for(r.kvs(0).key(), r.header().revision() + 1);
         });
 }
 

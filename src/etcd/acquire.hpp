@@ -73,7 +73,11 @@ private:
     void count(const pb::RangeResponse& oldest, bool own_exists, std::int64_t revision);
     void next_predecessor();
     /// Watches `key` (with `range_end`: any key of the range) for a deletion from revision
-    /// `from`, then reads the next predecessor (a semaphore: counts again).
+    /// `from`, then reads the next predecessor (a semaphore: counts again). `from` is the
+    /// revision after the read that found the key: every later change is after it, and etcd
+    /// serves a watch that starts past its current revision at once, while one that starts at
+    /// or before it is caught up by a loop that runs every 100 ms (mvcc's unsynced watchers),
+    /// which delayed every hand-off by up to 100 ms.
     void wait_for(const std::string& key, std::int64_t from, std::string range_end = {});
     void check_own();
     void granted(std::int64_t seen_revision);
