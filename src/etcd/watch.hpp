@@ -2,8 +2,10 @@
 // change of it (watch_changes()), by a Watch stream (never polling).
 //
 // A key_watch opens its own Watch stream and watches `key` (with `range_end`: every key in
-// [key, range_end)) from `start_revision` (the revision at which the caller read it, so a
-// deletion after that read is never missed). `done` runs once on the I/O thread:
+// [key, range_end)) from `start_revision` (the revision after the one at which the caller read
+// it: a deletion after that read is never missed, and etcd serves a watch that starts past its
+// current revision at once, not from its 100 ms catch-up loop). `done` runs once on the I/O
+// thread:
 // - deleted: a DELETE event of the key (of a key in the range) arrived;
 // - changed (after watch_changes(), an election observer's watch): any event, a put included;
 // - broken: the stream ended or the server cancelled the watch (a member died or lost its
