@@ -12,7 +12,6 @@
 
 #include <future>
 #include <mutex>
-#include <regex>
 #include <vector>
 
 namespace {
@@ -39,11 +38,7 @@ protected:
     }
     /// The create revision of `key`, as `etcdctl get -w json` shows it.
     std::optional<std::uint64_t> create_revision(const std::string& key) const {
-        auto [out, rc] = etcd_->etcdctl({"get", key, "-w", "json"});
-        std::smatch m;
-        if (rc != 0 || !std::regex_search(out, m, std::regex("\"create_revision\":([0-9]+)")))
-            return std::nullopt;
-        return std::stoull(m[1].str());
+        return create_revision_of({key});
     }
 };
 

@@ -10,7 +10,6 @@
 
 #include <atomic>
 #include <future>
-#include <regex>
 #include <thread>
 
 namespace {
@@ -42,11 +41,7 @@ protected:
     }
     /// The create revision of the only key under "<name>/", as `etcdctl get -w json` shows it.
     std::optional<std::uint64_t> create_revision(const std::string& name) const {
-        auto [out, rc] = etcd_->etcdctl({"get", "--prefix", name + "/", "-w", "json"});
-        std::smatch m;
-        if (rc != 0 || !std::regex_search(out, m, std::regex("\"create_revision\":([0-9]+)")))
-            return std::nullopt;
-        return std::stoull(m[1].str());
+        return create_revision_of({"--prefix", name + "/"});
     }
 };
 

@@ -15,6 +15,8 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,16 @@ protected:
         return rc;
     }
     std::filesystem::path file(const std::string& leaf) const { return etcd_->dir() / leaf; }
+    /// The create revision of the first key `etcdctl get <args...> -w json` shows.
+    std::optional<std::uint64_t> create_revision_of(std::vector<std::string> args) const {
+        args.insert(args.begin(), "get");
+        args.insert(args.end(), {"-w", "json"});
+        auto [out, rc] = etcd_->etcdctl(args);
+        std::smatch m;
+        if (rc != 0 || !std::regex_search(out, m, std::regex("\"create_revision\":([0-9]+)")))
+            return std::nullopt;
+        return std::stoull(m[1].str());
+    }
 
     std::vector<pid_t> children_;
 };
