@@ -184,16 +184,23 @@ TEST_F(zk_cli, leader_watch_prints_every_change_until_a_signal) {
 }
 
 TEST_F(zk_cli, elect_stops_the_command_when_leadership_is_lost) {
-    // The leader's node is deleted under it: SIGTERM to the command, exit 73.
+    // The leader's node is deleted under it: SIGTERM to the command, exit 73. The node is
+    // deleted once the command runs (it touches a file): a node deleted while the campaign still
+    // lists the directory is not a loss but a restart (a new node, leading again).
+    const auto leading = "/tmp/dlock-zk-cli-lost-" + std::to_string(::getpid());
+    ::unlink(leading.c_str());
     std::atomic<bool> done{false};
     run_result r;
-    std::thread t([&] {
-        r = dlock_cli(url_ + " elect --wait 5s jobs/lost -- sleep 30");
+    std::jthread t([&] {
+        r = dlock_cli(url_ + " elect --wait 5s jobs/lost -- sh -c 'touch " + leading +
+                      "; exec sleep 30'");
         done = true;
     });
+    ASSERT_TRUE(eventually([&] { return ::access(leading.c_str(), F_OK) == 0 || done; }, 20s));
+    ::unlink(leading.c_str());
     raw_zk raw(server_->host_port());
-    ASSERT_TRUE(eventually([&] { return raw.children("/jobs/lost").size() == 1; }));
     const auto kids = raw.children("/jobs/lost");
+    ASSERT_EQ(kids.size(), 1U);
     // The hold watches its own node once it is 25 ms old: the delete is seen either way.
     EXPECT_EQ(raw.remove("/jobs/lost/" + kids[0]), ZOK);
     EXPECT_TRUE(eventually([&] { return done.load(); }, 20s));
