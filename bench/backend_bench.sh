@@ -2,10 +2,11 @@
 # Issues 13 and 14's benchmark rows in one run: scenarios A-D on ZooKeeper (a standalone server
 # and a 3-node ensemble), dlock against Apache Curator 5.4.0's InterProcessMutex
 # (bench/curator_bench.java), with each client process's peak RSS; A-D on PostgreSQL (advisory
-# locks, `lease` rows, `shedlock` rows) next to Redis; the keepalive's cost per held lock; and a
+# locks, `lease` rows, `shedlock` rows) next to Redis; A-D on etcd (one member), dlock against
+# python3-etcd3 0.12's Lock (bench/etcd3_bench.py); the keepalive's cost per held lock; and a
 # one-shot process (`dlock exec` as a cron singleton) on each backend.
 #
-#   bench/backend_bench.sh [--rounds N] [--seconds S] [--keepalive-seconds S] [--only zk|pg] BUILD_DIR
+#   bench/backend_bench.sh [--rounds N] [--seconds S] [--keepalive-seconds S] [--only zk|pg|etcd] BUILD_DIR
 #
 #   BUILD_DIR    a configured build with lock_bench, bench_servers and the dlock CLI built
 #                (e.g. build/ci: cmake --build build/ci --target lock_bench bench_servers
@@ -17,7 +18,7 @@
 #                D: 300 samples or 8 s.
 #   --keepalive-seconds S  length of the keepalive runs (default 11: one renewal of a 30 s
 #                watchdog lease, which renews every 10 s, falls inside).
-#   --only zk|pg only the ZooKeeper part or only the PostgreSQL/Redis part.
+#   --only zk|pg|etcd  only the ZooKeeper, the PostgreSQL/Redis or the etcd part.
 #   OUT=dir      results (default /tmp/dlock-backends-<time>): commands.txt, results.jsonl (one
 #                line per run: row, round, the client's JSON), oneshot.json (hyperfine),
 #                summary.md (the tables), stderr.log.
@@ -40,13 +41,15 @@ while [ $# -gt 1 ]; do
     *) echo "unknown option $1" >&2; exit 64 ;;
   esac
 done
-BUILD=${1:?usage: bench/backend_bench.sh [--rounds N] [--seconds S] [--only zk|pg] BUILD_DIR}
+BUILD=${1:?usage: bench/backend_bench.sh [--rounds N] [--seconds S] [--only zk|pg|etcd] BUILD_DIR}
+want() { [ -z "$ONLY" ] || [ "$ONLY" = "$1" ]; }
 LB=$BUILD/bench/lock_bench BS=$BUILD/bench/bench_servers DL=$BUILD/tools/dlock/dlock
 for b in "$LB" "$BS" "$DL"; do
   [ -x "$b" ] || { echo "$b not built" >&2; exit 66; }
 done
-# What only this benchmark needs (not CI): javac for the Curator program, hyperfine.
-DLOCK_DEPS_EXTRA="openjdk-17-jdk-headless hyperfine" bash scripts/deps.sh || true
+# What only this benchmark needs (not CI): javac for the Curator program, hyperfine,
+# python3-etcd3 for etcd's peer.
+DLOCK_DEPS_EXTRA="openjdk-17-jdk-headless hyperfine python3-etcd3" bash scripts/deps.sh || true
 OUT=${OUT:-/tmp/dlock-backends-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$OUT"
 : > "$OUT/results.jsonl"
@@ -96,29 +99,38 @@ log "redis-server $(redis-server --version | awk '{print $3}') on CPU 1: $RURL"
 curator_classes
 [ ${#CURATOR[@]} -gt 0 ] || echo "Curator jars or javac missing: ZooKeeper rows without Curator" >&2
 
+# peer_scenarios ROUND PREFIX URL PEER_ROW PEER_TARGET [PEER_CMD...]: A-D of one round, rows
+# "PREFIX SC dlock" against "PREFIX SC PEER_ROW" (PEER_CMD PEER_TARGET ARGS; only dlock's rows
+# without PEER_CMD). The peer takes the same options, but its C and D always use their own
+# clients.
+peer_scenarios() {
+  local r=$1 prefix=$2 url=$3 prow=$4 ptarget=$5 sc
+  shift 5
+  local peer=("$@")
+  for sc in A B C D; do
+    args_of $sc
+    local args=("${ARGS[@]}") pargs=("${ARGS[@]}")
+    [ "$sc" = C ] && pargs=(C --workers 8 --ops 2000)
+    [ "$sc" = D ] && pargs=(D --ops 300)
+    if [ ${#peer[@]} -gt 0 ]; then
+      pair "$r" "$prefix $sc dlock" "$LB" "$url" "${args[@]}" -- \
+        "$prefix $sc $prow" "${peer[@]}" "$ptarget" "${pargs[@]}"
+    else
+      run "$prefix $sc dlock" "$r" "$LB" "$url" "${args[@]}"
+    fi
+  done
+}
+
 zk_rounds() { # zk_rounds LABEL
   local t=$1 r
   for r in $(seq 1 "$ROUNDS"); do
-    for sc in A B C D; do
-      args_of $sc
-      local args=("${ARGS[@]}")
-      # Curator takes the same options; its C and D always use their own clients.
-      local cargs=("${args[@]}")
-      [ "$sc" = C ] && cargs=(C --workers 8 --ops 2000)
-      [ "$sc" = D ] && cargs=(D --ops 300)
-      if [ ${#CURATOR[@]} -gt 0 ]; then
-        pair "$r" "zk-$t $sc dlock" "$LB" "$URL" "${args[@]}" -- \
-          "zk-$t $sc curator" "${CURATOR[@]}" "$CONNECT" "${cargs[@]}"
-      else
-        run "zk-$t $sc dlock" "$r" "$LB" "$URL" "${args[@]}"
-      fi
-    done
+    peer_scenarios "$r" "zk-$t" "$URL" curator "$CONNECT" "${CURATOR[@]}"
     # C with one shared client: releases hand over to local waiters (no Curator equivalent).
     run "zk-$t C dlock (one client)" "$r" "$LB" "$URL" C --workers 8 --ops 2000
   done
 }
 
-if [ "$ONLY" != pg ]; then
+if want zk; then
   for t in standalone ensemble; do
     servers "$([ $t = standalone ] && echo zk || echo zk3)"
     zk_rounds $t
@@ -130,7 +142,7 @@ if [ "$ONLY" != pg ]; then
 fi
 
 # ---- PostgreSQL next to Redis -----------------------------------------------------------------
-if [ "$ONLY" != zk ]; then
+if want pg; then
   servers pg
   PGURL=$URL
   PGPOOL="$PGURL$([[ $PGURL == *\?* ]] && echo '&' || echo '?')dlock_pool=64"
@@ -152,11 +164,26 @@ if [ "$ONLY" != zk ]; then
   done
 fi
 
+# ---- etcd (one member): dlock vs python3-etcd3 0.12 --------------------------------------------
+if want etcd; then
+  servers etcd
+  ETCDURL=$URL
+  ETCD3=()
+  /usr/bin/python3 -c 'import etcd3' 2>/dev/null && ETCD3=(/usr/bin/python3 bench/etcd3_bench.py)
+  [ ${#ETCD3[@]} -gt 0 ] || echo "python3-etcd3 missing: etcd rows without the peer" >&2
+  endpoint=${ETCDURL#*://}
+  endpoint=${endpoint%%[/?]*}
+  for r in $(seq 1 "$ROUNDS"); do
+    peer_scenarios "$r" etcd "$ETCDURL" python3-etcd3 "$endpoint" "${ETCD3[@]}"
+  done
+fi
+
 # ---- One-shot process: connect, acquire, run `true`, release, exit --------------------------
 if command -v hyperfine >/dev/null; then
   cmds=()
   [ -n "${PGURL:-}" ] && cmds+=("$DL --url $PGURL exec bench-oneshot -- true")
   [ -n "${ZKURL:-}" ] && cmds+=("$DL --url $ZKURL exec bench-oneshot -- true")
+  [ -n "${ETCDURL:-}" ] && cmds+=("$DL --url $ETCDURL exec bench-oneshot -- true")
   cmds+=("$DL --url $RURL exec bench-oneshot -- true" "redis-cli -p $rport PING")
   log "$C0 hyperfine -N --warmup 3 --runs 40 ${cmds[*]}"
   $C0 hyperfine -N --warmup 3 --runs 40 --export-json "$OUT/oneshot.json" "${cmds[@]}" \

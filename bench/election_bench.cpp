@@ -1,6 +1,6 @@
 // election_bench: leader election's two timings (issue 23's benchmark rows), on any backend that
-// elects (ZooKeeper, etcd); bench/election_bench.sh runs it next to Curator's LeaderLatch
-// (bench/curator_bench.java, scenario E).
+// elects (ZooKeeper, etcd, PostgreSQL); bench/election_bench.sh runs it next to Curator's
+// LeaderLatch (bench/curator_bench.java, scenario E).
 //
 //   election_bench URL E [--samples N]
 //   election_bench URL F --cli PATH [--samples N]
@@ -12,7 +12,8 @@
 // F (failover): the leader is another process (`dlock --url URL elect --value victim NAME --
 //   sleep 600`, its own process group), killed with SIGKILL once it leads, while this process
 //   waits in campaign(); a sample is kill -> campaign() returned. Bounded below by the server's
-//   detection of the dead session (ZooKeeper: the session timeout; etcd: the lease TTL), so it
+//   detection of the dead session (ZooKeeper: the session timeout; etcd: the lease TTL;
+//   PostgreSQL: the killed client's socket closing, at once), so it
 //   measures the URL's settings as much as the client. N samples (default 5).
 // Prints one JSON object: samples, p50 and p99 (E in microseconds, F in milliseconds) and, for
 // E, the client CPU time per hand-off (getrusage of this process: both participants).

@@ -75,6 +75,23 @@ def scenario_table(rows, names, title):
     print()
 
 
+def peer_ratios(rows, prefix, peer_row, peer, where):
+    """dlock / the peer per scenario (rows "PREFIX SC dlock" and "PREFIX SC PEER_ROW")."""
+    print(f"dlock / {peer}, {where} (median of per-round ratios; > 1 favours dlock in every column):\n")
+    print(f"| scenario | throughput | p50 latency ({peer} / dlock) | client CPU per op ({peer} / dlock) "
+          f"| peak RSS ({peer} / dlock) |")
+    print("|---|---|---|---|---|")
+    for sc in "ABCD":
+        d, c = f"{prefix} {sc} dlock", f"{prefix} {sc} {peer_row}"
+        if d not in rows or c not in rows:
+            continue
+        k = "pair_p50_us" if sc in "AB" else "handoff_p50_us"
+        print(f"| {sc} | {f(ratio(rows, d, c, 'ops_per_s'), 2)} | {f(ratio(rows, d, c, k, invert=True), 2)} "
+              f"| {f(ratio(rows, d, c, 'client_cpu_us_per_op', invert=True), 2)} "
+              f"| {f(ratio(rows, d, c, 'vmhwm_kib', invert=True), 1)} |")
+    print()
+
+
 def main():
     out = Path(sys.argv[1])
     rows, order = load(out)
@@ -85,19 +102,11 @@ def main():
         if not names:
             continue
         scenario_table(rows, names, f"ZooKeeper {t}")
-        print(f"dlock / Curator, {t} (median of per-round ratios; > 1 favours dlock in every column):\n")
-        print("| scenario | throughput | p50 latency (Curator / dlock) | client CPU per op (Curator / dlock) "
-              "| peak RSS (Curator / dlock) |")
-        print("|---|---|---|---|---|")
-        for sc in "ABCD":
-            d, c = f"zk-{t} {sc} dlock", f"zk-{t} {sc} curator"
-            if d not in rows or c not in rows:
-                continue
-            k = "pair_p50_us" if sc in "AB" else "handoff_p50_us"
-            print(f"| {sc} | {f(ratio(rows, d, c, 'ops_per_s'), 2)} | {f(ratio(rows, d, c, k, invert=True), 2)} "
-                  f"| {f(ratio(rows, d, c, 'client_cpu_us_per_op', invert=True), 2)} "
-                  f"| {f(ratio(rows, d, c, 'vmhwm_kib', invert=True), 1)} |")
-        print()
+        peer_ratios(rows, f"zk-{t}", "curator", "Curator", t)
+    names = [r for r in order if r.startswith("etcd ")]
+    if names:
+        scenario_table(rows, names, "etcd (one member)")
+        peer_ratios(rows, "etcd", "python3-etcd3", "python3-etcd3", "etcd")
     names = [r for r in order if r.startswith("pg ") or r.startswith("redis ")]
     if names:
         scenario_table(rows, sorted(names, key=lambda r: (r.split()[1], order.index(r))),

@@ -18,7 +18,10 @@
 // before its own. The epoch is the leader node's czxid. etcd, in the layout of etcd's
 // concurrency.Election, so `etcdctl elect` and Go services take part: each participant is its
 // lease's key "<name>/<lease hex>" with its value; the oldest key leads; the epoch is its create
-// revision. Redis, Redlock and PostgreSQL answer errc::unsupported for now.
+// revision. PostgreSQL, in dlock's own layout (no incumbent has one): the leader holds the
+// advisory lock of the name, and a row of dlock_election(name, value, epoch, pid) written in
+// the batch that grants it; the epoch comes from the sequence dlock_fence. Redis and Redlock
+// answer errc::unsupported for now.
 //
 //   dlock::client c("zk://127.0.0.1:2181");
 //   if (auto l = c.campaign("jobs/scheduler", "host-a:8080", {.wait = 10s})) {

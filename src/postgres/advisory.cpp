@@ -3,17 +3,12 @@
 #include "postgres/advisory.hpp"
 
 #include "postgres/advisory_impl.hpp"
+#include "postgres/election.hpp"
 
 namespace dlock::detail::pg {
-namespace {
 
-constexpr std::size_t max_app_name = 63; // NAMEDATALEN - 1
-
-const std::string fence_ddl = "DO $$BEGIN IF to_regclass('dlock_fence') IS NULL THEN CREATE "
-                              "SEQUENCE IF NOT EXISTS dlock_fence; END IF; END$$";
-
-/// "dlock:<name>" cut to 63 bytes on a UTF-8 boundary (the server keeps no more).
 std::string app_name_for(std::string_view name) {
+    constexpr std::size_t max_app_name = 63; // NAMEDATALEN - 1
     std::string s = std::string(app_prefix) + std::string(name);
     if (s.size() <= max_app_name) return s;
     std::size_t n = max_app_name;
@@ -22,6 +17,11 @@ std::string app_name_for(std::string_view name) {
     s.resize(n);
     return s;
 }
+
+namespace {
+
+const std::string fence_ddl = "DO $$BEGIN IF to_regclass('dlock_fence') IS NULL THEN CREATE "
+                              "SEQUENCE IF NOT EXISTS dlock_fence; END IF; END$$";
 
 // --- acquisition ----------------------------------------------------------------------------
 
@@ -33,7 +33,9 @@ struct attempt {
     clock::time_point start = clock::now();
     acquire_handler done;
     bool fence = false;
-    std::optional<result> ddl{}; ///< the sequence check's outcome, when it was sent
+    /// A campaign (election.hpp): the leader's value, recorded by the statement after the grant.
+    std::optional<std::string> elect{};
+    std::optional<result> ddl{}; ///< the first failure of the sequence and table checks
 
     void finish(std::error_code ec, std::shared_ptr<hold> h) {
         const bool got = h != nullptr;
@@ -54,13 +56,25 @@ void send(std::shared_ptr<attempt> a, std::shared_ptr<connection> s) {
     const bool shared = shared_kind(a->opts.kind);
     const std::string suffix = shared ? "_shared" : "";
 
-    // The sequence check goes first in a batch of its own (its own implicit transaction, so a
-    // CREATE is committed before the lock wait starts), in the same round trip.
+    // The sequence check (and a campaign's table check) goes first in a batch of its own (its
+    // own implicit transaction, so a CREATE is committed before the lock wait starts), in the
+    // same round trip.
     const bool ensure_fence = a->fence && !a->eng->fence_ready;
-    if (ensure_fence)
-        s->run({{fence_ddl}}, cfg.request_timeout, [a](std::error_code ec, std::vector<result>& r) {
-            if (!ec && !r.empty()) a->ddl = r[0];
-        });
+    const bool ensure_table = a->elect && !a->eng->election_ready;
+    if (ensure_fence || ensure_table) {
+        std::vector<statement> ddl;
+        if (ensure_fence) ddl.push_back({fence_ddl});
+        if (ensure_table) ddl.push_back({election_ddl});
+        s->run(std::move(ddl), cfg.request_timeout,
+               [a](std::error_code ec, std::vector<result>& r) {
+                   if (ec) return;
+                   for (const auto& x : r)
+                       if (!x.ok()) {
+                           a->ddl = x;
+                           return;
+                       }
+               });
+    }
 
     std::vector<statement> st;
     st.push_back({"SELECT set_config('application_name', $1, false)", {app_name_for(a->name)}});
@@ -68,21 +82,28 @@ void send(std::shared_ptr<attempt> a, std::shared_ptr<connection> s) {
     if (try_once) {
         const std::string call = key_call("pg_try_advisory_lock" + suffix, a->key);
         lock_at = st.size();
-        st.push_back(key_statement("SELECT CASE WHEN " + call + " THEN " +
-                                       (a->fence ? "nextval('dlock_fence')" : "0") + " END",
-                                   a->key));
+        if (a->elect)
+            st.push_back(lead_statement(a->name, *a->elect, &a->key)); // no row: not free
+        else
+            st.push_back(key_statement("SELECT CASE WHEN " + call + " THEN " +
+                                           (a->fence ? "nextval('dlock_fence')" : "0") + " END",
+                                       a->key));
     } else {
         st.push_back({"SELECT set_config('lock_timeout', $1, false)",
                       {remaining ? std::to_string(remaining->count()) : "0"}});
         lock_at = st.size();
         st.push_back(
             key_statement("SELECT " + key_call("pg_advisory_lock" + suffix, a->key), a->key));
-        if (a->fence) st.push_back({"SELECT nextval('dlock_fence')"});
+        if (a->elect)
+            st.push_back(lead_statement(a->name, *a->elect, nullptr));
+        else if (a->fence)
+            st.push_back({"SELECT nextval('dlock_fence')"});
     }
     const auto budget = remaining ? *remaining + cfg.request_timeout : milliseconds(0);
+    const bool ensured = ensure_fence || ensure_table;
 
     s->run(std::move(st), budget,
-           [a, s, lock_at, try_once, ensure_fence](std::error_code ec, std::vector<result>& r) {
+           [a, s, lock_at, try_once, ensured](std::error_code ec, std::vector<result>& r) {
                auto& e = *a->eng;
                const auto fail = [&](errc code, const std::string& why) {
                    e.set_error(e.config().display + ": lock \"" + a->name + "\": " + why);
@@ -95,7 +116,10 @@ void send(std::shared_ptr<attempt> a, std::shared_ptr<connection> s) {
                        bad = i;
                        break;
                    }
-               if (!ec && bad == r.size() && a->fence) e.fence_ready = true; // nextval worked
+               if (!ec && bad == r.size()) {
+                   if (a->fence) e.fence_ready = true; // nextval worked
+                   if (a->elect) e.election_ready = true;
+               }
                if (bad == lock_at && r[lock_at].sqlstate() == sqlstate::lock_not_available) {
                    if (!ec) e.put_session(s); // the wait ended in the server: not acquired
                    return a->finish({}, nullptr);
@@ -108,8 +132,14 @@ void send(std::shared_ptr<attempt> a, std::shared_ptr<connection> s) {
                        e.put_session(s);
                    else
                        s->close();
-                   if (ensure_fence && a->ddl && !a->ddl->ok()) {
+                   if (ensured && a->ddl) {
                        const auto code = error_of(*a->ddl);
+                       if (code == errc::permission_denied && a->elect)
+                           return fail(code, "the sequence dlock_fence or the table "
+                                             "dlock_election is missing and this role may not "
+                                             "create it (create them once: "
+                                             "docs/design/election.md): " +
+                                                 a->ddl->message());
                        if (code == errc::permission_denied)
                            return fail(code, "the sequence dlock_fence is missing and this role "
                                              "may not create it (create it once, or add "
@@ -124,7 +154,7 @@ void send(std::shared_ptr<attempt> a, std::shared_ptr<connection> s) {
                }
                std::optional<std::uint64_t> token;
                if (try_once) {
-                   if (r[lock_at].is_null(0, 0)) {
+                   if (a->elect ? r[lock_at].rows() == 0 : r[lock_at].is_null(0, 0)) {
                        e.put_session(s);
                        return a->finish({}, nullptr);
                    }
@@ -133,8 +163,8 @@ void send(std::shared_ptr<attempt> a, std::shared_ptr<connection> s) {
                } else if (a->fence) {
                    token = static_cast<std::uint64_t>(r.back().int_value(0, 0).value_or(0));
                }
-               auto h =
-                   std::make_shared<advisory_hold>(a->eng, a->name, a->key, a->opts.kind, token, s);
+               auto h = std::make_shared<advisory_hold>(a->eng, a->name, a->key, a->opts.kind,
+                                                        token, s, a->elect.has_value());
                h->start(a->opts.lease);
                e.track(h);
                a->finish({}, h);
@@ -166,13 +196,11 @@ const char* advisory_kind_name(lock_kind kind) noexcept {
     return "lock";
 }
 
-void acquire_advisory(const std::shared_ptr<engine>& e, std::string name,
-                      const acquire_options& opts, acquire_handler done) {
-    auto a = std::make_shared<attempt>();
-    a->eng = e;
-    a->name = std::move(name);
-    a->opts = opts;
-    a->done = std::move(done);
+namespace {
+
+void start(const std::shared_ptr<attempt>& a) {
+    const auto& e = a->eng;
+    const auto& opts = a->opts;
     std::error_code ec;
     if ((opts.lease && *opts.lease < milliseconds(1)) ||
         (opts.retry && (opts.retry->attempts == 0 || opts.retry->delay.count() < 0 ||
@@ -184,12 +212,37 @@ void acquire_advisory(const std::shared_ptr<engine>& e, std::string name,
                      std::string(to_string(e->config().key)) + " advisory key");
         return a->finish(ec, nullptr);
     }
-    // Readers share the lock and get no token (as a Redis read lock).
-    a->fence = e->config().fence && !shared_kind(opts.kind);
+    // Readers share the lock and get no token (as a Redis read lock); a leader's epoch is its
+    // token, whatever the URL says.
+    a->fence = (e->config().fence && !shared_kind(opts.kind)) || a->elect.has_value();
     e->get_session([a](std::error_code ec2, std::shared_ptr<connection> s) {
         if (ec2) return a->finish(ec2, nullptr);
         send(a, std::move(s));
     });
+}
+
+} // namespace
+
+void acquire_advisory(const std::shared_ptr<engine>& e, std::string name,
+                      const acquire_options& opts, acquire_handler done) {
+    auto a = std::make_shared<attempt>();
+    a->eng = e;
+    a->name = std::move(name);
+    a->opts = opts;
+    a->done = std::move(done);
+    start(a);
+}
+
+void campaign_advisory(const std::shared_ptr<engine>& e, std::string name, std::string value,
+                       std::optional<std::chrono::milliseconds> wait, acquire_handler done) {
+    auto a = std::make_shared<attempt>();
+    a->eng = e;
+    a->name = std::move(name);
+    a->opts.kind = lock_kind::reentrant;
+    a->opts.wait = wait;
+    a->elect = std::move(value);
+    a->done = std::move(done);
+    start(a);
 }
 
 } // namespace dlock::detail::pg

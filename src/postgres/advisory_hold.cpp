@@ -1,12 +1,15 @@
 // postgres/advisory_hold.cpp: advisory_hold, the hold of an advisory lock: its session watched,
 // proven alive every check_period / 2, the fixed lease, release and loss.
 #include "postgres/advisory_impl.hpp"
+#include "postgres/election.hpp"
+
+#include <algorithm>
 
 namespace dlock::detail::pg {
 
 advisory_hold::advisory_hold(std::shared_ptr<engine> e, std::string name, advisory_key key,
                              lock_kind kind, std::optional<std::uint64_t> token,
-                             std::shared_ptr<connection> session)
+                             std::shared_ptr<connection> session, bool election)
     : pg_hold(std::move(e))
     , name_(std::move(name))
     , key_(std::move(key))
@@ -14,7 +17,8 @@ advisory_hold::advisory_hold(std::shared_ptr<engine> e, std::string name, adviso
     , token_(token)
     , session_(std::move(session))
     , tick_(engine_->io())
-    , lease_timer_(engine_->io()) {}
+    , lease_timer_(engine_->io())
+    , election_(election) {}
 
 advisory_hold::~advisory_hold() {
     // Dropped without release (only the engine's weak list and timers' weak captures are
@@ -98,14 +102,22 @@ void advisory_hold::release_io(std::function<void(std::error_code)> done) {
     const char* fn =
         shared_kind(kind_) ? "SELECT pg_advisory_unlock_shared" : "SELECT pg_advisory_unlock";
     auto& m = engine_->metrics();
-    session_->run({key_statement(key_call(fn, key_), key_)}, engine_->config().request_timeout,
-                  [self = self(), done, &m](std::error_code ec, std::vector<result>& r) {
+    // A leader resigns: its row goes first, in the same batch (election.hpp).
+    std::vector<statement> st;
+    if (election_ && token_) st.push_back(resign_statement(name_, *token_));
+    st.push_back(key_statement(key_call(fn, key_), key_));
+    const auto n = st.size();
+    session_->run(std::move(st), engine_->config().request_timeout,
+                  [self = self(), done, &m, n](std::error_code ec, std::vector<result>& r) {
                       if (self->ended())
                           return done(self->lost() ? make_error_code(errc::not_owner)
                                                    : std::error_code{});
                       self->ended_io_ = true;
                       m.hold_ended(clock::now() - self->acquired_at_);
-                      if (!ec && !r.empty() && r[0].ok() && !r[0].bool_value(0, 0)) {
+                      const bool answered =
+                          !ec && r.size() == n &&
+                          std::all_of(r.begin(), r.end(), [](const result& x) { return x.ok(); });
+                      if (answered && !r.back().bool_value(0, 0)) {
                           // The server says this session did not hold it: lost before we knew.
                           m.release(client_metrics::release_result::not_owner);
                           m.loss(loss_cause::gone);
@@ -113,7 +125,7 @@ void advisory_hold::release_io(std::function<void(std::error_code)> done) {
                           self->mark_lost();
                           return done(make_error_code(errc::not_owner));
                       }
-                      if (!ec && !r.empty() && r[0].ok()) {
+                      if (answered) {
                           m.release(client_metrics::release_result::released);
                           self->engine_->put_session(self->session_);
                       } else {
@@ -125,6 +137,30 @@ void advisory_hold::release_io(std::function<void(std::error_code)> done) {
                       self->session_.reset();
                       self->mark_released();
                       done({});
+                  });
+}
+
+void advisory_hold::proclaim_io(std::string value, std::function<void(std::error_code)> done) {
+    if (!election_ || !token_ || ended() || releasing_)
+        return done(make_error_code(errc::not_owner));
+    session_->run({proclaim_statement(name_, value, *token_)}, engine_->config().request_timeout,
+                  [w = weak(), done](std::error_code ec, std::vector<result>& r) {
+                      auto h = w.lock();
+                      if (!h || h->ended()) return done(make_error_code(errc::not_owner));
+                      if (ec) {
+                          // No answer: the session is gone (a timeout closes it), and the
+                          // leadership with it; the new value may have been written.
+                          h->lose(loss_cause::gone);
+                          return done(make_error_code(errc::ambiguous));
+                      }
+                      if (r.empty() || !r[0].ok()) {
+                          if (!r.empty())
+                              h->engine_->set_error(h->engine_->config().display + ": proclaim \"" +
+                                                    h->name_ + "\": " + r[0].message());
+                          return done(
+                              make_error_code(r.empty() ? errc::unavailable : error_of(r[0])));
+                      }
+                      done(r[0].rows() == 1 ? std::error_code{} : make_error_code(errc::not_owner));
                   });
 }
 

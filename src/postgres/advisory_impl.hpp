@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace dlock::detail::pg {
 
@@ -33,12 +34,39 @@ inline errc error_of(const result& r, bool caller_input = false) {
     return classify_sqlstate(r.sqlstate(), caller_input);
 }
 
+/// The key as one bigint SQL expression over $1 (pg_locks coordinates are derived from it),
+/// and that parameter.
+inline std::pair<std::string, std::string> key_expr(const advisory_key& k) {
+    if (k.server_hash) return {"hashtext($1)::bigint", k.text};
+    return {"$1::bigint", std::to_string(k.value)};
+}
+
+/// FROM and WHERE of a query over this database's advisory locks (pg_locks l, with
+/// pg_stat_activity a).
+inline const std::string locks_sql_tail =
+    " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
+    " WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname "
+    "= current_database())";
+
+/// The condition that a pg_locks row `l` is the advisory key whose bigint is `key_sql`.
+inline std::string key_matches(const std::string& key_sql, const advisory_key& k) {
+    return "l.classid = ((" + key_sql + " >> 32) & 4294967295)::oid AND l.objid = (" + key_sql +
+           " & 4294967295)::oid AND l.objsubid = " + std::to_string(k.objsubid());
+}
+
+/// "dlock:<name>" cut to 63 bytes on a UTF-8 boundary (the server keeps no more): the
+/// application_name of a session holding or waiting for `name`, which `dlock list` reads.
+std::string app_name_for(std::string_view name);
+
 // --- the hold -------------------------------------------------------------------------------
 
 class advisory_hold final : public pg_hold {
 public:
+    /// `election`: the hold of an election's leader (election.hpp): its release also deletes
+    /// its row of dlock_election, and proclaim_io() changes its value.
     advisory_hold(std::shared_ptr<engine> e, std::string name, advisory_key key, lock_kind kind,
-                  std::optional<std::uint64_t> token, std::shared_ptr<connection> session);
+                  std::optional<std::uint64_t> token, std::shared_ptr<connection> session,
+                  bool election = false);
     ~advisory_hold() override;
 
     // I/O thread: start watching the session; called once, right after the grant.
@@ -47,6 +75,9 @@ public:
     const std::string& name() const noexcept override { return name_; }
     std::optional<std::uint64_t> fencing_token() const noexcept override { return token_; }
     void end_on_shutdown() override { lose(loss_cause::gone); }
+    /// I/O thread: a leader's new value, written on its own session while it leads
+    /// (errc::not_owner when it no longer does or is not a leader's hold).
+    void proclaim_io(std::string value, std::function<void(std::error_code)> done);
 
 private:
     std::shared_ptr<advisory_hold> self() {
@@ -78,6 +109,7 @@ private:
     bool checking_ = false;
     bool releasing_ = false;
     bool ended_io_ = false;
+    bool election_ = false;
 };
 
 } // namespace dlock::detail::pg

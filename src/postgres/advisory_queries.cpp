@@ -9,23 +9,10 @@
 namespace dlock::detail::pg {
 namespace {
 
-/// The key as one bigint SQL expression over $1 (pg_locks coordinates are derived from it).
-std::pair<std::string, std::string> key_expr(const advisory_key& k) {
-    if (k.server_hash) return {"hashtext($1)::bigint", k.text};
-    return {"$1::bigint", std::to_string(k.value)};
-}
-
-const std::string locks_sql_tail =
-    " FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid"
-    " WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname "
-    "= current_database())";
-
 /// Rows: pid, granted, mode, application_name, client_addr.
-std::string contenders_sql(const std::string& key_sql, int objsubid) {
+std::string contenders_sql(const std::string& key_sql, const advisory_key& k) {
     return "SELECT l.pid, l.granted, l.mode, a.application_name, host(a.client_addr)" +
-           locks_sql_tail + " AND l.classid = ((" + key_sql +
-           " >> 32) & 4294967295)::oid AND l.objid = (" + key_sql +
-           " & 4294967295)::oid AND l.objsubid = " + std::to_string(objsubid) +
+           locks_sql_tail + " AND " + key_matches(key_sql, k) +
            " AND l.pid <> pg_backend_pid() ORDER BY l.granted DESC, l.waitstart NULLS FIRST, "
            "l.pid";
 }
@@ -56,7 +43,7 @@ void inspect_advisory(const std::shared_ptr<engine>& e, std::string name, lock_k
     if (ec) return done(ec, st);
     auto [expr, param] = key_expr(key);
     std::vector<statement> q;
-    q.push_back({contenders_sql(expr, key.objsubid()), {param}});
+    q.push_back({contenders_sql(expr, key), {param}});
     q.push_back({"SELECT " + expr, {param}});
     q.push_back({"SELECT pg_sequence_last_value(to_regclass('dlock_fence'))"});
     e->query(std::move(q), [st, key, done](std::error_code ec2, std::vector<result>& r) mutable {
@@ -85,11 +72,9 @@ void force_unlock_advisory(const std::shared_ptr<engine>& e, std::string name,
     const auto key = make_key(name, e->config().key, ec);
     if (ec) return done(ec, false);
     auto [expr, param] = key_expr(key);
-    const std::string sql =
-        "SELECT count(*) FILTER (WHERE pg_terminate_backend(l.pid))" + locks_sql_tail +
-        " AND l.granted AND l.classid = ((" + expr + " >> 32) & 4294967295)::oid AND l.objid = (" +
-        expr + " & 4294967295)::oid AND l.objsubid = " + std::to_string(key.objsubid()) +
-        " AND l.pid <> pg_backend_pid()";
+    const std::string sql = "SELECT count(*) FILTER (WHERE pg_terminate_backend(l.pid))" +
+                            locks_sql_tail + " AND l.granted AND " + key_matches(expr, key) +
+                            " AND l.pid <> pg_backend_pid()";
     e->query({{sql, {param}}}, [e, name, done](std::error_code ec2, std::vector<result>& r) {
         if (ec2) return done(ec2, false);
         if (r.empty() || !r[0].ok()) {
@@ -135,7 +120,8 @@ void list_advisory(const std::shared_ptr<engine>& e, std::string pattern,
                     st.name = "key " + key.describe();
                 }
             }
-            st.kind = rows.value(i, 2) == "ShareLock" ? "read" : "lock";
+            // The first row is the holder when there is one (a waiter may want the other mode).
+            if (st.contenders.empty()) st.kind = rows.value(i, 2) == "ShareLock" ? "read" : "lock";
             st.exists = true;
             st.contenders.push_back(contender_of(rows, i, waiters[k]));
         }

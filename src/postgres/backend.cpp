@@ -3,8 +3,10 @@
 // implementation (advisory*.cpp, rows/).
 #include "postgres/backend.hpp"
 
+#include "core/blocking_acquire.hpp"
 #include "core/random.hpp"
 #include "postgres/advisory.hpp"
+#include "postgres/election.hpp"
 #include "postgres/engine.hpp"
 #include "postgres/once.hpp"
 #include "postgres/rows.hpp"
@@ -202,6 +204,64 @@ public:
             {make_error_code(errc::cancelled), false});
         ec = r.first;
         return r.second;
+    }
+
+    // Leader election (election.hpp): the advisory lock of the name, and the leader's row.
+    std::shared_ptr<hold> campaign(std::string_view name, std::string value,
+                                   const campaign_options& opts, std::error_code& ec) override {
+        return campaign_blocking(*this, name, std::move(value), opts, ec);
+    }
+
+    void async_campaign(std::string name, std::string value, const campaign_options& opts,
+                        std::function<void(std::error_code, std::shared_ptr<hold>)> done) override {
+        auto e = engine_;
+        const bool posted = engine_->post([e, name = std::move(name), value = std::move(value),
+                                           wait = opts.wait, done]() mutable {
+            if (value.size() > leadership::max_value_size) {
+                e->set_error("the value is over leadership::max_value_size bytes");
+                return done(make_error_code(errc::invalid_argument), nullptr);
+            }
+            campaign_advisory(e, std::move(name), std::move(value), wait, std::move(done));
+        });
+        if (!posted) done(make_error_code(errc::cancelled), nullptr);
+    }
+
+    void proclaim(hold& leader, std::string value, std::error_code& ec) override {
+        ec.clear();
+        if (engine_->on_io_thread() || value.size() > leadership::max_value_size) {
+            ec = make_error_code(errc::invalid_argument);
+            return;
+        }
+        // The caller blocks here, so the hold outlives the call.
+        ec = engine_->call<std::error_code>(
+            [&leader, value = std::move(value)](std::function<void(std::error_code)> done) mutable {
+                proclaim_leader(leader, std::move(value), std::move(done));
+            },
+            make_error_code(errc::not_owner));
+    }
+
+    std::optional<leader_info> leader(std::string_view name, std::error_code& ec) override {
+        ec.clear();
+        if (engine_->on_io_thread()) {
+            ec = make_error_code(errc::invalid_argument);
+            return std::nullopt;
+        }
+        using out = std::pair<std::error_code, std::optional<leader_info>>;
+        auto e = engine_;
+        auto r = engine_->call<out>(
+            [e, n = std::string(name)](std::function<void(out)> done) {
+                read_leader(e, n, [done](std::error_code ec2, std::optional<leader_info> li) {
+                    done({ec2, std::move(li)});
+                });
+            },
+            {make_error_code(errc::cancelled), std::nullopt});
+        ec = r.first;
+        return std::move(r.second);
+    }
+
+    std::shared_ptr<observer> observe(std::string_view name, observe_fn cb,
+                                      std::error_code& ec) override {
+        return observe_election(engine_, name, std::move(cb), ec);
     }
 
     void shutdown() noexcept override { engine_->shutdown(); }

@@ -123,7 +123,7 @@ void engine::query(std::vector<statement> stmts,
     });
 }
 
-void engine::listen(const std::string& channel, std::function<void(std::error_code)> ready) {
+void engine::listen(std::function<void(std::error_code)> ready) {
     if (listening_) return ready({});
     listen_waiters_.push_back(std::move(ready));
     if (listener_ || shut_down()) {
@@ -151,13 +151,12 @@ void engine::listen(const std::string& channel, std::function<void(std::error_co
         for (auto& [id, z] : ss)
             z.wake();
     };
-    s->connect([this, s, channel, fail_all](std::error_code ec) {
+    s->connect([this, s, fail_all](std::error_code ec) {
         if (ec) return fail_all(ec);
-        s->on_notify([this](std::string_view, std::string_view payload) {
-            const std::string p(payload);
+        s->on_notify([this](std::string_view channel, std::string_view payload) {
             std::vector<std::function<void()>> wake;
             for (auto it = sleepers_.begin(); it != sleepers_.end();)
-                if (it->second.payload == p) {
+                if (it->second.payload == payload && it->second.channel == channel) {
                     wake.push_back(std::move(it->second.wake));
                     it = sleepers_.erase(it);
                 } else {
@@ -167,9 +166,10 @@ void engine::listen(const std::string& channel, std::function<void(std::error_co
                 w();
         });
         s->on_closed(fail_all);
-        s->run({{"LISTEN " + channel}}, settings_->request_timeout,
+        s->run({{"LISTEN " + lease_channel}, {"LISTEN " + election_channel}},
+               settings_->request_timeout,
                [this, fail_all](std::error_code e, std::vector<result>& r) {
-                   if (e || r.empty() || !r[0].ok())
+                   if (e || r.size() != 2 || !r[0].ok() || !r[1].ok())
                        return fail_all(e ? e : make_error_code(errc::server_error));
                    listening_ = true;
                    auto ws = std::move(listen_waiters_);
@@ -180,9 +180,10 @@ void engine::listen(const std::string& channel, std::function<void(std::error_co
     });
 }
 
-std::uint64_t engine::on_notified(const std::string& payload, std::function<void()> wake) {
+std::uint64_t engine::on_notified(const std::string& channel, const std::string& payload,
+                                  std::function<void()> wake) {
     const auto id = next_sleeper_++;
-    sleepers_.emplace(id, sleeper{payload, std::move(wake)});
+    sleepers_.emplace(id, sleeper{channel, payload, std::move(wake)});
     return id;
 }
 

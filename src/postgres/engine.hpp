@@ -39,6 +39,12 @@ namespace dlock::detail::pg {
 
 class engine;
 
+/// The NOTIFY channels engine::listen() listens on: the lease tables' releases (payload: the
+/// lock name; rows/) and elections' new leaders and values (payload: the election name;
+/// election.hpp).
+inline const std::string lease_channel = "dlock_lease";
+inline const std::string election_channel = "dlock_election";
+
 /// A hold of this backend (advisory or lease row). The blocking and async members of
 /// detail::hold are written once here over the kind's release_io() / extend_io(), which run on
 /// the I/O thread; the engine ends the holds still open on shutdown.
@@ -118,16 +124,20 @@ public:
     bool fence_ready = false;
     /// I/O thread: the lease tables known to exist (by kind).
     std::set<lock_kind> tables_ready{};
+    /// I/O thread: the table dlock_election is known to exist (election.hpp).
+    bool election_ready = false;
 
-    /// I/O thread: `ready` runs once the session that LISTENs on `channel` is up (at once when
-    /// it is; with an error when it cannot be set up: the caller then polls).
-    void listen(const std::string& channel, std::function<void(std::error_code)> ready);
+    /// I/O thread: `ready` runs once the session that LISTENs on every channel below is up (at
+    /// once when it is; with an error when it cannot be set up: the caller then polls).
+    void listen(std::function<void(std::error_code)> ready);
     /// I/O thread: whether the LISTEN session is up now.
     bool listening() const noexcept { return listening_; }
-    /// I/O thread: `wake` runs once, at the next notification named `payload` or when the
-    /// LISTEN session ends. Returns an id for forget(). An attempt registers before it sends,
-    /// so a release that lands while its statement is in flight still wakes it.
-    std::uint64_t on_notified(const std::string& payload, std::function<void()> wake);
+    /// I/O thread: `wake` runs once, at the next notification on `channel` (one of the
+    /// channels below) with `payload`, or when the LISTEN session ends. Returns an id for
+    /// forget(). An attempt registers before it sends, so a release that lands while its
+    /// statement is in flight still wakes it.
+    std::uint64_t on_notified(const std::string& channel, const std::string& payload,
+                              std::function<void()> wake);
     void forget(std::uint64_t id);
 
     /// The last failure, for client::last_error_detail() ("" when none); any thread.
@@ -156,6 +166,7 @@ private:
     bool listening_ = false;
     std::vector<std::function<void(std::error_code)>> listen_waiters_{};
     struct sleeper {
+        std::string channel;
         std::string payload;
         std::function<void()> wake;
     };

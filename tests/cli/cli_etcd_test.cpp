@@ -4,6 +4,7 @@
 // revoke` of exec's lease makes exec stop its command and exit 73; --kind read / write take
 // the read-write lock; a killed semaphore holder's permit returns after its lease; elect runs a
 // command while leading an election, which leader shows and `etcdctl elect` respects.
+#include "elect_check.hpp"
 #include "etcd_fixture.hpp"
 #include "process.hpp"
 
@@ -174,16 +175,10 @@ TEST_F(etcd_cli, elect_runs_the_command_while_leading_and_leader_shows_it) {
     // value and that epoch (the key's create revision).
     std::tie(out, code) =
         dlock_cli({"elect", "--value", "host-a", "--wait", "5s", "lead", "--", "sh", "-c",
-                   "echo epoch=$DLOCK_EPOCH; " + std::string(DLOCK_CLI_BINARY) + " --url '" + url_ +
-                       "' leader --json lead"});
+                   dlock::test::print_epoch_and_leader(
+                       std::string(DLOCK_CLI_BINARY) + " --url '" + url_ + "'", "lead")});
     EXPECT_EQ(code, 0) << out;
-    const auto at = out.find("epoch=");
-    ASSERT_NE(at, std::string::npos) << out;
-    const auto epoch = out.substr(at + 6, out.find('\n', at) - at - 6);
-    EXPECT_FALSE(epoch.empty()) << out;
-    EXPECT_NE(out.find("\"vacant\":false,\"value\":\"host-a\",\"epoch\":" + epoch + "}"),
-              std::string::npos)
-        << out;
+    dlock::test::expect_led_with_its_epoch(out, "host-a");
     // Resigned when the command exited; its status is elect's.
     std::tie(out, code) = dlock_cli({"leader", "--json", "lead"});
     EXPECT_NE(out.find("\"vacant\":true"), std::string::npos) << out;

@@ -1,6 +1,7 @@
 // The dlock command on postgresql:// URLs: exec (exclusion among processes, --kind shedlock),
 // status and list from pg_locks, unlock --force ending the holding session (the exec child is
-// stopped as after any loss: exit 73).
+// stopped as after any loss: exit 73), elect and leader.
+#include "elect_check.hpp"
 #include "once_race.hpp"
 #include "postgres/postgres_test_util.hpp"
 
@@ -97,6 +98,39 @@ TEST_F(pg_cli, status_list_and_unlock_force_on_a_held_lock) {
     EXPECT_EQ(held.code, 73) << held.out; // the child was stopped: the lock was lost
     EXPECT_EQ(dlock("exec --wait 0 cli:held -- true").code, 0);
     EXPECT_NE(dlock("status cli:free").out.find("kind     none"), std::string::npos);
+}
+
+// elect and leader on PostgreSQL (postgres/election.hpp): the command runs while leading with
+// DLOCK_EPOCH, `leader --json` (run by it) shows the value and that epoch; resigned when it
+// exits; not elected while another leads (75); `unlock --force NAME` ends the leader's session,
+// and elect stops its command and exits 73.
+TEST_F(pg_cli, elect_and_leader) {
+    auto r = dlock("leader cli:lead");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("vacant"), std::string::npos) << r.out;
+    r = dlock("elect --value host-a --wait 5s cli:lead -- sh -c '" +
+              print_epoch_and_leader(
+                  std::string(DLOCK_CLI_BINARY) + " --url \"" + server().url() + "\"", "cli:lead") +
+              "'");
+    EXPECT_EQ(r.code, 0) << r.out;
+    expect_led_with_its_epoch(r.out, "host-a");
+    EXPECT_NE(dlock("leader --json cli:lead").out.find("\"vacant\":true"), std::string::npos);
+
+    outcome leading;
+    std::thread t([&] { leading = dlock("elect --value host-b cli:lead -- sleep 60"); });
+    const bool led = eventually(
+        [&] { return dlock("leader cli:lead").out.find("host-b") != std::string::npos; }, 10s);
+    if (!led) {
+        dlock("unlock --force cli:lead"); // the leader must not outlive the test
+        t.join();
+        FAIL() << "elect did not lead: " << leading.code << " " << leading.out;
+    }
+    EXPECT_EQ(dlock("elect --wait 0 cli:lead -- true").code, 75) << "not elected";
+    EXPECT_EQ(dlock("unlock --force cli:lead").code, 0);
+    t.join();
+    EXPECT_EQ(leading.code, 73) << leading.out;
+    EXPECT_NE(leading.out.find("leadership of 'cli:lead' lost"), std::string::npos) << leading.out;
+    EXPECT_NE(dlock("leader cli:lead").out.find("vacant"), std::string::npos);
 }
 
 // unlock --force of the row kinds: ShedLock's lock_until and lease's expires_at set to now

@@ -2,6 +2,7 @@
 // node's czxid), status shows holder and waiters with sessions, list finds the lock, unlock
 // --force deletes the holder's node, a bad URL exits 78, and the demo runs with its lock on
 // a private ZooKeeper.
+#include "elect_check.hpp"
 #include "once_race.hpp"
 #include "zookeeper/zookeeper_peer.hpp"
 #include "zookeeper/zookeeper_test_util.hpp"
@@ -122,17 +123,11 @@ TEST_F(zk_cli, elect_runs_the_command_while_leading_and_leader_shows_it) {
     EXPECT_NE(r.out.find("vacant"), std::string::npos) << r.out;
     // The command runs while leading: DLOCK_EPOCH is set, and `leader` (run by it) shows the
     // value and that epoch.
-    r = dlock_cli(url_ +
-                  " elect --value host-a --wait 5s jobs/lead -- sh -c 'echo epoch=$DLOCK_EPOCH; " +
-                  std::string(DLOCK_CLI_BINARY) + " " + url_ + " leader --json jobs/lead'");
+    r = dlock_cli(url_ + " elect --value host-a --wait 5s jobs/lead -- sh -c '" +
+                  print_epoch_and_leader(std::string(DLOCK_CLI_BINARY) + " " + url_, "jobs/lead") +
+                  "'");
     EXPECT_EQ(r.code, 0) << r.out;
-    const auto at = r.out.find("epoch=");
-    ASSERT_NE(at, std::string::npos) << r.out;
-    const auto epoch = r.out.substr(at + 6, r.out.find('\n', at) - at - 6);
-    EXPECT_FALSE(epoch.empty()) << r.out;
-    EXPECT_NE(r.out.find("\"vacant\":false,\"value\":\"host-a\",\"epoch\":" + epoch + "}"),
-              std::string::npos)
-        << r.out;
+    expect_led_with_its_epoch(r.out, "host-a");
     // Resigned when the command exited; its status is elect's.
     r = dlock_cli(url_ + " leader --json jobs/lead");
     EXPECT_NE(r.out.find("\"vacant\":true"), std::string::npos) << r.out;

@@ -3,7 +3,7 @@
 // epochs; a resignation lets the next participant lead; proclaim changes the value and keeps
 // the epoch; observe() reports the state at its start, then every change in order, vacancy
 // included. Backends without elections answer errc::unsupported (so far Redis in every
-// topology, Redlock and PostgreSQL). Backend-only behaviour (layouts and interop with Curator or
+// topology and Redlock). Backend-only behaviour (layouts and interop with Curator or
 // etcdctl, session expiry) is in each backend's own election test.
 #include "backends.hpp"
 #include "process.hpp"
@@ -24,7 +24,8 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 bool elects(const backend_entry& b) {
-    return b.label == "zookeeper" || b.label == "etcd" || b.label == "etcd_cluster";
+    return b.label == "zookeeper" || b.label == "etcd" || b.label == "etcd_cluster" ||
+           b.label == "postgresql";
 }
 
 class election : public ::testing::TestWithParam<const backend_entry*> {};

@@ -202,7 +202,7 @@ struct row_attempt : std::enable_shared_from_this<row_attempt> {
     void begin() {
         // Listen before the first attempt: a release after it cannot be missed.
         if (sql->notify && (!opts.wait || opts.wait->count() > 0) && !eng->listening())
-            return eng->listen(lease_channel, [self = shared_from_this()](std::error_code) {
+            return eng->listen([self = shared_from_this()](std::error_code) {
                 self->attempt(); // without the listener: polling
             });
         attempt();
@@ -213,7 +213,7 @@ struct row_attempt : std::enable_shared_from_this<row_attempt> {
         const auto& cfg = eng->config();
         if (sql->notify && eng->listening() && !sleeper) {
             woken = false;
-            sleeper = eng->on_notified(name, [w = weak_from_this()] {
+            sleeper = eng->on_notified(lease_channel, name, [w = weak_from_this()] {
                 if (auto self = w.lock()) self->wake();
             });
         }

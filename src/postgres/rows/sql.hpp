@@ -10,8 +10,6 @@
 
 namespace dlock::detail::pg {
 
-inline const std::string lease_channel = "dlock_lease";
-
 inline std::string seconds_text(std::chrono::milliseconds d) {
     // ShedLock sends the intervals as seconds with millisecond precision (BigDecimal).
     const auto ms = d.count();
