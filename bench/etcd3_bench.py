@@ -17,10 +17,17 @@ bench/backend_bench.sh. Not run by CI.
 
 python3-etcd3's Lock (etcd3/locks.py) is its own layout, not concurrency.Mutex: a key
 "/locks/<name>" put under a fresh lease (one LeaseGrant per attempt) when its create revision
-is 0, else a watch for its deletion; release deletes it when the value is still ours. Its lease
-TTL is 60 s here (no expiry during a run). Prints one JSON object with lock_bench's keys
-(client_cpu_us_per_op: this process's CPU time, all threads, per operation) and vmhwm_kib (this
-process's peak resident set)."""
+is 0, else a watch for the next event on the key; release deletes it when the value is still
+ours. Its lease TTL is 60 s here (no expiry during a run).
+
+On Debian 12 its Lock cannot wait: it retries through tenacity with a wait(previous_attempt_number,
+delay_since_first_attempt) callback, and Debian's tenacity 8.2 calls wait(retry_state), so
+every acquire that finds the lock taken raises TypeError. A and B never wait (one client per
+name) and use Lock.acquire itself; C and D use acquire_loop() below, its loop without tenacity:
+the same requests in the same order ("acquire_loop": "ported" in the output).
+
+Prints one JSON object with lock_bench's keys (client_cpu_us_per_op: this process's CPU time, all
+threads, per operation) and vmhwm_kib (this process's peak resident set)."""
 import json
 import random
 import sys
@@ -28,6 +35,7 @@ import threading
 import time
 
 import etcd3
+import etcd3.exceptions
 
 TTL = 60
 
@@ -56,6 +64,28 @@ def us(a, b):
 def client(endpoint):
     host, port = endpoint.rsplit(":", 1)
     return etcd3.client(host=host, port=int(port))
+
+
+def acquire_loop(lock):
+    """python3-etcd3 0.12's Lock.acquire(timeout=None), its requests in its order: a lease, the
+    transaction, and when refused a watch_once on the key. watch_once starts at the server's
+    current revision, so a release between the refused transaction and the watch is missed
+    (the library then waits for the key's next event, for ever without a timeout); the 1 s
+    timeout here bounds such a wait, which shows as a 1 s hand-off."""
+    c = lock.etcd_client
+    while True:
+        lock.lease = c.lease(lock.ttl)
+        ok, _ = c.transaction(
+            compare=[c.transactions.create(lock.key) == 0],
+            success=[c.transactions.put(lock.key, lock.uuid, lease=lock.lease)],
+            failure=[c.transactions.get(lock.key)])
+        if ok:
+            return
+        lock.lease = None
+        try:
+            c.watch_once(lock.key, 1.0)
+        except etcd3.exceptions.WatchTimedOut:
+            pass
 
 
 def pairs(c, name, secs, acqs, prs):
@@ -137,7 +167,7 @@ def main():
                         return
                     state["tickets"] += 1
                 a = time.monotonic_ns()
-                lock.acquire(timeout=None)
+                acquire_loop(lock)
                 got = time.monotonic_ns()
                 with mu:
                     acq.append(us(a, got))
@@ -169,11 +199,11 @@ def main():
         holder = main_client.lock(base + "-d", ttl=TTL)
         waiter_lock = other.lock(base + "-d", ttl=TTL)
         while ops < samples and time.monotonic_ns() < end:
-            holder.acquire(timeout=None)
+            acquire_loop(holder)
             got = [0]
 
             def wait():
-                waiter_lock.acquire(timeout=None)
+                acquire_loop(waiter_lock)
                 got[0] = time.monotonic_ns()
                 waiter_lock.release()
 
@@ -200,7 +230,8 @@ def main():
         "handoff_p50_us": pct(handoff, 0.5), "handoff_p99_us": pct(handoff, 0.99),
         "handoff_samples": len(handoff), "per_worker_min": per_min, "per_worker_max": per_max,
         "self_reacquire_share": self_share, "counter_exact": exact,
-        "client_cpu_us_per_op": cpu_per_op, "vmhwm_kib": vmhwm_kib()}))
+        "client_cpu_us_per_op": cpu_per_op, "vmhwm_kib": vmhwm_kib(),
+        "acquire_loop": "ported" if which in "CD" else "Lock.acquire"}))
 
 
 if __name__ == "__main__":
