@@ -516,6 +516,14 @@ TEST(lock, a_fair_release_hands_the_lock_to_this_clients_waiter_only_when_it_hea
     holder.lock();
     auto first = fair_waiter(c, name);
     ASSERT_TRUE(eventually([&] { return queue_length(s, name) == 1; }, 5s));
+    // The waiter is this client's queued waiter once it subscribes to its own channel (it
+    // registers, then subscribes): a release before that cannot hand over to it and publishes.
+    ASSERT_TRUE(eventually(
+        [&] {
+            return one_subscriber(s, "redisson_lock__channel:{" + name +
+                                         "}:" + s.cli({"LINDEX", queue_of(name), "0"}));
+        },
+        5s));
     s.cli({"CONFIG", "RESETSTAT"});
     holder.unlock(); // our waiter is the head: one script passes the lock, no PUBLISH
     EXPECT_TRUE(first.get());
