@@ -44,7 +44,8 @@ bool is_redis(const client& c) {
 }
 
 bool fixed_lease_offered(const client& c) {
-    return c.backend_name() != "zookeeper";
+    // ZooKeeper's sessions and etcd's leases are the client's, not a lock's: no fixed lease.
+    return c.backend_name() != "zookeeper" && c.backend_name() != "etcd";
 }
 
 double us_between(clock::time_point a, clock::time_point b) {
