@@ -29,6 +29,8 @@ struct acquire_request {
     bool watchdog = true;              ///< no explicit lease: renewed by the watchdog
     bool fresh_owner = true;           ///< no earlier hold by this owner (best-effort undo is safe)
     std::optional<retry_policy> retry; ///< poll instead of subscribing
+    /// A value the grant stores (a campaign's: lock_protocol::payload_attempt); nullopt for a lock.
+    std::optional<std::string> payload;
     /// The caller already made the first attempt (on the sync lane) and was refused with this
     /// PTTL (-1: unknown): the operation starts by subscribing instead of trying again.
     std::optional<std::int64_t> refused_ttl;

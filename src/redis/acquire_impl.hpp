@@ -34,7 +34,10 @@ inline std::optional<clock::time_point> polite_wait(redis_client& c, const acqui
 /// The attempt command of `req`: a single try, or one that may wait (and then joins the
 /// server's queue for a kind that has one).
 inline void build_attempt(const redis_client& c, const acquire_request& req, command& cmd) {
-    if (single_try(req))
+    if (req.payload)
+        req.protocol->payload_attempt(cmd, req.keys, req.owner, req.lease, *req.payload,
+                                      req.where->pubsub_mode());
+    else if (single_try(req))
         req.protocol->attempt(cmd, req.keys, req.owner, req.lease);
     else
         req.protocol->waiting_attempt(cmd, req.keys, req.owner, req.lease,

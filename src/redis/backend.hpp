@@ -57,6 +57,16 @@ public:
                                             std::error_code& ec) override;
     bool release_period(std::string_view name, const period_slot& slot,
                         std::error_code& ec) override;
+    /// Leader election (redis/election.cpp; the layout: redis/locks/election/protocol.hpp).
+    std::shared_ptr<hold> campaign(std::string_view name, std::string value,
+                                   const campaign_options& opts, std::error_code& ec) override;
+    void async_campaign(std::string name, std::string value, const campaign_options& opts,
+                        std::function<void(std::error_code, std::shared_ptr<hold>)> done) override;
+    void proclaim(hold& leader, std::string value, std::error_code& ec) override;
+    std::optional<leader_info> leader(std::string_view name, std::error_code& ec) override;
+    /// redis/observe.cpp: the election's channel, and one read per change or lease.
+    std::shared_ptr<observer> observe(std::string_view name, observe_fn cb,
+                                      std::error_code& ec) override;
     void shutdown() noexcept override;
 
     // ---- Redis only (dlock/redis.hpp: command, masters, command_on_master, async_command) -

@@ -39,6 +39,7 @@ public:
     const client_options& options() const noexcept { return opts_; }
     const std::string& id() const noexcept { return id_; }
     asio::io_context& io() noexcept { return rt_.io(); }
+    runtime& rt() noexcept { return rt_; }
     detail::router& router() noexcept { return router_; }
     renewal_service& renewal() noexcept { return *renewal_; }
     hold_registry& registry() noexcept { return registry_; }

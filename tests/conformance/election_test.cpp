@@ -2,8 +2,8 @@
 // it promises, written once. One leader at a time among clients, with strictly increasing
 // epochs; a resignation lets the next participant lead; proclaim changes the value and keeps
 // the epoch; observe() reports the state at its start, then every change in order, vacancy
-// included. Backends without elections answer errc::unsupported (so far Redis in every
-// topology and Redlock). Backend-only behaviour (layouts and interop with Curator or
+// included. Backends without elections answer errc::unsupported (so far Redlock).
+// Backend-only behaviour (layouts and interop with Curator or
 // etcdctl, session expiry) is in each backend's own election test.
 #include "backends.hpp"
 #include "process.hpp"
@@ -24,8 +24,7 @@ namespace {
 using clock = std::chrono::steady_clock;
 
 bool elects(const backend_entry& b) {
-    return b.label == "zookeeper" || b.label == "etcd" || b.label == "etcd_cluster" ||
-           b.label == "postgresql";
+    return b.label != "redlock";
 }
 
 class election : public ::testing::TestWithParam<const backend_entry*> {};
@@ -169,7 +168,8 @@ TEST_P(election, observe_reports_every_change_in_order) {
 
 // A leader whose process dies (SIGKILL: no resignation; here a `dlock elect` child) is replaced,
 // once the server ends its session or lease (these URLs: 4 or 5 s), by the participant waiting
-// in campaign(), with a larger epoch.
+// in campaign(), with a larger epoch. On Redis the leader's lease is the client's watchdog lease
+// (`--watchdog 3s` here; the other backends ignore it).
 TEST_P(election, a_killed_leaders_successor_leads_with_a_larger_epoch) {
     const auto& b = *GetParam();
     CONFORMANCE_START(b, url);
@@ -180,9 +180,9 @@ TEST_P(election, a_killed_leaders_successor_leads_with_a_larger_epoch) {
     const auto name = fresh_name("killed");
     const auto log = std::filesystem::temp_directory_path() /
                      ("dlock-conformance-" + std::to_string(::getpid()) + "-" + name + ".log");
-    const pid_t pid = test::spawn_child(
-        {DLOCK_CLI_BINARY, "--url", url, "elect", "--value", "victim", name, "--", "sleep", "30"},
-        log);
+    const pid_t pid = test::spawn_child({DLOCK_CLI_BINARY, "--url", url, "elect", "--watchdog",
+                                         "3s", "--value", "victim", name, "--", "sleep", "30"},
+                                        log);
     auto c = b.connect(url);
     const bool led = eventually(
         [&] {

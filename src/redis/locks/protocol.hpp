@@ -143,6 +143,14 @@ public:
                                  std::chrono::milliseconds /*place_timeout*/) const {
         attempt(c, k, owner, lease);
     }
+    /// The attempt of an acquisition that carries a value its grant stores (a campaign: the
+    /// election's leader record), and the pub/sub mode of the message the grant sends. Only
+    /// called for a request with a payload (acquire_request::payload); the default ignores it.
+    virtual void payload_attempt(command& c, const lock_keys& k, std::string_view owner,
+                                 std::chrono::milliseconds lease, std::string_view /*payload*/,
+                                 pubsub::mode /*m*/) const {
+        attempt(c, k, owner, lease);
+    }
     virtual attempt_outcome read_attempt(std::error_code ec, const resp3::value& r) const = 0;
     /// Waiters queue on the server (a fair lock): the order comes from there, so a waiter
     /// never queues locally behind this client's holder, a local hand-over goes only to the

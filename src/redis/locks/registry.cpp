@@ -1,6 +1,6 @@
 // The registered lock kinds. A new kind adds one line here (and its folder).
 #include "core/kinds.hpp"
-#include "redis/locks/protocol.hpp"
+#include "redis/locks/election/protocol.hpp"
 
 #include <vector>
 
@@ -22,6 +22,7 @@ struct protocol_registry {
         add(read_protocol());      // lock_kind::read
         add(write_protocol());     // lock_kind::write
         builtin = all.size();
+        add(election_protocol()); // campaigns only (redis/election.cpp): no lock_kind names it
     }
     std::size_t add(lock_protocol& p) {
         p.index_ = all.size();

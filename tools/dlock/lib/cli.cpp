@@ -133,15 +133,19 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     exec->add_option("name", ex.name, "Lock name")->required();
 
     elect_options el;
-    std::string elect_wait, elect_kill_after = "5s";
+    std::string elect_wait, elect_kill_after = "5s", elect_watchdog;
     auto* elect = app.add_subcommand(
-        "elect", "Run a command while leading an election (ZooKeeper, etcd): elect NAME -- CMD");
+        "elect", "Run a command while leading an election (Redis, ZooKeeper, etcd, PostgreSQL): "
+                 "elect NAME -- CMD");
     elect->add_option("--value", el.value,
                       "This participant's value, which `leader` shows (default: empty)");
     elect->add_option("--wait", elect_wait,
                       "Give up after this long (0: one try; default: forever)");
     elect->add_option("--kill-after", elect_kill_after,
                       "On loss: SIGKILL this long after SIGTERM (5s)");
+    elect->add_option("--watchdog", elect_watchdog,
+                      "Redis: the leader's lease, renewed every third of it (30s); a dead "
+                      "leader's successor leads after it");
     elect->add_option("name", el.name, "Election name")->required();
 
     std::string leader_name;
@@ -286,6 +290,11 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
             el.command = std::move(child);
             if (!elect_wait.empty()) el.wait = duration_arg("--wait", elect_wait);
             el.kill_after = duration_arg("--kill-after", elect_kill_after);
+            if (!elect_watchdog.empty()) {
+                el.watchdog = duration_arg("--watchdog", elect_watchdog);
+                if (el.watchdog->count() < 30)
+                    throw usage_error("--watchdog must be at least 30ms");
+            }
             return run_elect(g, el, err);
         }
         if (has_separator) throw usage_error("'--' is only valid with exec and elect");

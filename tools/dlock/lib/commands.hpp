@@ -48,6 +48,8 @@ struct elect_options {
     std::optional<std::chrono::milliseconds> wait{}; ///< nullopt: forever; zero: one try
     std::string value{};                             ///< the participant's value (leader shows it)
     std::chrono::milliseconds kill_after{5000};      ///< SIGTERM -> SIGKILL after a loss
+    /// client_options::watchdog_lease (Redis: the leader's lease); nullopt: the default
+    std::optional<std::chrono::milliseconds> watchdog{};
     std::string name{};
     std::vector<std::string> command{}; ///< argv of the child; non-empty
 };

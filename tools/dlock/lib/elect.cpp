@@ -127,7 +127,7 @@ int run_elect(const global_options& g, const elect_options& o, std::ostream& err
     blocked_signals signals; // before the client: its threads inherit the blocked mask
     event elected_ev, lost_ev;
     std::optional<client> c;
-    c.emplace(open_client(g));
+    c.emplace(open_client(g, o.watchdog));
 
     // 1. Campaign on a thread, so that a signal ends the wait (the client's shutdown cancels it).
     leadership l;

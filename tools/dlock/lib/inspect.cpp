@@ -73,9 +73,10 @@ std::string_view unlock_effect(const client& c, lock_kind kind) {
 
 } // namespace
 
-client open_client(const global_options& g) {
+client open_client(const global_options& g, std::optional<std::chrono::milliseconds> watchdog) {
     const auto urls = effective_urls(g);
     if (auto redlock = redlock_options_for(g)) { // several --url, or a redlock:// URL
+        if (watchdog) redlock->watchdog_lease = *watchdog;
         try {
             return client(*redlock);
         } catch (const dlock::error& e) {
@@ -84,7 +85,11 @@ client open_client(const global_options& g) {
     }
     std::error_code ec;
     (void)parse_url(urls[0], ec); // a Redis URL: the CLI's own options (password, name)
-    if (!ec) return client(connect_options(g));
+    if (!ec) {
+        auto o = connect_options(g);
+        if (watchdog) o.watchdog_lease = *watchdog;
+        return client(o);
+    }
     try {
         return client(urls[0]);
     } catch (const dlock::error& e) {

@@ -6,6 +6,8 @@
 
 #include "common.hpp"
 
+#include <chrono>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -15,8 +17,9 @@ namespace dlock::cli {
 /// The client of `g`: Redlock for several --url or a redlock:// URL (redlock_options_for), else
 /// the one URL's (Redis URLs take $DLOCK_PASSWORD and the client name "dlock-cli"; other
 /// schemes go to the library's table of backends). Errors: usage_error for a bad URL, failure
-/// otherwise.
-client open_client(const global_options& g);
+/// otherwise. `watchdog`: client_options::watchdog_lease on Redis and Redlock (ignored elsewhere).
+client open_client(const global_options& g,
+                   std::optional<std::chrono::milliseconds> watchdog = std::nullopt);
 
 /// What `status NAME` shows: the first kind that holds `name` (`found`: which one; on Redis
 /// every kind shares one key and the kind is read from it), else the default kind's free
