@@ -153,7 +153,7 @@ public:
     /// Blocking: up to opts.wait plus one request timeout; not on the client's I/O thread.
     /// Errors: errc::invalid_argument for a bad name (the reason in last_error_detail() and in
     /// the exception), a value over leadership::max_value_size, or on the I/O thread;
-    /// errc::unsupported on a backend without elections (today Redis and Redlock);
+    /// errc::unsupported on a backend without elections (today Redlock);
     /// otherwise as acquire().
     leadership campaign(std::string_view name, std::string value,
                         const campaign_options& opts = {});

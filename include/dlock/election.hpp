@@ -20,8 +20,12 @@
 // lease's key "<name>/<lease hex>" with its value; the oldest key leads; the epoch is its create
 // revision. PostgreSQL, in dlock's own layout (no incumbent has one): the leader holds the
 // advisory lock of the name, and a row of dlock_election(name, value, epoch, pid) written in
-// the batch that grants it; the epoch comes from the sequence dlock_fence. Redis and Redlock
-// answer errc::unsupported for now.
+// the batch that grants it; the epoch comes from the sequence dlock_fence. Redis (standalone,
+// Sentinel, Cluster), in dlock's own layout (Redisson declined one): the leader holds the lock
+// of the name (Redisson RLock's hash N) and the script that grants it writes the leader's record
+// dlock_election:{N} (owner, epoch, value); the epoch is the lock's fencing counter
+// redisson_lock_token:{N}; the leader's lease is the client's watchdog lease. Redlock answers
+// errc::unsupported.
 //
 //   dlock::client c("zk://127.0.0.1:2181");
 //   if (auto l = c.campaign("jobs/scheduler", "host-a:8080", {.wait = 10s})) {

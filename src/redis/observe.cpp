@@ -18,9 +18,6 @@
 
 #include <asio/steady_timer.hpp>
 
-#include <atomic>
-#include <thread>
-
 namespace dlock::detail {
 namespace {
 
@@ -48,7 +45,6 @@ public:
     /// I/O thread; `first` runs once: {} after the first delivery, or the error that prevented
     /// it.
     void start(std::function<void(std::error_code)> first) {
-        io_thread_.store(std::this_thread::get_id(), std::memory_order_release);
         await_first(std::move(first));
         join();
         // The first read waits for the subscription (so no change after it goes unseen), but
@@ -57,9 +53,10 @@ public:
     }
 
     void stop() noexcept override {
-        delivering_observer::stop();
-        if (std::this_thread::get_id() == io_thread_.load(std::memory_order_acquire)) return end();
-        asio::post(c_->io(), [self = shared_from_this()] { self->end(); });
+        delivering_observer::stop(); // no callback after this returns
+        // Leaving the subscriber happens on the I/O thread (also when called there, from a
+        // callback), with a strong reference: the observer cannot go before it left.
+        if (auto self = weak_from_this().lock()) c_->rt().try_post([self] { self->end(); });
     }
 
     // pubsub::waiter
@@ -175,7 +172,6 @@ private:
     std::string channel_;
     asio::steady_timer timer_;
     read_request req_;
-    std::atomic<std::thread::id> io_thread_{};
     // I/O thread only:
     pubsub::subscriber* joined_ = nullptr;
     clock::time_point sent_at_{};

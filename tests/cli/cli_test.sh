@@ -254,6 +254,30 @@ exec_once_per)
     [ $(( $(cat "$tmp/skewed_date") - now_ms / 1000 )) -ge 590 ] || fail "the skew shim did not skew"
   fi
   ;;
+elect_leader)
+  # elect and leader on Redis (redis/locks/election/): the command runs while leading, with
+  # DLOCK_EPOCH, and `leader --json` run by it shows the value and that epoch; resigned when it
+  # exits; not elected while another leads (75); `unlock --force NAME` deletes the leader's lock
+  # N, and elect stops its command and exits 73 (its watchdog sees the loss within a renewal).
+  "$dlock" leader cl1 | grep -q vacant || fail "leader of a fresh name: $("$dlock" leader cl1)"
+  out=$("$dlock" elect --value host-a --wait 5s cl1 -- \
+        sh -c "echo epoch=\$DLOCK_EPOCH; '$dlock' leader --json cl1") || fail "elect: $out"
+  epoch=$(echo "$out" | sed -n 's/^epoch=//p')
+  [[ $epoch =~ ^[0-9]+$ ]] || fail "DLOCK_EPOCH: '$out'"
+  echo "$out" | grep -qF "\"vacant\":false,\"value\":\"host-a\",\"epoch\":$epoch}" ||
+    fail "leader --json: '$out'"
+  "$dlock" leader --json cl1 | grep -qF '"vacant":true' || fail "not resigned"
+  "$dlock" elect --watchdog 900ms --value host-b cl1 -- sleep 60 > "$tmp/elect.out" 2>&1 &
+  leader=$!
+  wait_for 10 sh -c "'$dlock' leader cl1 | grep -q host-b" || fail "elect did not lead"
+  expect_rc 75 "$dlock" elect --wait 0 cl1 -- true
+  expect_rc 0 "$dlock" unlock --force cl1
+  wait $leader; rc=$?
+  [ $rc -eq 73 ] || fail "elect after a forced unlock exited $rc: $(cat "$tmp/elect.out")"
+  grep -q "leadership of 'cl1' lost" "$tmp/elect.out" || fail "message: $(cat "$tmp/elect.out")"
+  "$dlock" leader cl1 | grep -q vacant || fail "vacant after the loss"
+  expect_rc 64 "$dlock" elect --watchdog 10ms cl1 -- true
+  ;;
 exec_exclusion)
   # Four concurrent execs of one lock: their [start, end] intervals never overlap.
   for i in 1 2 3 4; do

@@ -6,6 +6,7 @@
 // shared wait on the lock) and keeps up when its LISTEN session is ended; an observation may
 // outlive its client. What every backend promises is in tests/conformance/election_test.cpp.
 #include "postgres_test_util.hpp"
+#include "seen_states.hpp"
 
 #include <dlock/dlock.hpp>
 
@@ -21,26 +22,6 @@ protected:
     static std::string row(const std::string& name, const std::string& columns) {
         return server().psql("SELECT " + columns + " FROM dlock_election WHERE name = '" + name +
                              "'");
-    }
-};
-
-// Collects what an observation delivers.
-struct seen_states {
-    std::mutex mu;
-    std::vector<std::optional<leader_info>> v;
-    std::function<void(const std::optional<leader_info>&)> callback() {
-        return [this](const std::optional<leader_info>& li) {
-            std::lock_guard g(mu);
-            v.push_back(li);
-        };
-    }
-    std::size_t size() {
-        std::lock_guard g(mu);
-        return v.size();
-    }
-    std::optional<leader_info> at(std::size_t i) {
-        std::lock_guard g(mu);
-        return v.at(i);
     }
 };
 

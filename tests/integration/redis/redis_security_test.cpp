@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <arpa/inet.h>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <future>
@@ -215,6 +216,22 @@ void exercise(dlock::client& holder, dlock::client& waiter, const std::string& n
     ASSERT_TRUE(m);
     see_renewals(holder, 2);
     m.release();
+    // Leader election (redis/locks/election/): observe, campaign, proclaim, resign.
+    const auto election = name + "/e";
+    std::atomic<int> states{0};
+    std::atomic<bool> vacant{false};
+    auto obs = waiter.observe(election, [&](const std::optional<dlock::leader_info>& li) {
+        vacant = !li;
+        ++states;
+    });
+    ASSERT_TRUE(obs);
+    auto leader = holder.campaign(election, "v", {.wait = 2s});
+    ASSERT_TRUE(leader);
+    ASSERT_TRUE(eventually([&] { return states == 2; }, 5s)) << "vacant, then v";
+    leader.proclaim("w");
+    EXPECT_EQ(waiter.leader(election)->value, "w");
+    leader.resign();
+    EXPECT_TRUE(eventually([&] { return states >= 3 && vacant; }, 5s)) << "vacant at the end";
 }
 
 std::string lower(std::string s) {

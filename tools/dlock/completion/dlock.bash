@@ -10,7 +10,7 @@ _dlock_global_opts="--url --help --version"
 _dlock_options_of() {
     case $1 in
     exec) echo "--wait --lease --watchdog --kind --permits --kill-after --warn-signal --warn-margin --once-per --taken-exit --on-failure" ;;
-    elect) echo "--value --wait --kill-after" ;;
+    elect) echo "--value --wait --kill-after --watchdog" ;;
     leader) echo "--json --watch" ;;
     status) echo "--json --watch --interval" ;;
     list) echo "--json --watch --interval" ;;

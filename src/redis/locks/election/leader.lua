@@ -6,9 +6,11 @@
 --                                    lock of the same name, or by a leader whose record is
 --                                    not written yet: never, the grant writes it)
 -- A record whose owner no longer holds N (a leader that died: N expired) reads as vacant.
-local rec = redis.call('hmget', KEYS[2], 'owner', 'epoch', 'value')
+-- HGET, not HMGET: the least-privileged user of README's ACL runs it as it is.
+local owner = redis.call('hget', KEYS[2], 'owner')
 local pttl = redis.call('pttl', KEYS[1])
-if rec[1] and redis.call('hexists', KEYS[1], rec[1]) == 1 then
-    return {1, rec[3], tonumber(rec[2]), pttl}
+if owner and redis.call('hexists', KEYS[1], owner) == 1 then
+    local epoch = redis.call('hget', KEYS[2], 'epoch')
+    return {1, redis.call('hget', KEYS[2], 'value'), tonumber(epoch), pttl}
 end
 return {0, pttl}
