@@ -32,10 +32,7 @@ lock_layout layout_of(std::string_view name, lock_kind kind) {
 }
 
 std::vector<lock_kind> lock_kinds() {
-    std::vector<lock_kind> kinds;
-    for (std::size_t i = 0; i < detail::builtin_kinds(); ++i)
-        kinds.push_back(static_cast<lock_kind>(i));
-    return kinds;
+    return detail::offered_kinds();
 }
 
 } // namespace dlock::redis

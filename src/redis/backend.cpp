@@ -60,6 +60,18 @@ std::shared_ptr<lock_object> redis_backend::make_lock_object(std::shared_ptr<loc
     return make_redis_lock_object(c_, std::move(name), kind);
 }
 
+namespace {
+/// The request of a lease (a handle's own owner); a semaphore's attempt carries its size.
+std::error_code prepare_lease(redis_client& c, const lock_protocol& p, lock_keys keys,
+                              const acquire_options& opts, acquire_request& req) {
+    if (opts.kind == lock_kind::semaphore && opts.permits < 1)
+        return make_error_code(errc::invalid_argument);
+    if (auto ec = prepare(c, p, std::move(keys), opts, new_owner(c, p, false), req)) return ec;
+    if (opts.kind == lock_kind::semaphore) req.payload = std::to_string(opts.permits);
+    return {};
+}
+} // namespace
+
 std::shared_ptr<hold> redis_backend::acquire(std::string_view name, const acquire_options& opts,
                                              std::error_code& ec) {
     ec.clear();
@@ -72,7 +84,7 @@ std::shared_ptr<hold> redis_backend::acquire(std::string_view name, const acquir
     auto keys = p.keys(name, ec);
     if (ec) return nullptr;
     acquire_request req;
-    if ((ec = prepare(c, p, std::move(keys), opts, new_owner(c, p, false), req))) return nullptr;
+    if ((ec = prepare_lease(c, p, std::move(keys), opts, req))) return nullptr;
     const auto res = acquire_blocking(c, req, ec);
     if (ec || !res.acquired) return nullptr;
     return make_hold(c, std::move(req), res);
@@ -86,7 +98,7 @@ void redis_backend::async_acquire(
     acquire_request req;
     std::error_code ec;
     auto keys = p.keys(name, ec);
-    if (!ec) ec = prepare(*c, p, std::move(keys), opts, new_owner(*c, p, false), req);
+    if (!ec) ec = prepare_lease(*c, p, std::move(keys), opts, req);
     if (ec) return asio::post(c->io(), [done = std::move(done), ec] { done(ec, nullptr); });
     acquire_async(
         *c, std::move(req),

@@ -82,6 +82,69 @@ std::string status_kind(lock_kind k) {
     return k == lock_kind::read || k == lock_kind::write ? "read-write" : std::string(kind_name(k));
 }
 
+/// Redisson RPermitExpirableSemaphore's layout (semaphore/protocol.cpp): N holds the available
+/// count, {N}:timeout the permits out with their expiries. Fills `info` (kind "semaphore",
+/// a holder per permit that has not expired, the count in `detail`); false when `r` failed.
+bool read_semaphore(reader& r, const std::vector<dlock::redis::lock_layout>& layouts,
+                    long long available, lock_status& info) {
+    const auto l = std::find_if(layouts.begin(), layouts.end(),
+                                [](const auto& x) { return x.kind == lock_kind::semaphore; });
+    if (l == layouts.end()) {
+        info.foreign = "string that is not a lock token";
+        return true;
+    }
+    const auto permits = r.run({"ZRANGE", l->timeout_key, "0", "-1", "WITHSCORES"});
+    const auto counter = r.run({"EXISTS", l->fencing_key});
+    const auto now = r.run({"TIME"});
+    if (r.failed()) return false;
+    if (permits.elements.empty() && counter.integer == 0) {
+        // A number and nothing else: no permit was ever taken here by dlock and none is out.
+        // (An idle semaphore only Redisson used looks like this too: any number could be one.)
+        info.foreign = "string that is not a lock token";
+        return true;
+    }
+    const long long now_ms = now.elements.size() == 2
+                                 ? as_number(now.elements[0]).value_or(0) * 1000 +
+                                       as_number(now.elements[1]).value_or(0) / 1000
+                                 : 0;
+    // RESP2: member, score, member, ...; RESP3: [member, score] pairs, the score a double.
+    std::vector<std::pair<const resp3::value*, const resp3::value*>> pairs;
+    for (std::size_t i = 0; i < permits.elements.size(); ++i) {
+        const auto& e = permits.elements[i];
+        if (e.is_aggregate() && e.elements.size() == 2)
+            pairs.emplace_back(&e.elements[0], &e.elements[1]);
+        else if (i + 1 < permits.elements.size())
+            pairs.emplace_back(&e, &permits.elements[++i]);
+    }
+    static constexpr char hex[] = "0123456789abcdef";
+    long long expired = 0;
+    for (const auto& [id, score] : pairs) {
+        const auto expiry = score->kind == resp3::type::double_type
+                                ? static_cast<long long>(score->dbl)
+                                : as_number(*score).value_or(0);
+        if (expiry <= now_ms) { // out, but lost: the next acquire reclaims it
+            ++expired;
+            continue;
+        }
+        lock_contender c;
+        for (const char ch : id->str) { // Redisson shows ids as hex
+            const auto b = static_cast<unsigned char>(ch);
+            c.owner.append({hex[b >> 4], hex[b & 15]});
+        }
+        c.holds = true;
+        c.hold_count = 1;
+        c.remaining = std::chrono::milliseconds(expiry - now_ms);
+        info.contenders.push_back(std::move(c));
+    }
+    const auto out = static_cast<long long>(info.contenders.size());
+    info.kind = "semaphore";
+    info.detail = std::to_string(out) + " of " + std::to_string(out + expired + available) +
+                  " permit(s) in use";
+    if (expired > 0) info.detail += ", " + std::to_string(expired) + " expired";
+    info.details["permits"] = std::to_string(out + expired + available);
+    return true;
+}
+
 } // namespace
 
 lock_status inspect_redis(redis_backend& b, std::string_view name, std::error_code& ec) {
@@ -129,6 +192,8 @@ lock_status inspect_redis(redis_backend& b, std::string_view name, std::error_co
         if (r.failed()) return {};
         if (v.is_null()) {
             // released between TYPE and GET
+        } else if (const auto available = as_number(v); available && !looks_like_token(v.str)) {
+            if (!read_semaphore(r, layouts, *available, info)) return {};
         } else if (looks_like_token(v.str)) {
             info.kind = status_kind(kind->kind);
             info.contenders.push_back({.owner = v.str, .holds = true, .hold_count = 1});
@@ -139,7 +204,7 @@ lock_status inspect_redis(redis_backend& b, std::string_view name, std::error_co
         info.foreign = type;
     }
     if (!info.foreign.empty()) return info;
-    if (info.kind != "none") {
+    if (info.kind != "none" && info.kind != "semaphore") {
         const auto pttl = as_number(r.run({"PTTL", name})).value_or(-2);
         if (r.failed()) return {};
         if (pttl == -2) { // expired or released meanwhile

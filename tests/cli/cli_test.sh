@@ -278,6 +278,28 @@ elect_leader)
   "$dlock" leader cl1 | grep -q vacant || fail "vacant after the loss"
   expect_rc 64 "$dlock" elect --watchdog 10ms cl1 -- true
   ;;
+exec_semaphore)
+  # A semaphore of 2 permits (Redisson RPermitExpirableSemaphore's layout): eight processes, three
+  # runs each, never more than two inside at once (each counts itself in and out on the server).
+  for i in 1 2 3 4 5 6 7 8; do
+    ( for r in 1 2 3; do
+        "$dlock" exec --kind semaphore --permits 2 --wait 60s sem -- sh -c \
+          "redis-cli -p $port INCR inside >> $tmp/inside; sleep 0.05; redis-cli -p $port DECR inside > /dev/null" ||
+          echo "run failed" >> "$tmp/errors"
+      done ) &
+  done
+  wait
+  [ ! -e "$tmp/errors" ] || fail "$(wc -l < "$tmp/errors") runs failed"
+  [ "$(wc -l < "$tmp/inside")" -eq 24 ] || fail "$(wc -l < "$tmp/inside") runs, expected 24"
+  max=$(sort -n "$tmp/inside" | tail -1)
+  [ "$max" -le 2 ] || fail "$max holders at once in a semaphore of 2"
+  # status shows the permits in use and each holder; --permits 0 is a usage error.
+  "$dlock" exec --kind semaphore --permits 2 sem -- sleep 30 & holder=$!
+  wait_for 10 sh -c "'$dlock' status sem | grep -q '1 of 2 permit'" || fail "status: $("$dlock" status sem)"
+  "$dlock" status --json sem | grep -q '"kind":"semaphore"' || fail "status --json: $("$dlock" status --json sem)"
+  kill -TERM $holder; wait $holder
+  expect_rc 64 "$dlock" exec --kind semaphore --permits 0 sem -- true
+  ;;
 exec_exclusion)
   # Four concurrent execs of one lock: their [start, end] intervals never overlap.
   for i in 1 2 3 4; do

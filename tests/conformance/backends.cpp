@@ -30,13 +30,16 @@ using enum loss_seen;
 
 /// Redis (standalone, Sentinel, Cluster alike): src/redis/locks/registry.cpp. Every kind has a
 /// PX lease and the watchdog renews it, so a forced unlock is seen at the next renewal; simple
-/// and read carry no fencing token (simple/protocol.cpp, rwlock/protocol.cpp).
+/// and read carry no fencing token (simple/protocol.cpp, rwlock/protocol.cpp). The semaphore
+/// (Redisson RPermitExpirableSemaphore's layout) has a permit per holder, each with its expiry
+/// and token, and no lease of N to show.
 const std::vector<kind_traits> redis_kinds = {
     {lk::reentrant, lk::reentrant, true, object::reentrant, true, by_itself, true},
     {lk::simple, lk::simple, false, object::not_reentrant, true, by_itself, true},
     {lk::fair, lk::fair, true, object::reentrant, true, by_itself, true},
     {lk::read, lk::write, false, object::reentrant, true, by_itself, true},
     {lk::write, lk::write, true, object::reentrant, true, by_itself, true},
+    {lk::semaphore, lk::semaphore, true, object::none, true, by_itself, false},
 };
 
 /// Redlock (src/redis/redlock/): the simple-lock layout on three masters. No fencing token (N

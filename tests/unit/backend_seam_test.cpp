@@ -413,7 +413,7 @@ TEST(seam_redis, inspect_and_list_go_to_the_redis_server_and_other_kinds_are_ref
     EXPECT_EQ(ec, errc::unavailable);
     r.inspect("x", lock_kind::shedlock, ec);
     EXPECT_EQ(ec, errc::unsupported);
-    EXPECT_FALSE(r.force_unlock("x", lock_kind::semaphore, ec));
+    EXPECT_FALSE(r.force_unlock("x", lock_kind::lease, ec));
     EXPECT_EQ(ec, errc::unsupported);
     // A kind only another backend offers is refused before anything is sent.
     EXPECT_FALSE(r.acquire("x", {.wait = 0ms, .kind = lock_kind::shedlock}, ec));

@@ -24,11 +24,17 @@ command& command::plain(std::string_view name) {
 }
 
 command& command::own(std::string s) {
-    // Four are enough for every command of every kind (numbers: leases, counts; the fair
-    // lock's queue and deadline keys, derived from N).
-    auto& slot = owned_.at(owned_count_++);
-    slot = std::move(s);
-    args_.push_back(slot);
+    // Four are enough for every single-lock command of every kind (numbers: leases, counts;
+    // the fair lock's queue and deadline keys, derived from N); a semaphore's renewal batch
+    // keeps each permit's key and id.
+    if (owned_count_ < owned_.size()) {
+        auto& slot = owned_[owned_count_++];
+        slot = std::move(s);
+        args_.push_back(slot);
+    } else {
+        more_.push_back(std::make_unique<std::string>(std::move(s)));
+        args_.push_back(*more_.back());
+    }
     return *this;
 }
 

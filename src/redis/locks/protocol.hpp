@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -64,7 +65,8 @@ public:
         args_.push_back(a);
         return *this;
     }
-    /// Appends a string this command keeps (at most four per command).
+    /// Appends a string this command keeps (four without an allocation of their own; a
+    /// semaphore's renewal batch keeps one per permit).
     command& own(std::string s);
     command& number(std::int64_t n) { return own(std::to_string(n)); }
 
@@ -82,11 +84,13 @@ private:
         args_.clear();
         fallback_ = {};
         owned_count_ = 0;
+        more_.clear();
     }
     std::vector<std::string_view> args_;
     std::string_view fallback_;
     std::array<std::string, 4> owned_;
     std::size_t owned_count_ = 0;
+    std::vector<std::unique_ptr<std::string>> more_; // past the fourth (stable addresses)
 };
 
 /// What a release's reply meant. A malformed reply is errc::protocol_error, never not_owner:
@@ -224,10 +228,11 @@ public:
     /// Whom an unlock message of this kind wakes.
     virtual pubsub::wake_rule wake_rule() const noexcept = 0;
 
-    /// The waiter queue (LIST) and the waiters' deadlines (ZSET) of a kind that queues on the
-    /// server (the fair lock), derived from N; "" for the other kinds.
+    /// The waiter queue (LIST) of a kind that queues on the server (the fair lock), derived
+    /// from N; "" for the other kinds.
     std::string queue_key(const lock_keys& k) const;
-    std::string timeout_key(const lock_keys& k) const;
+    /// The fair lock's waiter deadlines; the semaphore's permit expiries (ZSET); "" otherwise.
+    virtual std::string timeout_key(const lock_keys& k) const;
 
 protected:
     /// The companion key prefixes of this kind: the unlock channel and the fencing counter
@@ -261,8 +266,8 @@ private:
 const lock_protocol& protocol_of(lock_kind kind) noexcept;
 /// The metrics slot of `p` (core/kinds.hpp): a built-in kind's own, else the custom slot.
 std::size_t metrics_slot_of(const lock_protocol& p) noexcept;
-/// How many kinds are built in: the lock_kind values 0 .. builtin_kinds() - 1.
-std::size_t builtin_kinds() noexcept;
+/// The lock kinds Redis offers, in the order they were registered.
+std::vector<lock_kind> offered_kinds();
 /// Adds a protocol (tests register a throwaway kind this way); returns its index. Not
 /// thread-safe against running clients: call before using it.
 std::size_t register_protocol(lock_protocol& p);

@@ -2,6 +2,8 @@
 #include "core/kinds.hpp"
 #include "redis/locks/election/protocol.hpp"
 
+#include <array>
+#include <optional>
 #include <vector>
 
 namespace dlock::detail {
@@ -11,22 +13,26 @@ lock_protocol& simple_protocol() noexcept;
 lock_protocol& fair_protocol() noexcept;
 lock_protocol& read_protocol() noexcept;
 lock_protocol& write_protocol() noexcept;
+lock_protocol& semaphore_protocol() noexcept;
 
 struct protocol_registry {
     std::vector<const lock_protocol*> all;
-    std::size_t builtin = 0;
+    std::vector<std::optional<lock_kind>> kind_of;          // by index
+    std::array<const lock_protocol*, kind_count> by_kind{}; // by core/kinds.hpp slot
     protocol_registry() {
-        add(reentrant_protocol()); // lock_kind::reentrant (= index 0, in lock_kind order)
-        add(simple_protocol());    // lock_kind::simple
-        add(fair_protocol());      // lock_kind::fair
-        add(read_protocol());      // lock_kind::read
-        add(write_protocol());     // lock_kind::write
-        builtin = all.size();
+        add(reentrant_protocol(), lock_kind::reentrant);
+        add(simple_protocol(), lock_kind::simple);
+        add(fair_protocol(), lock_kind::fair);
+        add(read_protocol(), lock_kind::read);
+        add(write_protocol(), lock_kind::write);
+        add(semaphore_protocol(), lock_kind::semaphore);
         add(election_protocol()); // campaigns only (redis/election.cpp): no lock_kind names it
     }
-    std::size_t add(lock_protocol& p) {
+    std::size_t add(lock_protocol& p, std::optional<lock_kind> kind = std::nullopt) {
         p.index_ = all.size();
         all.push_back(&p);
+        kind_of.push_back(kind);
+        if (kind) by_kind[metrics_slot(*kind)] = &p;
         return p.index_;
     }
 };
@@ -76,27 +82,25 @@ protected:
 } // namespace
 
 const lock_protocol& protocol_of(lock_kind kind) noexcept {
-    // The built-in kinds are registered first, in the order of lock_kind; the kinds after them
-    // belong to other backends (registered test kinds are reached by their protocol, never
-    // through a lock_kind).
-    const auto i = static_cast<std::size_t>(kind);
-    auto& r = the_registry();
-    if (i >= r.builtin) {
-        static const not_offered stand_in;
-        return stand_in;
-    }
-    return *r.all[i];
+    static const not_offered stand_in;
+    const auto slot = metrics_slot(kind);
+    const auto* p = slot < kind_count ? the_registry().by_kind[slot] : nullptr;
+    return p ? *p : stand_in;
 }
 
 std::size_t metrics_slot_of(const lock_protocol& p) noexcept {
-    // The built-in kinds are registered in the order of lock_kind (protocol_of above).
-    return p.index() < the_registry().builtin ? metrics_slot(static_cast<lock_kind>(p.index()))
-                                              : custom_kind_slot;
+    const auto& r = the_registry();
+    const auto k = p.index() < r.kind_of.size() ? r.kind_of[p.index()] : std::nullopt;
+    return k ? metrics_slot(*k) : custom_kind_slot;
 }
 
-std::size_t builtin_kinds() noexcept {
-    return the_registry().builtin;
+std::vector<lock_kind> offered_kinds() {
+    std::vector<lock_kind> out;
+    for (const auto& k : the_registry().kind_of)
+        if (k) out.push_back(*k);
+    return out;
 }
+
 std::size_t register_protocol(lock_protocol& p) {
     return the_registry().add(p);
 }

@@ -71,7 +71,7 @@ TEST(kinds, the_redis_column_matches_the_redis_registry) {
 }
 
 TEST(kinds, the_redis_registry_indexes_its_protocols_in_the_order_of_the_table) {
-    // protocol_of() indexes the built-in protocols by the enum: each offered kind must reach
+    // protocol_of() maps each kind to its registered protocol: each offered kind must reach
     // the protocol of that kind (its name is the kind's metrics label).
     for (const auto k : all_kinds()) {
         if (!detail::protocol_of(k).offered()) continue;
