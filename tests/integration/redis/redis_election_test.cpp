@@ -19,26 +19,14 @@
 namespace dlock::test {
 namespace {
 
-class redis_election : public ::testing::Test {
+class redis_election : public shared_redis_suite {
 protected:
-    static void SetUpTestSuite() { server_ = new redis_server(); }
-    static void TearDownTestSuite() {
-        delete server_;
-        server_ = nullptr;
-    }
-    static redis_server& server() { return *server_; }
-    static std::unique_ptr<client> connect() {
-        return std::make_unique<client>(watchdog_options(server().url()));
-    }
     static std::string record_key(const std::string& name) {
         return "dlock_election:{" + name + "}";
     }
     static std::string field(const std::string& name, const std::string& f) {
         return server().cli({"HGET", record_key(name), f});
     }
-
-private:
-    static inline redis_server* server_ = nullptr;
 };
 
 TEST_F(redis_election, the_grant_writes_the_record_with_owner_epoch_and_value) {

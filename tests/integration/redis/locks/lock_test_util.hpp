@@ -41,6 +41,23 @@ inline std::int64_t command_calls(const redis_server& s, const std::string& cmd)
     return at == std::string::npos ? 0 : std::stoll(stats.substr(at + tag.size()));
 }
 
+/// A suite sharing one private redis-server; connect() makes a client with watchdog_options.
+class shared_redis_suite : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() { server_ = new redis_server(); }
+    static void TearDownTestSuite() {
+        delete server_;
+        server_ = nullptr;
+    }
+    static redis_server& server() { return *server_; }
+    static std::unique_ptr<dlock::client> connect() {
+        return std::make_unique<dlock::client>(watchdog_options(server().url()));
+    }
+
+private:
+    static inline redis_server* server_ = nullptr;
+};
+
 /// A mutex or a simple_mutex, used through their common base.
 class either_mutex {
 public:
