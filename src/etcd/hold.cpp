@@ -77,7 +77,15 @@ void etcd_hold::recheck() {
 }
 
 void etcd_hold::lease_valid_until(std::chrono::steady_clock::time_point t) {
-    if (!lost() && !released()) set_valid_until(t);
+    if (lost() || released()) return;
+    // A keep-alive answer renewed the lease, and with it this hold.
+    if (auto* b = live()) b->counters().renewal_slack(valid_until());
+    set_valid_until(t);
+}
+
+void etcd_hold::with_metrics(const std::function<void(client_metrics&)>& f) const {
+    if (auto* l = live(); l && l->on_io_thread()) return f(l->counters());
+    if (auto b = backend_.lock()) f(b->counters()); // another thread: keep it alive meanwhile
 }
 
 void etcd_hold::lease_ended(loss_cause why) {
@@ -98,7 +106,7 @@ void etcd_hold::lose(loss_cause cause) {
         b->counters().loss(cause);
         b->counters().hold_ended(std::chrono::steady_clock::now() - acquired_at_);
     }
-    mark_lost();
+    mark_lost(cause);
     leave_queue();
 }
 

@@ -106,7 +106,15 @@ std::optional<std::uint64_t> zk_hold::fencing_token() const noexcept {
 }
 
 void zk_hold::session_valid_until(std::chrono::steady_clock::time_point t) {
-    if (!lost() && !released()) set_valid_until(t);
+    if (lost() || released()) return;
+    // An answered ping renewed the session, and with it this hold.
+    if (auto* b = live()) b->counters().renewal_slack(valid_until());
+    set_valid_until(t);
+}
+
+void zk_hold::with_metrics(const std::function<void(client_metrics&)>& f) const {
+    if (auto* l = live(); l && l->on_io_thread()) return f(l->counters());
+    if (auto b = backend_.lock()) f(b->counters()); // another thread: keep it alive meanwhile
 }
 
 void zk_hold::session_ended(session_end why) {
@@ -121,7 +129,7 @@ void zk_hold::lose(loss_cause cause) {
         b->counters().loss(cause);
         b->counters().hold_ended(std::chrono::steady_clock::now() - acquired_at_);
     }
-    mark_lost();
+    mark_lost(cause);
     drop_timers();
     // If only our view ended (deadline) and the session comes back, the node must not
     // linger: the session was closed (session::end), which deletes it.
