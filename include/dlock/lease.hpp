@@ -3,9 +3,10 @@
 //
 // A lease is one hold of one lock by one owner id that belongs to this handle alone (not to
 // the calling thread). Its loss cannot be missed: when the watchdog finds the lock gone or
-// owned by someone else, or the lease deadline passes without a successful renewal, the handle
-// flips to lost, stop_token() is requested, every on_lost() callback runs, and valid_until() is
-// in the past. Before that, a lease that stops being renewed warns (warning_token(),
+// owned by someone else, the lease deadline passes without a successful renewal, or its
+// acquire_options::max_hold passes (then dlock releases the lock itself), the handle flips to
+// lost, stop_token() is requested, every on_lost() callback runs, valid_until() is in the past,
+// and loss_cause() says why. Before that, a lease that stops being renewed warns (warning_token(),
 // on_warning()) while a margin of its validity is left.
 #pragma once
 

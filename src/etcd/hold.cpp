@@ -77,15 +77,12 @@ void etcd_hold::recheck() {
 }
 
 void etcd_hold::lease_valid_until(std::chrono::steady_clock::time_point t) {
-    if (lost() || released()) return;
-    // A keep-alive answer renewed the lease, and with it this hold.
-    if (auto* b = live()) b->counters().renewal_slack(valid_until());
-    set_valid_until(t);
+    auto* b = live(); // a keep-alive answer renewed the lease, and with it this hold
+    session_renewed(b ? &b->counters() : nullptr, t);
 }
 
 void etcd_hold::with_metrics(const std::function<void(client_metrics&)>& f) const {
-    if (auto* l = live(); l && l->on_io_thread()) return f(l->counters());
-    if (auto b = backend_.lock()) f(b->counters()); // another thread: keep it alive meanwhile
+    with_backend_metrics(live(), backend_, f);
 }
 
 void etcd_hold::lease_ended(loss_cause why) {

@@ -106,15 +106,12 @@ std::optional<std::uint64_t> zk_hold::fencing_token() const noexcept {
 }
 
 void zk_hold::session_valid_until(std::chrono::steady_clock::time_point t) {
-    if (lost() || released()) return;
-    // An answered ping renewed the session, and with it this hold.
-    if (auto* b = live()) b->counters().renewal_slack(valid_until());
-    set_valid_until(t);
+    auto* b = live(); // an answered ping renewed the session, and with it this hold
+    session_renewed(b ? &b->counters() : nullptr, t);
 }
 
 void zk_hold::with_metrics(const std::function<void(client_metrics&)>& f) const {
-    if (auto* l = live(); l && l->on_io_thread()) return f(l->counters());
-    if (auto b = backend_.lock()) f(b->counters()); // another thread: keep it alive meanwhile
+    with_backend_metrics(live(), backend_, f);
 }
 
 void zk_hold::session_ended(session_end why) {
