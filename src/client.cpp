@@ -5,6 +5,7 @@
 #include "access.hpp"
 #include "backends.hpp"
 #include "core/kinds.hpp"
+#include "hand_out.hpp"
 #include "redis/backend.hpp" // client(client_options)
 
 #include <dlock/mutex.hpp>
@@ -53,19 +54,17 @@ std::string_view client::backend_name() const noexcept {
     return backend_->backend_name();
 }
 
-namespace {
-/// The options every hold takes from the core, not the backend (warn_margin, max_hold).
-bool valid_hold_options(const acquire_options& o) {
+bool detail::valid_hold_options(const acquire_options& o) noexcept {
     return !(o.warn_margin && o.warn_margin->count() < 0) &&
            !(o.max_hold && o.max_hold->count() <= 0);
 }
 
-/// Before a hold is handed out: its warning margin and its max_hold (from now, the grant).
-void hand_out(detail::hold& h, const acquire_options& o) {
+void detail::hand_out(hold& h, const acquire_options& o) {
     h.set_warn_margin(o.warn_margin);
     h.set_max_hold(o.max_hold);
 }
 
+namespace {
 /// Errors whose cause last_error_detail() can name (the connection or the server's reply).
 bool has_detail(const std::error_code& ec) {
     return ec == errc::unavailable || ec == errc::auth_failed || ec == errc::permission_denied ||
@@ -156,22 +155,23 @@ bool client::force_unlock(std::string_view name, lock_kind kind) {
 lease client::acquire(std::string_view name, const acquire_options& opts, std::error_code& ec) {
     auto* b = blocking(backend_, ec);
     if (!b) return {};
-    if (!valid_hold_options(opts)) {
+    if (!detail::valid_hold_options(opts)) {
         ec = make_error_code(errc::invalid_argument);
         return {};
     }
     auto h = b->acquire(name, opts, ec);
-    if (h && !ec) hand_out(*h, opts);
+    if (h && !ec) detail::hand_out(*h, opts);
     return h && !ec ? detail::access::make_lease(std::move(h)) : lease{};
 }
 
 void client::start_async_acquire(std::string name, const acquire_options& opts,
                                  std::function<void(std::error_code, lease)> done) {
-    if (!valid_hold_options(opts)) return done(make_error_code(errc::invalid_argument), lease{});
+    if (!detail::valid_hold_options(opts))
+        return done(make_error_code(errc::invalid_argument), lease{});
     backend_->async_acquire(
         std::move(name), opts,
         [done = std::move(done), opts](std::error_code e, std::shared_ptr<detail::hold> h) {
-            if (h && !e) hand_out(*h, opts);
+            if (h && !e) detail::hand_out(*h, opts);
             done(e, h && !e ? detail::access::make_lease(std::move(h)) : lease{});
         });
 }
