@@ -438,6 +438,20 @@ TEST_P(backend, backend_only_calls_need_their_backend) {
     }
 }
 
+/// A lease's warning and loss, in the order they came and when (from the callbacks).
+struct ends_log {
+    std::mutex mu;
+    std::vector<std::pair<std::string, clock::time_point>> seen; // guarded by mu
+    void watch(lease& l) {
+        l.on_warning([this] { note("warning"); });
+        l.on_lost([this] { note("lost"); });
+    }
+    void note(const char* what) {
+        std::lock_guard g(mu);
+        seen.emplace_back(what, clock::now());
+    }
+};
+
 // A lease that cannot renew (its server paused) warns, and then is lost, in that order and
 // apart by about the margin; while renewals work it does not warn.
 TEST_P(backend, a_lease_that_cannot_renew_warns_before_it_is_lost) {
@@ -450,17 +464,10 @@ TEST_P(backend, a_lease_that_cannot_renew_warns_before_it_is_lost) {
     auto l = c->acquire(fresh_name("warn"),
                         {.wait = 10s, .kind = b.kinds.front().kind, .warn_margin = margin});
     ASSERT_TRUE(l);
-    using steady = std::chrono::steady_clock;
-    std::mutex mu;
-    std::vector<std::pair<std::string, steady::time_point>> seen; // guarded by mu
-    l.on_warning([&] {
-        std::lock_guard g(mu);
-        seen.emplace_back("warning", steady::now());
-    });
-    l.on_lost([&] {
-        std::lock_guard g(mu);
-        seen.emplace_back("lost", steady::now());
-    });
+    ends_log log;
+    log.watch(l);
+    auto& mu = log.mu;
+    auto& seen = log.seen;
     // Renewals work: the validity moves forward twice, and no warning comes.
     for (int i = 0; i < 2; ++i) {
         const auto before = l.valid_until();
@@ -507,16 +514,10 @@ TEST_P(backend, max_hold_ends_the_lease_after_a_warning_and_frees_the_lock) {
         a->acquire(name, {.wait = 10s, .kind = k, .warn_margin = margin, .max_hold = max_hold});
     const auto granted = clock::now();
     ASSERT_TRUE(l);
-    std::mutex mu;
-    std::vector<std::pair<std::string, clock::time_point>> seen; // guarded by mu
-    l.on_warning([&] {
-        std::lock_guard g(mu);
-        seen.emplace_back("warning", clock::now());
-    });
-    l.on_lost([&] {
-        std::lock_guard g(mu);
-        seen.emplace_back("lost", clock::now());
-    });
+    ends_log log;
+    log.watch(l);
+    auto& mu = log.mu;
+    auto& seen = log.seen;
     bool within = true; // valid_until() never passes grant + max_hold
     const bool ended = eventually(
         [&] {
