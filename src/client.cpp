@@ -5,6 +5,7 @@
 #include "access.hpp"
 #include "backends.hpp"
 #include "core/kinds.hpp"
+#include "hand_out.hpp"
 #include "redis/backend.hpp" // client(client_options)
 
 #include <dlock/mutex.hpp>
@@ -51,6 +52,16 @@ const std::string& client::id() const noexcept {
 }
 std::string_view client::backend_name() const noexcept {
     return backend_->backend_name();
+}
+
+bool detail::valid_hold_options(const acquire_options& o) noexcept {
+    return !(o.warn_margin && o.warn_margin->count() < 0) &&
+           !(o.max_hold && o.max_hold->count() <= 0);
+}
+
+void detail::hand_out(hold& h, const acquire_options& o) {
+    h.set_warn_margin(o.warn_margin);
+    h.set_max_hold(o.max_hold);
 }
 
 namespace {
@@ -144,26 +155,25 @@ bool client::force_unlock(std::string_view name, lock_kind kind) {
 lease client::acquire(std::string_view name, const acquire_options& opts, std::error_code& ec) {
     auto* b = blocking(backend_, ec);
     if (!b) return {};
-    if (opts.warn_margin && opts.warn_margin->count() < 0) {
+    if (!detail::valid_hold_options(opts)) {
         ec = make_error_code(errc::invalid_argument);
         return {};
     }
     auto h = b->acquire(name, opts, ec);
-    if (h && !ec) h->set_warn_margin(opts.warn_margin);
+    if (h && !ec) detail::hand_out(*h, opts);
     return h && !ec ? detail::access::make_lease(std::move(h)) : lease{};
 }
 
 void client::start_async_acquire(std::string name, const acquire_options& opts,
                                  std::function<void(std::error_code, lease)> done) {
-    if (opts.warn_margin && opts.warn_margin->count() < 0)
+    if (!detail::valid_hold_options(opts))
         return done(make_error_code(errc::invalid_argument), lease{});
-    backend_->async_acquire(std::move(name), opts,
-                            [done = std::move(done), margin = opts.warn_margin](
-                                std::error_code e, std::shared_ptr<detail::hold> h) {
-                                if (h && !e) h->set_warn_margin(margin);
-                                done(e,
-                                     h && !e ? detail::access::make_lease(std::move(h)) : lease{});
-                            });
+    backend_->async_acquire(
+        std::move(name), opts,
+        [done = std::move(done), opts](std::error_code e, std::shared_ptr<detail::hold> h) {
+            if (h && !e) detail::hand_out(*h, opts);
+            done(e, h && !e ? detail::access::make_lease(std::move(h)) : lease{});
+        });
 }
 
 metrics_snapshot client::metrics() const {

@@ -33,7 +33,7 @@ std::optional<std::uint64_t> lease::token() const {
 }
 
 std::chrono::steady_clock::time_point lease::valid_until() const {
-    return state_ ? state_->valid_until() : std::chrono::steady_clock::time_point{};
+    return state_ ? state_->held_until() : std::chrono::steady_clock::time_point{};
 }
 
 bool lease::lost() const noexcept {
@@ -42,6 +42,11 @@ bool lease::lost() const noexcept {
 
 std::stop_token lease::stop_token() const {
     return state_ ? state_->stop_token() : std::stop_token{};
+}
+
+std::optional<dlock::loss_cause> lease::loss_cause() const noexcept {
+    if (!state_ || !state_->lost()) return std::nullopt;
+    return state_->cause();
 }
 
 void lease::on_lost(std::function<void()> cb) {

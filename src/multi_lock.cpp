@@ -6,6 +6,7 @@
 #include "core/lock_backend.hpp"
 #include "core/loss_signal.hpp"
 #include "core/multi_sequence.hpp"
+#include "hand_out.hpp"
 #include "multi_state.hpp"
 
 #include <dlock/client.hpp>
@@ -104,6 +105,7 @@ private:
             const auto& m = members_[a.member];
             b_->async_acquire(m.name, member_options(opts_, m.kind, a),
                               [self](std::error_code ec, std::shared_ptr<hold> h) {
+                                  if (h && !ec) hand_out(*h, self->opts_);
                                   self->on_member(ec, h && !ec ? access::make_lease(std::move(h))
                                                                : lease{});
                               });
@@ -256,7 +258,9 @@ multi_lease client::acquire_all(std::span<const lock_ref> locks, const acquire_o
 void client::start_async_acquire_all(std::vector<lock_ref> locks, const acquire_options& opts,
                                      std::function<void(std::error_code, multi_lease)> done) {
     std::vector<lock_ref> members;
-    if (auto ec = detail::sorted_members(locks, members, *backend_))
+    auto ec = detail::sorted_members(locks, members, *backend_);
+    if (!ec && !detail::valid_hold_options(opts)) ec = make_error_code(errc::invalid_argument);
+    if (ec)
         return asio::post(get_executor(),
                           [done = std::move(done), ec] { done(ec, multi_lease{}); });
     auto op = std::make_shared<detail::multi_acquire_op>(backend_, std::move(members), opts,

@@ -2,6 +2,7 @@
 // Redlock client has (votes, masters, quorum) over redlock_backend (redis/redlock/backend.cpp).
 // On a client of another backend they are errc::unsupported (wrong_backend.hpp).
 #include "access.hpp"
+#include "hand_out.hpp"
 #include "redis/redlock/backend.hpp"
 #include "redis/redlock/redlock_impl.hpp"
 #include "wrong_backend.hpp"
@@ -36,8 +37,15 @@ detail::redlock_backend& redlock_or_throw(const client& c, std::string_view call
 void detail::redlock_start_acquire(client& c, std::string name, const acquire_options& opts,
                                    std::function<void(std::error_code, redlock_acquisition)> done) {
     std::error_code ec;
-    if (auto* r = redlock_of(c, ec))
-        return r->start_acquire(std::move(name), opts, std::move(done));
+    auto* r = redlock_of(c, ec);
+    if (r && !valid_hold_options(opts)) ec = make_error_code(errc::invalid_argument);
+    if (r && !ec)
+        return r->start_acquire(
+            std::move(name), opts,
+            [opts, done = std::move(done)](std::error_code e, redlock_acquisition a) {
+                if (auto h = access::state(a.held); h && !e) hand_out(*h, opts);
+                done(e, std::move(a));
+            });
     asio::post(c.get_executor(), [done = std::move(done), ec] { done(ec, {}); });
 }
 
@@ -64,7 +72,13 @@ const redlock_options& options(const client& c) {
 redlock_acquisition acquire_with_votes(client& c, std::string_view name,
                                        const acquire_options& opts, std::error_code& ec) {
     auto* r = redlock_of(c, ec);
-    return r ? r->acquire_with_votes(name, opts, ec) : redlock_acquisition{};
+    if (r && !detail::valid_hold_options(opts)) {
+        ec = make_error_code(errc::invalid_argument);
+        return {};
+    }
+    auto a = r ? r->acquire_with_votes(name, opts, ec) : redlock_acquisition{};
+    if (auto h = detail::access::state(a.held); h && !ec) detail::hand_out(*h, opts);
+    return a;
 }
 
 std::vector<redlock_vote> votes(const lease& l) {

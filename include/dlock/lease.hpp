@@ -3,14 +3,16 @@
 //
 // A lease is one hold of one lock by one owner id that belongs to this handle alone (not to
 // the calling thread). Its loss cannot be missed: when the watchdog finds the lock gone or
-// owned by someone else, or the lease deadline passes without a successful renewal, the handle
-// flips to lost, stop_token() is requested, every on_lost() callback runs, and valid_until() is
-// in the past. Before that, a lease that stops being renewed warns (warning_token(),
+// owned by someone else, the lease deadline passes without a successful renewal, or its
+// acquire_options::max_hold passes (then dlock releases the lock itself), the handle flips to
+// lost, stop_token() is requested, every on_lost() callback runs, valid_until() is in the past,
+// and loss_cause() says why. Before that, a lease that stops being renewed warns (warning_token(),
 // on_warning()) while a margin of its validity is left.
 #pragma once
 
 #include <dlock/detail/deliver.hpp>
 #include <dlock/error.hpp>
+#include <dlock/metrics.hpp>
 
 #include <asio/any_io_executor.hpp>
 #include <asio/associated_executor.hpp>
@@ -60,10 +62,16 @@ public:
     /// lock, Redlock). Strictly increasing across acquisitions of the same name on one master.
     std::optional<std::uint64_t> token() const;
     /// Steady-clock instant until which the lease is known to be held (a lower bound: measured
-    /// from before the acquire or renewal was sent). In the past once lost or released.
+    /// from before the acquire or renewal was sent). In the past once lost or released. Never
+    /// after grant + acquire_options::max_hold.
     std::chrono::steady_clock::time_point valid_until() const;
     /// True once the lease was lost (never for a normal release).
     bool lost() const noexcept;
+    /// Why the lease was lost: nullopt while it is not (and for an empty handle). Set when
+    /// lost() becomes true, except on Redis when the server said "not yours": that cause
+    /// (gone, taken or undetermined) is known once a follow-up EXISTS is answered. A lease
+    /// ended by acquire_options::max_hold says loss_cause::max_hold.
+    std::optional<dlock::loss_cause> loss_cause() const noexcept;
     /// Requested when the lease is lost (not on a normal release).
     std::stop_token stop_token() const;
     /// Runs `cb` once when the lease is lost.

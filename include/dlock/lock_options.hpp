@@ -75,6 +75,13 @@ struct acquire_options {
     /// that is not being renewed warns. nullopt (default): a third of the lease. Zero warns
     /// only at the loss. Negative is errc::invalid_argument.
     std::optional<std::chrono::milliseconds> warn_margin{};
+    /// The longest this hold may last, from the grant (when the acquisition returns). After
+    /// it dlock stops renewing, marks the lease lost with loss_cause::max_hold (stop_token(),
+    /// on_lost(), valid_until() in the past) and releases the lock on the server,
+    /// best-effort. valid_until() never exceeds grant + max_hold, so the warning stage warns
+    /// warn_margin before it. nullopt (default): no limit. Zero or negative is
+    /// errc::invalid_argument.
+    std::optional<std::chrono::milliseconds> max_hold{};
 };
 
 } // namespace dlock

@@ -28,6 +28,13 @@
 // - renewals: the watchdog's batches (one script per node, kind and up to 100 locks);
 //   renewals_ok / renewals_failed count locks (a batch that failed fails all its locks; a lock
 //   the server answered "not yours" for is a loss, not a failed renewal);
+// - renewal_slack: per hold, the validity it had left (valid_until - now) when a renewal of it
+//   succeeded: a Redis or Redlock watchdog renewal, a ZooKeeper session's answered ping, an
+//   etcd keep-alive answer, a PostgreSQL session proof (advisory locks) or row extension;
+// - warnings: leases whose warning stage warned (the warning before a loss; counted once per
+//   lease; a lease nobody watches and without max_hold has no warning stage);
+// - losses by cause; a hold ended by acquire_options::max_hold counts as loss_cause::max_hold
+//   (and its release on the server, if it succeeds, in releases too);
 // - ambiguous: commands written whose reply never came (connection died or timed out);
 // - connects / reconnects: completed handshakes of the command and pub/sub connections (the
 //   first of each connection, and every later one); topology_changes: a new master after a
@@ -83,10 +90,11 @@ enum class loss_cause {
     deadline,     ///< no renewal succeeded before the lease ran out (server unreachable, slow)
     server_error, ///< as deadline, and the last renewal got an error reply (OOM, READONLY, ...)
     undetermined, ///< the server said "not yours"; the follow-up EXISTS check failed
+    max_hold,     ///< acquire_options::max_hold passed: dlock ended the hold (and released it)
 };
 /// The number of loss_cause values (the size of metrics_snapshot::losses).
-inline constexpr std::size_t loss_cause_count = 5;
-/// "gone", "taken", "deadline", "server_error", "undetermined".
+inline constexpr std::size_t loss_cause_count = 6;
+/// "gone", "taken", "deadline", "server_error", "undetermined", "max_hold".
 std::string_view to_string(loss_cause c) noexcept;
 
 /// Acquisitions of one lock kind.
@@ -113,7 +121,13 @@ struct metrics_snapshot {
     std::uint64_t renewals_failed = 0;       ///< locks of batches that failed (error, no reply)
     histogram_snapshot renewal_batch_size{}; ///< locks per batch
     std::array<std::uint64_t, loss_cause_count> losses{}; ///< by loss_cause
-    std::uint64_t releases = 0;                           ///< final releases the server confirmed
+    /// Leases whose warning came (lease::warning_token(); only watched leases and leases with
+    /// a max_hold warn), once per lease.
+    std::uint64_t warnings = 0;
+    /// Seconds of validity a hold had left when a renewal of it succeeded (how close to the
+    /// deadline renewals land; a healthy watchdog renews with about two thirds left).
+    histogram_snapshot renewal_slack{};
+    std::uint64_t releases = 0;           ///< final releases the server confirmed
     std::uint64_t releases_not_owner = 0; ///< releases answered "not yours" (also a loss)
     std::uint64_t releases_failed = 0;    ///< releases with a transport or server error
     std::uint64_t ambiguous = 0;          ///< commands written whose outcome is unknown

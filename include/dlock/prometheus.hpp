@@ -19,8 +19,9 @@
 //   dlock_hold_seconds                                                          histogram
 //   dlock_handoff_seconds{path=handover|wake}                                   histogram
 //   dlock_renewal_batches_total, dlock_renewals_total{result=ok|failed}         counter
-//   dlock_renewal_batch_locks                                                   histogram
-//   dlock_losses_total{cause=gone|taken|deadline|server_error|undetermined}     counter
+//   dlock_renewal_batch_locks, dlock_renewal_slack_seconds                      histogram
+//   dlock_losses_total{cause=gone|taken|deadline|server_error|undetermined|max_hold} counter
+//   dlock_warnings_total                                                        counter
 //   dlock_releases_total{outcome=released|not_owner|failed}                     counter
 //   dlock_ambiguous_total, dlock_connects_total, dlock_reconnects_total,
 //   dlock_topology_changes_total, dlock_commands_total, dlock_scripts_total,

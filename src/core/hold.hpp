@@ -18,7 +18,10 @@
 // - lease_length(): the lease the backend renews the hold to (zero when it cannot say).
 //
 // The warning stage (core/warning.cpp) is the same for every backend: it needs only
-// valid_until(), which each backend keeps current, and executor() for its timer.
+// valid_until(), which each backend keeps current, and executor() for its timer. So is
+// max_hold (core/warning.cpp): a timer of the same stage at grant + max_hold starts the
+// backend's own release_async() and then marks the hold lost (loss_cause::max_hold).
+// - with_metrics(f): runs f on the client's counters while the backend lives (nothing after).
 //
 // Thread safety: every member from any thread (the loss signal's rules apply to callbacks).
 #pragma once
@@ -38,6 +41,8 @@
 #include <system_error>
 
 namespace dlock::detail {
+
+class client_metrics;
 
 class hold : public loss_signal, public std::enable_shared_from_this<hold> {
 public:
@@ -63,6 +68,8 @@ public:
     /// when the backend cannot say (the margin is then a third of the validity left when the
     /// warning is first watched).
     virtual std::chrono::milliseconds lease_length() const noexcept { return {}; }
+    /// Runs `f` on the counters of the client that owns the hold, if it is still there.
+    virtual void with_metrics(const std::function<void(client_metrics&)>& f) const = 0;
 
     ///@{
     /// The warning stage before a loss (core/warning.cpp). Watching starts with the first call
@@ -78,6 +85,12 @@ public:
     void set_warn_margin(std::optional<std::chrono::milliseconds> m) noexcept {
         margin_ms_ = m ? m->count() : -1;
     }
+    /// acquire_options::max_hold: from now (the grant), the hold lasts at most `d`
+    /// (core/warning.cpp). Set once, before the hold is handed out; nullopt does nothing.
+    void set_max_hold(std::optional<std::chrono::milliseconds> d);
+    /// valid_until(), but never after grant + max_hold: what lease::valid_until() reports and
+    /// the warning watches.
+    std::chrono::steady_clock::time_point held_until() const noexcept;
     /// The warning stage's state (core/warning.cpp; opaque here).
     struct warning_stage;
 
@@ -87,10 +100,14 @@ protected:
     void before_loss() override;
 
 private:
-    /// The stage, made and armed by the first watcher; it lives as long as the hold.
-    warning_stage& stage();
-    static void warn(warning_stage& w);
+    /// The stage, made and armed by the first watcher (or set_max_hold(), which passes the
+    /// end of the hold); it lives as long as the hold.
+    warning_stage& stage(std::chrono::steady_clock::time_point max_until = {});
+    static void warn(const hold& h, warning_stage& w);
     static void arm(const std::shared_ptr<hold>& h, warning_stage& w);
+    /// The max_hold timer (I/O thread) and what it does when it fires.
+    static void arm_end(const std::shared_ptr<hold>& h, warning_stage& w);
+    static void end_at_max_hold(const std::shared_ptr<hold>& h, warning_stage& w);
 
     // 16 bytes for every hold (10,000 held locks must stay under 1 KiB each); the rest of the
     // stage is allocated only for a watched hold.

@@ -8,8 +8,9 @@ bool loss_signal::mark_released() noexcept {
     return first;
 }
 
-bool loss_signal::mark_lost() {
+bool loss_signal::mark_lost(std::optional<loss_cause> cause) {
     if (lost_.exchange(true, std::memory_order_acq_rel)) return false;
+    if (cause) set_cause(*cause);
     set_valid_until(clock::time_point{});
     before_loss();
     stop_.request_stop();

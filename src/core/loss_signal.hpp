@@ -7,10 +7,13 @@
 // on_lost()'s caller when the hold was lost already.
 #pragma once
 
+#include <dlock/metrics.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <vector>
 
@@ -34,13 +37,25 @@ public:
     std::stop_token stop_token() const noexcept { return stop_.get_token(); }
     /// Runs `cb` once on loss; at once, on this thread, if already lost.
     void on_lost(std::function<void()> cb);
+    /// The loss's cause (lease::loss_cause()); nullopt until known.
+    std::optional<loss_cause> cause() const noexcept {
+        const int c = cause_.load(std::memory_order_acquire);
+        if (c < 0) return std::nullopt;
+        return static_cast<loss_cause>(c);
+    }
+    /// Records the cause when it is learnt after the loss (Redis's "not yours" diagnosis); the
+    /// first cause recorded stays.
+    void set_cause(loss_cause c) const noexcept {
+        int none = -1;
+        cause_.compare_exchange_strong(none, static_cast<int>(c), std::memory_order_acq_rel);
+    }
 
 protected:
     /// Normal end: valid_until in the past, stop not requested. Returns false if it had ended.
     bool mark_released() noexcept;
     /// Loss: valid_until in the past, stop requested, callbacks run (once). Returns false if
-    /// it was lost already.
-    bool mark_lost();
+    /// it was lost already. `cause`: recorded first (set_cause), when known.
+    bool mark_lost(std::optional<loss_cause> cause = std::nullopt);
     /// Runs in mark_lost() before the stop token and the loss callbacks (the hold's warning
     /// comes first: core/warning.cpp).
     virtual void before_loss() {}
@@ -55,6 +70,7 @@ private:
     std::atomic<std::int64_t> valid_until_ns_{0};
     std::atomic<bool> lost_{false};
     std::atomic<bool> released_{false};
+    mutable std::atomic<int> cause_{-1}; ///< a loss_cause; -1: none (yet); set_cause()
     std::stop_source stop_;
     std::mutex cb_mu_;
     std::vector<std::function<void()>> callbacks_; // guarded by cb_mu_

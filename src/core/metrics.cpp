@@ -48,6 +48,8 @@ std::string_view to_string(loss_cause c) noexcept {
         return "server_error";
     case loss_cause::undetermined:
         return "undetermined";
+    case loss_cause::max_hold:
+        return "max_hold";
     }
     return "undetermined";
 }
@@ -197,6 +199,8 @@ metrics_snapshot client_metrics::snapshot() const {
     s.releases_not_owner = get(holds_.releases_not_owner);
     s.releases_failed = get(holds_.releases_failed);
     s.topology_changes = get(renewals_.topology_changes);
+    s.warnings = get(renewals_.warnings);
+    s.renewal_slack = renewals_.slack.snapshot();
     return s;
 }
 

@@ -136,6 +136,15 @@ public:
         if constexpr (metrics_enabled)
             renewals_.losses[static_cast<std::size_t>(c)].fetch_add(1, std::memory_order_relaxed);
     }
+    /// A lease's warning came (once per lease).
+    void warning() noexcept {
+        if constexpr (metrics_enabled) renewals_.warnings.fetch_add(1, std::memory_order_relaxed);
+    }
+    /// A renewal of a hold succeeded while the hold was valid until `until` (before the
+    /// renewal moved it): the slack is until - now (zero when past).
+    void renewal_slack(clock::time_point until) noexcept {
+        if constexpr (metrics_enabled) renewals_.slack.record(until - clock::now());
+    }
     enum class release_result { released, not_owner, failed };
     void release(release_result r) noexcept;
     void topology_change() noexcept {
@@ -171,6 +180,8 @@ private:
         log2_histogram<8> batch_size; // 1 .. 128 locks (batches carry at most 100)
         std::array<std::atomic<std::uint64_t>, loss_cause_count> losses{};
         std::atomic<std::uint64_t> topology_changes{0};
+        std::atomic<std::uint64_t> warnings{0};
+        duration_histogram slack;
     };
 
     std::array<kind_slot, kinds> kinds_{};

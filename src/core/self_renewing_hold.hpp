@@ -5,11 +5,13 @@
 #pragma once
 
 #include "core/hold.hpp"
+#include "core/metrics.hpp"
 #include "core/runtime.hpp"
 
 #include <dlock/error.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 
 namespace dlock::detail {
@@ -25,6 +27,21 @@ public:
     }
 
 protected:
+    /// The session (or lease) was renewed to `t`, and this hold with it: the slack left is
+    /// counted in `m` (null: the backend is gone), then valid_until moves. Nothing once ended.
+    void session_renewed(client_metrics* m, std::chrono::steady_clock::time_point t) {
+        if (lost() || released()) return;
+        if (m) m->renewal_slack(valid_until());
+        set_valid_until(t);
+    }
+    /// with_metrics() of a backend `B` (counters()) known as `live` on its I/O thread (null
+    /// once gone) and as `backend` elsewhere (kept alive while `f` runs).
+    template <class B>
+    static void with_backend_metrics(B* live, const std::weak_ptr<B>& backend,
+                                     const std::function<void(client_metrics&)>& f) {
+        if (live && live->on_io_thread()) return f(live->counters());
+        if (auto b = backend.lock()) f(b->counters());
+    }
     std::error_code check_extend(std::chrono::milliseconds lease) const {
         if (lease < std::chrono::milliseconds(1)) return make_error_code(errc::invalid_argument);
         if (lost() || released()) return make_error_code(errc::not_owner);

@@ -77,7 +77,12 @@ void etcd_hold::recheck() {
 }
 
 void etcd_hold::lease_valid_until(std::chrono::steady_clock::time_point t) {
-    if (!lost() && !released()) set_valid_until(t);
+    auto* b = live(); // a keep-alive answer renewed the lease, and with it this hold
+    session_renewed(b ? &b->counters() : nullptr, t);
+}
+
+void etcd_hold::with_metrics(const std::function<void(client_metrics&)>& f) const {
+    with_backend_metrics(live(), backend_, f);
 }
 
 void etcd_hold::lease_ended(loss_cause why) {
@@ -98,7 +103,7 @@ void etcd_hold::lose(loss_cause cause) {
         b->counters().loss(cause);
         b->counters().hold_ended(std::chrono::steady_clock::now() - acquired_at_);
     }
-    mark_lost();
+    mark_lost(cause);
     leave_queue();
 }
 

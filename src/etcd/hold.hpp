@@ -42,6 +42,7 @@ public:
     void release_blocking(std::error_code& ec) override;
     void release_async(std::function<void(std::error_code)> done) override;
     asio::any_io_executor executor() const override;
+    void with_metrics(const std::function<void(client_metrics&)>& f) const override;
 
     void lease_valid_until(std::chrono::steady_clock::time_point t) override;
     void lease_ended(loss_cause why) override;

@@ -68,7 +68,11 @@ void advisory_hold::prove(std::function<void(std::error_code)> done) {
                       }
                       auto until = sent + period;
                       if (h->lease_end_ && *h->lease_end_ < until) until = *h->lease_end_;
-                      if (until > h->valid_until()) h->set_valid_until(until);
+                      if (until > h->valid_until()) {
+                          // A proved session renews its advisory locks.
+                          h->engine_->metrics().renewal_slack(h->valid_until());
+                          h->set_valid_until(until);
+                      }
                       done({});
                   });
 }
@@ -122,7 +126,7 @@ void advisory_hold::release_io(std::function<void(std::error_code)> done) {
                           m.release(client_metrics::release_result::not_owner);
                           m.loss(loss_cause::gone);
                           self->session_->close();
-                          self->mark_lost();
+                          self->mark_lost(loss_cause::gone);
                           return done(make_error_code(errc::not_owner));
                       }
                       if (answered) {
@@ -180,7 +184,7 @@ void advisory_hold::lose(loss_cause cause) {
         session_->close();
         session_.reset();
     }
-    mark_lost();
+    mark_lost(cause);
 }
 
 } // namespace dlock::detail::pg

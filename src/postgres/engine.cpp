@@ -236,6 +236,10 @@ void pg_hold::extend_async(std::chrono::milliseconds lease,
         done(make_error_code(errc::not_owner));
 }
 
+void pg_hold::with_metrics(const std::function<void(client_metrics&)>& f) const {
+    f(engine_->metrics());
+}
+
 asio::any_io_executor pg_hold::executor() const {
     if (engine_->shut_down()) return {};
     return engine_->io().get_executor();

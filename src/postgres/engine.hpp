@@ -56,6 +56,7 @@ public:
     void extend_async(std::chrono::milliseconds lease,
                       std::function<void(std::error_code)> done) override;
     asio::any_io_executor executor() const override;
+    void with_metrics(const std::function<void(client_metrics&)>& f) const override;
     /// I/O thread: the backend shuts down; end the hold (its lock is freed with its session or
     /// its row expires) and signal the loss.
     virtual void end_on_shutdown() = 0;

@@ -124,6 +124,11 @@ std::vector<MetricFamily> prometheus_families(const metrics_snapshot& s,
     b.histogram(b.family("dlock_renewal_batch_locks", "Locks per watchdog renewal script",
                          MetricType::Histogram),
                 s.renewal_batch_size);
+    b.histogram(b.family("dlock_renewal_slack_seconds",
+                         "Validity a hold had left when a renewal of it succeeded",
+                         MetricType::Histogram),
+                s.renewal_slack);
+    b.counter("dlock_warnings_total", "Leases that warned before a loss", s.warnings);
 
     auto& loss = b.family("dlock_losses_total", "Held locks lost, by cause", MetricType::Counter);
     for (std::size_t i = 0; i < loss_cause_count; ++i)

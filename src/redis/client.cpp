@@ -206,7 +206,7 @@ void redis_hold::end_lost(std::optional<loss_cause> cause) {
     const auto c = client.lock();
     // The local count goes first: a callback that acquires again must not queue behind us.
     end_local(c.get());
-    if (!mark_lost() || !c) return;
+    if (!mark_lost(cause) || !c) return;
     c->metrics().hold_ended(std::chrono::steady_clock::now() - acquired_at);
     report_loss(*c, std::static_pointer_cast<const redis_hold>(shared_from_this()), cause);
 }
@@ -226,6 +226,7 @@ void redis_hold::end_local(redis_client* c) noexcept {
 namespace {
 
 void count_loss(redis_client& c, const redis_hold& h, loss_cause cause) {
+    h.set_cause(cause); // lease::loss_cause(): a "not yours" is diagnosed after the loss
     c.metrics().loss(cause);
     log(c.options().log, log_level::warning, "lock lost",
         {{"lock", h.keys.key}, {"kind", h.protocol->name()}, {"cause", to_string(cause)}});

@@ -169,6 +169,10 @@ void redis_hold::extend_async(std::chrono::milliseconds lease_ms,
     where->conn().submit(*op); // op may be gone from here on
 }
 
+void redis_hold::with_metrics(const std::function<void(client_metrics&)>& f) const {
+    if (auto c = client.lock()) f(c->metrics());
+}
+
 asio::any_io_executor redis_hold::executor() const {
     auto c = client.lock();
     return c && !c->shut_down() ? asio::any_io_executor(c->io().get_executor())

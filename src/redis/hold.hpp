@@ -60,6 +60,7 @@ public:
                       std::function<void(std::error_code)> done) override;
     asio::any_io_executor executor() const override;
     std::chrono::milliseconds lease_length() const noexcept override { return lease; }
+    void with_metrics(const std::function<void(client_metrics&)>& f) const override;
 
     redis_hold() = default;
     redis_hold(const redis_hold&) = delete;

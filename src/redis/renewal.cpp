@@ -118,6 +118,7 @@ void renewal_service::tick() {
                         auto& h = o.holds[i];
                         if (!active(*h)) continue;
                         if (o.ok[i]) {
+                            c_.metrics().renewal_slack(h->valid_until());
                             h->set_valid_until(until);
                             h->renew_server_error.store(false, std::memory_order_relaxed);
                             ++renewed;

@@ -106,7 +106,12 @@ std::optional<std::uint64_t> zk_hold::fencing_token() const noexcept {
 }
 
 void zk_hold::session_valid_until(std::chrono::steady_clock::time_point t) {
-    if (!lost() && !released()) set_valid_until(t);
+    auto* b = live(); // an answered ping renewed the session, and with it this hold
+    session_renewed(b ? &b->counters() : nullptr, t);
+}
+
+void zk_hold::with_metrics(const std::function<void(client_metrics&)>& f) const {
+    with_backend_metrics(live(), backend_, f);
 }
 
 void zk_hold::session_ended(session_end why) {
@@ -121,7 +126,7 @@ void zk_hold::lose(loss_cause cause) {
         b->counters().loss(cause);
         b->counters().hold_ended(std::chrono::steady_clock::now() - acquired_at_);
     }
-    mark_lost();
+    mark_lost(cause);
     drop_timers();
     // If only our view ended (deadline) and the session comes back, the node must not
     // linger: the session was closed (session::end), which deletes it.

@@ -206,6 +206,22 @@ exec_warn_signal)
     fail "events: '$(cat "$tmp/events")', expected a warning, then the loss"
   grep -q "is not being renewed" "$tmp/err" || fail "no warning message: $(cat "$tmp/err")"
   ;;
+exec_max_hold)
+  # --max-hold: the lock is released and the command stopped as for a loss (73), with a warning
+  # (--warn-signal) first and a message naming the cause; bad durations are usage errors (64).
+  expect_rc 64 "$dlock" exec --max-hold 3x m0 -- true
+  expect_rc 64 "$dlock" exec --max-hold 0 m0 -- true
+  expect_rc 64 "$dlock" exec --max-hold -1s m0 -- true
+  expect_rc 0 "$dlock" exec --max-hold 1h m0 -- true
+  "$dlock" exec --max-hold 700ms --warn-signal USR1 --warn-margin 300ms --kill-after 2s mh1 -- \
+    sh -c "trap 'echo warning >> $tmp/mh_events' USR1; trap 'echo term >> $tmp/mh_events; exit 0' TERM; while :; do sleep 0.05; done" \
+    2> "$tmp/mh_err"; rc=$?
+  [ $rc -eq 73 ] || fail "--max-hold: exit $rc, expected 73; $(cat "$tmp/mh_err")"
+  [ "$(tr '\n' ' ' < "$tmp/mh_events")" = "warning term " ] ||
+    fail "events: '$(cat "$tmp/mh_events")', expected a warning, then the loss"
+  grep -q "max_hold" "$tmp/mh_err" || fail "the message does not name max_hold: $(cat "$tmp/mh_err")"
+  wait_for 5 sh -c "! redis-cli -p $port EXISTS mh1 | grep -q 1" || fail "mh1 still held after --max-hold"
+  ;;
 exec_once_per)
   expect_rc 64 "$dlock" exec --once-per 0s o0 -- true
   expect_rc 64 "$dlock" exec --taken-exit 3 o0 -- true

@@ -438,6 +438,20 @@ TEST_P(backend, backend_only_calls_need_their_backend) {
     }
 }
 
+/// A lease's warning and loss, in the order they came and when (from the callbacks).
+struct ends_log {
+    std::mutex mu;
+    std::vector<std::pair<std::string, clock::time_point>> seen; // guarded by mu
+    void watch(lease& l) {
+        l.on_warning([this] { note("warning"); });
+        l.on_lost([this] { note("lost"); });
+    }
+    void note(const char* what) {
+        std::lock_guard g(mu);
+        seen.emplace_back(what, clock::now());
+    }
+};
+
 // A lease that cannot renew (its server paused) warns, and then is lost, in that order and
 // apart by about the margin; while renewals work it does not warn.
 TEST_P(backend, a_lease_that_cannot_renew_warns_before_it_is_lost) {
@@ -450,17 +464,10 @@ TEST_P(backend, a_lease_that_cannot_renew_warns_before_it_is_lost) {
     auto l = c->acquire(fresh_name("warn"),
                         {.wait = 10s, .kind = b.kinds.front().kind, .warn_margin = margin});
     ASSERT_TRUE(l);
-    using steady = std::chrono::steady_clock;
-    std::mutex mu;
-    std::vector<std::pair<std::string, steady::time_point>> seen; // guarded by mu
-    l.on_warning([&] {
-        std::lock_guard g(mu);
-        seen.emplace_back("warning", steady::now());
-    });
-    l.on_lost([&] {
-        std::lock_guard g(mu);
-        seen.emplace_back("lost", steady::now());
-    });
+    ends_log log;
+    log.watch(l);
+    auto& mu = log.mu;
+    auto& seen = log.seen;
     // Renewals work: the validity moves forward twice, and no warning comes.
     for (int i = 0; i < 2; ++i) {
         const auto before = l.valid_until();
@@ -483,6 +490,62 @@ TEST_P(backend, a_lease_that_cannot_renew_warns_before_it_is_lost) {
     EXPECT_EQ(seen[1].first, "lost");
     EXPECT_GE(seen[1].second - seen[0].second, margin / 2) << "the warning came with the loss";
     EXPECT_TRUE(l.warning_token().stop_requested());
+}
+
+// acquire_options::max_hold (docs/design/warning.md): a lease warns a margin before grant +
+// max_hold and is then lost with loss_cause::max_hold, never earlier and never valid past it,
+// and its lock is released (a session backend would otherwise keep it while the session
+// lives): another client gets it. Zero or negative is errc::invalid_argument.
+TEST_P(backend, max_hold_ends_the_lease_after_a_warning_and_frees_the_lock) {
+    const auto& b = *GetParam();
+    CONFORMANCE_START(b, url);
+    auto a = b.connect(url), other = b.connect(url);
+    const auto k = b.kinds.front().kind;
+    const auto name = fresh_name("maxhold");
+    std::error_code ec;
+    for (const auto bad : {0ms, -5ms}) {
+        EXPECT_FALSE(a->acquire(name, {.wait = 0ms, .kind = k, .max_hold = bad}, ec));
+        EXPECT_EQ(ec, errc::invalid_argument) << bad.count();
+    }
+    constexpr auto max_hold = 600ms;
+    constexpr auto margin = 250ms;
+    const auto asked = clock::now();
+    auto l =
+        a->acquire(name, {.wait = 10s, .kind = k, .warn_margin = margin, .max_hold = max_hold});
+    const auto granted = clock::now();
+    ASSERT_TRUE(l);
+    ends_log log;
+    log.watch(l);
+    auto& mu = log.mu;
+    auto& seen = log.seen;
+    bool within = true; // valid_until() never passes grant + max_hold
+    const bool ended = eventually(
+        [&] {
+            if (l.valid_until() > granted + max_hold) within = false;
+            std::lock_guard g(mu);
+            return l.lost() && seen.size() == 2;
+        },
+        10s);
+    ASSERT_TRUE(ended) << "not lost after max_hold";
+    EXPECT_TRUE(within);
+    EXPECT_EQ(l.loss_cause(), loss_cause::max_hold);
+    EXPECT_TRUE(l.stop_token().stop_requested());
+    EXPECT_LT(l.valid_until(), clock::now());
+    {
+        std::lock_guard g(mu);
+        ASSERT_EQ(seen.size(), 2u);
+        EXPECT_EQ(seen[0].first, "warning");
+        EXPECT_EQ(seen[1].first, "lost");
+        EXPECT_GE(seen[1].second, asked + max_hold) << "lost before max_hold";
+        EXPECT_GE(seen[1].second - seen[0].second, margin / 2) << "the warning came with the loss";
+    }
+    auto next = other->acquire(name, {.wait = 5s, .kind = k});
+    EXPECT_TRUE(next) << "the lock was not released";
+    const auto m = a->metrics();
+    if (m.enabled) {
+        EXPECT_EQ(m.losses[static_cast<std::size_t>(loss_cause::max_hold)], 1u);
+        EXPECT_GE(m.warnings, 1u);
+    }
 }
 
 // Run once per period (dlock/once.hpp): one claim per slot across clients; a released claim

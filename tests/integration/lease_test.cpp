@@ -133,6 +133,34 @@ TEST(lease, async_acquire_works_with_callbacks_futures_and_coroutines) {
     EXPECT_EQ(s.cli({"EXISTS", "async-co"}), "0");
 }
 
+// max_hold on the async paths that hand a hold out (client::acquire's is the conformance
+// suite's): async_acquire and async acquire_all end their leases with loss_cause::max_hold, and
+// both refuse a zero max_hold.
+TEST(lease, async_acquisitions_take_max_hold) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    auto l = c.async_acquire("mh-async", {.wait = 1s, .max_hold = 200ms}, asio::use_future).get();
+    ASSERT_TRUE(l);
+    EXPECT_LE(l.valid_until(), std::chrono::steady_clock::now() + 200ms);
+    ASSERT_TRUE(eventually([&] { return l.lost(); }, 5s));
+    EXPECT_EQ(l.loss_cause(), dlock::loss_cause::max_hold);
+    EXPECT_TRUE(c.acquire("mh-async", {.wait = 5s})) << "released after max_hold";
+
+    const std::vector<dlock::lock_ref> both{{"mh-a", dlock::lock_kind::reentrant},
+                                            {"mh-b", dlock::lock_kind::reentrant}};
+    auto m = c.async_acquire_all(both, {.wait = 1s, .max_hold = 200ms}, asio::use_future).get();
+    ASSERT_TRUE(m);
+    ASSERT_TRUE(eventually([&] { return m.lost(); }, 5s));
+    EXPECT_TRUE(c.acquire("mh-a", {.wait = 5s}));
+    EXPECT_TRUE(c.acquire("mh-b", {.wait = 5s}));
+
+    auto bad = c.async_acquire("mh-bad", {.max_hold = 0ms}, asio::use_future);
+    EXPECT_THROW(bad.get(), std::system_error);
+    auto bad_all = c.async_acquire_all(both, {.max_hold = 0ms}, asio::use_future);
+    EXPECT_THROW(bad_all.get(), std::system_error);
+}
+
 TEST(lease, a_fenced_resource_rejects_a_stale_token) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;

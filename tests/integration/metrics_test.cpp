@@ -197,6 +197,32 @@ TEST(metrics, the_watchdog_counts_batches_renewed_locks_and_batch_sizes) {
     EXPECT_EQ(m.losses_total(), 0u);
 }
 
+TEST(metrics, renewals_record_their_slack_and_a_max_hold_counts_a_warning_and_its_loss) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    SKIP_WITHOUT_METRICS();
+    redis_server s;
+    dlock::client c(watchdog_options(s.url())); // a 300 ms lease renewed every 100 ms
+    auto a = c.acquire("slack", {.wait = 1s});
+    ASSERT_TRUE(a);
+    ASSERT_TRUE(eventually([&] { return c.metrics().renewal_slack.count >= 3; }, 5s));
+    auto m = c.metrics();
+    // Each renewal lands with validity left, at most the lease: every observation is within
+    // the buckets up to 0.3 s (rounded up to the next bound), and their sum is positive.
+    EXPECT_GT(m.renewal_slack.sum, 0.0);
+    EXPECT_EQ(m.renewal_slack.fraction_at_most(0.3), 1.0);
+    EXPECT_EQ(m.warnings, 0u) << "healthy renewals never warn";
+    a.release();
+
+    auto b = c.acquire("capped", {.wait = 1s, .max_hold = 250ms});
+    ASSERT_TRUE(b);
+    ASSERT_TRUE(eventually([&] { return b.lost(); }, 5s));
+    EXPECT_EQ(b.loss_cause(), loss_cause::max_hold);
+    ASSERT_TRUE(eventually([&] { return losses(c.metrics(), loss_cause::max_hold) == 1; }, 5s));
+    m = c.metrics();
+    EXPECT_EQ(m.warnings, 1u) << "a lease with max_hold warns before it (unwatched too)";
+    EXPECT_EQ(m.losses_total(), 1u);
+}
+
 TEST(metrics,
      a_stalled_server_counts_a_loss_by_deadline_failed_renewals_ambiguity_and_a_reconnect) {
     DLOCK_SKIP_WITHOUT_REDIS();

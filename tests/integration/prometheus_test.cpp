@@ -82,6 +82,39 @@ TEST(prometheus, families_carry_the_snapshot_values_labels_and_cumulative_bucket
     EXPECT_EQ(loss->metric[1].counter.value, 2.0);
 }
 
+TEST(prometheus, warnings_renewal_slack_and_max_hold_losses_are_exported) {
+    dlock::metrics_snapshot s;
+    s.warnings = 4;
+    s.renewal_slack.bounds = {0.5, 1.0};
+    s.renewal_slack.counts = {1, 5, 0};
+    s.renewal_slack.count = 6;
+    s.renewal_slack.sum = 4.5;
+    s.losses[static_cast<std::size_t>(dlock::loss_cause::max_hold)] = 3;
+    const auto families = dlock::prometheus_families(s, {});
+    const prometheus::MetricFamily* warnings = nullptr;
+    const prometheus::MetricFamily* slack = nullptr;
+    const prometheus::MetricFamily* loss = nullptr;
+    for (const auto& f : families) {
+        if (f.name == "dlock_warnings_total") warnings = &f;
+        if (f.name == "dlock_renewal_slack_seconds") slack = &f;
+        if (f.name == "dlock_losses_total") loss = &f;
+    }
+    ASSERT_TRUE(warnings && slack && loss);
+    ASSERT_EQ(warnings->metric.size(), 1u);
+    EXPECT_EQ(warnings->metric[0].counter.value, 4.0);
+    ASSERT_EQ(slack->metric.size(), 1u);
+    EXPECT_EQ(slack->metric[0].histogram.sample_count, 6u);
+    EXPECT_EQ(slack->metric[0].histogram.bucket[1].cumulative_count, 6u);
+    bool found = false;
+    for (const auto& m : loss->metric)
+        for (const auto& l : m.label)
+            if (l.name == "cause" && l.value == "max_hold") {
+                found = true;
+                EXPECT_EQ(m.counter.value, 3.0);
+            }
+    EXPECT_TRUE(found) << "no cause=max_hold";
+}
+
 TEST(prometheus, a_scrape_of_the_exposer_shows_the_clients_counters) {
     DLOCK_SKIP_WITHOUT_REDIS();
     if (!dlock::detail::metrics_enabled) GTEST_SKIP() << "built with DLOCK_METRICS=OFF";

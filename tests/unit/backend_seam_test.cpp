@@ -60,6 +60,8 @@ public:
         done(ec);
     }
     asio::any_io_executor executor() const override;
+    /// The table backend counts nothing.
+    void with_metrics(const std::function<void(dlock::detail::client_metrics&)>&) const override {}
     void lose() { mark_lost(); }
     void end() { mark_released(); }
 

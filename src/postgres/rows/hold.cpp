@@ -102,6 +102,7 @@ private:
                     }
                     self->lease_ = now_lease;
                     self->next_extend_ = sent + now_lease / 3;
+                    self->engine_->metrics().renewal_slack(self->valid_until());
                     self->set_valid_until(sent + now_lease - drift_for(now_lease));
                     self->arm();
                     return done({});
@@ -129,7 +130,7 @@ private:
                            if (!ec && !r.empty() && r[0].ok() && r[0].affected() == 0) {
                                m.release(client_metrics::release_result::not_owner);
                                m.loss(loss_cause::taken);
-                               self->mark_lost();
+                               self->mark_lost(loss_cause::taken);
                                return done(make_error_code(errc::not_owner));
                            }
                            if (ec || r.empty() || !r[0].ok()) {
@@ -155,7 +156,7 @@ private:
         auto& m = engine_->metrics();
         m.hold_ended(clock::now() - acquired_at_);
         m.loss(cause);
-        mark_lost();
+        mark_lost(cause);
     }
 
     const row_sql& sql_;

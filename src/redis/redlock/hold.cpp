@@ -79,6 +79,10 @@ void redlock_hold::extend_async(std::chrono::milliseconds lease_ms,
     });
 }
 
+void redlock_hold::with_metrics(const std::function<void(client_metrics&)>& f) const {
+    if (auto r = r_.lock()) f(r->metrics());
+}
+
 asio::any_io_executor redlock_hold::executor() const {
     auto r = r_.lock();
     return r && !r->shut_down() ? asio::any_io_executor(r->io().get_executor())
@@ -101,7 +105,7 @@ void redlock_hold::run_extension(redlock_impl& r, std::chrono::milliseconds leas
 }
 
 void redlock_hold::end_lost(loss_cause cause) {
-    if (!mark_lost()) return;
+    if (!mark_lost(cause)) return;
     if (auto r = r_.lock()) {
         r->metrics().hold_ended(clock::now() - acquired_at_);
         r->metrics().loss(cause);

@@ -295,6 +295,7 @@ public:
     void extend_async(std::chrono::milliseconds lease_ms,
                       std::function<void(std::error_code)> done) override;
     asio::any_io_executor executor() const override;
+    void with_metrics(const std::function<void(client_metrics&)>& f) const override;
 
     /// One extension round to `lease` (I/O thread): won sets valid_until, a refusal by a quorum
     /// makes the hold lost (not_owner), anything else leaves it as it was (errc::unavailable).

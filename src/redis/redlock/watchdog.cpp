@@ -38,6 +38,7 @@ void extend_all(redlock_impl& r, std::vector<std::shared_ptr<redlock_hold>> hold
             if (h.released() || h.lost() || h.releasing()) {
                 ec = make_error_code(errc::not_owner);
             } else if (q.state() == quorum_round::verdict::won) {
+                r.metrics().renewal_slack(h.valid_until());
                 h.set_valid_until(q.valid_until());
             } else if (q.refused_by_quorum()) {
                 r.unwatch(&h);

@@ -2,6 +2,7 @@
 // on_warning()), driven here by a hold whose validity the test sets, on an io_context of its
 // own: no server, no renewals but the test's.
 #include "core/hold.hpp"
+#include "core/metrics.hpp"
 
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
@@ -45,7 +46,12 @@ public:
     }
     asio::any_io_executor executor() const override { return io_.get_executor(); }
     std::chrono::milliseconds lease_length() const noexcept override { return lease_; }
+    void with_metrics(const std::function<void(dlock::detail::client_metrics&)>& f) const override {
+        f(metrics);
+    }
     void lose() { mark_lost(); }
+
+    mutable dlock::detail::client_metrics metrics; ///< what the core counts for this hold
 
 private:
     asio::io_context& io_;
@@ -157,6 +163,67 @@ TEST(warning, a_release_never_warns) {
     ASSERT_TRUE(eventually([&] { return drained.load(); }, 5s));
     EXPECT_FALSE(token.stop_requested());
     EXPECT_FALSE(h->warned());
+}
+
+TEST(max_hold, caps_held_until_warns_a_margin_before_then_releases_and_is_lost_with_its_cause) {
+    io_thread t;
+    auto h = std::make_shared<test_hold>(t.io, 3000ms);
+    h->set_valid_until(clock_type::now() + 1h); // renewed far beyond max_hold
+    h->set_warn_margin(100ms);
+    const auto granted = clock_type::now();
+    h->set_max_hold(300ms);
+    EXPECT_LE(h->held_until(), clock_type::now() + 300ms);
+    EXPECT_GT(h->valid_until(), clock_type::now() + 30min) << "the backend's view is unchanged";
+    std::vector<std::string> order;
+    std::mutex mu;
+    h->on_warning([&] {
+        std::lock_guard lk(mu);
+        order.emplace_back("warning");
+    });
+    h->on_lost([&] {
+        std::lock_guard lk(mu);
+        order.emplace_back("lost");
+    });
+    ASSERT_TRUE(eventually(
+        [&] {
+            std::lock_guard lk(mu);
+            return order.size() == 2;
+        },
+        5s));
+    EXPECT_GE(clock_type::now(), granted + 300ms);
+    EXPECT_EQ(order, (std::vector<std::string>{"warning", "lost"}));
+    EXPECT_TRUE(h->released()) << "the backend's release was started";
+    EXPECT_EQ(h->cause(), dlock::loss_cause::max_hold);
+    EXPECT_LT(h->held_until(), clock_type::now());
+    const auto m = h->metrics.snapshot();
+    EXPECT_EQ(m.losses[static_cast<std::size_t>(dlock::loss_cause::max_hold)], 1u);
+    EXPECT_EQ(m.warnings, 1u);
+}
+
+TEST(max_hold, a_hold_released_before_its_max_hold_is_not_lost) {
+    io_thread t;
+    auto h = std::make_shared<test_hold>(t.io, 3000ms);
+    h->set_valid_until(clock_type::now() + 1h);
+    h->set_max_hold(100ms);
+    std::error_code ec;
+    h->release_blocking(ec);
+    std::this_thread::sleep_for(300ms); // an observation window past max_hold, not synchronisation
+    std::atomic<bool> drained{false};
+    asio::post(t.io, [&] { drained = true; });
+    ASSERT_TRUE(eventually([&] { return drained.load(); }, 5s));
+    EXPECT_FALSE(h->lost());
+    EXPECT_EQ(h->cause(), std::nullopt);
+    EXPECT_EQ(h->metrics.snapshot().losses_total(), 0u);
+}
+
+TEST(max_hold, a_lost_hold_keeps_its_first_cause) {
+    io_thread t;
+    auto h = std::make_shared<test_hold>(t.io, 3000ms);
+    h->lose();
+    EXPECT_EQ(h->cause(), std::nullopt) << "lost without a known cause";
+    h->set_cause(dlock::loss_cause::taken);
+    h->set_cause(dlock::loss_cause::gone);
+    EXPECT_EQ(h->cause(), dlock::loss_cause::taken);
 }
 
 } // namespace

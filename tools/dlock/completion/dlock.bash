@@ -9,7 +9,7 @@ _dlock_global_opts="--url --help --version"
 # Options of one subcommand (the global ones are accepted after it too).
 _dlock_options_of() {
     case $1 in
-    exec) echo "--wait --lease --watchdog --kind --permits --kill-after --warn-signal --warn-margin --once-per --taken-exit --on-failure" ;;
+    exec) echo "--wait --lease --watchdog --kind --permits --kill-after --warn-signal --warn-margin --max-hold --once-per --taken-exit --on-failure" ;;
     elect) echo "--value --wait --kill-after --watchdog" ;;
     leader) echo "--json --watch" ;;
     status) echo "--json --watch --interval" ;;
@@ -77,7 +77,7 @@ _dlock() {
         mapfile -t COMPREPLY < <(compgen -W "USR1 USR2 HUP INT TERM QUIT ALRM" -- "$cur")
         return 0
         ;;
-    --wait | --lease | --watchdog | --kill-after | --warn-margin | --once-per | --taken-exit | --seconds | --processes | --threads | \
+    --wait | --lease | --watchdog | --kill-after | --warn-margin | --max-hold | --once-per | --taken-exit | --seconds | --processes | --threads | \
         --stock | --workers | --keys | --interval | --permits)
         return 0 # a number or a duration: nothing to offer
         ;;

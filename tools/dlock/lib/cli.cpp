@@ -97,8 +97,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
         "--version", [] { throw version_requested{}; }, "Print the version and exit");
 
     exec_options ex;
-    std::string wait, lease, watchdog, kill_after = "5s", warn_signal, warn_margin, once_per,
-                                       on_failure = "keep";
+    std::string wait, lease, watchdog, kill_after = "5s", warn_signal, warn_margin, max_hold,
+                                       once_per, on_failure = "keep";
     int taken_exit = 0;
     unsigned permits = 0;
     auto* exec = app.add_subcommand("exec", "Run a command while holding a lock: exec NAME -- CMD");
@@ -120,6 +120,9 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     exec->add_option("--warn-margin", warn_margin,
                      "With --warn-signal: how much of the lease is left at the warning (default: "
                      "a third of the lease)");
+    exec->add_option("--max-hold", max_hold,
+                     "Hold the lock at most this long: then it is released and the command "
+                     "stopped as for a loss (exit 73); --warn-signal comes --warn-margin before");
     exec->add_option("--once-per", once_per,
                      "Run at most once per slot of this period, counted on the server's clock "
                      "(a slot claimed already: the command is not run)");
@@ -269,6 +272,10 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
                 ex.once_release_on_failure = on_failure == "release";
             } else if (exec->count("--taken-exit") != 0 || exec->count("--on-failure") != 0) {
                 throw usage_error("--taken-exit and --on-failure go with --once-per");
+            }
+            if (!max_hold.empty()) {
+                ex.max_hold = duration_arg("--max-hold", max_hold);
+                if (ex.max_hold->count() < 1) throw usage_error("--max-hold must be at least 1ms");
             }
             if (!warn_margin.empty()) {
                 if (warn_signal.empty()) throw usage_error("--warn-margin goes with --warn-signal");

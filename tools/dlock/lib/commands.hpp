@@ -23,6 +23,7 @@ struct exec_options {
     std::chrono::milliseconds kill_after{5000}; ///< SIGTERM -> SIGKILL after a loss
     int warn_signal = 0; ///< sent to the child at the lease's warning (0: none)
     std::optional<std::chrono::milliseconds> warn_margin{}; ///< acquire_options::warn_margin
+    std::optional<std::chrono::milliseconds> max_hold{};    ///< acquire_options::max_hold
     /// --once-per: run at most once per slot of this period (server clock; dlock/once.hpp)
     std::optional<std::chrono::milliseconds> once_per{};
     int once_taken_exit = 0;              ///< --taken-exit: the status of a skipped run
@@ -37,10 +38,10 @@ struct exec_options {
 /// when the kernel sent them to the whole foreground process group, which includes the child);
 /// while waiting for the lock they end the wait, and dlock exits 128 + signal.
 /// Exit: the child's status (128 + signal when a signal killed it), 75 not acquired within
-/// --wait, 73 lease lost while the child ran (child sent SIGTERM, then SIGKILL after
-/// --kill-after), 127 / 126 command not found / not executable; every other failure of dlock
-/// has its own code (common.hpp: 64 usage, 65 not a lock, 69 unreachable or auth failed, 76 server
-/// error, 77 ACL denied, ...).
+/// --wait, 73 lease lost while the child ran, --max-hold passing included (child sent SIGTERM,
+/// then SIGKILL after --kill-after), 127 / 126 command not found / not executable; every other
+/// failure of dlock has its own code (common.hpp: 64 usage, 65 not a lock, 69 unreachable or auth
+/// failed, 76 server error, 77 ACL denied, ...).
 int run_exec(const global_options& g, const exec_options& o, std::ostream& err);
 
 /// `dlock elect`.

@@ -255,6 +255,7 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     ao.kind = *kind;
     ao.permits = o.permits;
     ao.warn_margin = o.warn_margin;
+    ao.max_hold = o.max_hold;
 
     const auto inherited_fds = open_fds();
     signal_block signals; // before the client: its I/O thread inherits the blocked mask
@@ -348,9 +349,15 @@ int run_exec(const global_options& g, const exec_options& o, std::ostream& err) 
     auto report_loss = [&](bool running) {
         if (lost) return;
         lost = true;
-        err << "dlock: lost the lock '" << o.name
-            << "' while the command ran (expired, deleted or taken over)"
-            << (running ? "; stopping the command\n" : "\n");
+        const auto cause = held.loss_cause();
+        err << "dlock: lost the lock '" << o.name << "' while the command ran (";
+        if (cause == loss_cause::max_hold)
+            err << "max_hold: held for --max-hold, released";
+        else if (cause)
+            err << to_string(*cause) << ": expired, deleted or taken over";
+        else
+            err << "expired, deleted or taken over";
+        err << (running ? "); stopping the command\n" : ")\n");
     };
     std::optional<clock::time_point> kill_at;
     int status = 0;

@@ -86,6 +86,30 @@ TEST(redlock, five_masters_with_two_stopped_still_grant_the_lock) {
     EXPECT_TRUE(eventually([&] { return gone_everywhere(m, "job"); }, 2s));
 }
 
+// acquire_with_votes hands its hold out with max_hold (and warn_margin) too, blocking and async.
+TEST(redlock, acquire_with_votes_takes_max_hold) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_masters m(3);
+    dlock::client r(options_for(m));
+    std::error_code ec;
+    EXPECT_FALSE(
+        acquire_with_votes(r, "mh", {.wait = 0ms, .kind = simple, .max_hold = 0ms}, ec).held);
+    EXPECT_EQ(ec, errc::invalid_argument);
+    auto a = acquire_with_votes(r, "mh", {.wait = 1s, .kind = simple, .max_hold = 200ms}, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    ASSERT_TRUE(a.held);
+    ASSERT_TRUE(eventually([&] { return a.held.lost(); }, 5s));
+    EXPECT_EQ(a.held.loss_cause(), dlock::loss_cause::max_hold);
+    EXPECT_TRUE(a.held.warned());
+    EXPECT_TRUE(eventually([&] { return gone_everywhere(m, "mh"); }, 2s)) << "not released";
+    auto b = dlock::redlock::async_acquire_with_votes(
+                 r, "mh2", {.wait = 1s, .kind = simple, .max_hold = 200ms}, asio::use_future)
+                 .get();
+    ASSERT_TRUE(b.held);
+    ASSERT_TRUE(eventually([&] { return b.held.lost(); }, 5s));
+    EXPECT_EQ(b.held.loss_cause(), dlock::loss_cause::max_hold);
+}
+
 TEST(redlock, five_masters_with_three_stopped_refuse_the_lock_and_keep_no_key) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_masters m(5);
