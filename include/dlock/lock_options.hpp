@@ -19,7 +19,8 @@ enum class lock_kind {
     shedlock,  ///< PostgreSQL: a row of ShedLock's `shedlock` table (database time, no token)
     lease,     ///< PostgreSQL: a row of dlock's `dlock_lease` table (token, NOTIFY wake-up)
     versioned, ///< PostgreSQL: a version-column lease row (cirello.io/pglock's table), no clock
-    semaphore, ///< ZooKeeper: Curator InterProcessSemaphoreV2, acquire_options::permits leases
+    semaphore, ///< acquire_options::permits leases: Redis (Redisson RPermitExpirableSemaphore),
+               ///< ZooKeeper (Curator InterProcessSemaphoreV2), etcd
 };
 
 ///@{
