@@ -4,7 +4,8 @@
 // same script; an election and a lock of one name exclude each other and share the counter; a
 // try on a held election draws no epoch; a forced unlock is a loss and the stale record reads
 // as vacant; observe() sees a leader whose lease lapsed (no message: its timer at N's PTTL) and
-// keeps up across a reconnect of its pub/sub connection. What every backend promises is in
+// keeps up across a reconnect of its pub/sub connection; both handles may outlive their
+// client. What every backend promises is in
 // tests/conformance/election_test.cpp.
 #include "redis/locks/lock_test_util.hpp"
 #include "seen_states.hpp"
@@ -151,6 +152,25 @@ TEST_F(redis_election, async_campaign_waits_for_the_leader_to_resign) {
     ASSERT_TRUE(second);
     EXPECT_GT(second.epoch(), first.epoch());
     EXPECT_EQ(b->leader(name)->value, "b");
+}
+
+TEST_F(redis_election, an_observation_and_a_leadership_may_outlive_their_client) {
+    seen_states seen;
+    observation obs;
+    leadership l;
+    {
+        auto c = connect();
+        obs = c->observe("outlive", seen.callback());
+        ASSERT_TRUE(obs);
+        l = c->campaign("outlive", "v", {.wait = 5s});
+        ASSERT_TRUE(l);
+        ASSERT_TRUE(eventually([&] { return seen.size() == 2; }, 5s));
+    } // the client is gone: no more callbacks, and both handles stay safe to use and drop
+    const auto n = seen.size();
+    std::error_code ec;
+    l.resign(ec);
+    obs.stop();
+    EXPECT_EQ(seen.size(), n);
 }
 
 TEST_F(redis_election, bad_names_and_values_are_refused) {
