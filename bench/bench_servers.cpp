@@ -1,17 +1,18 @@
 // bench_servers: the servers of bench/backend_bench.sh, started by the tests' RAII fixtures
 // (tests/support/zk_fixture, pg_fixture) so that a benchmark runs them exactly as the tests do.
 //
-//   bench_servers zk|zk3|pg|etcd
+//   bench_servers zk|zk3|pg|etcd|redis
 //
-// zk:  a standalone ZooKeeper server; zk3: a 3-node ensemble (tickTime 2000 ms, ZooKeeper's
-// sample value, for both); pg: a private PostgreSQL (initdb in a temporary directory); etcd: one
-// etcd member (the tests' etcd_fixture). Prints the URL on one line (zk://..., postgresql://...,
-// etcd://...) and, for ZooKeeper, the connect string
-// Curator takes on a second line ("connect: HOST:PORT,..."), then runs until SIGTERM, SIGINT
-// or SIGHUP, when the fixture stops the servers and removes their directories. The servers
-// are children of this process and inherit its CPU affinity (run it under `taskset -c 1`).
+// redis: a private redis-server (the tests' redis_fixture); zk:  a standalone ZooKeeper server;
+// zk3: a 3-node ensemble (tickTime 2000 ms, ZooKeeper's sample value, for both); pg: a private
+// PostgreSQL (initdb in a temporary directory); etcd: one etcd member (the tests' etcd_fixture).
+// Prints the URL on one line (zk://..., postgresql://..., etcd://...) and, for ZooKeeper, the
+// connect string Curator takes on a second line ("connect: HOST:PORT,..."), then runs until
+// SIGTERM, SIGINT or SIGHUP, when the fixture stops the servers and removes their directories. The
+// servers are children of this process and inherit its CPU affinity (run it under `taskset -c 1`).
 #include "etcd_fixture.hpp"
 #include "pg_fixture.hpp"
+#include "redis_fixture.hpp"
 #include "zk_fixture.hpp"
 
 #include <csignal>
@@ -72,6 +73,16 @@ int main(int argc, char** argv) {
             wait_for_stop(set);
             return 0;
         }
+        if (what == "redis") {
+            if (!dlock::test::redis_available()) {
+                std::cerr << "bench_servers: redis-server not installed\n";
+                return 77;
+            }
+            dlock::test::redis_server server;
+            std::cout << server.url() << std::endl;
+            wait_for_stop(set);
+            return 0;
+        }
         if (what == "pg") {
             if (!dlock::test::postgres_available()) {
                 std::cerr << "bench_servers: PostgreSQL binaries not found\n";
@@ -86,6 +97,6 @@ int main(int argc, char** argv) {
         std::cerr << "bench_servers: " << e.what() << "\n";
         return 1;
     }
-    std::cerr << "usage: bench_servers zk|zk3|pg|etcd\n";
+    std::cerr << "usage: bench_servers zk|zk3|pg|etcd|redis\n";
     return 64;
 }

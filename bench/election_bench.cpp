@@ -96,21 +96,30 @@ int handoff(const std::string& url, unsigned samples) {
     return 0;
 }
 
-/// `cli --url URL elect --value victim NAME -- sleep 600` in a process group of its own.
-pid_t start_victim(const std::string& cli, const std::string& url, const std::string& name) {
+/// `cli --url URL elect [--watchdog D] --value victim NAME -- sleep 600` in a process group of
+/// its own (`watchdog`: the leader's lease on Redis; empty: the default).
+pid_t start_victim(const std::string& cli, const std::string& url, const std::string& name,
+                   const std::string& watchdog) {
+    std::vector<std::string> args{cli, "--url", url, "elect"};
+    if (!watchdog.empty()) args.insert(args.end(), {"--watchdog", watchdog});
+    args.insert(args.end(), {"--value", "victim", name, "--", "sleep", "600"});
+    std::vector<char*> argv;
+    for (auto& a : args)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
     const pid_t pid = ::fork();
     if (pid != 0) return pid;
     ::setpgid(0, 0);
-    ::execl(cli.c_str(), cli.c_str(), "--url", url.c_str(), "elect", "--value", "victim",
-            name.c_str(), "--", "sleep", "600", static_cast<char*>(nullptr));
+    ::execv(cli.c_str(), argv.data());
     ::_exit(127);
 }
 
-int failover(const std::string& url, const std::string& cli, unsigned samples) {
+int failover(const std::string& url, const std::string& cli, unsigned samples,
+             const std::string& watchdog) {
     const std::string name = "dlock-bench-election-f";
     std::vector<double> ms;
     for (unsigned i = 0; i < samples; ++i) {
-        const pid_t victim = start_victim(cli, url, name);
+        const pid_t victim = start_victim(cli, url, name, watchdog);
         dlock::client c(url);
         const auto until = clock_type::now() + 30s;
         for (;;) { // the victim leads: read by the server, not a sleep standing in for it
@@ -157,18 +166,20 @@ int failover(const std::string& url, const std::string& cli, unsigned samples) {
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::cerr << "usage: election_bench URL E|F [--samples N] [--cli PATH]\n";
+        std::cerr << "usage: election_bench URL E|F [--samples N] [--cli PATH] [--watchdog D]\n";
         return 64;
     }
     const std::string url = argv[1], which = argv[2];
     unsigned samples = which == "F" ? 5 : 200;
-    std::string cli;
+    std::string cli, watchdog;
     for (int i = 3; i + 1 < argc; i += 2) {
         const std::string opt = argv[i], val = argv[i + 1];
         if (opt == "--samples")
             samples = static_cast<unsigned>(std::stoul(val));
         else if (opt == "--cli")
             cli = val;
+        else if (opt == "--watchdog")
+            watchdog = val;
         else {
             std::cerr << "unknown option " << opt << "\n";
             return 64;
@@ -176,11 +187,11 @@ int main(int argc, char** argv) {
     }
     try {
         if (which == "E") return handoff(url, samples);
-        if (which == "F" && !cli.empty()) return failover(url, cli, samples);
+        if (which == "F" && !cli.empty()) return failover(url, cli, samples, watchdog);
     } catch (const std::exception& e) {
         std::cerr << "election_bench: " << e.what() << "\n";
         return 1;
     }
-    std::cerr << "usage: election_bench URL E|F [--samples N] [--cli PATH]\n";
+    std::cerr << "usage: election_bench URL E|F [--samples N] [--cli PATH] [--watchdog D]\n";
     return 64;
 }

@@ -2,10 +2,11 @@
 # Issue 23's election rows in one run: the hand-off (E: the leader resigns while one participant
 # waits; resign -> the new leader acting) on ZooKeeper, dlock next to Apache Curator 5.4.0's
 # LeaderLatch (bench/curator_bench.java E), and on etcd (no peer in Debian 12 offers an etcd
-# election: python3-etcd3 has none) and PostgreSQL (no incumbent has an election there); and the
+# election: python3-etcd3 has none), Redis and PostgreSQL (no incumbent has an election there); and the
 # failover (F: the leader's process is SIGKILLed while one participant waits; kill -> the new
 # leader acting), dlock on every backend, with the session timeout or lease TTL given below on
-# ZooKeeper and etcd (it bounds F from below; PostgreSQL sees the killed client's socket close).
+# ZooKeeper and etcd and the watchdog lease on Redis (it bounds F from below; PostgreSQL sees the
+# killed client's socket close).
 #
 #   bench/election_bench.sh [--rounds N] [--samples N] BUILD_DIR
 #
@@ -77,6 +78,15 @@ for r in $(seq 1 "$ROUNDS"); do
   run "etcd E dlock" "$r" "$EB" "$ETCDURL" E --samples "$SAMPLES"
 done
 run "etcd F dlock (ttl=2)" 1 "$EB" "$(with_query "$ETCDURL" ttl=2)" F --cli "$DL"
+
+# ---- Redis (no incumbent election on Redis: Redisson declined one; dlock's layout only) ---------
+# F waits out the killed leader's lease: the watchdog lease given to its `dlock elect`.
+servers redis
+REDISURL=$URL
+for r in $(seq 1 "$ROUNDS"); do
+  run "redis E dlock" "$r" "$EB" "$REDISURL" E --samples "$SAMPLES"
+done
+run "redis F dlock (--watchdog 2s)" 1 "$EB" "$REDISURL" F --cli "$DL" --watchdog 2s
 
 # ---- PostgreSQL (no incumbent election on PostgreSQL: dlock's layout only) -------------------------
 # A killed client's session ends with its socket, so F has no timeout to wait for.
