@@ -47,7 +47,9 @@ TEST_F(redis_semaphore, permits_live_in_redissons_layout_scored_on_the_server_cl
     const auto members = dlock::redis::command(*a, {"ZRANGE", timeouts(n), "0", "-1"});
     ASSERT_EQ(members.elements.size(), 1u);
     EXPECT_EQ(members.elements[0].str.size(), 16u) << "a 16-byte id, as Redisson's";
-    const auto expiry = std::stoll(server().cli({"ZSCORE", timeouts(n), members.elements[0].str}));
+    // The id is raw bytes (a NUL among them): asked through the client, not redis-cli's argv.
+    const auto expiry =
+        std::stoll(dlock::redis::command(*a, {"ZSCORE", timeouts(n), members.elements[0].str}).str);
     const auto now = server_ms();
     EXPECT_GT(expiry, now) << "scored on the server's clock";
     EXPECT_LE(expiry, now + 300) << "now + the 300 ms watchdog lease";
