@@ -127,6 +127,33 @@ std::error_code reply_error(const resp3::value& v) noexcept {
     return make_error_code(classify_server_error(v.str));
 }
 
+attempt_outcome read_counted_attempt(std::error_code ec, const resp3::value& r,
+                                     bool reentry) noexcept {
+    attempt_outcome out;
+    if (!ec) ec = reply_error(r);
+    if (ec) {
+        out.ec = ec;
+        return out;
+    }
+    const bool pair = r.kind == resp3::type::array && r.elements.size() == 2 &&
+                      r.elements[0].is_integer() && r.elements[1].is_integer();
+    const auto tag = pair ? r.elements[0].integer : -1;
+    const auto value = pair ? r.elements[1].integer : 0;
+    if (tag == 1 && value >= 1) { // acquired fresh, with its fencing token
+        out.what = attempt_outcome::kind::acquired;
+        out.token = static_cast<std::uint64_t>(value);
+    } else if (tag == 2 && reentry && value >= 2) { // re-entered: the new hold count
+        out.what = attempt_outcome::kind::reentered;
+        out.count = value;
+    } else if (tag == 0) { // held: ms until it may free
+        out.what = attempt_outcome::kind::held;
+        out.ttl_ms = value;
+    } else {
+        out.ec = make_error_code(errc::protocol_error);
+    }
+    return out;
+}
+
 bool read_published_release(const resp3::value& r, release_outcome& out) noexcept {
     if (!r.is_integer() || r.integer < 1) return false;
     out = {release_outcome::kind::released, {}, r.integer - 1};

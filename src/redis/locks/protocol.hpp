@@ -274,6 +274,11 @@ std::size_t register_protocol(lock_protocol& p);
 
 /// Shared readers.
 std::error_code reply_error(const resp3::value& v) noexcept;
+/// The tagged pair most acquire scripts answer: {1, token >= 1} acquired fresh, {0, ms} held (ms:
+/// how long until it may free, -1 unknown) and, when `reentry`, {2, count >= 2} re-entered. A
+/// transport or server error is passed on; any other shape is errc::protocol_error.
+attempt_outcome read_counted_attempt(std::error_code ec, const resp3::value& r,
+                                     bool reentry) noexcept;
 /// A final release's `1 + receivers` (any integer >= 1): released, and how many connections got
 /// the message.
 bool read_published_release(const resp3::value& r, release_outcome& out) noexcept;

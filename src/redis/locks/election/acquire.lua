@@ -12,8 +12,8 @@
 -- ARGV[3]  the leader's value (any bytes)
 -- ARGV[4]  "PUBLISH" or "SPUBLISH"
 -- Returns  {1, epoch}  elected (the record written, observers told)
---          {2, count}  re-entered by the same owner (a campaign's owner is fresh: never)
---          {0, pttl}   N is held by another owner; pttl = its remaining ms (-1: no TTL)
+--          {0, pttl}   N is held; pttl = its remaining ms (-1: no TTL). Never by this owner:
+--                      every campaign has a fresh owner field, so there is no re-entry here.
 -- Errors   -OOM from INCR before any write (INCR is the first write so nothing is half done).
 if redis.call('exists', KEYS[1]) == 0 then
     local epoch = redis.call('incr', KEYS[2])
@@ -22,10 +22,5 @@ if redis.call('exists', KEYS[1]) == 0 then
     redis.call('hset', KEYS[3], 'owner', ARGV[2], 'epoch', epoch, 'value', ARGV[3])
     redis.call(ARGV[4], KEYS[4], epoch)
     return {1, epoch}
-end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return {2, count}
 end
 return {0, redis.call('pttl', KEYS[1])}

@@ -27,34 +27,7 @@ public:
     }
 
     attempt_outcome read_attempt(std::error_code ec, const resp3::value& r) const override {
-        attempt_outcome out;
-        if (!ec) ec = reply_error(r);
-        if (ec) {
-            out.ec = ec;
-            return out;
-        }
-        if (r.kind != resp3::type::array || r.elements.size() != 2 || !r.elements[0].is_integer() ||
-            !r.elements[1].is_integer())
-            return protocol_error();
-        const auto value = r.elements[1].integer;
-        switch (r.elements[0].integer) {
-        case 1: // {1, token}: acquired fresh
-            if (value < 1) return protocol_error();
-            out.what = attempt_outcome::kind::acquired;
-            out.token = static_cast<std::uint64_t>(value);
-            return out;
-        case 2: // {2, count}: re-entered
-            if (value < 2) return protocol_error();
-            out.what = attempt_outcome::kind::reentered;
-            out.count = value;
-            return out;
-        case 0: // {0, pttl}: held by another owner
-            out.what = attempt_outcome::kind::held;
-            out.ttl_ms = value;
-            return out;
-        default:
-            return protocol_error();
-        }
+        return read_counted_attempt(ec, r, /*reentry=*/true);
     }
 
     void release(command& c, const lock_keys& k, std::string_view owner,
@@ -129,13 +102,6 @@ public:
 protected:
     std::string_view channel_prefix() const noexcept override { return "redisson_lock__channel"; }
     std::string_view token_prefix() const noexcept override { return "redisson_lock_token"; }
-
-protected:
-    static attempt_outcome protocol_error() {
-        attempt_outcome out;
-        out.ec = make_error_code(errc::protocol_error);
-        return out;
-    }
 };
 
 } // namespace dlock::detail

@@ -49,28 +49,9 @@ public:
         c.own(permit_id(owner)).arg(pubsub::publish_command(m));
     }
 
+    /// {1, token} a permit, {0, ms until the earliest permit expires} full.
     attempt_outcome read_attempt(std::error_code ec, const resp3::value& r) const override {
-        attempt_outcome out;
-        if (!ec) ec = reply_error(r);
-        if (ec) {
-            out.ec = ec;
-            return out;
-        }
-        if (r.kind != resp3::type::array || r.elements.size() != 2 || !r.elements[0].is_integer() ||
-            !r.elements[1].is_integer())
-            return protocol_error();
-        const auto value = r.elements[1].integer;
-        if (r.elements[0].integer == 1 && value >= 1) {
-            out.what = attempt_outcome::kind::acquired;
-            out.token = static_cast<std::uint64_t>(value);
-            return out;
-        }
-        if (r.elements[0].integer == 0) { // full: ms until the earliest permit expires
-            out.what = attempt_outcome::kind::held;
-            out.ttl_ms = value;
-            return out;
-        }
-        return protocol_error();
+        return read_counted_attempt(ec, r, /*reentry=*/false);
     }
 
     void release(command& c, const lock_keys& k, std::string_view owner, std::chrono::milliseconds,
@@ -139,13 +120,6 @@ public:
 protected:
     std::string_view channel_prefix() const noexcept override { return "redisson_sc"; }
     std::string_view token_prefix() const noexcept override { return "dlock_semaphore_token"; }
-
-private:
-    static attempt_outcome protocol_error() {
-        attempt_outcome out;
-        out.ec = make_error_code(errc::protocol_error);
-        return out;
-    }
 };
 
 } // namespace

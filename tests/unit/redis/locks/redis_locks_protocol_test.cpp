@@ -120,6 +120,25 @@ TEST(acquire_reading, unexpected_replies_are_protocol_errors_never_success) {
     }
     const auto out = protocol_of(lock_kind::simple).read_attempt({}, simple("QUEUED"));
     EXPECT_EQ(out.ec, errc::protocol_error);
+    // A semaphore permit is never re-entered: its script never answers {2, count}.
+    for (const auto& r : bad) {
+        const auto sem = protocol_of(lock_kind::semaphore).read_attempt({}, r);
+        EXPECT_EQ(sem.ec, errc::protocol_error);
+    }
+    const auto sem =
+        protocol_of(lock_kind::semaphore).read_attempt({}, array({integer(2), integer(3)}));
+    EXPECT_EQ(sem.what, attempt_outcome::kind::error);
+    EXPECT_EQ(sem.ec, errc::protocol_error);
+}
+
+TEST(acquire_reading, a_semaphore_reads_a_permit_and_a_full_semaphores_wait) {
+    const auto& p = protocol_of(lock_kind::semaphore);
+    auto out = p.read_attempt({}, array({integer(1), integer(9)}));
+    EXPECT_EQ(out.what, attempt_outcome::kind::acquired);
+    EXPECT_EQ(out.token, 9U);
+    out = p.read_attempt({}, array({integer(0), integer(750)}));
+    EXPECT_EQ(out.what, attempt_outcome::kind::held);
+    EXPECT_EQ(out.ttl_ms, 750);
 }
 
 TEST(acquire_reading, a_double_or_boolean_where_an_integer_is_expected_is_never_success) {
@@ -153,7 +172,7 @@ TEST(acquire_reading, a_double_or_boolean_where_an_integer_is_expected_is_never_
         "*2\r\n:2\r\n,inf\r\n",
     };
     for (const auto kind : {lock_kind::reentrant, lock_kind::simple, lock_kind::fair,
-                            lock_kind::read, lock_kind::write}) {
+                            lock_kind::read, lock_kind::write, lock_kind::semaphore}) {
         const auto& p = protocol_of(kind);
         for (const char* bytes : replies) {
             const auto v = parse(bytes);
