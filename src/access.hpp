@@ -40,8 +40,14 @@ struct access {
     static leadership make_leadership(lease l, std::weak_ptr<lock_backend> b) noexcept {
         return leadership(std::move(l), std::move(b));
     }
-    static observation make_observation(std::shared_ptr<observer> o) noexcept {
-        return observation(std::move(o));
+    static observation make_observation(std::shared_ptr<observer> o,
+                                        std::shared_ptr<observe_queue> q = nullptr,
+                                        asio::any_io_executor ex = {}) noexcept {
+        return observation(std::move(o), std::move(q), std::move(ex));
+    }
+    /// Takes the observer out of `o` (which is then empty without being stopped).
+    static std::shared_ptr<observer> observer_of(observation& o) noexcept {
+        return std::move(o.state_);
     }
     static multi_lease make_multi(std::shared_ptr<multi_state> s) noexcept {
         return multi_lease(std::move(s));

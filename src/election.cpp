@@ -4,6 +4,7 @@
 #include "access.hpp"
 #include "core/hold.hpp"
 #include "core/lock_backend.hpp"
+#include "core/observe_queue.hpp"
 
 #include <dlock/client.hpp>
 #include <dlock/election.hpp>
@@ -87,6 +88,8 @@ observation& observation::operator=(observation&& o) noexcept {
     if (this != &o) {
         stop();
         state_ = std::move(o.state_);
+        queue_ = std::move(o.queue_);
+        executor_ = std::move(o.executor_);
     }
     return *this;
 }
@@ -97,6 +100,15 @@ observation::~observation() {
 
 void observation::stop() noexcept {
     if (auto s = std::move(state_)) s->stop();
+    // After the observer: no state comes once the queue is closed.
+    if (auto q = std::move(queue_)) q->close();
+}
+
+void observation::start_async_next(
+    std::function<void(std::error_code, std::optional<leader_info>)> done) const {
+    if (queue_) return queue_->next(std::move(done));
+    // Stopped (or empty), or made with a callback, which gets the states instead.
+    done(make_error_code(state_ ? errc::invalid_argument : errc::cancelled), std::nullopt);
 }
 
 // ---- client --------------------------------------------------------------------------------
@@ -161,6 +173,25 @@ std::optional<leader_info> client::leader(std::string_view name) {
 std::optional<leader_info> client::leader(std::string_view name, std::error_code& ec) {
     auto* b = blocking_backend(backend_, ec);
     return b ? b->leader(name, ec) : std::nullopt;
+}
+
+observation client::observe(std::string_view name) {
+    std::error_code ec;
+    auto o = observe(name, ec);
+    if (ec == errc::invalid_argument)
+        if (auto d = last_error_detail(); !d.empty()) throw error(ec, d);
+    throw_with_detail(ec);
+    throw_if(ec);
+    return o;
+}
+
+observation client::observe(std::string_view name, std::error_code& ec) {
+    auto q = std::make_shared<detail::observe_queue>();
+    auto o = observe(
+        name, [q](const std::optional<leader_info>& s) { q->put(s); }, ec);
+    if (ec) return {};
+    return detail::access::make_observation(detail::access::observer_of(o), std::move(q),
+                                            get_executor());
 }
 
 observation client::observe(std::string_view name,

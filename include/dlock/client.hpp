@@ -197,6 +197,14 @@ public:
                         std::error_code& ec);
     ///@}
 
+    ///@{
+    /// Observes the election `name` in the completion-token form: the returned observation
+    /// keeps the states, and observation::async_next() takes them (the first is the state at
+    /// the start). Blocking, errors and lifetimes as the callback form above.
+    observation observe(std::string_view name);
+    observation observe(std::string_view name, std::error_code& ec);
+    ///@}
+
     /// What went wrong last with the server, for messages: why its connection last failed,
     /// with the address and the system's or the server's reason ("connect 127.0.0.1:1:
     /// Connection refused", "resolve no-such-host.invalid: Host not found (authoritative)",

@@ -33,7 +33,12 @@
 //   }   // the destructor resigns
 #pragma once
 
+#include <dlock/detail/deliver.hpp>
 #include <dlock/lease.hpp>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/system_executor.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -48,6 +53,7 @@ namespace dlock {
 namespace detail {
 class lock_backend;
 class observer;
+class observe_queue;
 struct access;
 } // namespace detail
 
@@ -148,7 +154,13 @@ private:
 };
 
 /// The RAII handle of one client::observe() subscription: destroying it or stop() ends the
-/// callbacks. Movable, not copyable.
+/// callbacks. Movable, not copyable. Made by client::observe(name) without a callback, it is
+/// read with async_next() (the completion-token form):
+///
+///   auto o = c.observe("jobs/scheduler");
+///   for (;;) {
+///       auto state = co_await o.async_next(asio::use_awaitable); // nullopt: vacant
+///   }
 class observation {
 public:
     observation() noexcept = default; ///< empty: observes nothing
@@ -168,12 +180,48 @@ public:
     /// once and that callback is the last). Idempotent; never throws.
     void stop() noexcept;
 
+    /// The next state not yet taken, for an observation made by client::observe(name) without
+    /// a callback. Signature `void(std::error_code, std::optional<leader_info>)`: first the
+    /// state at the start (nullopt = vacant), then each change, vacancy included. States that
+    /// came and went while nobody waited are coalesced (the latest is delivered; a change and
+    /// its undoing may be missed, never reported out of order), and consecutive completions
+    /// always differ. One async_next() at a time. The handler runs on its associated executor,
+    /// else the client's.
+    /// Errors: errc::cancelled once stopped or destroyed (a waiting async_next() completes so);
+    /// errc::invalid_argument while another async_next() waits, or for an observation made
+    /// with a callback.
+    template <class CompletionToken>
+    auto async_next(CompletionToken&& token);
+
 private:
     friend struct detail::access;
-    explicit observation(std::shared_ptr<detail::observer> s) noexcept
-        : state_(std::move(s)) {}
+    explicit observation(std::shared_ptr<detail::observer> s,
+                         std::shared_ptr<detail::observe_queue> q = nullptr,
+                         asio::any_io_executor ex = {}) noexcept
+        : state_(std::move(s))
+        , queue_(std::move(q))
+        , executor_(std::move(ex)) {}
+
+    void
+    start_async_next(std::function<void(std::error_code, std::optional<leader_info>)> done) const;
 
     std::shared_ptr<detail::observer> state_{};
+    std::shared_ptr<detail::observe_queue> queue_{}; // null: made with a callback
+    asio::any_io_executor executor_{};               // the client's
 };
+
+template <class CompletionToken>
+auto observation::async_next(CompletionToken&& token) {
+    using state = std::optional<leader_info>;
+    return asio::async_initiate<CompletionToken, void(std::error_code, state)>(
+        [this](auto handler) {
+            detail::initiation_scope scope;
+            asio::any_io_executor fallback = executor_;
+            if (!fallback) fallback = asio::system_executor();
+            start_async_next(
+                detail::completion<std::error_code, state>(std::move(handler), fallback));
+        },
+        token);
+}
 
 } // namespace dlock

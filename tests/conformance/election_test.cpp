@@ -13,6 +13,7 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <thread>
 #include <unistd.h>
@@ -164,6 +165,97 @@ TEST_P(election, observe_reports_every_change_in_order) {
     EXPECT_EQ(seen[i]->value, "b");
     EXPECT_GT(seen[i]->epoch, seen[2]->epoch);
     EXPECT_FALSE(seen[i + 1]) << "vacant after b resigned";
+}
+
+// The completion-token form: observe(name) keeps the states and async_next() takes them, the
+// state at the start first; states not taken in time are coalesced (the latest wins, consecutive
+// results differ); one async_next() at a time; stop() cancels a waiting one.
+TEST_P(election, observe_in_the_completion_token_form) {
+    const auto& b = *GetParam();
+    CONFORMANCE_START(b, url);
+    auto watcher = b.connect(url), c1 = b.connect(url);
+    const auto name = fresh_name("observe-next");
+    std::error_code ec;
+    if (!elects(b)) {
+        auto o = watcher->observe(name, ec);
+        EXPECT_FALSE(o) << b.label;
+        EXPECT_EQ(ec, errc::unsupported) << b.label;
+        return;
+    }
+    using state = std::optional<leader_info>;
+    using result = std::pair<std::error_code, state>;
+    // async_next() with a plain callback (no associated executor: it runs on the client's).
+    const auto next = [](observation& o) {
+        auto p = std::make_shared<std::promise<result>>();
+        auto f = p->get_future();
+        o.async_next([p](std::error_code e, state s) { p->set_value({e, std::move(s)}); });
+        return f;
+    };
+    const auto take = [](std::future<result>& f) {
+        EXPECT_EQ(f.wait_for(10s), std::future_status::ready) << "async_next() never completed";
+        return f.get();
+    };
+
+    auto obs = watcher->observe(name);
+    ASSERT_TRUE(obs);
+    auto first = next(obs);
+    auto r = take(first);
+    EXPECT_FALSE(r.first) << r.first.message();
+    EXPECT_FALSE(r.second) << "vacant at the start";
+
+    auto waiting = next(obs); // nothing new yet: it waits
+    EXPECT_EQ(waiting.wait_for(50ms), std::future_status::timeout);
+    auto second = next(obs);
+    r = take(second);
+    EXPECT_EQ(r.first, errc::invalid_argument) << "one async_next() at a time";
+
+    auto a = c1->campaign(name, "a", {.wait = 5s});
+    ASSERT_TRUE(a);
+    r = take(waiting);
+    ASSERT_FALSE(r.first) << r.first.message();
+    ASSERT_TRUE(r.second);
+    EXPECT_EQ(r.second->value, "a");
+    EXPECT_EQ(r.second->epoch, a.epoch());
+
+    // Two changes while nobody waits: the results that follow end with the vacancy, each
+    // different from the one before, in the order they happened.
+    a.proclaim("a2");
+    a.resign();
+    state previous = r.second;
+    std::vector<state> after;
+    const auto deadline = clock::now() + 10s;
+    while (clock::now() < deadline && (after.empty() || after.back())) {
+        auto f = next(obs);
+        r = take(f);
+        ASSERT_FALSE(r.first) << r.first.message();
+        EXPECT_NE(r.second, previous) << "consecutive results differ";
+        previous = r.second;
+        after.push_back(r.second);
+    }
+    ASSERT_FALSE(after.empty());
+    EXPECT_FALSE(after.back()) << b.label << ": the vacancy came last";
+    ASSERT_LE(after.size(), 2u);
+    if (after.size() == 2) {
+        ASSERT_TRUE(after[0]);
+        EXPECT_EQ(after[0]->value, "a2");
+    }
+
+    // stop() completes a waiting async_next() with errc::cancelled, and every later one.
+    auto cancelled = next(obs);
+    EXPECT_EQ(cancelled.wait_for(50ms), std::future_status::timeout);
+    obs.stop();
+    r = take(cancelled);
+    EXPECT_EQ(r.first, errc::cancelled);
+    auto later = next(obs);
+    r = take(later);
+    EXPECT_EQ(r.first, errc::cancelled);
+
+    // An observation made with a callback gives its states to the callback, not to async_next().
+    auto with_cb = watcher->observe(name, [](const state&) {});
+    ASSERT_TRUE(with_cb);
+    auto refused = next(with_cb);
+    r = take(refused);
+    EXPECT_EQ(r.first, errc::invalid_argument);
 }
 
 // A leader whose process dies (SIGKILL: no resignation; here a `dlock elect` child) is replaced,
