@@ -9,6 +9,8 @@ scenario's row of reliability.md §7.3 names; record seed, duration and verdicts
 
   faultrun.py [paths] list
   faultrun.py [paths] run ID MODE [--seed N] [--results DIR] [--keep]
+      MODE: S, F, R, FO, or SW, FW, RW: S, F, R with watchdog leases (the worker's --watchdog:
+      no fixed lease, the client renews it; judged by the checker's LOSS as well)
   faultrun.py [paths] random --seconds S --seed N [--mode S|F|R]
   faultrun.py safety-doc RESULTS_DIR > docs/SAFETY.md
 
@@ -364,14 +366,22 @@ class Worker:
 
 
 CHECKS = ["MUTEX", "EXTEND_EXPIRED", "DEADLINE", "USE_WITHIN_HOLD", "FENCE", "RESOURCE",
-          "FOREIGN_RELEASE", "ORPHANS", "LIVENESS"]
+          "FOREIGN_RELEASE", "ORPHANS", "LIVENESS", "LOSS"]
+# Watchdog modes: the base mode (S, F, R) with the worker's --watchdog. A holder keeps its lock
+# for WATCHDOG_HOLD_TTLS x TTL of uses (so that the client renews it a few times, and a fault
+# that starts while it holds meets it holding), logs the renewals it sees and its loss signal.
+WATCHDOG_MODES = ["SW", "FW", "RW"]
+WATCHDOG_HOLD_TTLS = 1.5
 
 
 class Run:
     """The context of one scenario run: servers, proxy, workers, logs, probes."""
 
     def __init__(self, env, scenario, mode, seed, out):
-        self.env, self.scenario, self.mode, self.seed, self.out = env, scenario, mode, seed, out
+        self.env, self.scenario, self.seed, self.out = env, scenario, seed, out
+        # SW/FW/RW run the body of S/F/R (every `run.mode` test sees the base mode).
+        self.watchdog = mode in WATCHDOG_MODES
+        self.mode = mode[0] if self.watchdog else mode
         self.rng = random.Random(seed)
         self.lock = "fault-%s" % scenario.id.lower()
         self.ttl_ms = 1000
@@ -457,8 +467,17 @@ class Run:
                 args += ["--resource-url", "redis://127.0.0.1:%d" % port]
             if resource == "file":
                 args += ["--file", self.file]
+            if self.watchdog:
+                args += ["--watchdog", "--uses", str(self.watchdog_uses(ttl_ms, hold_ms))]
             args += (worker_extra or {}).get(w, [])
             self.workers.append(Worker(self, w, args, worker_skew))
+
+    @staticmethod
+    def watchdog_uses(ttl_ms, hold_ms):
+        """Uses per hold in a watchdog mode: one use sleeps 0.5-1 x hold_ms, so this many make
+        a hold of about WATCHDOG_HOLD_TTLS x TTL (at least 2)."""
+        per_use = max(1.0, 0.75 * hold_ms)
+        return max(2, int(-(-WATCHDOG_HOLD_TTLS * ttl_ms // per_use)))
 
     def start_workers(self, arm=None, others_after_ms=300):
         """Starts every worker. With `arm`, worker 1 starts alone, arm(worker 1) sets up the
@@ -674,9 +693,34 @@ class Run:
         return port
 
     def min_acquisitions(self, n):
+        """At least n acquisitions; in a watchdog mode at least half as many (at least 2): a
+        hold there is WATCHDOG_HOLD_TTLS x TTL of uses, several times a fixed-lease hold."""
+        if self.watchdog:
+            n = max(2, n // 2)
         ok = sum(1 for w in self.workers for e in w.events()
                  if e.get("f") == "acquire" and e.get("type") == "ok")
         self.probe("at least %d acquisitions" % n, ok >= n, "%d acquisitions" % ok)
+
+    def watchdog_probes(self, lost_by=None):
+        """Watchdog modes: the client renewed held locks (at least one renewal seen by a
+        holder), and, with lost_by=(worker id, t0 ns), that worker's hold that met the fault at
+        t0 was signalled lost (the fault outlasted its deadline)."""
+        if not self.watchdog:
+            return
+        evs = [e for w in self.workers for e in w.events()]
+        renewals = sum(1 for e in evs if e.get("f") == "extend" and e.get("observed"))
+        lost = [e for e in evs if e.get("f") == "lost"]
+        self.probe("holders saw at least one renewal", renewals >= 1,
+                   "%d renewals seen, %d losses signalled" % (renewals, len(lost)))
+        if lost_by:
+            wid, t0 = lost_by
+            held = [e for e in self.workers[wid - 1].events() if e.get("f") == "acquire"
+                    and e["type"] == "ok" and e["t"] <= t0]
+            tok = held[-1]["token_h"] if held else None
+            mine = [e for e in lost if e.get("token_h") == tok]
+            self.probe("worker %d's hold at the fault was signalled lost" % wid, mine,
+                       "hold %s: lost %s" % (tok, "%.0f ms after the fault" % (
+                           (mine[0]["t"] - t0) / 1e6) if mine else "never"))
 
     def join_forwards(self, w):
         """Copies worker w's log with t_first_fwd added to each acquire ok: when the requests
@@ -813,6 +857,9 @@ FO_FAILOVER = ("SAFE: the master is cut from everyone, sentinels included, for l
                "down-after-milliseconds: Sentinel fails over; the lock-delay outlasts every "
                "hold the old master granted")
 LOST_UPDATE = {"RESOURCE": "violated", "USE_WITHIN_HOLD": "violated"}
+# The outcome of a watchdog mode that met the fault: beliefs end at the last renewal's deadline.
+WATCHDOG_SAFE = ("SAFE, LOSS: renewals fail, the loss is signalled by the last renewed deadline "
+                 "(+100 ms), the holder stops")
 
 
 @scenario("F01", "holder killed (kill -9) while holding",
@@ -974,11 +1021,13 @@ def cut_victim(run, rule, fails_over=True):
     run.wait_workers()
     run.bounded_latency(2000 + 500 + 500 + 700)
     run.min_acquisitions(5)
+    run.watchdog_probes()
 
 
 @scenario("F11", "blackhole (no RST) between one worker and its server(s) for 3 s",
-          "every call returns within its deadline", FO_MODES,
-          outcome=dict({m: "SAFE" for m in "SFR"}, FO=FO_FAILOVER))
+          "every call returns within its deadline", FO_MODES + ["SW"], ext=["FW", "RW"],
+          outcome=dict({m: "SAFE" for m in "SFR"}, FO=FO_FAILOVER,
+                       **{m: WATCHDOG_SAFE for m in WATCHDOG_MODES}))
 def f11(run):
     cut_victim(run, "blackhole")
 
@@ -1072,8 +1121,9 @@ def f23(run):
 
 
 @scenario("F24", "lock server stalled (SIGSTOP) for 2 x TTL while the lock is held",
-          "the holder's deadline passes before the server resumes; calls time out", FO_MODES,
-          outcome=dict({m: "SAFE" for m in "SFR"},
+          "the holder's deadline passes before the server resumes; calls time out",
+          FO_MODES + ["SW"], ext=["FW"],
+          outcome=dict({m: "SAFE" for m in "SFR"}, SW=WATCHDOG_SAFE, FW=WATCHDOG_SAFE,
                        FO=FO_FAILOVER.replace("is cut from everyone, sentinels included,",
                                               "stalls").replace("Sentinel fails", "Sentinel "
                                                                 "may fail")))
@@ -1082,9 +1132,10 @@ def f24(run):
     run.start_workers()
     run.sleep_ms(800)
     t = mono_ns()
-    run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
+    holder, _ = run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
     srv = run.lock_servers[0]
     srv.signal(signal.SIGSTOP)
+    t_stop = mono_ns()
     run.nemesis("sigstop", srv.name)
     run.sleep_ms(2 * run.ttl_ms)
     srv.signal(signal.SIGCONT)
@@ -1092,6 +1143,9 @@ def f24(run):
     run.wait_workers()
     run.fo_master_note()  # FO: a 2 s stall may or may not end in a failover (both SAFE)
     run.bounded_latency(2000 + 500 + 500 + 700)
+    # SW/FW: the holder's renewals hang on the stopped server; its uses (on the resource
+    # server) outlast its deadline, so it must be told. (No RW: 2 of 3 masters still renew.)
+    run.watchdog_probes(lost_by=(holder.id, t_stop))
 
 
 # clock faults: the LD_PRELOAD shim (tests/fault/skew) moves the servers' wall clock, which
@@ -1738,8 +1792,10 @@ def f12(run):
 @scenario("F14", "the holder partitioned from its server(s) (nft drop both ways on its routes) for "
           "3 s, in the run's own network namespace",
           "the holder stops at its deadline (a careful holder does not write); the others get "
-          "the lock after it expires; every call bounded", "SF", ext="R",
-          outcome={m: "SAFE, LIVE(TTL)" for m in "SFR"})
+          "the lock after it expires; every call bounded", ["S", "F"],
+          ext=["R", "SW", "FW", "RW"],
+          outcome=dict({m: "SAFE, LIVE(TTL)" for m in "SFR"},
+                       **{m: WATCHDOG_SAFE for m in WATCHDOG_MODES}))
 def f14(run):
     netns_setup(run, wait_ms=2000, hold_ms=600, poll_ms=30, duration_ms=8000)
     # Worker 1 starts alone and is cut while it holds its first lock; the others follow. (Had
@@ -1769,6 +1825,9 @@ def f14(run):
               "%d acquisitions" % len(others))
     run.bounded_latency(2000 + 500 + 500 + 1000 + 700)
     run.min_acquisitions(5)
+    # SW/FW/RW: worker 1 was cut right after its acquisition and holds for longer than a
+    # lease, so its renewals fail and it must be told before its deadline (+ tolerance).
+    run.watchdog_probes(lost_by=(1, t0))
 
 
 @scenario("F13", "Redlock client cut (nft) from 1 of 3 masters for 2.5 s, then from 2 of 3 for "
@@ -2400,7 +2459,7 @@ def main():
     sub.add_parser("list")
     r = sub.add_parser("run")
     r.add_argument("id")
-    r.add_argument("mode", choices=["S", "F", "R", "FO"])
+    r.add_argument("mode", choices=["S", "F", "R", "FO"] + WATCHDOG_MODES)
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--results")
     r.add_argument("--keep", action="store_true")
