@@ -701,6 +701,21 @@ class Run:
                  if e.get("f") == "acquire" and e.get("type") == "ok")
         self.probe("at least %d acquisitions" % n, ok >= n, "%d acquisitions" % ok)
 
+    def stale_rejected(self, wid=1, n=1):
+        """Mode F: the faulted holder's late write (or open) reached the fenced resource and
+        the fence rejected it, at least n times: a SAFE row that shows the fence at work."""
+        got = sum(1 for e in self.workers[wid - 1].events() if e.get("f") == "use"
+                  and e["type"] == "fail" and "stale fence" in e.get("err", ""))
+        self.probe("at least %d stale write of worker %d rejected by the fence" % (n, wid),
+                   got >= n, "%d rejected" % got)
+
+    def holder_after(self, t_ns, what, n=1):
+        """At least n acquisitions after t_ns (the fault): the lock was usable again."""
+        got = sum(1 for w in self.workers for e in w.events() if e.get("f") == "acquire"
+                  and e.get("type") == "ok" and e["t"] > t_ns)
+        self.probe("at least %d acquisition after %s" % (n, what), got >= n,
+                   "%d acquisitions" % got)
+
     def watchdog_probes(self, lost_by=None):
         """Watchdog modes: the client renewed held locks (at least one renewal seen by a
         holder), and, with lost_by=(worker id, t0 ns), that worker's hold that met the fault at
@@ -896,6 +911,8 @@ def f02(run):
     os.kill(victim.pid(), signal.SIGCONT)
     run.nemesis("sigcont", "w1")
     run.wait_workers()
+    if run.mode == "F":  # SAFE only if the paused holder's write came and was refused
+        run.stale_rejected()
 
 
 @scenario("F03", "holder paused between the acquire request and its reply (Kleppmann #2)",
@@ -962,7 +979,8 @@ def fault_first_acquire(run, fault, count=1, others_after_ms=300):
 @scenario("F05", "acquire request delayed 1.5 s in the network; the client times out, "
           "releases on a new connection, then the SET lands",
           "no belief; the orphan key lives at most TTL", "SFR", ext=["FO"],
-          outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE", "R": "SAFE, LIVE", "FO": "SAFE"},
+          outcome={"S": "SAFE, LIVE(2.5 TTL)", "F": "SAFE", "R": "SAFE, LIVE(2.5 TTL)",
+                   "FO": "SAFE"},
           max_gap_ms=2500)
 def f05(run):
     fault_first_acquire(run, "delay-req 1500", others_after_ms=100)
@@ -980,12 +998,15 @@ def f06(run):
     run.proxy.ctl("rule w1-res delay-req %d %s count 1" % (2 * run.ttl_ms, run.write_rule()))
     run.wait_for(lambda: run.proxy.triggered("w1-res"), 8, "a delayed write")
     run.wait_workers()
+    if run.mode == "F":  # SAFE only if the delayed write arrived and was refused
+        run.stale_rejected()
 
 
 @scenario("F09", "asymmetric loss: the acquire request is applied, its reply dropped",
           "acquire reported ambiguous, token released best-effort, lock free within TTL",
-          "SFR", ext=["FO"], outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE (fence may be burned)",
-                             "R": "SAFE", "FO": "SAFE, LIVE(TTL)"},
+          "SFR", ext=["FO"], outcome={"S": "SAFE, LIVE(2.5 TTL)",
+                                      "F": "SAFE (fence may be burned)",
+                                      "R": "SAFE", "FO": "SAFE, LIVE(2.5 TTL)"},
           max_gap_ms=2500)
 def f09(run):
     fault_first_acquire(run, "drop")
@@ -1043,15 +1064,18 @@ def f11s(run):
     cut_victim(run, "drip 5", fails_over=False)
 
 
-def crash_restart(run, delay_ms=0, restore=None, victim=0):
+def crash_restart(run, delay_ms=0, restore=None, victim=0, holder_after=False):
     """kill -9 lock server `victim` while a worker holds the lock, restart it after delay_ms
-    (optionally from a copy of its data directory)."""
+    (optionally from a copy of its data directory). holder_after: probe that the lock was
+    taken again after the restart (and, in mode R, while the victim was down: a quorum
+    of 2 is left)."""
     run.start_workers()
     run.sleep_ms(800)
     t = mono_ns()
     w, e = run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
     srv = run.lock_servers[victim]
     srv.kill9()
+    t_kill = mono_ns()
     run.nemesis("kill-9", srv.name, "holder w%d" % w.id)
     if restore:
         d = os.path.join(srv.dir, "appendonlydir")
@@ -1060,9 +1084,17 @@ def crash_restart(run, delay_ms=0, restore=None, victim=0):
         run.nemesis("rollback", srv.name, "data dir from before the run")
     run.sleep_ms(delay_ms)
     srv.start()
+    t_restart = mono_ns()
     run.nemesis("restart", srv.name, "after %d ms" % delay_ms)
     run.wait_workers()
     run.fo_master_note()  # FO: whether the sentinels moved the master (reported)
+    if holder_after:
+        run.holder_after(t_restart, "the restart")
+        if run.mode == "R" and delay_ms > 0:
+            down = sum(1 for x in run.workers for e in x.events() if e.get("f") == "acquire"
+                       and e.get("type") == "ok" and t_kill < e["t"] < t_restart)
+            run.probe("at least 1 acquisition while %s was down (quorum of 2)" % srv.name,
+                      down >= 1, "%d acquisitions" % down)
 
 
 @scenario("F20", "lock server kill -9 and immediate restart without persistence",
@@ -1077,7 +1109,7 @@ def crash_restart(run, delay_ms=0, restore=None, victim=0):
                    "lose the key too"})
 def f20(run):
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30)
-    crash_restart(run)
+    crash_restart(run, holder_after=run.mode == "R")
 
 
 @scenario("F21", "lock server kill -9, restart delayed past the TTL",
@@ -1089,7 +1121,7 @@ def f20(run):
                    "empty master returns first, every lease it lost has ended"})
 def f21(run):
     run.setup(ttl_ms=1000, hold_ms=500, poll_ms=30, persistence="aof" if run.mode == "F" else "none")
-    crash_restart(run, delay_ms=run.ttl_ms + 500)
+    crash_restart(run, delay_ms=run.ttl_ms + 500, holder_after=True)
 
 
 @scenario("F22", "lock server kill -9 and immediate restart with appendfsync always",
@@ -1099,7 +1131,7 @@ def f21(run):
                    "milliseconds; the replicas resync from it)"})
 def f22(run):
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30, persistence="aof")
-    crash_restart(run)
+    crash_restart(run, holder_after=True)
 
 
 @scenario("F23", "rollback restart: the lock server restarts from a copy of its data taken "
@@ -1158,13 +1190,22 @@ def fast_servers(run):
     return [0] if run.mode != "R" else [0, 1]
 
 
-def f15(run, rate):
+def f15(run, rate, careless_writer=False):
+    """careless_writer: worker 1 writes whatever its lease says (F15b F: the careful holders
+    hold 4 s > TTL and never write, so the fenced resource must meet a late write)."""
     run.setup(ttl_ms=2000, hold_ms=4000, poll_ms=10, duration_ms=7000, wait_ms=5000,
-              lock_skew={i: "0 %s" % rate for i in fast_servers(run)})
+              lock_skew={i: "0 %s" % rate for i in fast_servers(run)},
+              worker_extra={1: ["--careless"]} if careless_writer else None)
     run.nemesis("skew-rate", ",".join("lock%d" % i for i in fast_servers(run)), rate)
     run.start_workers()
     run.wait_workers()
     run.min_acquisitions(3)
+    if careless_writer:
+        writes = [e for e in run.workers[0].events() if e.get("f") == "use" and "value" in e]
+        run.probe("worker 1 (careless) wrote at least once (accepted or refused by the fence)",
+                  writes, "%d writes: %d accepted, %d refused" % (
+                      len(writes), sum(e["type"] == "ok" for e in writes),
+                      sum(e["type"] == "fail" for e in writes)))
 
 
 @scenario("F15a", "server clock runs 0.5 % fast (rate 1.005, under the 1 % drift allowance)",
@@ -1176,12 +1217,14 @@ def f15a(run):
 
 @scenario("F15b", "server clock runs 5 % fast (rate 1.05; Redlock: 2 of 3 masters)",
           "overlap iff rate - 1 > drift factor: the checker must see it", "SFR",
-          expect={"S": {"MUTEX": "violated"}, "F": {"MUTEX": "violated"},
+          expect={"S": {"MUTEX": "violated"},
+                  "F": {"MUTEX": "violated", "USE_WITHIN_HOLD": "any"},
                   "R": {"MUTEX": "violated"}},
-          outcome={"S": "EXPECT-VIOL", "F": "beliefs EXPECT-VIOL; RES-SAFE",
+          outcome={"S": "EXPECT-VIOL", "F": "beliefs EXPECT-VIOL; RES-SAFE (worker 1 writes "
+                   "carelessly past its lease: the fence takes or refuses each write)",
                    "R": "EXPECT-VIOL (2 of 3 fast)"})
 def f15b(run):
-    f15(run, 1.05)
+    f15(run, 1.05, careless_writer=run.mode == "F")
 
 
 @scenario("F16", "server clock stepped forward 3 s (> TTL) while the lock is held",
@@ -1198,7 +1241,10 @@ def f16(run):
     t = mono_ns()
     run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
     run.lock_servers[0].set_skew(3000)
+    t_step = mono_ns()
     run.wait_workers()
+    if run.mode == "R":  # SAFE only if the lock was taken again after the step
+        run.holder_after(t_step, "the step")
 
 
 @scenario("F18", "server clock stepped back 5 s mid-run",
@@ -1303,7 +1349,9 @@ def f30(run):
         run.nemesis("oom", srv.name, "3 MB used, maxmemory 1 MB, noeviction")
         r = srv.call("SET", "probe", "x")
         run.probe("%s refuses writes (OOM)" % srv.name, str(r).startswith("OOM"), repr(r))
+    t_oom = mono_ns()  # every master refuses writes from here
     run.sleep_ms(2000)
+    t_freed = mono_ns()
     for srv in run.masters():
         with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
             rd = RespReader(s)
@@ -1318,6 +1366,19 @@ def f30(run):
     if run.mode != "R":  # Redlock counts an OOM master as a failed vote, not an error
         run.probe("a worker was told out of memory", oom > 0, "%d acquisitions" % oom)
     run.min_acquisitions(5)
+    # "release still works": a release invoked and answered ok inside the OOM window.
+    released = []
+    for x in run.workers:
+        inv = {}
+        for e in x.events():
+            if e.get("f") != "release":
+                continue
+            if e["type"] == "invoke":
+                inv[e["op"]] = e["t"]
+            elif e["type"] == "ok" and t_oom <= inv.get(e["op"], 0) and e["t"] <= t_freed:
+                released.append("w%d op %d" % (x.id, e["op"]))
+    run.probe("at least 1 release ok inside the OOM window", released,
+              "%d: %s" % (len(released), ", ".join(released[:3])))
 
 
 BUSY_SCRIPT = ("local t0 = redis.call('TIME') "
@@ -1346,6 +1407,15 @@ def f31(run):
     run.min_acquisitions(5)
     killed = int(str(run.lock_servers[0].call("INFO", "commandstats")).count("cmdstat_script|kill"))
     run.probe("no SCRIPT KILL sent", killed == 0)
+    # The workers met BUSY: the server counts the error replies it sent (errorstats; only
+    # the workers send commands while the scripts run). dlock retries BUSY within the wait,
+    # so a worker is told server_busy only when its wait runs out (counted, not required).
+    busy = int((info_field(run.lock_servers[0], "errorstats", "errorstat_BUSY") or
+                "count=0").split(",")[0].split("=")[1])
+    told = sum(1 for x in run.workers for e in x.events() if e.get("f") == "acquire"
+               and "busy" in e.get("err", "").lower())
+    run.probe("the server answered BUSY at least once", busy >= 1,
+              "%d BUSY replies; %d acquisitions told busy" % (busy, told))
 
 
 @scenario("F32", "script cache loss: SCRIPT FLUSH on every server every 300 ms",
@@ -1794,7 +1864,8 @@ def f12(run):
           "the holder stops at its deadline (a careful holder does not write); the others get "
           "the lock after it expires; every call bounded", ["S", "F"],
           ext=["R", "SW", "FW", "RW"],
-          outcome=dict({m: "SAFE, LIVE(TTL)" for m in "SFR"},
+          outcome=dict({m: "SAFE, LIVE: another worker acquires during the 3 s cut, after TTL"
+                        for m in "SFR"},
                        **{m: WATCHDOG_SAFE for m in WATCHDOG_MODES}))
 def f14(run):
     netns_setup(run, wait_ms=2000, hold_ms=600, poll_ms=30, duration_ms=8000)
