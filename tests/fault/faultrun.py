@@ -9,8 +9,8 @@ scenario's row of reliability.md §7.3 names; record seed, duration and verdicts
 
   faultrun.py [paths] list
   faultrun.py [paths] run ID MODE [--seed N] [--results DIR] [--keep]
-      MODE: S, F, R, FO, or SW, FW, RW: S, F, R with watchdog leases (the worker's --watchdog:
-      no fixed lease, the client renews it; judged by the checker's LOSS as well)
+      MODE: S, F, R, FO, or SW, FW, RW, FOW: S, F, R, FO with watchdog leases (the worker's
+      --watchdog: no fixed lease, the client renews it; judged by the checker's LOSS as well)
   faultrun.py [paths] random --seconds S --seed N [--mode S|F|R]
   faultrun.py safety-doc RESULTS_DIR > docs/SAFETY.md
 
@@ -370,7 +370,7 @@ CHECKS = ["MUTEX", "EXTEND_EXPIRED", "DEADLINE", "USE_WITHIN_HOLD", "FENCE", "RE
 # Watchdog modes: the base mode (S, F, R) with the worker's --watchdog. A holder keeps its lock
 # for WATCHDOG_HOLD_TTLS x TTL of uses (so that the client renews it a few times, and a fault
 # that starts while it holds meets it holding), logs the renewals it sees and its loss signal.
-WATCHDOG_MODES = ["SW", "FW", "RW"]
+WATCHDOG_MODES = ["SW", "FW", "RW", "FOW"]
 WATCHDOG_HOLD_TTLS = 1.5
 
 
@@ -379,9 +379,9 @@ class Run:
 
     def __init__(self, env, scenario, mode, seed, out):
         self.env, self.scenario, self.seed, self.out = env, scenario, seed, out
-        # SW/FW/RW run the body of S/F/R (every `run.mode` test sees the base mode).
+        # SW/FW/RW/FOW run the body of S/F/R/FO (every `run.mode` test sees the base mode).
         self.watchdog = mode in WATCHDOG_MODES
-        self.mode = mode[0] if self.watchdog else mode
+        self.mode = mode[:-1] if self.watchdog else mode
         self.rng = random.Random(seed)
         self.lock = "fault-%s" % scenario.id.lower()
         self.ttl_ms = 1000
@@ -1046,9 +1046,10 @@ def cut_victim(run, rule, fails_over=True):
 
 
 @scenario("F11", "blackhole (no RST) between one worker and its server(s) for 3 s",
-          "every call returns within its deadline", FO_MODES + ["SW"], ext=["FW", "RW"],
+          "every call returns within its deadline", FO_MODES + ["SW"], ext=["FW", "RW", "FOW"],
           outcome=dict({m: "SAFE" for m in "SFR"}, FO=FO_FAILOVER,
-                       **{m: WATCHDOG_SAFE for m in WATCHDOG_MODES}))
+                       **{m: WATCHDOG_SAFE for m in ["SW", "FW", "RW"]},
+                       FOW=WATCHDOG_SAFE + "; " + FO_FAILOVER))
 def f11(run):
     cut_victim(run, "blackhole")
 
@@ -1154,8 +1155,9 @@ def f23(run):
 
 @scenario("F24", "lock server stalled (SIGSTOP) for 2 x TTL while the lock is held",
           "the holder's deadline passes before the server resumes; calls time out",
-          FO_MODES + ["SW"], ext=["FW"],
+          FO_MODES + ["SW"], ext=["FW", "FOW"],
           outcome=dict({m: "SAFE" for m in "SFR"}, SW=WATCHDOG_SAFE, FW=WATCHDOG_SAFE,
+                       FOW=WATCHDOG_SAFE + "; the master stalls, Sentinel may fail over",
                        FO=FO_FAILOVER.replace("is cut from everyone, sentinels included,",
                                               "stalls").replace("Sentinel fails", "Sentinel "
                                                                 "may fail")))
@@ -1175,7 +1177,7 @@ def f24(run):
     run.wait_workers()
     run.fo_master_note()  # FO: a 2 s stall may or may not end in a failover (both SAFE)
     run.bounded_latency(2000 + 500 + 500 + 700)
-    # SW/FW: the holder's renewals hang on the stopped server; its uses (on the resource
+    # SW/FW/FOW: the holder's renewals hang on the stopped server; its uses (on the resource
     # server) outlast its deadline, so it must be told. (No RW: 2 of 3 masters still renew.)
     run.watchdog_probes(lost_by=(holder.id, t_stop))
 
@@ -1866,7 +1868,7 @@ def f12(run):
           ext=["R", "SW", "FW", "RW"],
           outcome=dict({m: "SAFE, LIVE: another worker acquires during the 3 s cut, after TTL"
                         for m in "SFR"},
-                       **{m: WATCHDOG_SAFE for m in WATCHDOG_MODES}))
+                       **{m: WATCHDOG_SAFE for m in ["SW", "FW", "RW"]}))
 def f14(run):
     netns_setup(run, wait_ms=2000, hold_ms=600, poll_ms=30, duration_ms=8000)
     # Worker 1 starts alone and is cut while it holds its first lock; the others follow. (Had
