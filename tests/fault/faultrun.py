@@ -1199,7 +1199,12 @@ def f15(run, rate, careless_writer=False):
               lock_skew={i: "0 %s" % rate for i in fast_servers(run)},
               worker_extra={1: ["--careless"]} if careless_writer else None)
     run.nemesis("skew-rate", ",".join("lock%d" % i for i in fast_servers(run)), rate)
-    run.start_workers()
+    if careless_writer:  # worker 1 takes the lock first (else it may lose every race)
+        t = mono_ns()
+        run.start_workers(arm=lambda _: run.wait_for(
+            lambda: run.acquired_since(t, workers=[1]), 8, "worker 1 holding"))
+    else:
+        run.start_workers()
     run.wait_workers()
     run.min_acquisitions(3)
     if careless_writer:
@@ -1347,6 +1352,11 @@ def f30(run):
     run.sleep_ms(800)
     for srv in run.masters():  # FO: the master (the replicas apply its writes)
         fill(srv, 3000, 1024)
+    # The OOM begins while a lock is held (on every master at once, for Redlock), so that a
+    # release meets it: "release still works" is probed below.
+    t = mono_ns()
+    run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
+    for srv in run.masters():
         srv.call("CONFIG", "SET", "maxmemory", "1mb")
         run.nemesis("oom", srv.name, "3 MB used, maxmemory 1 MB, noeviction")
         r = srv.call("SET", "probe", "x")
