@@ -367,7 +367,7 @@ class Worker:
 
 CHECKS = ["MUTEX", "EXTEND_EXPIRED", "DEADLINE", "USE_WITHIN_HOLD", "FENCE", "RESOURCE",
           "FOREIGN_RELEASE", "ORPHANS", "LIVENESS", "LOSS"]
-# Watchdog modes: the base mode (S, F, R) with the worker's --watchdog. A holder keeps its lock
+# Watchdog modes: the base mode (S, F, R, FO) with the worker's --watchdog. A holder keeps its lock
 # for WATCHDOG_HOLD_TTLS x TTL of uses (so that the client renews it a few times, and a fault
 # that starts while it holds meets it holding), logs the renewals it sees and its loss signal.
 WATCHDOG_MODES = ["SW", "FW", "RW", "FOW"]
