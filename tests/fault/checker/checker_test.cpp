@@ -864,4 +864,111 @@ TEST(checker_property, the_same_schedules_with_one_stale_write_fail_resource) {
     }
 }
 
+/// A sequential lock held with watchdog leases: renewals every TTL/3 (each seen by its holder a
+/// little later), uses between them; a hold ends by release before its deadline or by a loss
+/// (the renewals stop): signalled within 5 ms of the last renewed deadline, the holder releases
+/// 120-200 ms after (not_owner), and the next holder gets the lock after the server's expiry.
+/// The first hold always ends by a loss. `lost_holds` lists (worker, acquire op) of the losses.
+struct wd_schedule {
+    builder b;
+    std::vector<std::pair<std::int64_t, std::int64_t>> lost_holds;
+};
+
+wd_schedule generate_watchdog(std::uint64_t seed, int holds) {
+    std::mt19937_64 rng(seed);
+    auto uni = [&](std::int64_t lo, std::int64_t hi) {
+        return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+    };
+    wd_schedule s;
+    const std::int64_t workers = 4;
+    std::vector<std::int64_t> next_op(workers + 1, 1);
+    auto op = [&](std::int64_t w) { return next_op[static_cast<std::size_t>(w)]++; };
+    // A worker is sequential: it tries again only after its last release returned.
+    std::vector<std::int64_t> busy(workers + 1, 0);
+    builder& b = s.b;
+    std::int64_t w = 1, t_inv = 1 * ms, free_at = 0;
+    const std::int64_t ttls[] = {300, 1000};
+    for (int i = 0; i < holds; ++i) {
+        t_inv = std::max(t_inv, busy[static_cast<std::size_t>(w)] + 1000);
+        const std::int64_t ttl = ttls[uni(0, 1)];
+        const std::int64_t period = ttl * ms / 3;
+        std::int64_t t_start = std::max(t_inv, free_at) + uni(0, 50'000);
+        std::int64_t t_ok = t_start + uni(100'000, 2 * ms);
+        const std::int64_t hop = op(w);
+        b.acquire_wd(w, hop, t_inv, t_ok);
+        b.last().t_start = t_start;
+        b.last().ttl_ms = ttl;
+        b.last().deadline = deadline_for(t_start, ttl);
+        std::int64_t deadline = deadline_for(t_start, ttl);
+        std::int64_t seen = t_ok;
+        const std::int64_t renewals = uni(0, 3);
+        for (std::int64_t k = 1; k <= renewals; ++k) {
+            std::int64_t u0 = seen + uni(100'000, period / 4);
+            b.use_of(w, op(w), hop, u0, u0 + uni(100'000, period / 4));
+            std::int64_t sent = t_start + k * period;
+            seen = sent + uni(10'000, period / 10);
+            b.renewal(w, op(w), hop, sent, seen, ttl);
+            deadline = deadline_for(sent, ttl);
+        }
+        std::int64_t u0 = seen + uni(100'000, period / 4);
+        std::int64_t u1 = u0 + uni(100'000, period / 4);
+        b.use_of(w, op(w), hop, u0, u1);
+        std::int64_t next_w = 1 + uni(0, workers - 1);
+        if (i == 0 || uni(0, 3) == 0) { // the renewals stop: a loss at the deadline
+            std::int64_t lost = deadline + uni(0, 5 * ms);
+            b.lost(w, hop, lost);
+            std::int64_t rel = lost + uni(120 * ms, 200 * ms);
+            b.release(w, op(w), rel, rel + 100'000, 0);
+            busy[static_cast<std::size_t>(w)] = rel + 100'000;
+            s.lost_holds.emplace_back(w, hop);
+            free_at = deadline + drift_ns(ttl) + uni(1, 2 * ms);
+            t_inv = free_at - uni(0, 20 * ms);
+            if (next_w == w) next_w = w % workers + 1;
+        } else {
+            std::int64_t end = u1 + uni(100'000, 5 * ms);
+            b.release(w, op(w), end, end + 50'000);
+            busy[static_cast<std::size_t>(w)] = end + 50'000;
+            free_at = end;
+            t_inv = end - uni(0, 2 * ms);
+        }
+        w = next_w;
+    }
+    return s;
+}
+
+TEST(checker_property, random_valid_watchdog_schedules_pass) {
+    for (auto seed : seeds) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        auto s = generate_watchdog(seed, 200);
+        auto r = run_checks(s.b.build());
+        EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
+        EXPECT_EQ(r.holds.size(), 200u);
+    }
+}
+
+TEST(checker_property, the_same_watchdog_schedules_with_one_late_or_missing_loss_fail_loss) {
+    for (auto seed : seeds) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        for (bool remove : {false, true}) {
+            auto s = generate_watchdog(seed, 200);
+            std::mt19937_64 rng(seed * 7 + 4);
+            auto [lw, lop] = s.lost_holds[std::uniform_int_distribution<std::size_t>(
+                0, s.lost_holds.size() - 1)(rng)];
+            auto& evs = s.b.events();
+            auto it = std::find_if(evs.begin(), evs.end(), [&](const op_event& e) {
+                return e.f == op_kind::lost && e.w == lw && e.op == lop;
+            });
+            ASSERT_NE(it, evs.end());
+            if (remove)
+                evs.erase(it); // the holder released 120-200 ms past its deadline, untold
+            else
+                it->t += 150 * ms; // signalled 150-155 ms after the deadline
+            auto r = run_checks(s.b.build());
+            EXPECT_EQ(violated_checks(r), std::vector<check>{check::loss}) << format_report(r);
+            EXPECT_TRUE(has_kind(r, check::loss, remove ? "LOSS_UNSIGNALLED" : "LOST_LATE"));
+            EXPECT_EQ(r[check::loss].violations.size(), 1u);
+        }
+    }
+}
+
 } // namespace
