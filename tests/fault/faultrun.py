@@ -1116,7 +1116,7 @@ def f20(run):
 @scenario("F21", "lock server kill -9, restart delayed past the TTL",
           "safe without persistence when the restart waits out every lease", FO_MODES,
           outcome={"S": "SAFE (unavailable meanwhile)", "F": "SAFE (with AOF)",
-                   "R": "SAFE, LIVE with quorum",
+                   "R": "SAFE, LIVE with quorum (an acquisition while lock0 is down)",
                    "FO": "SAFE: the master is down past down-after-milliseconds; whether "
                    "Sentinel fails over first (the replicas have the key; lock-delay) or the "
                    "empty master returns first, every lease it lost has ended"})
