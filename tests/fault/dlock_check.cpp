@@ -21,9 +21,9 @@ constexpr int exit_usage = 64;
 int usage(const std::string& why) {
     std::cerr << "dlock_check: " << why << "\n"
               << "usage: dlock_check [--expect CHECK=ok|violated|any]... [--leftover KEY]...\n"
-              << "                   [--max-gap-ms N] FILE.jsonl...\n"
+              << "                   [--max-gap-ms N] [--loss-tolerance-ms N] FILE.jsonl...\n"
               << "checks: MUTEX EXTEND_EXPIRED DEADLINE USE_WITHIN_HOLD FENCE RESOURCE\n"
-              << "        FOREIGN_RELEASE ORPHANS LIVENESS\n";
+              << "        FOREIGN_RELEASE ORPHANS LIVENESS LOSS\n";
     return exit_usage;
 }
 
@@ -63,6 +63,14 @@ int main(int argc, char** argv) {
                 opts.max_liveness_gap_ns = std::stoll(*v) * 1'000'000;
             } catch (const std::exception&) {
                 return usage("bad --max-gap-ms \"" + *v + "\"");
+            }
+        } else if (a == "--loss-tolerance-ms") {
+            const std::string* v = value();
+            if (!v) return usage("--loss-tolerance-ms needs a number");
+            try {
+                opts.loss_tolerance_ns = std::stoll(*v) * 1'000'000;
+            } catch (const std::exception&) {
+                return usage("bad --loss-tolerance-ms \"" + *v + "\"");
             }
         } else if (a == "--help" || a == "-h") {
             usage("help");

@@ -9,6 +9,8 @@ scenario's row of reliability.md §7.3 names; record seed, duration and verdicts
 
   faultrun.py [paths] list
   faultrun.py [paths] run ID MODE [--seed N] [--results DIR] [--keep]
+      MODE: S, F, R, FO, or SW, FW, RW, FOW: S, F, R, FO with watchdog leases (the worker's
+      --watchdog: no fixed lease, the client renews it; judged by the checker's LOSS as well)
   faultrun.py [paths] random --seconds S --seed N [--mode S|F|R]
   faultrun.py safety-doc RESULTS_DIR > docs/SAFETY.md
 
@@ -364,14 +366,22 @@ class Worker:
 
 
 CHECKS = ["MUTEX", "EXTEND_EXPIRED", "DEADLINE", "USE_WITHIN_HOLD", "FENCE", "RESOURCE",
-          "FOREIGN_RELEASE", "ORPHANS", "LIVENESS"]
+          "FOREIGN_RELEASE", "ORPHANS", "LIVENESS", "LOSS"]
+# Watchdog modes: the base mode (S, F, R, FO) with the worker's --watchdog. A holder keeps its lock
+# for WATCHDOG_HOLD_TTLS x TTL of uses (so that the client renews it a few times, and a fault
+# that starts while it holds meets it holding), logs the renewals it sees and its loss signal.
+WATCHDOG_MODES = ["SW", "FW", "RW", "FOW"]
+WATCHDOG_HOLD_TTLS = 1.5
 
 
 class Run:
     """The context of one scenario run: servers, proxy, workers, logs, probes."""
 
     def __init__(self, env, scenario, mode, seed, out):
-        self.env, self.scenario, self.mode, self.seed, self.out = env, scenario, mode, seed, out
+        self.env, self.scenario, self.seed, self.out = env, scenario, seed, out
+        # SW/FW/RW/FOW run the body of S/F/R/FO (every `run.mode` test sees the base mode).
+        self.watchdog = mode in WATCHDOG_MODES
+        self.mode = mode[:-1] if self.watchdog else mode
         self.rng = random.Random(seed)
         self.lock = "fault-%s" % scenario.id.lower()
         self.ttl_ms = 1000
@@ -457,8 +467,17 @@ class Run:
                 args += ["--resource-url", "redis://127.0.0.1:%d" % port]
             if resource == "file":
                 args += ["--file", self.file]
+            if self.watchdog:
+                args += ["--watchdog", "--uses", str(self.watchdog_uses(ttl_ms, hold_ms))]
             args += (worker_extra or {}).get(w, [])
             self.workers.append(Worker(self, w, args, worker_skew))
+
+    @staticmethod
+    def watchdog_uses(ttl_ms, hold_ms):
+        """Uses per hold in a watchdog mode: one use sleeps 0.5-1 x hold_ms, so this many make
+        a hold of about WATCHDOG_HOLD_TTLS x TTL (at least 2)."""
+        per_use = max(1.0, 0.75 * hold_ms)
+        return max(2, int(-(-WATCHDOG_HOLD_TTLS * ttl_ms // per_use)))
 
     def start_workers(self, arm=None, others_after_ms=300):
         """Starts every worker. With `arm`, worker 1 starts alone, arm(worker 1) sets up the
@@ -674,9 +693,49 @@ class Run:
         return port
 
     def min_acquisitions(self, n):
+        """At least n acquisitions; in a watchdog mode at least half as many (at least 2): a
+        hold there is WATCHDOG_HOLD_TTLS x TTL of uses, several times a fixed-lease hold."""
+        if self.watchdog:
+            n = max(2, n // 2)
         ok = sum(1 for w in self.workers for e in w.events()
                  if e.get("f") == "acquire" and e.get("type") == "ok")
         self.probe("at least %d acquisitions" % n, ok >= n, "%d acquisitions" % ok)
+
+    def stale_rejected(self, wid=1, n=1):
+        """Mode F: the faulted holder's late write (or open) reached the fenced resource and
+        the fence rejected it, at least n times: a SAFE row that shows the fence at work."""
+        got = sum(1 for e in self.workers[wid - 1].events() if e.get("f") == "use"
+                  and e["type"] == "fail" and "stale fence" in e.get("err", ""))
+        self.probe("at least %d stale write of worker %d rejected by the fence" % (n, wid),
+                   got >= n, "%d rejected" % got)
+
+    def holder_after(self, t_ns, what, n=1):
+        """At least n acquisitions after t_ns (the fault): the lock was usable again."""
+        got = sum(1 for w in self.workers for e in w.events() if e.get("f") == "acquire"
+                  and e.get("type") == "ok" and e["t"] > t_ns)
+        self.probe("at least %d acquisition after %s" % (n, what), got >= n,
+                   "%d acquisitions" % got)
+
+    def watchdog_probes(self, lost_by=None):
+        """Watchdog modes: the client renewed held locks (at least one renewal seen by a
+        holder), and, with lost_by=(worker id, t0 ns), that worker's hold that met the fault at
+        t0 was signalled lost (the fault outlasted its deadline)."""
+        if not self.watchdog:
+            return
+        evs = [e for w in self.workers for e in w.events()]
+        renewals = sum(1 for e in evs if e.get("f") == "extend" and e.get("observed"))
+        lost = [e for e in evs if e.get("f") == "lost"]
+        self.probe("holders saw at least one renewal", renewals >= 1,
+                   "%d renewals seen, %d losses signalled" % (renewals, len(lost)))
+        if lost_by:
+            wid, t0 = lost_by
+            held = [e for e in self.workers[wid - 1].events() if e.get("f") == "acquire"
+                    and e["type"] == "ok" and e["t"] <= t0]
+            tok = held[-1]["token_h"] if held else None
+            mine = [e for e in lost if e.get("token_h") == tok]
+            self.probe("worker %d's hold at the fault was signalled lost" % wid, mine,
+                       "hold %s: lost %s" % (tok, "%.0f ms after the fault" % (
+                           (mine[0]["t"] - t0) / 1e6) if mine else "never"))
 
     def join_forwards(self, w):
         """Copies worker w's log with t_first_fwd added to each acquire ok: when the requests
@@ -813,6 +872,9 @@ FO_FAILOVER = ("SAFE: the master is cut from everyone, sentinels included, for l
                "down-after-milliseconds: Sentinel fails over; the lock-delay outlasts every "
                "hold the old master granted")
 LOST_UPDATE = {"RESOURCE": "violated", "USE_WITHIN_HOLD": "violated"}
+# The outcome of a watchdog mode that met the fault: beliefs end at the last renewal's deadline.
+WATCHDOG_SAFE = ("SAFE, LOSS: renewals fail, the loss is signalled by the last renewed deadline "
+                 "(+100 ms), the holder stops")
 
 
 @scenario("F01", "holder killed (kill -9) while holding",
@@ -849,6 +911,8 @@ def f02(run):
     os.kill(victim.pid(), signal.SIGCONT)
     run.nemesis("sigcont", "w1")
     run.wait_workers()
+    if run.mode == "F":  # SAFE only if the paused holder's write came and was refused
+        run.stale_rejected()
 
 
 @scenario("F03", "holder paused between the acquire request and its reply (Kleppmann #2)",
@@ -915,7 +979,8 @@ def fault_first_acquire(run, fault, count=1, others_after_ms=300):
 @scenario("F05", "acquire request delayed 1.5 s in the network; the client times out, "
           "releases on a new connection, then the SET lands",
           "no belief; the orphan key lives at most TTL", "SFR", ext=["FO"],
-          outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE", "R": "SAFE, LIVE", "FO": "SAFE"},
+          outcome={"S": "SAFE, LIVE(2.5 TTL)", "F": "SAFE", "R": "SAFE, LIVE(2.5 TTL)",
+                   "FO": "SAFE"},
           max_gap_ms=2500)
 def f05(run):
     fault_first_acquire(run, "delay-req 1500", others_after_ms=100)
@@ -933,12 +998,15 @@ def f06(run):
     run.proxy.ctl("rule w1-res delay-req %d %s count 1" % (2 * run.ttl_ms, run.write_rule()))
     run.wait_for(lambda: run.proxy.triggered("w1-res"), 8, "a delayed write")
     run.wait_workers()
+    if run.mode == "F":  # SAFE only if the delayed write arrived and was refused
+        run.stale_rejected()
 
 
 @scenario("F09", "asymmetric loss: the acquire request is applied, its reply dropped",
           "acquire reported ambiguous, token released best-effort, lock free within TTL",
-          "SFR", ext=["FO"], outcome={"S": "SAFE, LIVE(TTL)", "F": "SAFE (fence may be burned)",
-                             "R": "SAFE", "FO": "SAFE, LIVE(TTL)"},
+          "SFR", ext=["FO"], outcome={"S": "SAFE, LIVE(2.5 TTL)",
+                                      "F": "SAFE (fence may be burned)",
+                                      "R": "SAFE", "FO": "SAFE, LIVE(2.5 TTL)"},
           max_gap_ms=2500)
 def f09(run):
     fault_first_acquire(run, "drop")
@@ -974,11 +1042,14 @@ def cut_victim(run, rule, fails_over=True):
     run.wait_workers()
     run.bounded_latency(2000 + 500 + 500 + 700)
     run.min_acquisitions(5)
+    run.watchdog_probes()
 
 
 @scenario("F11", "blackhole (no RST) between one worker and its server(s) for 3 s",
-          "every call returns within its deadline", FO_MODES,
-          outcome=dict({m: "SAFE" for m in "SFR"}, FO=FO_FAILOVER))
+          "every call returns within its deadline", FO_MODES, ext=["SW", "FW", "RW", "FOW"],
+          outcome=dict({m: "SAFE" for m in "SFR"}, FO=FO_FAILOVER,
+                       **{m: WATCHDOG_SAFE for m in ["SW", "FW", "RW"]},
+                       FOW=WATCHDOG_SAFE + "; " + FO_FAILOVER))
 def f11(run):
     cut_victim(run, "blackhole")
 
@@ -994,15 +1065,18 @@ def f11s(run):
     cut_victim(run, "drip 5", fails_over=False)
 
 
-def crash_restart(run, delay_ms=0, restore=None, victim=0):
+def crash_restart(run, delay_ms=0, restore=None, victim=0, holder_after=False):
     """kill -9 lock server `victim` while a worker holds the lock, restart it after delay_ms
-    (optionally from a copy of its data directory)."""
+    (optionally from a copy of its data directory). holder_after: probe that the lock was
+    taken again after the restart (and, in mode R, while the victim was down: a quorum
+    of 2 is left)."""
     run.start_workers()
     run.sleep_ms(800)
     t = mono_ns()
     w, e = run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
     srv = run.lock_servers[victim]
     srv.kill9()
+    t_kill = mono_ns()
     run.nemesis("kill-9", srv.name, "holder w%d" % w.id)
     if restore:
         d = os.path.join(srv.dir, "appendonlydir")
@@ -1011,9 +1085,17 @@ def crash_restart(run, delay_ms=0, restore=None, victim=0):
         run.nemesis("rollback", srv.name, "data dir from before the run")
     run.sleep_ms(delay_ms)
     srv.start()
+    t_restart = mono_ns()
     run.nemesis("restart", srv.name, "after %d ms" % delay_ms)
     run.wait_workers()
     run.fo_master_note()  # FO: whether the sentinels moved the master (reported)
+    if holder_after:
+        run.holder_after(t_restart, "the restart")
+        if run.mode == "R" and delay_ms > 0:
+            down = sum(1 for x in run.workers for e in x.events() if e.get("f") == "acquire"
+                       and e.get("type") == "ok" and t_kill < e["t"] < t_restart)
+            run.probe("at least 1 acquisition while %s was down (quorum of 2)" % srv.name,
+                      down >= 1, "%d acquisitions" % down)
 
 
 @scenario("F20", "lock server kill -9 and immediate restart without persistence",
@@ -1028,19 +1110,19 @@ def crash_restart(run, delay_ms=0, restore=None, victim=0):
                    "lose the key too"})
 def f20(run):
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30)
-    crash_restart(run)
+    crash_restart(run, holder_after=run.mode == "R")
 
 
 @scenario("F21", "lock server kill -9, restart delayed past the TTL",
           "safe without persistence when the restart waits out every lease", FO_MODES,
           outcome={"S": "SAFE (unavailable meanwhile)", "F": "SAFE (with AOF)",
-                   "R": "SAFE, LIVE with quorum",
+                   "R": "SAFE, LIVE with quorum (an acquisition while lock0 is down)",
                    "FO": "SAFE: the master is down past down-after-milliseconds; whether "
                    "Sentinel fails over first (the replicas have the key; lock-delay) or the "
                    "empty master returns first, every lease it lost has ended"})
 def f21(run):
     run.setup(ttl_ms=1000, hold_ms=500, poll_ms=30, persistence="aof" if run.mode == "F" else "none")
-    crash_restart(run, delay_ms=run.ttl_ms + 500)
+    crash_restart(run, delay_ms=run.ttl_ms + 500, holder_after=True)
 
 
 @scenario("F22", "lock server kill -9 and immediate restart with appendfsync always",
@@ -1050,7 +1132,7 @@ def f21(run):
                    "milliseconds; the replicas resync from it)"})
 def f22(run):
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30, persistence="aof")
-    crash_restart(run)
+    crash_restart(run, holder_after=True)
 
 
 @scenario("F23", "rollback restart: the lock server restarts from a copy of its data taken "
@@ -1072,8 +1154,10 @@ def f23(run):
 
 
 @scenario("F24", "lock server stalled (SIGSTOP) for 2 x TTL while the lock is held",
-          "the holder's deadline passes before the server resumes; calls time out", FO_MODES,
-          outcome=dict({m: "SAFE" for m in "SFR"},
+          "the holder's deadline passes before the server resumes; calls time out",
+          FO_MODES + ["SW"], ext=["FW", "FOW"],
+          outcome=dict({m: "SAFE" for m in "SFR"}, SW=WATCHDOG_SAFE, FW=WATCHDOG_SAFE,
+                       FOW=WATCHDOG_SAFE + "; the master stalls, Sentinel may fail over",
                        FO=FO_FAILOVER.replace("is cut from everyone, sentinels included,",
                                               "stalls").replace("Sentinel fails", "Sentinel "
                                                                 "may fail")))
@@ -1082,9 +1166,10 @@ def f24(run):
     run.start_workers()
     run.sleep_ms(800)
     t = mono_ns()
-    run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
+    holder, _ = run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
     srv = run.lock_servers[0]
     srv.signal(signal.SIGSTOP)
+    t_stop = mono_ns()
     run.nemesis("sigstop", srv.name)
     run.sleep_ms(2 * run.ttl_ms)
     srv.signal(signal.SIGCONT)
@@ -1092,6 +1177,9 @@ def f24(run):
     run.wait_workers()
     run.fo_master_note()  # FO: a 2 s stall may or may not end in a failover (both SAFE)
     run.bounded_latency(2000 + 500 + 500 + 700)
+    # SW/FW/FOW: the holder's renewals hang on the stopped server; its uses (on the resource
+    # server) outlast its deadline, so it must be told. (No RW: 2 of 3 masters still renew.)
+    run.watchdog_probes(lost_by=(holder.id, t_stop))
 
 
 # clock faults: the LD_PRELOAD shim (tests/fault/skew) moves the servers' wall clock, which
@@ -1104,13 +1192,27 @@ def fast_servers(run):
     return [0] if run.mode != "R" else [0, 1]
 
 
-def f15(run, rate):
+def f15(run, rate, careless_writer=False):
+    """careless_writer: worker 1 writes whatever its lease says (F15b F: the careful holders
+    hold 4 s > TTL and never write, so the fenced resource must meet a late write)."""
     run.setup(ttl_ms=2000, hold_ms=4000, poll_ms=10, duration_ms=7000, wait_ms=5000,
-              lock_skew={i: "0 %s" % rate for i in fast_servers(run)})
+              lock_skew={i: "0 %s" % rate for i in fast_servers(run)},
+              worker_extra={1: ["--careless"]} if careless_writer else None)
     run.nemesis("skew-rate", ",".join("lock%d" % i for i in fast_servers(run)), rate)
-    run.start_workers()
+    if careless_writer:  # worker 1 takes the lock first (else it may lose every race)
+        t = mono_ns()
+        run.start_workers(arm=lambda _: run.wait_for(
+            lambda: run.acquired_since(t, workers=[1]), 8, "worker 1 holding"))
+    else:
+        run.start_workers()
     run.wait_workers()
     run.min_acquisitions(3)
+    if careless_writer:
+        writes = [e for e in run.workers[0].events() if e.get("f") == "use" and "value" in e]
+        run.probe("worker 1 (careless) wrote at least once (accepted or refused by the fence)",
+                  writes, "%d writes: %d accepted, %d refused" % (
+                      len(writes), sum(e["type"] == "ok" for e in writes),
+                      sum(e["type"] == "fail" for e in writes)))
 
 
 @scenario("F15a", "server clock runs 0.5 % fast (rate 1.005, under the 1 % drift allowance)",
@@ -1122,12 +1224,14 @@ def f15a(run):
 
 @scenario("F15b", "server clock runs 5 % fast (rate 1.05; Redlock: 2 of 3 masters)",
           "overlap iff rate - 1 > drift factor: the checker must see it", "SFR",
-          expect={"S": {"MUTEX": "violated"}, "F": {"MUTEX": "violated"},
+          expect={"S": {"MUTEX": "violated"},
+                  "F": {"MUTEX": "violated", "USE_WITHIN_HOLD": "any"},
                   "R": {"MUTEX": "violated"}},
-          outcome={"S": "EXPECT-VIOL", "F": "beliefs EXPECT-VIOL; RES-SAFE",
+          outcome={"S": "EXPECT-VIOL", "F": "beliefs EXPECT-VIOL; RES-SAFE (worker 1 writes "
+                   "carelessly past its lease: the fence takes or refuses each write)",
                    "R": "EXPECT-VIOL (2 of 3 fast)"})
 def f15b(run):
-    f15(run, 1.05)
+    f15(run, 1.05, careless_writer=run.mode == "F")
 
 
 @scenario("F16", "server clock stepped forward 3 s (> TTL) while the lock is held",
@@ -1144,7 +1248,10 @@ def f16(run):
     t = mono_ns()
     run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
     run.lock_servers[0].set_skew(3000)
+    t_step = mono_ns()
     run.wait_workers()
+    if run.mode == "R":  # SAFE only if the lock was taken again after the step
+        run.holder_after(t_step, "the step")
 
 
 @scenario("F18", "server clock stepped back 5 s mid-run",
@@ -1245,11 +1352,18 @@ def f30(run):
     run.sleep_ms(800)
     for srv in run.masters():  # FO: the master (the replicas apply its writes)
         fill(srv, 3000, 1024)
+    # The OOM begins while a lock is held (on every master at once, for Redlock), so that a
+    # release meets it: "release still works" is probed below.
+    t = mono_ns()
+    run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
+    for srv in run.masters():
         srv.call("CONFIG", "SET", "maxmemory", "1mb")
         run.nemesis("oom", srv.name, "3 MB used, maxmemory 1 MB, noeviction")
         r = srv.call("SET", "probe", "x")
         run.probe("%s refuses writes (OOM)" % srv.name, str(r).startswith("OOM"), repr(r))
+    t_oom = mono_ns()  # every master refuses writes from here
     run.sleep_ms(2000)
+    t_freed = mono_ns()
     for srv in run.masters():
         with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
             rd = RespReader(s)
@@ -1264,6 +1378,19 @@ def f30(run):
     if run.mode != "R":  # Redlock counts an OOM master as a failed vote, not an error
         run.probe("a worker was told out of memory", oom > 0, "%d acquisitions" % oom)
     run.min_acquisitions(5)
+    # "release still works": a release invoked and answered ok inside the OOM window.
+    released = []
+    for x in run.workers:
+        inv = {}
+        for e in x.events():
+            if e.get("f") != "release":
+                continue
+            if e["type"] == "invoke":
+                inv[e["op"]] = e["t"]
+            elif e["type"] == "ok" and t_oom <= inv.get(e["op"], 0) and e["t"] <= t_freed:
+                released.append("w%d op %d" % (x.id, e["op"]))
+    run.probe("at least 1 release ok inside the OOM window", released,
+              "%d: %s" % (len(released), ", ".join(released[:3])))
 
 
 BUSY_SCRIPT = ("local t0 = redis.call('TIME') "
@@ -1292,6 +1419,18 @@ def f31(run):
     run.min_acquisitions(5)
     killed = int(str(run.lock_servers[0].call("INFO", "commandstats")).count("cmdstat_script|kill"))
     run.probe("no SCRIPT KILL sent", killed == 0)
+    # The workers met BUSY: the server counts the error replies it sent (errorstats; only
+    # the workers send commands while the scripts run). A single-master worker is also told
+    # server_busy (its acquisition fails as busy); a Redlock round counts the vote as lost.
+    busy = int((info_field(run.lock_servers[0], "errorstats", "errorstat_BUSY") or
+                "count=0").split(",")[0].split("=")[1])
+    told = sum(1 for x in run.workers for e in x.events() if e.get("f") == "acquire"
+               and "busy" in e.get("err", "").lower())
+    run.probe("the server answered BUSY at least once", busy >= 1,
+              "%d BUSY replies; %d acquisitions told busy" % (busy, told))
+    if run.mode != "R":  # Redlock counts a BUSY master as a failed vote, not an error
+        run.probe("a worker was told the server was busy (typed)", told >= 1,
+                  "%d acquisitions" % told)
 
 
 @scenario("F32", "script cache loss: SCRIPT FLUSH on every server every 300 ms",
@@ -1738,8 +1877,11 @@ def f12(run):
 @scenario("F14", "the holder partitioned from its server(s) (nft drop both ways on its routes) for "
           "3 s, in the run's own network namespace",
           "the holder stops at its deadline (a careful holder does not write); the others get "
-          "the lock after it expires; every call bounded", "SF", ext="R",
-          outcome={m: "SAFE, LIVE(TTL)" for m in "SFR"})
+          "the lock after it expires; every call bounded", ["S", "F", "SW"],
+          ext=["R", "FW", "RW"],
+          outcome=dict({m: "SAFE, LIVE: another worker acquires during the 3 s cut, after TTL"
+                        for m in "SFR"},
+                       **{m: WATCHDOG_SAFE for m in ["SW", "FW", "RW"]}))
 def f14(run):
     netns_setup(run, wait_ms=2000, hold_ms=600, poll_ms=30, duration_ms=8000)
     # Worker 1 starts alone and is cut while it holds its first lock; the others follow. (Had
@@ -1769,6 +1911,9 @@ def f14(run):
               "%d acquisitions" % len(others))
     run.bounded_latency(2000 + 500 + 500 + 1000 + 700)
     run.min_acquisitions(5)
+    # SW/FW/RW: worker 1 was cut right after its acquisition and holds for longer than a
+    # lease, so its renewals fail and it must be told before its deadline (+ tolerance).
+    run.watchdog_probes(lost_by=(1, t0))
 
 
 @scenario("F13", "Redlock client cut (nft) from 1 of 3 masters for 2.5 s, then from 2 of 3 for "
@@ -2400,7 +2545,7 @@ def main():
     sub.add_parser("list")
     r = sub.add_parser("run")
     r.add_argument("id")
-    r.add_argument("mode", choices=["S", "F", "R", "FO"])
+    r.add_argument("mode", choices=["S", "F", "R", "FO"] + WATCHDOG_MODES)
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--results")
     r.add_argument("--keep", action="store_true")

@@ -28,7 +28,10 @@ std::string describe(const hold& h) {
         o << "none";
     else
         o << h.deadline;
-    o << " t_end=" << h.t_end << " (" << h.source << ")";
+    o << " t_end=" << h.t_end;
+    if (h.watchdog) o << " watchdog renewals=" << h.renewals;
+    if (h.t_lost) o << " t_lost=" << *h.t_lost;
+    o << " (" << h.source << ")";
     return o.str();
 }
 
@@ -43,6 +46,7 @@ std::string describe(const op_event& e) {
     if (e.ttl_ms) o << " ttl_ms=" << *e.ttl_ms;
     if (e.deadline) o << " deadline=" << *e.deadline;
     if (e.deleted) o << " deleted=" << *e.deleted;
+    if (e.watchdog) o << " watchdog";
     o << " (" << e.source << ")";
     return o.str();
 }
@@ -85,15 +89,26 @@ void add(check_result& r, std::string kind, std::string witness) {
 struct derivation {
     std::vector<hold> holds;
     std::vector<violation> extend_expired;
+    std::vector<violation> loss;             // LOST_WITHOUT_HOLD, found while deriving
     std::map<wop, std::int64_t> invoke_t;    // (w, op) -> invoke time (acquire/extend/release)
     std::map<wop, std::size_t> release_hold; // release (w, op) -> hold it closed
+    std::map<std::pair<std::int64_t, std::string>, std::size_t> by_token; // (w, token_h) -> hold
 };
+
+/// A hold's end: its last proven deadline, cut short by its close or its loss signal.
+void settle(hold& x) {
+    x.t_end = x.deadline;
+    if (x.t_close) x.t_end = std::min(x.t_end, *x.t_close);
+    if (x.t_lost) x.t_end = std::min(x.t_end, *x.t_lost);
+}
 
 derivation derive(const history& h) {
     derivation d;
     std::map<wlock, std::size_t> open;
     auto close = [&](std::size_t idx, std::int64_t t) {
-        d.holds[idx].t_end = std::min(d.holds[idx].deadline, t);
+        hold& x = d.holds[idx];
+        if (!x.t_close) x.t_close = t;
+        settle(x);
     };
     for (const auto& e : h.events) {
         if (e.type == op_type::invoke) {
@@ -113,11 +128,13 @@ derivation derive(const history& h) {
                 nh.t_ok = e.t;
                 nh.deadline = e.deadline.value_or(never);
                 nh.t_end = nh.deadline;
+                nh.watchdog = e.watchdog;
                 nh.source = e.source;
                 auto o = open.find({e.w, e.lock});
                 if (o != open.end()) close(o->second, nh.t_inv);
                 d.holds.push_back(std::move(nh));
                 open[{e.w, e.lock}] = d.holds.size() - 1;
+                if (e.token_h) d.by_token[{e.w, *e.token_h}] = d.holds.size() - 1;
             }
             break;
         case op_kind::extend:
@@ -125,18 +142,21 @@ derivation derive(const history& h) {
                 auto o = open.find({e.w, e.lock});
                 if (o == open.end()) break;
                 hold& cur = d.holds[o->second];
+                // When the extension was sent: its invoke; for a watchdog renewal the holder
+                // observed (no invoke), the start of its validity; else its completion.
                 auto it = d.invoke_t.find({e.w, e.op});
-                std::int64_t inv = it == d.invoke_t.end() ? e.t : it->second;
+                std::int64_t inv = it != d.invoke_t.end() ? it->second : e.t_start.value_or(e.t);
                 if (inv > cur.deadline) {
                     d.extend_expired.push_back(
                         violation{check::extend_expired, "EXTEND_EXPIRED",
-                                  "extend invoked at " + std::to_string(inv) + ", " +
+                                  "extend sent at " + std::to_string(inv) + ", " +
                                       std::to_string(inv - cur.deadline) +
                                       " ns after the deadline, returned ok\n  " + describe(cur) +
                                       "\n  " + describe(e) + nemesis_around(h, cur.deadline, e.t)});
                 } else if (e.deadline) {
+                    if (*e.deadline > cur.deadline) ++cur.renewals;
                     cur.deadline = *e.deadline;
-                    cur.t_end = cur.deadline;
+                    settle(cur);
                 }
             }
             break;
@@ -160,6 +180,26 @@ derivation derive(const history& h) {
                 }
             }
             break;
+        case op_kind::lost: {
+            // The hold it names (token_h), even one already closed: the loss callback runs on
+            // the client's thread and may be logged after the holder's release invoke.
+            std::optional<std::size_t> idx;
+            if (e.token_h) {
+                if (auto b = d.by_token.find({e.w, *e.token_h}); b != d.by_token.end())
+                    idx = b->second;
+            } else if (auto o = open.find({e.w, e.lock}); o != open.end()) {
+                idx = o->second;
+            }
+            if (!idx) {
+                d.loss.push_back(
+                    violation{check::loss, "LOST_WITHOUT_HOLD",
+                              "a loss signal for no hold of this worker\n  " + describe(e)});
+            } else if (hold& x = d.holds[*idx]; !x.t_lost) {
+                x.t_lost = e.t;
+                settle(x);
+            }
+            break;
+        }
         case op_kind::use:
             break;
         }
@@ -221,6 +261,10 @@ void check_deadline(const history& h, const derivation& d, const checker_options
                             describe(e));
             }
         }
+        if (e.f == op_kind::acquire && !e.deadline)
+            add(r, "NO_DEADLINE",
+                "an acquisition reported ok without its deadline (a belief with no end)\n  " +
+                    describe(e));
         if (e.deadline && e.t >= *e.deadline)
             add(r, "EXPIRED_ON_ARRIVAL",
                 "t_ok " + std::to_string(e.t) + " >= deadline " + std::to_string(*e.deadline) +
@@ -360,6 +404,72 @@ void check_foreign_release(const history& h, const derivation& d, check_result& 
     }
 }
 
+/// LOSS: a hold the client renews (watchdog) is believed until its last proven deadline (the
+/// acquire's or the last renewal's); the loss must be signalled no later than that deadline plus
+/// the tolerance, and the holder must not act on the hold (use it, or release it) past that
+/// point without having been told.
+void check_loss(const history& h, const derivation& d, const checker_options& opts,
+                check_result& r) {
+    for (const auto& v : d.loss)
+        add(r, v.kind, v.witness);
+    std::map<std::size_t, std::int64_t> first_use_after; // hold -> first use past D + tolerance
+    for (const auto& e : h.events) {
+        if (e.f != op_kind::use || !e.token_h ||
+            (e.type != op_type::invoke && e.type != op_type::ok))
+            continue;
+        auto b = d.by_token.find({e.w, *e.token_h});
+        if (b == d.by_token.end()) continue;
+        const hold& x = d.holds[b->second];
+        if (!x.watchdog || x.deadline == never || e.t <= x.deadline + opts.loss_tolerance_ns)
+            continue;
+        first_use_after.emplace(b->second, e.t); // events are in t order: the first stays
+    }
+    std::set<std::size_t> released;
+    for (const auto& [rop, idx] : d.release_hold)
+        released.insert(idx);
+    std::int64_t watched = 0, renewals = 0, lost = 0,
+                 latest = std::numeric_limits<std::int64_t>::min();
+    for (std::size_t i = 0; i < d.holds.size(); ++i) {
+        const hold& x = d.holds[i];
+        if (!x.watchdog) continue;
+        ++watched;
+        renewals += x.renewals;
+        if (x.deadline == never) {
+            add(r, "NO_DEADLINE",
+                "a watchdog hold whose acquisition proved no deadline: its belief has no end\n  " +
+                    describe(x));
+            continue;
+        }
+        const std::int64_t bound = x.deadline + opts.loss_tolerance_ns;
+        if (x.t_lost) {
+            ++lost;
+            latest = std::max(latest, *x.t_lost - x.deadline);
+            if (*x.t_lost > bound)
+                add(r, "LOST_LATE",
+                    "loss signalled " + std::to_string(*x.t_lost - x.deadline) +
+                        " ns after the last proven deadline (tolerance " +
+                        std::to_string(opts.loss_tolerance_ns) + " ns)\n  " + describe(x) +
+                        nemesis_around(h, x.deadline, *x.t_lost));
+            continue;
+        }
+        std::optional<std::int64_t> act;
+        if (auto u = first_use_after.find(i); u != first_use_after.end()) act = u->second;
+        if (released.count(i) && x.t_close && *x.t_close > bound)
+            act = std::min(act.value_or(never), *x.t_close);
+        if (act)
+            add(r, "LOSS_UNSIGNALLED",
+                "the holder acted on the hold " + std::to_string(*act - x.deadline) +
+                    " ns after its last proven deadline without a loss signal (tolerance " +
+                    std::to_string(opts.loss_tolerance_ns) + " ns)\n  " + describe(x) +
+                    nemesis_around(h, x.deadline, *act));
+    }
+    std::string note = "watchdog holds " + std::to_string(watched) + ", renewals seen " +
+                       std::to_string(renewals) + ", lost " + std::to_string(lost);
+    if (lost > 0)
+        note += ", latest loss signal " + std::to_string(latest) + " ns after the deadline";
+    r.notes.push_back(note);
+}
+
 void check_liveness(const history& h, const std::vector<hold>& holds, const checker_options& opts,
                     check_result& r) {
     std::int64_t t_max = 0;
@@ -450,6 +560,8 @@ const char* to_string(check c) noexcept {
         return "ORPHANS";
     case check::liveness:
         return "LIVENESS";
+    case check::loss:
+        return "LOSS";
     }
     return "?";
 }
@@ -499,6 +611,7 @@ report run_checks(const history& h, const std::vector<std::string>& leftover_key
     check_foreign_release(h, d, at(check::foreign_release));
     at(check::orphans) = check_orphans(leftover_keys);
     check_liveness(h, d.holds, opts, at(check::liveness));
+    check_loss(h, d, opts, at(check::loss));
     std::int64_t ok = 0, fail = 0, info = 0;
     for (const auto& e : h.events)
         if (e.f == op_kind::acquire) {

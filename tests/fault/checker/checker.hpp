@@ -13,7 +13,8 @@
 
 namespace dlock::fault {
 
-/// A derived hold (§8.2): from `acquire ok` to min(final deadline, release invoke, crash).
+/// A derived hold (§8.2): from `acquire ok` to min(final deadline, release invoke, crash, loss
+/// signal).
 struct hold {
     std::int64_t w = 0;
     std::int64_t op = 0;
@@ -24,6 +25,10 @@ struct hold {
     std::int64_t t_ok = 0;
     std::int64_t deadline = 0; // final, after extends; INT64_MAX when the event had none
     std::int64_t t_end = 0;
+    bool watchdog = false;               // renewed by the client (acquire ok "watchdog":true)
+    std::optional<std::int64_t> t_lost;  // the holder's first loss signal (f "lost")
+    std::optional<std::int64_t> t_close; // release invoke, crash or the next acquisition
+    std::int64_t renewals = 0;           // extend ok events that moved the deadline
     std::string source;
 };
 
@@ -37,8 +42,9 @@ enum class check {
     foreign_release,
     orphans,
     liveness,
+    loss,
 };
-inline constexpr int check_count = 9;
+inline constexpr int check_count = 10;
 
 const char* to_string(check c) noexcept;
 std::optional<check> check_from_string(std::string_view name);
@@ -61,6 +67,10 @@ struct checker_options {
     std::optional<std::int64_t> max_liveness_gap_ns;
     /// Tolerance of the deadline arithmetic (rounding).
     std::int64_t deadline_tolerance_ns = 1000;
+    /// LOSS: how late after a hold's last proven deadline its loss signal may come (the
+    /// client's deadline timer firing on a loaded machine), and how long after it the holder
+    /// may still act (release invoke) without one.
+    std::int64_t loss_tolerance_ns = 100'000'000;
 };
 
 /// dlock's clock-drift allowance: lease * 1% + 2 ms, in ns.

@@ -34,6 +34,7 @@ std::string serialize(const op_event& e) {
     if (e.t_start) w.field("t_start", *e.t_start);
     if (e.t_first_fwd) w.field("t_first_fwd", *e.t_first_fwd);
     if (e.deleted) w.field("deleted", *e.deleted);
+    if (e.watchdog) w.field("watchdog", true);
     return w.line();
 }
 
@@ -87,6 +88,51 @@ public:
         ev(w, op, op_kind::use, op_type::ok, t_ok);
         return *this;
     }
+    /// Events and resource entries from here on are on lock `name` (default "L").
+    builder& on(std::string name) {
+        lock_ = std::move(name);
+        return *this;
+    }
+    /// An acquisition without a fixed lease: the client renews it (the worker's --watchdog).
+    builder& acquire_wd(std::int64_t w, std::int64_t op, std::int64_t t_inv, std::int64_t t_ok) {
+        acquire(w, op, t_inv, t_ok);
+        last().watchdog = true;
+        return *this;
+    }
+    /// A watchdog renewal the holder of (w, hold_op) observed at `t_seen`: an extend ok without
+    /// an invoke, its validity counted from `t_sent`.
+    builder& renewal(std::int64_t w, std::int64_t op, std::int64_t hold_op, std::int64_t t_sent,
+                     std::int64_t t_seen, std::int64_t ttl_ms = 1000) {
+        op_event& e = ev(w, op, op_kind::extend, op_type::ok, t_seen);
+        e.token_h = token(w, hold_op);
+        e.ttl_ms = ttl_ms;
+        e.t_start = t_sent;
+        e.deadline = deadline_for(t_sent, ttl_ms);
+        return *this;
+    }
+    /// The loss signal of the hold acquired by (w, hold_op).
+    builder& lost(std::int64_t w, std::int64_t hold_op, std::int64_t t) {
+        ev(w, hold_op, op_kind::lost, op_type::info, t).token_h = token(w, hold_op);
+        return *this;
+    }
+    /// A use by the hold acquired by (w, hold_op) (its token in both events).
+    builder& use_of(std::int64_t w, std::int64_t op, std::int64_t hold_op, std::int64_t t_inv,
+                    std::int64_t t_ok) {
+        ev(w, op, op_kind::use, op_type::invoke, t_inv).token_h = token(w, hold_op);
+        ev(w, op, op_kind::use, op_type::ok, t_ok).token_h = token(w, hold_op);
+        return *this;
+    }
+    /// An extension that did not succeed (fail or info); `deadline` is what a buggy holder
+    /// might have believed it got.
+    builder& extend_not(std::int64_t w, std::int64_t op, std::int64_t t_inv, std::int64_t t_end,
+                        op_type type, std::int64_t deadline) {
+        ev(w, op, op_kind::extend, op_type::invoke, t_inv);
+        ev(w, op, op_kind::extend, type, t_end).deadline = deadline;
+        return *this;
+    }
+    static std::string token(std::int64_t w, std::int64_t op) {
+        return "tok" + std::to_string(w) + "_" + std::to_string(op);
+    }
     builder& crash(std::int64_t w, std::int64_t t) {
         ev(w, -1, op_kind::crash, op_type::info, t);
         return *this;
@@ -96,7 +142,7 @@ public:
                  std::optional<std::int64_t> after = std::nullopt) {
         resource_entry r;
         r.seq = static_cast<std::int64_t>(resource_.size()) + 1;
-        r.lock = "L";
+        r.lock = lock_;
         r.kind = std::move(kind);
         r.fence = fence;
         r.accepted = accepted;
@@ -129,13 +175,14 @@ private:
         op_event e;
         e.w = w;
         e.op = op;
-        e.lock = "L";
+        e.lock = lock_;
         e.f = f;
         e.type = type;
         e.t = t;
         events_.push_back(e);
         return events_.back();
     }
+    std::string lock_ = "L";
     std::vector<op_event> events_;
     std::vector<resource_entry> resource_;
 };
@@ -360,6 +407,202 @@ TEST(checker_must_fail, an_unavailability_gap_above_the_bound_is_caught_when_a_b
     auto r = run_checks(h, {}, o);
     EXPECT_EQ(violated_checks(r), std::vector<check>{check::liveness});
     EXPECT_NE(r[check::liveness].violations[0].witness.find("498000000 ns"), std::string::npos);
+}
+
+// ---- the audit's missing plants (fault-suite review §1) ----
+
+TEST(checker_must_fail, a_stale_open_accepted_by_the_resource_is_caught) {
+    builder b;
+    b.res("open", 2, true).res("open", 1, true); // fence 1 opened after fence 2 was seen
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::resource});
+    EXPECT_TRUE(has_kind(r, check::resource, "STALE_OPEN_ACCEPTED"));
+}
+
+TEST(checker_must_pass, two_lock_names_are_kept_apart) {
+    // The same windows and fences on two names: no overlap, no stale fence, no lost update.
+    builder b;
+    b.on("A").acquire(1, 1, 0, 1 * ms, 5).res("open", 5, true).res("write", 5, true, 0, 1);
+    b.on("B").acquire(2, 1, 2 * ms, 3 * ms, 1).res("open", 1, true).res("write", 1, true, 0, 1);
+    b.on("A").release(1, 2, 50 * ms, 51 * ms);
+    b.on("B").release(2, 2, 60 * ms, 61 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
+}
+
+TEST(checker_must_fail, the_same_windows_on_one_lock_name_overlap) {
+    builder b;
+    b.on("A").acquire(1, 1, 0, 1 * ms, 5).acquire(2, 1, 2 * ms, 3 * ms, 6);
+    b.release(1, 2, 50 * ms, 51 * ms).release(2, 2, 60 * ms, 61 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::mutex});
+    EXPECT_NE(r[check::mutex].violations[0].witness.find("lock A"), std::string::npos);
+}
+
+TEST(checker_must_fail, a_use_with_another_holds_token_is_outside_the_hold) {
+    // w1 holds (token tok1_1) and uses it with the token of an older hold of its own.
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms).use_of(1, 2, 1, 2 * ms, 3 * ms).release(1, 3, 4 * ms, 5 * ms);
+    b.acquire(1, 4, 6 * ms, 7 * ms).use_of(1, 5, 1, 8 * ms, 9 * ms).release(1, 6, 10 * ms, 11 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::use_within_hold});
+    EXPECT_EQ(r[check::use_within_hold].violations.size(), 2u); // invoke and ok of op 5
+}
+
+TEST(checker_must_fail, a_failed_or_unknown_extend_does_not_move_the_deadline) {
+    for (op_type type : {op_type::fail, op_type::info}) {
+        SCOPED_TRACE(to_string(type));
+        // deadline 988 ms; the extend did not succeed, whatever deadline its event carries;
+        // w2 takes the lock after 988 ms: no overlap; w1's use at 990 ms is outside its hold.
+        builder b;
+        b.acquire(1, 1, 0, 1 * ms).extend_not(1, 2, 500 * ms, 501 * ms, type, 1500 * ms);
+        b.use(1, 3, 990 * ms, 991 * ms).release(1, 4, 992 * ms, 993 * ms, 0);
+        b.acquire(2, 1, 900 * ms, 989 * ms).release(2, 2, 1100 * ms, 1101 * ms);
+        auto r = run_checks(b.build());
+        EXPECT_EQ(r.holds[0].deadline, deadline_for(0, 1000));
+        EXPECT_EQ(violated_checks(r), std::vector<check>{check::use_within_hold})
+            << format_report(r);
+    }
+}
+
+TEST(checker_must_fail, an_acquisition_reported_without_its_deadline_is_caught) {
+    builder b;
+    b.acquire(1, 1, 0, 1 * ms).release(1, 2, 2 * ms, 3 * ms);
+    b.events()[1].deadline.reset();
+    b.events()[1].t_start.reset();
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::deadline});
+    EXPECT_TRUE(has_kind(r, check::deadline, "NO_DEADLINE"));
+}
+
+// ---- LOSS: watchdog leases and their loss signal ----
+
+TEST(checker_must_pass, a_renewed_hold_released_in_time_passes) {
+    // Renewals sent at 330 and 660 ms, seen at 340 and 700 ms: deadline 1648 ms; released at
+    // 1200 ms; w2 gets the lock at 1300 ms.
+    builder b;
+    b.acquire_wd(1, 1, 0, 1 * ms).use_of(1, 2, 1, 100 * ms, 300 * ms);
+    b.renewal(1, 3, 1, 330 * ms, 340 * ms).use_of(1, 4, 1, 400 * ms, 650 * ms);
+    b.renewal(1, 5, 1, 660 * ms, 700 * ms).use_of(1, 6, 1, 900 * ms, 1150 * ms);
+    b.release(1, 7, 1200 * ms, 1201 * ms);
+    b.acquire(2, 1, 500 * ms, 1300 * ms).release(2, 2, 1400 * ms, 1401 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
+    EXPECT_EQ(r.holds[0].renewals, 2);
+    EXPECT_EQ(r.holds[0].deadline, deadline_for(660 * ms, 1000));
+}
+
+TEST(checker_must_pass, a_loss_signalled_at_the_deadline_then_a_failed_release_passes) {
+    // Renewal at 330 ms (deadline 1318 ms), then the partition: lost at 1320 ms; the release
+    // after it says not_owner; w2 takes the lock after the server's key expired.
+    builder b;
+    b.acquire_wd(1, 1, 0, 1 * ms).renewal(1, 2, 1, 330 * ms, 350 * ms);
+    b.use_of(1, 3, 1, 400 * ms, 600 * ms).lost(1, 1, 1320 * ms);
+    b.release(1, 4, 1400 * ms, 1401 * ms, 0);
+    b.acquire(2, 1, 1000 * ms, 1340 * ms).release(2, 2, 1500 * ms, 1501 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
+    EXPECT_NE(r[check::loss].notes[0].find("lost 1"), std::string::npos) << r[check::loss].notes[0];
+}
+
+TEST(checker_must_pass, a_loss_signal_logged_after_the_release_invoke_still_counts) {
+    // The client's thread logs the loss 5 ms after the holder began its release.
+    builder b;
+    b.acquire_wd(1, 1, 0, 1 * ms).release(1, 2, 990 * ms, 995 * ms, 0).lost(1, 1, 995 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
+}
+
+TEST(checker_must_fail, a_loss_signalled_late_is_caught) {
+    builder b;
+    b.acquire_wd(1, 1, 0, 1 * ms).lost(1, 1, 1300 * ms); // deadline 988 ms: 312 ms late
+    b.release(1, 2, 1310 * ms, 1311 * ms, 0);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::loss}) << format_report(r);
+    EXPECT_TRUE(has_kind(r, check::loss, "LOST_LATE"));
+    checker_options o;
+    o.loss_tolerance_ns = 400 * ms; // the tolerance is what decides
+    EXPECT_FALSE(run_checks(b.build(), {}, o).violated(check::loss));
+}
+
+TEST(checker_must_fail, a_belief_used_after_its_last_deadline_without_a_loss_signal_is_caught) {
+    builder b;
+    b.acquire_wd(1, 1, 0, 1 * ms).renewal(1, 2, 1, 330 * ms, 340 * ms); // deadline 1318 ms
+    b.use_of(1, 3, 1, 1400 * ms, 1500 * ms).release(1, 4, 1510 * ms, 1511 * ms, 0);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), (std::vector<check>{check::use_within_hold, check::loss}))
+        << format_report(r);
+    EXPECT_TRUE(has_kind(r, check::loss, "LOSS_UNSIGNALLED"));
+}
+
+TEST(checker_must_fail, a_release_long_after_the_deadline_without_a_loss_signal_is_caught) {
+    builder b;
+    b.acquire_wd(1, 1, 0, 1 * ms).release(1, 2, 1500 * ms, 1501 * ms, 0);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::loss}) << format_report(r);
+    EXPECT_TRUE(has_kind(r, check::loss, "LOSS_UNSIGNALLED"));
+}
+
+TEST(checker_must_fail, a_belief_resting_on_an_extend_that_was_never_ok_is_caught) {
+    // The holder counted on an extension that timed out (info) and went on using the lock past
+    // its only proven deadline (988 ms), unsignalled; w2 got the lock in between.
+    builder b;
+    b.acquire_wd(1, 1, 0, 1 * ms).extend_not(1, 2, 300 * ms, 800 * ms, op_type::info, 1288 * ms);
+    b.use_of(1, 3, 1, 1000 * ms, 1200 * ms).release(1, 4, 1250 * ms, 1251 * ms, 0);
+    b.acquire(2, 1, 900 * ms, 1100 * ms).release(2, 2, 1300 * ms, 1301 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(r.holds[0].deadline, deadline_for(0, 1000));
+    EXPECT_EQ(violated_checks(r), (std::vector<check>{check::use_within_hold, check::loss}))
+        << format_report(r);
+    EXPECT_TRUE(has_kind(r, check::loss, "LOSS_UNSIGNALLED"));
+}
+
+TEST(checker_must_fail, a_renewal_sent_after_the_deadline_is_caught) {
+    // A renewal counted from 1000 ms, after the deadline of 988 ms: the belief had a gap.
+    builder b;
+    b.acquire_wd(1, 1, 0, 1 * ms).renewal(1, 2, 1, 1000 * ms, 1005 * ms);
+    b.release(1, 3, 1100 * ms, 1101 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_TRUE(has_kind(r, check::extend_expired, "EXTEND_EXPIRED")) << format_report(r);
+    EXPECT_TRUE(has_kind(r, check::loss, "LOSS_UNSIGNALLED")) << format_report(r);
+}
+
+TEST(checker_must_fail, a_use_after_the_loss_signal_is_outside_the_hold) {
+    // Told "not yours" at 500 ms (before its deadline); used the lock at 600 ms anyway.
+    builder b;
+    b.acquire_wd(1, 1, 0, 1 * ms).lost(1, 1, 500 * ms).use_of(1, 2, 1, 600 * ms, 700 * ms);
+    b.release(1, 3, 710 * ms, 711 * ms, 0);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::use_within_hold}) << format_report(r);
+    EXPECT_EQ(r.holds[0].t_end, 500 * ms);
+}
+
+TEST(checker_must_fail, a_second_holder_before_the_loss_signal_overlaps_and_after_it_does_not) {
+    for (std::int64_t t2 : {400 * ms, 600 * ms}) {
+        builder b;
+        b.acquire_wd(1, 1, 0, 1 * ms).lost(1, 1, 500 * ms).release(1, 2, 550 * ms, 551 * ms, 0);
+        b.acquire(2, 1, 300 * ms, t2).release(2, 2, 900 * ms, 901 * ms);
+        auto r = run_checks(b.build());
+        EXPECT_EQ(r.violated(check::mutex), t2 < 500 * ms) << format_report(r);
+    }
+}
+
+TEST(checker_must_fail, a_loss_signal_for_no_hold_is_caught) {
+    builder b;
+    b.acquire_wd(1, 1, 0, 1 * ms).release(1, 2, 100 * ms, 101 * ms).lost(1, 9, 200 * ms);
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), std::vector<check>{check::loss}) << format_report(r);
+    EXPECT_TRUE(has_kind(r, check::loss, "LOST_WITHOUT_HOLD"));
+}
+
+TEST(checker_must_fail, a_watchdog_hold_without_a_deadline_is_caught_by_loss_too) {
+    builder b;
+    b.acquire_wd(1, 1, 0, 1 * ms).release(1, 2, 100 * ms, 101 * ms);
+    b.events()[1].deadline.reset();
+    b.events()[1].t_start.reset();
+    auto r = run_checks(b.build());
+    EXPECT_EQ(violated_checks(r), (std::vector<check>{check::deadline, check::loss}));
+    EXPECT_TRUE(has_kind(r, check::loss, "NO_DEADLINE"));
 }
 
 // ---- must pass ----
@@ -618,6 +861,113 @@ TEST(checker_property, the_same_schedules_with_one_stale_write_fail_resource) {
         auto r = run_checks(s.b.build());
         EXPECT_EQ(violated_checks(r), std::vector<check>{check::resource}) << format_report(r);
         EXPECT_TRUE(has_kind(r, check::resource, "STALE_ACCEPTED"));
+    }
+}
+
+/// A sequential lock held with watchdog leases: renewals every TTL/3 (each seen by its holder a
+/// little later), uses between them; a hold ends by release before its deadline or by a loss
+/// (the renewals stop): signalled within 5 ms of the last renewed deadline, the holder releases
+/// 120-200 ms after (not_owner), and the next holder gets the lock after the server's expiry.
+/// The first hold always ends by a loss. `lost_holds` lists (worker, acquire op) of the losses.
+struct wd_schedule {
+    builder b;
+    std::vector<std::pair<std::int64_t, std::int64_t>> lost_holds;
+};
+
+wd_schedule generate_watchdog(std::uint64_t seed, int holds) {
+    std::mt19937_64 rng(seed);
+    auto uni = [&](std::int64_t lo, std::int64_t hi) {
+        return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+    };
+    wd_schedule s;
+    const std::int64_t workers = 4;
+    std::vector<std::int64_t> next_op(workers + 1, 1);
+    auto op = [&](std::int64_t w) { return next_op[static_cast<std::size_t>(w)]++; };
+    // A worker is sequential: it tries again only after its last release returned.
+    std::vector<std::int64_t> busy(workers + 1, 0);
+    builder& b = s.b;
+    std::int64_t w = 1, t_inv = 1 * ms, free_at = 0;
+    const std::int64_t ttls[] = {300, 1000};
+    for (int i = 0; i < holds; ++i) {
+        t_inv = std::max(t_inv, busy[static_cast<std::size_t>(w)] + 1000);
+        const std::int64_t ttl = ttls[uni(0, 1)];
+        const std::int64_t period = ttl * ms / 3;
+        std::int64_t t_start = std::max(t_inv, free_at) + uni(0, 50'000);
+        std::int64_t t_ok = t_start + uni(100'000, 2 * ms);
+        const std::int64_t hop = op(w);
+        b.acquire_wd(w, hop, t_inv, t_ok);
+        b.last().t_start = t_start;
+        b.last().ttl_ms = ttl;
+        b.last().deadline = deadline_for(t_start, ttl);
+        std::int64_t deadline = deadline_for(t_start, ttl);
+        std::int64_t seen = t_ok;
+        const std::int64_t renewals = uni(0, 3);
+        for (std::int64_t k = 1; k <= renewals; ++k) {
+            std::int64_t u0 = seen + uni(100'000, period / 4);
+            b.use_of(w, op(w), hop, u0, u0 + uni(100'000, period / 4));
+            std::int64_t sent = t_start + k * period;
+            seen = sent + uni(10'000, period / 10);
+            b.renewal(w, op(w), hop, sent, seen, ttl);
+            deadline = deadline_for(sent, ttl);
+        }
+        std::int64_t u0 = seen + uni(100'000, period / 4);
+        std::int64_t u1 = u0 + uni(100'000, period / 4);
+        b.use_of(w, op(w), hop, u0, u1);
+        std::int64_t next_w = 1 + uni(0, workers - 1);
+        if (i == 0 || uni(0, 3) == 0) { // the renewals stop: a loss at the deadline
+            std::int64_t lost = deadline + uni(0, 5 * ms);
+            b.lost(w, hop, lost);
+            std::int64_t rel = lost + uni(120 * ms, 200 * ms);
+            b.release(w, op(w), rel, rel + 100'000, 0);
+            busy[static_cast<std::size_t>(w)] = rel + 100'000;
+            s.lost_holds.emplace_back(w, hop);
+            free_at = deadline + drift_ns(ttl) + uni(1, 2 * ms);
+            t_inv = free_at - uni(0, 20 * ms);
+            if (next_w == w) next_w = w % workers + 1;
+        } else {
+            std::int64_t end = u1 + uni(100'000, 5 * ms);
+            b.release(w, op(w), end, end + 50'000);
+            busy[static_cast<std::size_t>(w)] = end + 50'000;
+            free_at = end;
+            t_inv = end - uni(0, 2 * ms);
+        }
+        w = next_w;
+    }
+    return s;
+}
+
+TEST(checker_property, random_valid_watchdog_schedules_pass) {
+    for (auto seed : seeds) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        auto s = generate_watchdog(seed, 200);
+        auto r = run_checks(s.b.build());
+        EXPECT_TRUE(violated_checks(r).empty()) << format_report(r);
+        EXPECT_EQ(r.holds.size(), 200u);
+    }
+}
+
+TEST(checker_property, the_same_watchdog_schedules_with_one_late_or_missing_loss_fail_loss) {
+    for (auto seed : seeds) {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        for (bool remove : {false, true}) {
+            auto s = generate_watchdog(seed, 200);
+            std::mt19937_64 rng(seed * 7 + 4);
+            auto [lw, lop] = s.lost_holds[std::uniform_int_distribution<std::size_t>(
+                0, s.lost_holds.size() - 1)(rng)];
+            auto& evs = s.b.events();
+            auto it = std::find_if(evs.begin(), evs.end(), [&](const op_event& e) {
+                return e.f == op_kind::lost && e.w == lw && e.op == lop;
+            });
+            ASSERT_NE(it, evs.end());
+            if (remove)
+                evs.erase(it); // the holder released 120-200 ms past its deadline, untold
+            else
+                it->t += 150 * ms; // signalled 150-155 ms after the deadline
+            auto r = run_checks(s.b.build());
+            EXPECT_EQ(violated_checks(r), std::vector<check>{check::loss}) << format_report(r);
+            EXPECT_TRUE(has_kind(r, check::loss, remove ? "LOSS_UNSIGNALLED" : "LOST_LATE"));
+            EXPECT_EQ(r[check::loss].violations.size(), 1u);
+        }
     }
 }
 

@@ -272,6 +272,8 @@ const char* to_string(op_kind k) noexcept {
         return "release";
     case op_kind::crash:
         return "crash";
+    case op_kind::lost:
+        return "lost";
     }
     return "?";
 }
@@ -364,6 +366,8 @@ std::optional<std::string> to_event(const json_object& o, const std::string& src
         e.f = op_kind::release;
     else if (f == "crash")
         e.f = op_kind::crash;
+    else if (f == "lost")
+        e.f = op_kind::lost;
     else
         return "unknown operation f=\"" + f + "\"";
     if (type == "invoke")
@@ -396,6 +400,11 @@ std::optional<std::string> to_event(const json_object& o, const std::string& src
     DLOCK_TRY(opt_int("t_start", e.t_start));
     DLOCK_TRY(opt_int("t_first_fwd", e.t_first_fwd));
     DLOCK_TRY(opt_int("deleted", e.deleted));
+    if (has(o, "watchdog")) {
+        auto* b = get<bool>(o, "watchdog");
+        if (!b) return std::string("field \"watchdog\" must be a bool");
+        e.watchdog = *b;
+    }
 #undef DLOCK_TRY
     h.events.push_back(std::move(e));
     return std::nullopt;

@@ -37,15 +37,18 @@ private:
     std::string buf_;
 };
 
-enum class op_kind { acquire, extend, use, release, crash };
+enum class op_kind { acquire, extend, use, release, crash, lost };
 enum class op_type { invoke, ok, fail, info };
 
 const char* to_string(op_kind k) noexcept;
 const char* to_string(op_type t) noexcept;
 
 /// One worker event. Times are CLOCK_MONOTONIC ns. `crash` is the orchestrator's synthetic end
-/// event of a crashed worker. `t_start` is the library's internal start stamp, `t_first_fwd` the
-/// proxy's first forward of this operation's first request (joined in by the orchestrator).
+/// event of a crashed worker; `lost` is a holder's loss signal (lease::on_lost), naming the hold
+/// by its `token_h`; `watchdog` marks an acquire ok whose lease the client renews itself (then
+/// an extend ok without an invoke is a renewal the holder observed, `t_start` its send). `t_start`
+/// is the library's internal start stamp, `t_first_fwd` the proxy's first forward of this
+/// operation's first request (joined in by the orchestrator).
 struct op_event {
     std::int64_t w = 0;
     std::int64_t op = 0;
@@ -60,6 +63,7 @@ struct op_event {
     std::optional<std::int64_t> t_start;
     std::optional<std::int64_t> t_first_fwd;
     std::optional<std::int64_t> deleted;
+    bool watchdog = false;
     std::string source; // "file:line"
 };
 

@@ -4,6 +4,11 @@
 //   acquire invoke/ok/fail/info (ok: token_h, fence, deadline = valid_until, ttl_ms, t_start)
 //   use     invoke/ok/fail/info (the read-modify-write; ok = the write was accepted)
 //   release invoke/ok/fail/info
+//   with --watchdog (no fixed lease: the client renews the lease itself): acquire ok carries
+//   "watchdog":true; extend ok without an invoke is a renewal the holder observed (the public API
+//   has no renewal hook: the holder reads valid_until() before each use, before each write and
+//   before its release, and logs it when it moved, with t_start derived as for acquire); lost
+//   info is the loss signal (lease::on_lost, on the client's thread), naming the hold by token_h
 // Modes: S (single master, simple lock), F (single master, reentrant lock with its fencing token,
 // resource written through dlock::redis::fenced_set), R (a Redlock dlock::client over the
 // --masters). Resources: none; counter (GET, sleep, SET on a Redis "resource" server); fenced (open
@@ -89,6 +94,9 @@ struct config {
     std::int64_t write_margin_ms = 50;
     bool careless = false;
     bool storm = false;
+    /// Hold without a fixed lease (the client's watchdog renews it) for --uses uses in a row.
+    bool watchdog = false;
+    std::int64_t uses = 1;
     std::string log;
 };
 
@@ -237,7 +245,7 @@ private:
 
     void one_round(clock_type::time_point end) {
         std::int64_t op = ++op_;
-        dlock::acquire_options ao = acquire_opts(end, true);
+        dlock::acquire_options ao = acquire_opts(end, !c_.watchdog);
         {
             auto w = ev(op, "acquire", "invoke");
             put(w, now_ns());
@@ -245,8 +253,9 @@ private:
         std::error_code ec;
         dlock::lease l = lock_.acquire(c_.lock, ao, ec);
         std::int64_t t_done = now_ns();
-        if (!log_acquired(op, l, ec, t_done)) return;
+        if (!log_acquired(op, l, ec, t_done, c_.watchdog)) return;
         std::string token_h = std::to_string(c_.id) + "-" + std::to_string(op);
+        if (c_.watchdog) watch(l, op, token_h);
         std::optional<std::int64_t> fence;
         if (auto t = l.token()) fence = static_cast<std::int64_t>(*t);
         pid_t child = 0;
@@ -254,12 +263,26 @@ private:
         if (c_.fork_pct > 0 && pct(rng_) < c_.fork_pct) child = fork_contender();
         // A careful holder looks at its lease before it starts (an acquisition can return
         // after its validity, F03/F04); only the write of a --careless one is unchecked.
-        if (clock_type::now() < l.valid_until()) use(++op_, l, token_h, fence);
-        if (pct(rng_) < c_.expire_pct) {
-            // Let it expire: keep the handle (no release) until its validity has passed.
-            std::this_thread::sleep_until(l.valid_until() + 1ms);
-        } else {
+        if (c_.watchdog) {
+            // Renewed by the client: a careful holder looks at its lease before each use and
+            // stops at the loss signal (or a deadline that passed without a renewal).
+            for (std::int64_t k = 0; k < c_.uses; ++k) {
+                observe(l, token_h);
+                if (l.lost() || clock_type::now() >= l.valid_until()) break;
+                use(++op_, l, token_h, fence);
+            }
+            observe(l, token_h);
             release(l);
+        } else if (clock_type::now() < l.valid_until()) {
+            use(++op_, l, token_h, fence);
+        }
+        if (!c_.watchdog) {
+            if (pct(rng_) < c_.expire_pct) {
+                // Let it expire: keep the handle (no release) until its validity has passed.
+                std::this_thread::sleep_until(l.valid_until() + 1ms);
+            } else {
+                release(l);
+            }
         }
         if (child > 0) reap(child);
         think();
@@ -303,7 +326,7 @@ private:
     /// Logs the outcome of acquisition `op` (ok with its deadline and fence, fail when
     /// definitely not acquired, info when unknown); true when `l` holds.
     bool log_acquired(std::int64_t op, const dlock::lease& l, const std::error_code& ec,
-                      std::int64_t t_done) {
+                      std::int64_t t_done, bool watchdog = false) {
         if (!l) {
             bool definite = !ec || ec == dlock::errc::unavailable ||
                             ec == dlock::errc::out_of_memory || ec == dlock::errc::server_busy;
@@ -323,8 +346,42 @@ private:
         w.field("deadline", deadline)
             .field("ttl_ms", c_.ttl_ms)
             .field("t_start", deadline - c_.ttl_ms * 1'000'000 + dlock::fault::drift_ns(c_.ttl_ms));
+        if (watchdog) w.field("watchdog", true);
         put(w, t_done);
+        seen_deadline_ = deadline;
         return true;
+    }
+
+    /// --watchdog: logs the loss signal of the hold acquired by `op` when it comes. The
+    /// callback runs on the client's I/O thread (or here, if lost already): one write(2), no
+    /// blocking, nothing of the worker's thread state but the log and the constant config.
+    void watch(dlock::lease& l, std::int64_t op, const std::string& token_h) {
+        l.on_lost([this, op, token_h] {
+            std::int64_t t = now_ns();
+            auto w = ev(op, "lost", "info");
+            w.field("token_h", token_h);
+            put(w, t);
+        });
+    }
+
+    /// --watchdog: a renewal the holder can see. The public API has no renewal hook, so the
+    /// holder reads valid_until() where it uses the lease (before each use and write, before
+    /// its release) and logs a deadline that moved as an extend ok without an invoke; its
+    /// validity was measured from before the renewal was sent, so t_start is derived from it
+    /// as for an acquisition. The event's t is when the holder saw it, not when it happened.
+    void observe(const dlock::lease& l, const std::string& token_h) {
+        if (!c_.watchdog) return;
+        std::int64_t d = ns_of(l.valid_until());
+        std::int64_t t = now_ns();
+        if (d <= seen_deadline_) return; // not renewed since (or lost: valid_until is 0)
+        seen_deadline_ = d;
+        auto w = ev(++op_, "extend", "ok");
+        w.field("token_h", token_h)
+            .field("deadline", d)
+            .field("ttl_ms", c_.ttl_ms)
+            .field("t_start", d - c_.ttl_ms * 1'000'000 + dlock::fault::drift_ns(c_.ttl_ms))
+            .field("observed", true);
+        put(w, t);
     }
 
     /// F36: fork() while holding. The child (worker id + 100, same log: one write(2) per line
@@ -488,6 +545,7 @@ private:
             put(w, t);
         };
         auto too_late = [&] {
+            observe(l, token_h);
             return !c_.careless && clock_type::now() + ms(c_.write_margin_ms) >= l.valid_until();
         };
         if (c_.resource == "none") {
@@ -577,6 +635,7 @@ private:
     std::mt19937_64 rng_;
     resource_keys keys_;
     std::int64_t op_ = 0;
+    std::int64_t seen_deadline_ = 0; ///< --watchdog: the last deadline logged for the hold
     locker lock_;
     std::unique_ptr<dlock::client> res_client_;
 };
@@ -589,7 +648,8 @@ int usage(const std::string& why) {
                  "  [--command-timeout-ms N] [--node-timeout-ms N] [--hold-ms N] [--ops N]\n"
                  "  [--duration-ms N] [--seed N] [--expire-pct N] [--think-ms N] [--careless]\n"
                  "  [--write-margin-ms N]\n"
-                 "  [--extend-ms N] [--fork-pct N] [--storm] [--linger-ms N]\n";
+                 "  [--extend-ms N] [--fork-pct N] [--storm] [--linger-ms N]\n"
+                 "  [--watchdog [--uses N]]\n";
     return 64;
 }
 
@@ -617,6 +677,7 @@ constexpr number_option number_options[] = {
     {"--extend-ms", &config::extend_ms, 0, any},
     {"--fork-pct", &config::fork_pct, 0, 100},
     {"--linger-ms", &config::linger_ms, 0, any},
+    {"--uses", &config::uses, 1, any},
 };
 constexpr std::pair<const char*, std::string config::*> string_options[] = {
     {"--mode", &config::mode},
@@ -635,8 +696,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
-        if (a == "--careless" || a == "--storm") {
-            (a == "--careless" ? c.careless : c.storm) = true;
+        if (a == "--careless" || a == "--storm" || a == "--watchdog") {
+            (a == "--careless" ? c.careless : a == "--storm" ? c.storm : c.watchdog) = true;
             continue;
         }
         if (i + 1 >= args.size()) return usage("option " + a + " needs a value");
