@@ -1,0 +1,735 @@
+"""faultrun's ZooKeeper and PostgreSQL scenarios (issue 24, item 1): the servers, their setup
+and the scenarios Z.. (ZooKeeper) and P.. (PostgreSQL), registered in faultrun's SCENARIOS
+through its `scenario` decorator by register(faultrun) (faultrun runs as __main__, so this
+module does not import it).
+
+The workload is faultrun's: 3 dlock_fault_workers in mode S on a zk:// or postgresql:// URL
+(`--kind` picks the lock kind), doing a read-modify-write of the append-only file resource
+(`--resource file`, judged by RESOURCE like the Redis counter) under the lock; dlock_check
+judges the merged histories. Modes:
+  ZK  = one ZooKeeper server (standalone), InterProcessMutex (`lock`, the default kind), the
+        token the node's czxid. No fixed lease: the session (2 s here) is the lease, so
+        --ttl-ms is the session timeout and a holder's belief is the valid_until() it was
+        granted (send time of the last answered request + session timeout - drift).
+        Every worker reaches the server through its own fault-proxy route (the proxy passes
+        ZooKeeper's bytes through untouched; they are not RESP), so one worker can be cut.
+  ZKE = a 3-server ensemble (Z06), every server behind one route per worker.
+  PGA = PostgreSQL advisory lock (`simple`: pg_advisory_lock on a session of its own, the
+        token from the sequence dlock_fence), fixed lease = dlock_check = 1 s, so the granted
+        valid_until is the reply time + 1 s.
+  PGL = PostgreSQL lease row (`lease`: dlock's dlock_lease table, database-clock expiry,
+        token from dlock_fence), fixed lease 1 s.
+PostgreSQL connections are direct (the server's TCP keepalive must see a cut-off client
+itself: a proxy in between would keep the server's side of the connection alive).
+Every scenario here runs in the extended tier only (ctest label `extended`).
+
+Everything is bounded: every wait has a deadline; servers are stopped by Run.close.
+"""
+
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+F = None  # the faultrun module, set by register()
+_PENDING = []  # (sid, kwargs, body) until register()
+
+ZK_SESSION_MS = 2000
+PG_TTL_MS = 1000
+# dlock_keepalive idle:interval:count:user_timeout. The server frees a vanished client's
+# session (and its advisory locks) within keepalive::server_bound() = 3 s; the holder's
+# belief ends at most dlock_check (1 s) after its last proven check.
+PG_KEEPALIVE = "1:1:2:3000"
+PG_SERVER_BOUND_MS = 3000
+
+MODES = ["ZK", "ZKE", "PGA", "PGL"]
+PG_KIND = {"PGA": "simple", "PGL": "lease"}
+
+
+def scenario(sid, title, checks, modes, **kw):
+    def deco(fn):
+        _PENDING.append((sid, dict(kw, title=title, checks=checks, modes=modes), fn))
+        return fn
+    return deco
+
+
+def register(fr):
+    """Registers the scenarios with faultrun's decorator: every mode extended."""
+    global F
+    F = fr
+    for sid, kw, fn in _PENDING:
+        modes = kw.pop("modes")
+        fr.scenario(sid, kw.pop("title"), kw.pop("checks"), "", ext=list(modes), **kw)(fn)
+
+
+def skip(why):
+    raise F.Skipped(why)
+
+
+# ---------------------------------------------------------------------------------------------
+# ZooKeeper (as tests/support/zk_fixture.cpp: Debian's jars run by java, tickTime 200 ms so that
+# sessions of 0.4-4 s are allowed; ruok/srvr for readiness)
+
+
+def zk_java():
+    j = os.environ.get("DLOCK_TEST_JAVA")
+    if j:
+        return j
+    for c in ("/usr/bin/java", "/usr/lib/jvm/default-java/bin/java"):
+        if os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def zk_jar():
+    return os.environ.get("DLOCK_TEST_ZOOKEEPER_JAR") or "/usr/share/java/zookeeper.jar"
+
+
+def four_letter(port, word, timeout=1.0):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(word.encode())
+            out = b""
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                out += chunk
+            return out.decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class ZooKeeper:
+    """One ZooKeeper server (standalone, or member `myid` of an ensemble) on a free port."""
+
+    def __init__(self, run, name, tick_ms=200, myid=0, port=None, quorum=None):
+        if not zk_java() or not os.access(zk_jar(), os.R_OK):
+            skip("needs java and %s (Debian zookeeper)" % zk_jar())
+        self.run, self.name, self.myid = run, name, myid
+        self.port = port or F.free_port()
+        self.dir = os.path.join(run.out, name)
+        os.makedirs(os.path.join(self.dir, "data"), exist_ok=True)
+        lines = ["tickTime=%d" % tick_ms, "dataDir=%s" % os.path.join(self.dir, "data"),
+                 "clientPortAddress=127.0.0.1", "clientPort=%d" % self.port,
+                 "admin.enableServer=false", "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons",
+                 "maxClientCnxns=0"]
+        if quorum:
+            lines += ["initLimit=20", "syncLimit=10"] + quorum
+            with open(os.path.join(self.dir, "data", "myid"), "w") as f:
+                f.write("%d\n" % myid)
+        with open(os.path.join(self.dir, "zoo.cfg"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        self.proc = None
+
+    def spawn(self):
+        cp = zk_jar()
+        if os.access("/usr/share/java/slf4j-simple.jar", os.R_OK):
+            cp += ":/usr/share/java/slf4j-simple.jar"
+        main = ("org.apache.zookeeper.server.quorum.QuorumPeerMain" if self.myid
+                else "org.apache.zookeeper.server.ZooKeeperServerMain")
+        with open(os.path.join(self.dir, "server.log"), "a") as log:
+            self.proc = subprocess.Popen(
+                [zk_java(), "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                 "-Dznode.container.checkIntervalMs=1000", "-Dzookeeper.admin.enableServer=false",
+                 "-cp", cp, main, os.path.join(self.dir, "zoo.cfg")],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start(self, budget=30.0):
+        self.spawn()
+        self.wait_ready(budget)
+
+    def mode(self):
+        """"leader", "follower", "standalone" or "" (not serving)."""
+        for line in four_letter(self.port, "srvr").splitlines():
+            if line.startswith("Mode: "):
+                return line[6:].strip()
+        return ""
+
+    def wait_ready(self, budget=30.0, quorum=False):
+        end = time.monotonic() + budget
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise F.HarnessError("%s exited at start; see %s/server.log" % (self.name,
+                                                                                 self.dir))
+            if (self.mode() in ("leader", "follower") if quorum
+                    else four_letter(self.port, "ruok", 0.5) == "imok"):
+                return
+            time.sleep(0.05)
+        raise F.HarnessError("%s not ready within %.0f s" % (self.name, budget))
+
+    def pid(self):
+        return self.proc.pid
+
+    def signal(self, sig):
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+
+    def kill9(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except OSError:
+                pass
+            self.proc.kill()  # nothing to flush: the run's data dies with it
+            self.proc.wait(timeout=10)
+
+
+def zk_ensemble(run):
+    """3 servers (QuorumPeerMain), started together; ready when every one serves as leader
+    or follower."""
+    ports = [(F.free_port(), F.free_port(), F.free_port()) for _ in range(3)]
+    quorum = ["server.%d=127.0.0.1:%d:%d" % (i + 1, p[1], p[2]) for i, p in enumerate(ports)]
+    servers = [ZooKeeper(run, "zk%d" % i, myid=i + 1, port=ports[i][0], quorum=quorum)
+               for i in range(3)]
+    run.extra_servers += servers
+    for s in servers:
+        s.spawn()
+    for s in servers:
+        s.wait_ready(60, quorum=True)
+    return servers
+
+
+def zk_setup(run, ensemble=False, session_ms=ZK_SESSION_MS, **kw):
+    """ZooKeeper server(s), one proxy route per (worker, server), workers on a zk:// URL of
+    their routes with the session timeout as their TTL."""
+    if ensemble:
+        servers = zk_ensemble(run)
+    else:
+        servers = [ZooKeeper(run, "zk0")]
+        run.extra_servers += servers
+        servers[0].start()
+    workers = kw.pop("workers", 3)
+    routes = {"w%d-l%d" % (w, i): s.port for w in range(1, workers + 1)
+              for i, s in enumerate(servers)}
+    run.proxy = F.Proxy(run, routes)
+    urls = {w: "zk://%s?session_timeout=%d&connect_timeout=1000" % (",".join(
+        "127.0.0.1:%d" % run.proxy.ports["w%d-l%d" % (w, i)] for i in range(len(servers))),
+        session_ms) for w in range(1, workers + 1)}
+    kw.setdefault("hold_ms", 300)
+    kw.setdefault("duration_ms", 8000)
+    run.setup(workers=workers, ttl_ms=session_ms, resource="file", lock_url=urls,
+              worker_extra={w: ["--kind", "lock"] for w in range(1, workers + 1)}, **kw)
+    return servers
+
+
+# ---------------------------------------------------------------------------------------------
+# PostgreSQL (as tests/support/pg_fixture.cpp: initdb + the postmaster as a child, as the
+# `postgres` user when root; no durability; a socket in its own directory for psql)
+
+
+def pg_bin(name):
+    d = os.environ.get("DLOCK_TEST_PG_BIN") or "/usr/lib/postgresql/15/bin"
+    p = os.path.join(d, name)
+    return p if os.access(p, os.X_OK) else shutil.which(name)
+
+
+class Postgres:
+    def __init__(self, run, name, listen="127.0.0.1"):
+        for b in ("initdb", "postgres", "psql"):
+            if not pg_bin(b):
+                skip("needs PostgreSQL's %s" % b)
+        self.run, self.name, self.listen = run, name, listen
+        self.ids = None
+        if os.geteuid() == 0:
+            try:
+                pw = pwd.getpwnam("postgres")
+            except KeyError:
+                skip("running as root and there is no `postgres` user")
+            self.ids = (pw.pw_uid, pw.pw_gid)
+            os.chmod(run.out, 0o711)  # the server user reaches its directory
+        self.dir = os.path.join(run.out, name)
+        os.makedirs(self.dir, exist_ok=True)
+        if self.ids:
+            os.chown(self.dir, *self.ids)
+        self.port = F.free_port()
+        self.proc = None
+        p = subprocess.run([pg_bin("initdb"), "-D", os.path.join(self.dir, "data"), "-U",
+                            "postgres", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync",
+                            "--no-instructions", "--auth=trust"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
+                           **self.as_server())
+        if p.returncode != 0:
+            raise F.HarnessError("initdb failed: %s" % p.stdout.decode(errors="replace")[-500:])
+
+    def as_server(self):
+        if not self.ids:
+            return {}
+        return {"user": self.ids[0], "group": self.ids[1], "extra_groups": []}
+
+    def start(self, budget=30.0):
+        args = [pg_bin("postgres"), "-D", os.path.join(self.dir, "data"), "-p", str(self.port),
+                "-k", self.dir]
+        for s in ("listen_addresses=%s" % self.listen, "fsync=off", "synchronous_commit=off",
+                  "full_page_writes=off", "max_connections=200"):
+            args += ["-c", s]
+        with open(os.path.join(self.dir, "server.log"), "a") as log:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True, **self.as_server())
+        end = time.monotonic() + budget
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise F.HarnessError("%s exited at start; see %s/server.log" % (self.name,
+                                                                                 self.dir))
+            try:
+                if self.psql("SELECT 1", timeout=2) == "1":
+                    return
+            except F.HarnessError:
+                pass
+            time.sleep(0.02)
+        raise F.HarnessError("%s not ready within %.0f s" % (self.name, budget))
+
+    def psql(self, sql, timeout=10):
+        p = subprocess.run([pg_bin("psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                            "-h", self.dir, "-p", str(self.port), "-U", "postgres", "-d",
+                            "postgres", "-c", sql], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout)
+        if p.returncode != 0:
+            raise F.HarnessError("psql %r: %s" % (sql, p.stderr.decode(errors="replace")[-300:]))
+        return p.stdout.decode().strip()
+
+    def url(self, host="127.0.0.1"):
+        return ("postgresql://postgres@%s:%d/postgres?dlock_check=%d&dlock_timeout=1000"
+                "&dlock_connect_timeout=1000&dlock_keepalive=%s"
+                % (host, self.port, PG_TTL_MS, PG_KEEPALIVE))
+
+    def pid(self):
+        return self.proc.pid
+
+    def stop(self, budget=10.0):
+        """Fast shutdown (SIGINT: every session ended, a clean checkpoint), then kill -9."""
+        if not self.proc or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=budget)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+
+def pg_setup(run, listen="127.0.0.1", urls=None, worker_extra_1=(), **kw):
+    pg = Postgres(run, "pg0", listen=listen)
+    run.extra_servers.append(pg)
+    pg.start()
+    kw.setdefault("hold_ms", 300)
+    kw.setdefault("duration_ms", 6000)
+    workers = kw.pop("workers", 3)
+    run.setup(workers=workers, ttl_ms=PG_TTL_MS, resource="file",
+              lock_url=urls or {w: pg.url() for w in range(1, workers + 1)},
+              worker_extra={w: ["--kind", PG_KIND[run.mode]] + (list(worker_extra_1)
+                                                                 if w == 1 else [])
+                            for w in range(1, workers + 1)}, **kw)
+    return pg
+
+
+# ---------------------------------------------------------------------------------------------
+# history helpers
+
+
+def acquisitions(run, workers=None, after=0, before=None):
+    """Every acquire ok (worker, event), optionally of some workers within [after, before]."""
+    out = []
+    for w in run.workers:
+        if workers and w.id not in workers:
+            continue
+        for e in w.events():
+            if e.get("f") == "acquire" and e.get("type") == "ok" and e["t"] >= after and \
+                    (before is None or e["t"] <= before):
+                out.append((w, e))
+    return sorted(out, key=lambda we: we[1]["t"])
+
+
+def holding(run, t_from):
+    """A worker that holds now: its acquire ok after t_from, no release invoked since, its
+    granted deadline more than 100 ms away (so a fault applied now lands inside the hold)."""
+    now = F.mono_ns()
+    for w, e in acquisitions(run, after=t_from):
+        later = [x for x in w.events() if x["t"] > e["t"] and x.get("f") == "release"]
+        if not later and e["deadline"] > now + 100_000_000:
+            return (w, e)
+    return None
+
+
+def victim_hold(run, w, t_fault):
+    """The acquire ok of worker w in force at t_fault (the last one before it)."""
+    oks = [e for x, e in acquisitions(run, workers=[w.id]) if e["t"] <= t_fault]
+    return oks[-1] if oks else None
+
+
+def probe_count(run, name, items, least=1):
+    run.probe(name, len(items) >= least, "%d" % len(items))
+
+
+def probe_no_write_after(run, w, hold):
+    """The faulted hold's critical section did not write after its granted deadline (the
+    checker judges this too; said here with the numbers)."""
+    late = [e for e in w.events() if e.get("f") == "use" and e["type"] == "ok" and
+            e["t"] >= hold["t"] and e["t"] > hold["deadline"]]
+    run.probe("the faulted holder wrote nothing after its deadline", not late,
+              "%d late writes" % len(late))
+
+
+def probe_first_grant_after(run, w, hold, t_fault, least_ms=None, most_ms=None):
+    """The first grant to another worker after the fault: after the victim's deadline (MUTEX
+    says it too), and when bounds are given within [least_ms, most_ms] of the fault."""
+    others = [x for x in run.workers if x is not w]
+    nxt = acquisitions(run, workers=[x.id for x in others], after=t_fault)
+    if not nxt:
+        run.probe("another worker acquired after the fault", False, "none")
+        return None
+    t = nxt[0][1]["t"]
+    gap = (t - hold["deadline"]) / 1e6
+    run.probe("the faulted holder's belief ended before the next grant", gap > 0,
+              "next grant %.1f ms after its deadline" % gap)
+    after = (t - t_fault) / 1e6
+    if least_ms is not None:
+        run.probe("the next grant came at least %d ms after the fault" % least_ms,
+                  after >= least_ms, "%.0f ms" % after)
+    if most_ms is not None:
+        run.probe("the next grant came within %d ms of the fault" % most_ms, after <= most_ms,
+                  "%.0f ms" % after)
+    return t
+
+
+def start_with_victim_holding(run):
+    """Worker 1 starts alone and the others follow once it holds (its first acquisition meets
+    a free lock); returns worker 1's hold. The fault is applied by the caller at once."""
+    t = F.mono_ns()
+    got = {}
+
+    def arm(_w1):
+        got["hold"] = run.wait_for(lambda: holding(run, t), 20, "worker 1 holding")[1]
+    run.start_workers(arm=arm, others_after_ms=0)
+    return run.workers[0], got["hold"]
+
+
+def stop_in_hold(run, w, hold):
+    """SIGSTOPs worker w, asserting it still held when stopped (its granted deadline lies
+    ahead, no release invoked)."""
+    os.kill(w.pid(), signal.SIGSTOP)
+    t = F.mono_ns()
+    run.nemesis("sigstop", "w%d" % w.id, "holding, deadline in %.0f ms"
+                % ((hold["deadline"] - t) / 1e6))
+    released = [e for e in w.events() if e.get("f") == "release" and e["t"] > hold["t"]]
+    run.probe("worker %d was stopped while holding" % w.id,
+              not released and hold["deadline"] > t, "")
+    return t
+
+
+def cont(run, w):
+    os.kill(w.pid(), signal.SIGCONT)
+    run.nemesis("sigcont", "w%d" % w.id)
+    return F.mono_ns()
+
+
+# ---------------------------------------------------------------------------------------------
+# ZooKeeper scenarios
+
+
+ZK_SAFE = "SAFE, LIVE(session timeout)"
+
+
+@scenario("Z01", "ZooKeeper: the holder killed (kill -9) while holding",
+          "no overlap; the dead session's node goes at its expiry, then the others acquire",
+          ["ZK"], outcome={"ZK": ZK_SAFE})
+def z01(run):
+    zk_setup(run)
+    w, hold = start_with_victim_holding(run)
+    w.kill9()
+    t = F.mono_ns()
+    run.nemesis("kill-9", "w%d" % w.id)
+    run.wait_workers()
+    # The node lives until the server expires the session: at least about the session
+    # timeout (the server's expiry is rounded to ticks), at most it plus a few ticks.
+    probe_first_grant_after(run, w, hold, t, least_ms=ZK_SESSION_MS // 2,
+                            most_ms=ZK_SESSION_MS + 1500)
+    probe_count(run, "acquisitions after the kill", acquisitions(run, after=t), 3)
+
+
+@scenario("Z02", "ZooKeeper: the holder paused (SIGSTOP) past its session timeout, then resumed",
+          "the server expires the session and frees the lock; the paused holder's belief ended "
+          "at its deadline and it does not write; its client makes a new session and acquires "
+          "again", ["ZK"], outcome={"ZK": ZK_SAFE})
+def z02(run):
+    zk_setup(run, duration_ms=9000)
+    w, hold = start_with_victim_holding(run)
+    t = stop_in_hold(run, w, hold)
+    # Paused until another worker holds: the server expired the session (an observable
+    # event), which takes at least the session timeout.
+    run.wait_for(lambda: acquisitions(run, workers=[2, 3], after=t), 3 * ZK_SESSION_MS / 1000
+                 + 5, "another worker's grant while worker 1 is stopped")
+    t1 = cont(run, w)
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    probe_first_grant_after(run, w, hold, t, least_ms=ZK_SESSION_MS // 2)
+    probe_count(run, "worker 1 acquired again after SIGCONT (a new session)",
+                acquisitions(run, workers=[1], after=t1))
+    probe_count(run, "acquisitions after the pause", acquisitions(run, after=t1), 3)
+
+
+@scenario("Z03", "ZooKeeper: session expiry while holding: the holder's connection blackholed "
+          "(proxy) until the server expired its session and another worker acquired",
+          "the holder stops at its deadline (it hears nothing: loss at valid_until), the server "
+          "expires the session and frees the lock; after the heal the holder's client makes a "
+          "new session", ["ZK"], outcome={"ZK": ZK_SAFE})
+def z03(run):
+    zk_setup(run, duration_ms=9000)
+    w, hold = start_with_victim_holding(run)
+    run.proxy.ctl("rule w1-l0 blackhole")
+    t = F.mono_ns()
+    run.wait_for(lambda: acquisitions(run, workers=[2, 3], after=t), 3 * ZK_SESSION_MS / 1000
+                 + 5, "another worker's grant while worker 1 is cut off")
+    run.proxy.ctl("clear w1-l0")
+    t1 = F.mono_ns()
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    probe_first_grant_after(run, w, hold, t, least_ms=ZK_SESSION_MS // 2)
+    probe_count(run, "worker 1 acquired again after the heal (a new session)",
+                acquisitions(run, workers=[1], after=t1))
+    probe_count(run, "acquisitions after the heal", acquisitions(run, after=t1), 3)
+    run.bounded_latency(3000 + 2 * ZK_SESSION_MS + 1000)
+
+
+@scenario("Z04", "ZooKeeper: the server killed (kill -9) while a worker holds, restarted at once "
+          "(same data directory)",
+          "sessions and their nodes survive a restart (snapshot + transaction log); a holder "
+          "whose deadline passed while the server was down has lost; locking goes on",
+          ["ZK"], outcome={"ZK": ZK_SAFE})
+def z04(run):
+    zk = zk_setup(run, duration_ms=12000)[0]
+    w, hold = start_with_victim_holding(run)
+    zk.kill9()
+    t = F.mono_ns()
+    run.nemesis("kill-9", zk.name, "holder w%d" % w.id)
+    zk.start()
+    t1 = F.mono_ns()
+    run.nemesis("restart", zk.name, "ready after %.0f ms" % ((t1 - t) / 1e6))
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    probe_count(run, "acquisitions after the restart", acquisitions(run, after=t1), 3)
+
+
+@scenario("Z05", "ZooKeeper: the holder cut off (nft drop both ways on its route, in the run's "
+          "own network namespace) until the server expired its session and another acquired",
+          "as Z03 at the TCP level: the holder stops at its deadline, the server frees the "
+          "lock at the session's expiry; after the heal the holder acquires again",
+          ["ZK"], outcome={"ZK": ZK_SAFE})
+def z05(run):
+    run.netns = F.Netns(run)
+    run.netns.enter()
+    zk_setup(run, duration_ms=10000)
+    w, hold = start_with_victim_holding(run)
+    p = run.proxy.ports["w1-l0"]
+    run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+    t = F.mono_ns()
+    run.wait_for(lambda: acquisitions(run, workers=[2, 3], after=t), 3 * ZK_SESSION_MS / 1000
+                 + 5, "another worker's grant while worker 1 is cut off")
+    dropped = run.netns.heal()
+    t1 = F.mono_ns()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    probe_first_grant_after(run, w, hold, t, least_ms=ZK_SESSION_MS // 2)
+    probe_count(run, "worker 1 acquired again after the heal",
+                acquisitions(run, workers=[1], after=t1))
+    probe_count(run, "acquisitions after the heal", acquisitions(run, after=t1), 3)
+
+
+@scenario("Z06", "ZooKeeper ensemble (3 servers): the leader killed (kill -9) while a worker "
+          "holds, restarted after the new leader is elected",
+          "the held node survives the election (a quorum keeps it); sessions move to another "
+          "server; no overlap, locking goes on", ["ZKE"], outcome={"ZKE": ZK_SAFE},
+          timeout=150)
+def z06(run):
+    servers = zk_setup(run, ensemble=True, duration_ms=14000, wait_ms=4000)
+    w, hold = start_with_victim_holding(run)
+    leader = next((s for s in servers if s.mode() == "leader"), None)
+    if leader is None:
+        raise F.HarnessError("no leader in the ensemble")
+    leader.kill9()
+    t = F.mono_ns()
+    run.nemesis("kill-9", leader.name, "leader; holder w%d" % w.id)
+    new = run.wait_for(lambda: next((s for s in servers if s is not leader and
+                                     s.mode() == "leader"), None), 30, "a new leader")
+    run.nemesis("elected", new.name, "after %.0f ms" % ((F.mono_ns() - t) / 1e6))
+    leader.spawn()
+    leader.wait_ready(60, quorum=True)
+    t1 = F.mono_ns()
+    run.nemesis("restart", leader.name, "back as %s" % leader.mode())
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    probe_count(run, "acquisitions after the old leader rejoined", acquisitions(run, after=t1),
+                3)
+
+
+# ---------------------------------------------------------------------------------------------
+# PostgreSQL scenarios
+
+
+@scenario("P01", "PostgreSQL: the holder killed (kill -9) while holding",
+          "no overlap; advisory: the server ends the session (EOF) and frees the lock at once; "
+          "lease row: free when its lease runs out", ["PGA", "PGL"],
+          outcome={"PGA": "SAFE, LIVE (at once)", "PGL": "SAFE, LIVE(TTL)"})
+def p01(run):
+    pg_setup(run)
+    w, hold = start_with_victim_holding(run)
+    w.kill9()
+    t = F.mono_ns()
+    run.nemesis("kill-9", "w%d" % w.id)
+    run.wait_workers()
+    if run.mode == "PGA":
+        probe_first_grant_after(run, w, hold, t, most_ms=500)
+    else:
+        probe_first_grant_after(run, w, hold, t, most_ms=PG_TTL_MS + 1000)
+    probe_count(run, "acquisitions after the kill", acquisitions(run, after=t), 3)
+
+
+@scenario("P02", "PostgreSQL: the holder paused (SIGSTOP) for 2.5 x TTL while holding",
+          "advisory: the paused holder's session keeps the lock (nobody else is granted until "
+          "it resumes, ends its lease and closes the session); lease row: the row expires and "
+          "another worker takes it; either way the paused holder writes nothing after its "
+          "deadline", ["PGA", "PGL"],
+          outcome={"PGA": "SAFE; no grant during the pause (the session holds the lock)",
+                   "PGL": "SAFE, LIVE(TTL)"})
+def p02(run):
+    pg_setup(run, duration_ms=8000)
+    w, hold = start_with_victim_holding(run)
+    t = stop_in_hold(run, w, hold)
+    if run.mode == "PGL":
+        run.wait_for(lambda: acquisitions(run, workers=[2, 3], after=t), 2.5 * PG_TTL_MS / 1000
+                     + 5, "another worker's grant while worker 1 is stopped")
+    run.sleep_ms(max(0, 2.5 * PG_TTL_MS - (F.mono_ns() - t) / 1e6))  # the pause itself
+    t1 = cont(run, w)
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    during = acquisitions(run, workers=[2, 3], after=t, before=t1)
+    if run.mode == "PGA":
+        run.probe("no grant while the paused holder's session held the lock", not during,
+                  "%d grants" % len(during))
+    else:
+        probe_count(run, "grants to others during the pause", during)
+        probe_first_grant_after(run, w, hold, t)
+    probe_count(run, "acquisitions after the pause", acquisitions(run, after=t1), 3)
+
+
+def pg_waiter_queued(pg):
+    return pg.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") \
+        not in ("", "0")
+
+
+@scenario("P03", "PostgreSQL: pg_terminate_backend of the holder's session (advisory: while "
+          "another worker waits in the server's queue; lease row: every worker session)",
+          "advisory: the lock goes with the session and the waiter is granted at once; the "
+          "holder reads the FATAL and marks its lease lost (valid_until in the past) within "
+          "milliseconds, so it does not write: the resource stays consistent, and the belief "
+          "window the history shows (until its release) overlaps the next one (MUTEX reported, "
+          "not asserted: the history has no loss event); lease row: the row outlives the "
+          "session, SAFE", ["PGA", "PGL"],
+          expect={"PGA": {"MUTEX": "any"}},
+          outcome={"PGA": "no stale write; beliefs overlap until the holder reads the FATAL "
+                   "(the advisory overlap window)", "PGL": "SAFE, LIVE"})
+def p03(run):
+    # Worker 1 holds longer (400-800 ms, within its 1 s lease) so that a waiter is queued
+    # behind it before its release.
+    pg = pg_setup(run, worker_extra_1=["--hold-ms", "800"])
+    w, hold = start_with_victim_holding(run)
+    if run.mode == "PGA":
+        run.wait_for(lambda: pg_waiter_queued(pg), 5, "a waiter queued behind worker 1")
+        n = pg.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_locks "
+                    "WHERE locktype = 'advisory' AND granted")
+    else:
+        n = pg.psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    "WHERE application_name LIKE 'dlock%' OR (backend_type = 'client backend' "
+                    "AND pid <> pg_backend_pid())")
+    t = F.mono_ns()
+    run.nemesis("pg_terminate_backend", pg.name, "%s sessions, holder w%d" % (n, w.id))
+    run.probe("the holder's session was terminated", n not in ("", "0"), "%s sessions" % n)
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    if run.mode == "PGA":
+        # Told at once: the section that was running did not write (valid_until moved into
+        # the past when the FATAL arrived), and its release was not a clean ok.
+        use = [e for e in w.events() if e.get("f") == "use" and e["type"] != "invoke" and
+               hold["t"] < e["t"] and e["op"] == hold["op"] + 1]
+        run.probe("the terminated holder did not write", use and use[0]["type"] != "ok",
+                  use[0].get("err", use[0]["type"]) if use else "no use event")
+        nxt = acquisitions(run, workers=[2, 3], after=t)
+        run.probe("the waiter was granted within 500 ms", nxt and nxt[0][1]["t"] - t < 5e8,
+                  "%.0f ms" % ((nxt[0][1]["t"] - t) / 1e6) if nxt else "no grant")
+    else:
+        probe_first_grant_after(run, w, hold, t)
+    probe_count(run, "acquisitions after the termination", acquisitions(run, after=t), 3)
+
+
+@scenario("P04", "PostgreSQL: the server stopped (fast shutdown) while a worker holds, started "
+          "again once the holder's deadline passed",
+          "advisory: every lock goes with its session, holders are told by the socket; lease "
+          "row: rows survive the restart; no overlap, locking goes on", ["PGA", "PGL"],
+          outcome={"PGA": "SAFE, LIVE", "PGL": "SAFE, LIVE"})
+def p04(run):
+    pg = pg_setup(run, duration_ms=8000)
+    w, hold = start_with_victim_holding(run)
+    pg.stop()
+    t = F.mono_ns()
+    run.nemesis("stop", pg.name, "fast shutdown, holder w%d" % w.id)
+    # Down until the holder's granted deadline passed (a restart before it could hand the
+    # lock to a second believer: the advisory overlap window).
+    run.sleep_ms(max(0, (hold["deadline"] - F.mono_ns()) / 1e6 + 50))
+    pg.start()
+    t1 = F.mono_ns()
+    run.nemesis("restart", pg.name, "after %.0f ms" % ((t1 - t) / 1e6))
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    probe_count(run, "acquisitions after the restart", acquisitions(run, after=t1), 3)
+
+
+@scenario("P05", "PostgreSQL: the holder cut off (nft drop both ways between it and the server, "
+          "in the run's own network namespace) for the server's keepalive bound + 2 s",
+          "advisory: the holder's checks go unanswered and its belief ends at most dlock_check "
+          "(1 s) after the last proven one; the server ends the session at its keepalive "
+          "bound (dlock_keepalive=1:1:2:3000: 3 s) and grants the next waiter, after that "
+          "deadline; lease row: the row expires after its lease", ["PGA", "PGL"],
+          outcome={"PGA": "SAFE (belief ended before the server freed the lock), "
+                   "LIVE(keepalive bound)", "PGL": "SAFE, LIVE(TTL)"})
+def p05(run):
+    run.netns = F.Netns(run)
+    run.netns.enter()
+    # Worker 1 alone reaches the server at 127.0.0.2 (the namespace's own loopback), so the
+    # rules cut its connections and nobody else's.
+    pg = Postgres(run, "pg0", listen="127.0.0.1,127.0.0.2")
+    run.extra_servers.append(pg)
+    pg.start()
+    urls = {1: pg.url("127.0.0.2"), 2: pg.url(), 3: pg.url()}
+    run.setup(workers=3, ttl_ms=PG_TTL_MS, resource="file", lock_url=urls, hold_ms=300,
+              duration_ms=10000, worker_extra={w: ["--kind", PG_KIND[run.mode]]
+                                               for w in (1, 2, 3)})
+    w, hold = start_with_victim_holding(run)
+    run.netns.rules("ip daddr 127.0.0.2 tcp dport %d" % pg.port,
+                    "ip saddr 127.0.0.2 tcp sport %d" % pg.port)
+    t = F.mono_ns()
+    run.wait_for(lambda: acquisitions(run, workers=[2, 3], after=t),
+                 PG_SERVER_BOUND_MS / 1000 + 5, "another worker's grant while worker 1 is cut")
+    run.sleep_ms(max(0, PG_SERVER_BOUND_MS + 2000 - (F.mono_ns() - t) / 1e6))  # the cut
+    dropped = run.netns.heal()
+    t1 = F.mono_ns()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    if run.mode == "PGA":
+        probe_first_grant_after(run, w, hold, t, least_ms=PG_TTL_MS,
+                                most_ms=PG_SERVER_BOUND_MS + 1500)
+    else:
+        probe_first_grant_after(run, w, hold, t, most_ms=PG_TTL_MS + 1000)
+    probe_count(run, "worker 1 acquired again after the heal",
+                acquisitions(run, workers=[1], after=t1))
+    probe_count(run, "acquisitions after the heal", acquisitions(run, after=t1), 3)
