@@ -71,7 +71,7 @@ def skip(why):
 
 # ---------------------------------------------------------------------------------------------
 # ZooKeeper (as tests/support/zk_fixture.cpp: Debian's jars run by java, tickTime 200 ms so that
-# sessions of 0.4-4 s are allowed; ruok/srvr for readiness)
+# sessions of 0.4-4 s are allowed; srvr for readiness)
 
 
 def zk_java():
@@ -156,8 +156,9 @@ class ZooKeeper:
             if self.proc.poll() is not None:
                 raise F.HarnessError("%s exited at start; see %s/server.log" % (self.name,
                                                                                  self.dir))
-            if (self.mode() in ("leader", "follower") if quorum
-                    else four_letter(self.port, "ruok", 0.5) == "imok"):
+            # `ruok` answers imok before the server serves requests; srvr names the mode
+            # only once it does.
+            if self.mode() in (("leader", "follower") if quorum else ("standalone",)):
                 return
             time.sleep(0.05)
         raise F.HarnessError("%s not ready within %.0f s" % (self.name, budget))
