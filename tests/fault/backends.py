@@ -375,7 +375,7 @@ def probe_no_write_after(run, w, hold):
     """The faulted hold's critical section did not write after its granted deadline (the
     checker judges this too; said here with the numbers)."""
     late = [e for e in w.events() if e.get("f") == "use" and e["type"] == "ok" and
-            e["t"] >= hold["t"] and e["t"] > hold["deadline"]]
+            e["op"] == hold["op"] + 1 and e["t"] > hold["deadline"]]
     run.probe("the faulted holder wrote nothing after its deadline", not late,
               "%d late writes" % len(late))
 

@@ -316,13 +316,17 @@ BACKEND_MODES = ("ZK", "ZKE", "PGA", "PGL")
 def backend_section(results_dir, scenarios):
     """The ZooKeeper and PostgreSQL scenarios (tests/fault/backends.py, every mode extended):
     every run found in results_dir or below it (one folder per extra seed), one row per
-    (ID, mode) listing each run's seed and verdict."""
+    (ID, mode) listing each seed's last run and its verdict."""
     runs = {}
     for path in glob.glob(os.path.join(results_dir, "**", "*.json"), recursive=True):
         with open(path) as f:
             r = json.load(f)
         if r.get("mode") in BACKEND_MODES and r.get("id") in scenarios:
-            runs.setdefault((r["id"], r["mode"]), []).append(r)
+            runs.setdefault((r["id"], r["mode"]), {})
+            old = runs[(r["id"], r["mode"])].get(r["seed"])
+            if old is None or old.get("when", "") < r.get("when", ""):  # a seed's last run
+                runs[(r["id"], r["mode"])][r["seed"]] = r
+    runs = {k: list(v.values()) for k, v in runs.items()}
     if not runs:
         return []
     keys = sorted(runs, key=lambda k: (k[0], BACKEND_MODES.index(k[1])))
