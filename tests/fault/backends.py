@@ -380,18 +380,25 @@ def probe_no_write_after(run, w, hold):
               "%d late writes" % len(late))
 
 
-def probe_first_grant_after(run, w, hold, t_fault, least_ms=None, most_ms=None):
-    """The first grant to another worker after the fault: after the victim's deadline (MUTEX
-    says it too), and when bounds are given within [least_ms, most_ms] of the fault."""
+def probe_first_grant_after(run, w, hold, t_fault, least_ms=None, most_ms=None, killed=False):
+    """The first grant to another worker after the fault: after the victim's belief ended (its
+    deadline; a killed holder's at the kill; MUTEX says it too), and when bounds are given
+    within [least_ms, most_ms] of the fault."""
     others = [x for x in run.workers if x is not w]
     nxt = acquisitions(run, workers=[x.id for x in others], after=t_fault)
     if not nxt:
         run.probe("another worker acquired after the fault", False, "none")
         return None
     t = nxt[0][1]["t"]
-    gap = (t - hold["deadline"]) / 1e6
+    # The belief ends at the deadline, the release's invocation or the kill (the checker's
+    # hold window).
+    ends = [(hold["deadline"], "deadline")] + [(t_fault, "kill")] * killed + [
+        (e["t"], "release") for e in w.events() if e.get("f") == "release" and
+        e["type"] == "invoke" and e["t"] > hold["t"]][:1]
+    end, what = min(ends)
+    gap = (t - end) / 1e6
     run.probe("the faulted holder's belief ended before the next grant", gap > 0,
-              "next grant %.1f ms after its deadline" % gap)
+              "next grant %.1f ms after its %s" % (gap, what))
     after = (t - t_fault) / 1e6
     if least_ms is not None:
         run.probe("the next grant came at least %d ms after the fault" % least_ms,
@@ -453,7 +460,7 @@ def z01(run):
     # The node lives until the server expires the session: at least about the session
     # timeout (the server's expiry is rounded to ticks), at most it plus a few ticks.
     probe_first_grant_after(run, w, hold, t, least_ms=ZK_SESSION_MS // 2,
-                            most_ms=ZK_SESSION_MS + 1500)
+                            most_ms=ZK_SESSION_MS + 1500, killed=True)
     probe_count(run, "acquisitions after the kill", acquisitions(run, after=t), 3)
 
 
@@ -589,9 +596,9 @@ def p01(run):
     run.nemesis("kill-9", "w%d" % w.id)
     run.wait_workers()
     if run.mode == "PGA":
-        probe_first_grant_after(run, w, hold, t, most_ms=500)
+        probe_first_grant_after(run, w, hold, t, most_ms=500, killed=True)
     else:
-        probe_first_grant_after(run, w, hold, t, most_ms=PG_TTL_MS + 1000)
+        probe_first_grant_after(run, w, hold, t, most_ms=PG_TTL_MS + 1000, killed=True)
     probe_count(run, "acquisitions after the kill", acquisitions(run, after=t), 3)
 
 
