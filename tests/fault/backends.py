@@ -200,7 +200,12 @@ def zk_ensemble(run):
     return servers
 
 
-def zk_setup(run, ensemble=False, session_ms=ZK_SESSION_MS, **kw):
+# Worker 1, cut off while it holds, lets every hold run to its deadline (no release): its
+# belief then ends at the deadline the fault must beat, not at a release sent into the cut.
+LET_EXPIRE = ["--expire-pct", "100"]
+
+
+def zk_setup(run, ensemble=False, session_ms=ZK_SESSION_MS, worker_extra_1=(), **kw):
     """ZooKeeper server(s), one proxy route per (worker, server), workers on a zk:// URL of
     their routes with the session timeout as their TTL."""
     if ensemble:
@@ -219,7 +224,8 @@ def zk_setup(run, ensemble=False, session_ms=ZK_SESSION_MS, **kw):
     kw.setdefault("hold_ms", 300)
     kw.setdefault("duration_ms", 8000)
     run.setup(workers=workers, ttl_ms=session_ms, resource="file", lock_url=urls,
-              worker_extra={w: ["--kind", "lock"] for w in range(1, workers + 1)}, **kw)
+              worker_extra={w: ["--kind", "lock"] + (list(worker_extra_1) if w == 1 else [])
+                            for w in range(1, workers + 1)}, **kw)
     return servers
 
 
@@ -491,7 +497,7 @@ def z02(run):
           "expires the session and frees the lock; after the heal the holder's client makes a "
           "new session", ["ZK"], outcome={"ZK": ZK_SAFE})
 def z03(run):
-    zk_setup(run, duration_ms=9000)
+    zk_setup(run, duration_ms=9000, worker_extra_1=LET_EXPIRE)
     w, hold = start_with_victim_holding(run)
     run.proxy.ctl("rule w1-l0 blackhole")
     t = F.mono_ns()
@@ -535,7 +541,7 @@ def z04(run):
 def z05(run):
     run.netns = F.Netns(run)
     run.netns.enter()
-    zk_setup(run, duration_ms=10000)
+    zk_setup(run, duration_ms=10000, worker_extra_1=LET_EXPIRE)
     w, hold = start_with_victim_holding(run)
     p = run.proxy.ports["w1-l0"]
     run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
@@ -719,8 +725,8 @@ def p05(run):
     pg.start()
     urls = {1: pg.url("127.0.0.2"), 2: pg.url(), 3: pg.url()}
     run.setup(workers=3, ttl_ms=PG_TTL_MS, resource="file", lock_url=urls, hold_ms=300,
-              duration_ms=10000, worker_extra={w: ["--kind", PG_KIND[run.mode]]
-                                               for w in (1, 2, 3)})
+              duration_ms=10000, worker_extra={w: ["--kind", PG_KIND[run.mode]] + (
+                  LET_EXPIRE if w == 1 else []) for w in (1, 2, 3)})
     w, hold = start_with_victim_holding(run)
     run.netns.rules("ip daddr 127.0.0.2 tcp dport %d" % pg.port,
                     "ip saddr 127.0.0.2 tcp sport %d" % pg.port)
