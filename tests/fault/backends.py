@@ -19,6 +19,11 @@ judges the merged histories. Modes:
         valid_until is the reply time + 1 s.
   PGL = PostgreSQL lease row (`lease`: dlock's dlock_lease table, database-clock expiry,
         token from dlock_fence), fixed lease 1 s.
+  ET  = one etcd member (3.4, heartbeat 50 ms, election timeout 500 ms), the Mutex recipe
+        (`lock`), the token the key's create revision; as ZooKeeper, no fixed lease: the
+        client's lease (TTL 2 s) is the lease, --ttl-ms its TTL; every worker through its own
+        fault-proxy route (gRPC's bytes pass untouched).
+  ETC = a 3-member etcd cluster (E04), every member behind one route per worker.
 PostgreSQL connections are direct (the server's TCP keepalive must see a cut-off client
 itself: a proxy in between would keep the server's side of the connection alive).
 Every scenario here runs in the extended tier only (ctest label `extended`).
@@ -26,6 +31,8 @@ Every scenario here runs in the extended tier only (ctest label `extended`).
 Everything is bounded: every wait has a deadline; servers are stopped by Run.close.
 """
 
+import base64
+import json
 import os
 import pwd
 import shutil
@@ -45,7 +52,9 @@ PG_TTL_MS = 1000
 PG_KEEPALIVE = "1:1:2:3000"
 PG_SERVER_BOUND_MS = 3000
 
-MODES = ["ZK", "ZKE", "PGA", "PGL"]
+ETCD_TTL_S = 2  # the client's lease (URL ttl=, whole seconds)
+
+MODES = ["ZK", "ZKE", "PGA", "PGL", "ET", "ETC"]
 PG_KIND = {"PGA": "simple", "PGL": "lease"}
 
 
@@ -747,3 +756,226 @@ def p05(run):
     probe_count(run, "worker 1 acquired again after the heal",
                 acquisitions(run, workers=[1], after=t1))
     probe_count(run, "acquisitions after the heal", acquisitions(run, after=t1), 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# etcd (as tests/support/etcd_fixture.cpp: /usr/bin/etcd members on loopback, heartbeat 50 ms,
+# election timeout 500 ms; ready when /health says so; etcdctl for the nemesis)
+
+
+def etcd_bin(name):
+    return os.environ.get("DLOCK_TEST_ETCD" if name == "etcd" else "DLOCK_TEST_ETCDCTL") or \
+        shutil.which(name)
+
+
+class Etcd:
+    def __init__(self, run, name, client_port, peer_port, initial):
+        if not etcd_bin("etcd") or not etcd_bin("etcdctl"):
+            skip("needs etcd and etcdctl")
+        self.run, self.name, self.port, self.peer = run, name, client_port, peer_port
+        self.initial, self.started_once, self.proc = initial, False, None
+        self.dir = os.path.join(run.out, name)
+        os.makedirs(self.dir, exist_ok=True)
+
+    def spawn(self):
+        url = "http://127.0.0.1:%d" % self.port
+        peer = "http://127.0.0.1:%d" % self.peer
+        args = [etcd_bin("etcd"), "--name", self.name, "--data-dir",
+                os.path.join(self.dir, "data"), "--listen-client-urls", url,
+                "--advertise-client-urls", url, "--listen-peer-urls", peer,
+                "--initial-advertise-peer-urls", peer, "--initial-cluster", self.initial,
+                "--initial-cluster-state", "existing" if self.started_once else "new",
+                "--initial-cluster-token", "dlock-fault", "--heartbeat-interval", "50",
+                "--election-timeout", "500", "--logger", "zap", "--log-outputs", "stderr"]
+        with open(os.path.join(self.dir, "server.log"), "a") as log:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        self.started_once = True
+
+    def healthy(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as c:
+                c.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                out, end = b"", time.monotonic() + 1
+                while time.monotonic() < end:
+                    chunk = c.recv(4096)
+                    if not chunk:
+                        break
+                    out += chunk
+            return b'"health":"true"' in out
+        except OSError:
+            return False
+
+    def wait_ready(self, budget=30.0):
+        end = time.monotonic() + budget
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise F.HarnessError("%s exited; see %s/server.log" % (self.name, self.dir))
+            if self.healthy():
+                return
+            time.sleep(0.05)
+        raise F.HarnessError("%s not healthy within %.0f s" % (self.name, budget))
+
+    def ctl(self, *args, timeout=10):
+        p = subprocess.run([etcd_bin("etcdctl"), "--endpoints=127.0.0.1:%d" % self.port,
+                            "--dial-timeout=2s", "--command-timeout=5s"] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                           env=dict(os.environ, ETCDCTL_API="3"))
+        if p.returncode != 0:
+            raise F.HarnessError("etcdctl %s: %s" % (" ".join(args),
+                                                     p.stderr.decode(errors="replace")[-300:]))
+        return p.stdout.decode()
+
+    def is_leader(self):
+        try:
+            st = json.loads(self.ctl("endpoint", "status", "-w", "json", timeout=5))
+        except (F.HarnessError, ValueError, subprocess.SubprocessError):
+            return False
+        return bool(st) and st[0]["Status"]["header"]["member_id"] == st[0]["Status"]["leader"]
+
+    def pid(self):
+        return self.proc.pid
+
+    def kill9(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except OSError:
+                pass
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def etcd_setup(run, members=1, worker_extra_1=(), **kw):
+    ports = [(F.free_port(), F.free_port()) for _ in range(members)]
+    initial = ",".join("e%d=http://127.0.0.1:%d" % (i, p[1]) for i, p in enumerate(ports))
+    servers = [Etcd(run, "e%d" % i, p[0], p[1], initial) for i, p in enumerate(ports)]
+    run.extra_servers += servers
+    for s in servers:
+        s.spawn()
+    for s in servers:
+        s.wait_ready()
+    workers = kw.pop("workers", 3)
+    run.proxy = F.Proxy(run, {"w%d-l%d" % (w, i): s.port for w in range(1, workers + 1)
+                              for i, s in enumerate(servers)})
+    urls = {w: "etcd://%s/dlock-fault?ttl=%d&connect_timeout=1000" % (",".join(
+        "127.0.0.1:%d" % run.proxy.ports["w%d-l%d" % (w, i)] for i in range(members)),
+        ETCD_TTL_S) for w in range(1, workers + 1)}
+    kw.setdefault("hold_ms", 300)
+    kw.setdefault("duration_ms", 8000)
+    run.setup(workers=workers, ttl_ms=ETCD_TTL_S * 1000, resource="file", lock_url=urls,
+              worker_extra={w: ["--kind", "lock"] + (list(worker_extra_1) if w == 1 else [])
+                            for w in range(1, workers + 1)}, **kw)
+    return servers
+
+
+ET_SAFE = "SAFE, LIVE(lease TTL)"
+ET_TTL_MS = ETCD_TTL_S * 1000
+
+
+@scenario("E01", "etcd: the holder killed (kill -9) while holding",
+          "no overlap; the dead client's lease expires after its TTL, then the others acquire",
+          ["ET"], outcome={"ET": ET_SAFE})
+def e01(run):
+    etcd_setup(run)
+    w, hold = start_with_victim_holding(run)
+    w.kill9()
+    t = F.mono_ns()
+    run.nemesis("kill-9", "w%d" % w.id)
+    run.wait_workers()
+    probe_first_grant_after(run, w, hold, t, least_ms=ET_TTL_MS // 2, most_ms=ET_TTL_MS + 1500,
+                            killed=True)
+    probe_count(run, "acquisitions after the kill", acquisitions(run, after=t), 3)
+
+
+def holder_lease(srv, lock):
+    """The lease of the key that holds `lock` (the lowest create revision under its range)."""
+    kvs = json.loads(srv.ctl("get", "--from-key", "", "-w", "json")).get("kvs", [])
+    kvs = [kv for kv in kvs if kv.get("lease") and
+           ("/%s/" % lock).encode() in base64.b64decode(kv["key"])]
+    if not kvs:
+        return None
+    return min(kvs, key=lambda kv: kv["create_revision"])["lease"]
+
+
+@scenario("E02", "etcd: the holder's lease revoked (etcdctl lease revoke) while it holds and "
+          "another worker waits",
+          "the key goes with the lease and the waiter is granted at once; the holder hears it "
+          "on its keep-alive stream (TTL <= 0) within TTL/3 and marks its lease lost; a careful "
+          "holder checks valid_until before it writes (MUTEX reported, not asserted: the "
+          "history has no loss event)", ["ET"], expect={"ET": {"MUTEX": "any"}},
+          outcome={"ET": "no stale write; beliefs overlap until the holder hears of the "
+                   "revocation"})
+def e02(run):
+    srv = etcd_setup(run, worker_extra_1=["--hold-ms", "1200"])[0]
+    w, hold = start_with_victim_holding(run)
+    lease = run.wait_for(lambda: holder_lease(srv, run.lock), 5, "the holder's lease")
+    srv.ctl("lease", "revoke", "%x" % lease)
+    t = F.mono_ns()
+    run.nemesis("lease-revoke", srv.name, "%x, holder w%d" % (lease, w.id))
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    use = [e for e in w.events() if e.get("f") == "use" and e["type"] != "invoke" and
+           e["op"] == hold["op"] + 1]
+    run.probe("the revoked holder did not write", use and use[0]["type"] != "ok",
+              use[0].get("err", use[0]["type"]) if use else "no use event")
+    nxt = acquisitions(run, workers=[2, 3], after=t)
+    run.probe("another worker was granted within 1000 ms", nxt and nxt[0][1]["t"] - t < 1e9,
+              "%.0f ms" % ((nxt[0][1]["t"] - t) / 1e6) if nxt else "no grant")
+    probe_count(run, "worker 1 acquired again (a new lease)",
+                acquisitions(run, workers=[1], after=t))
+    probe_count(run, "acquisitions after the revocation", acquisitions(run, after=t), 3)
+
+
+@scenario("E03", "etcd: the holder cut off (proxy blackhole of its route) past its lease TTL, "
+          "until another worker acquired",
+          "the holder's keep-alives go unanswered: its belief ends at valid_until; the lease "
+          "expires on the server after its TTL and the key goes; after the heal the holder "
+          "gets a new lease", ["ET"], outcome={"ET": ET_SAFE})
+def e03(run):
+    etcd_setup(run, duration_ms=9000, worker_extra_1=LET_EXPIRE)
+    w, hold = start_with_victim_holding(run)
+    run.proxy.ctl("rule w1-l0 blackhole")
+    t = F.mono_ns()
+    run.wait_for(lambda: acquisitions(run, workers=[2, 3], after=t), 3 * ET_TTL_MS / 1000 + 5,
+                 "another worker's grant while worker 1 is cut off")
+    run.proxy.ctl("clear w1-l0")
+    t1 = F.mono_ns()
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    probe_first_grant_after(run, w, hold, t, least_ms=ET_TTL_MS // 2)
+    probe_count(run, "worker 1 acquired again after the heal (a new lease)",
+                acquisitions(run, workers=[1], after=t1))
+    probe_count(run, "acquisitions after the heal", acquisitions(run, after=t1), 3)
+
+
+@scenario("E04", "etcd cluster (3 members): the leader killed (kill -9) while a worker holds, "
+          "restarted after a new leader is elected",
+          "leases and keys survive the election (the new leader extends every lease by its "
+          "TTL); clients move to another member; no overlap, locking goes on", ["ETC"],
+          outcome={"ETC": ET_SAFE})
+def e04(run):
+    servers = etcd_setup(run, members=3, duration_ms=12000, wait_ms=4000)
+    w, hold = start_with_victim_holding(run)
+    leader = next((s for s in servers if s.is_leader()), None)
+    if leader is None:
+        raise F.HarnessError("no etcd leader")
+    leader.kill9()
+    t = F.mono_ns()
+    run.nemesis("kill-9", leader.name, "leader; holder w%d" % w.id)
+    new = run.wait_for(lambda: next((s for s in servers if s is not leader and
+                                     s.is_leader()), None), 30, "a new leader")
+    run.nemesis("elected", new.name, "after %.0f ms" % ((F.mono_ns() - t) / 1e6))
+    leader.spawn()
+    leader.wait_ready()
+    t1 = F.mono_ns()
+    run.nemesis("restart", leader.name, "healthy again")
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    probe_count(run, "acquisitions after the old leader rejoined", acquisitions(run, after=t1),
+                3)

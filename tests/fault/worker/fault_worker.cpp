@@ -14,12 +14,13 @@
 // server's order from its append-only file.
 // Bounded: at most --ops operations and --duration-ms; every call has a wait and a timeout.
 //
-// Other backends: in mode S the --url may name one (zk://, postgresql://); the client is then
-// made from the URL alone (its own parameters carry the timeouts) and --kind picks the lock kind.
-// ZooKeeper has no fixed lease (a lock node lives as long as its session): there the acquisition
-// takes none, --ttl-ms is the session timeout, and the holder's belief is the valid_until() it was
-// granted with (the deadline it logs), not the later ones its session's pings push forward, so
-// that what it does matches what the checker judges.
+// Other backends: in mode S the --url may name one (zk://, postgresql://, etcd://); the client is
+// then made from the URL alone (its own parameters carry the timeouts) and --kind picks the lock
+// kind. ZooKeeper and etcd have no fixed lease (a lock lives as long as the client's session or
+// lease): there the acquisition takes none, --ttl-ms is the session timeout or lease TTL, and the
+// holder's belief is the valid_until() it was granted with (the deadline it logs), not the later
+// ones its session's pings or keep-alives push forward, so that what it does matches what the
+// checker judges.
 
 #include "checker/checker.hpp"
 #include "checker/history.hpp"
@@ -142,7 +143,7 @@ std::int64_t value_after(const std::string& v) {
 struct locker {
     std::unique_ptr<dlock::client> client;
     bool redlock = false;
-    bool session_lease = false; ///< ZooKeeper: no fixed lease, the session is the lease
+    bool session_lease = false; ///< ZooKeeper, etcd: no fixed lease, the session is the lease
 
     dlock::acquire_options with_kind(dlock::acquire_options ao) const {
         if (redlock) ao.kind = dlock::lock_kind::simple;
@@ -220,7 +221,8 @@ private:
             k.client = std::make_unique<dlock::client>(options(c_.url));
         } else {
             k.client = std::make_unique<dlock::client>(c_.url);
-            k.session_lease = k.client->backend_name() == "zookeeper";
+            k.session_lease =
+                k.client->backend_name() == "zookeeper" || k.client->backend_name() == "etcd";
         }
         return k;
     }
