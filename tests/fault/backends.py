@@ -905,9 +905,9 @@ def holder_lease(srv, lock):
 
 @scenario("E02", "etcd: the holder's lease revoked (etcdctl lease revoke) while it holds and "
           "another worker waits",
-          "the key goes with the lease and the waiter is granted at once; the holder hears it "
-          "on its keep-alive stream (TTL <= 0) within TTL/3 and marks its lease lost; a careful "
-          "holder checks valid_until before it writes (MUTEX reported, not asserted: the "
+          "the key goes with the lease and the waiter is granted at once; the holder's watch on "
+          "its own key sees the deletion within milliseconds and marks its lease lost; a "
+          "careful holder checks valid_until before it writes (MUTEX reported, not asserted: the "
           "history has no loss event)", ["ET"], expect={"ET": {"MUTEX": "any"}},
           outcome={"ET": "no stale write; beliefs overlap until the holder hears of the "
                    "revocation"})

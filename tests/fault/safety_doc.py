@@ -114,10 +114,10 @@ the **lease is the lease** (no fixed lease), kept alive every TTL/3; `valid_unti
 time of the last answered keep-alive + its TTL - drift, and the server expires the lease no
 earlier than a TTL after it last renewed it. A killed (E01) or cut-off (E03) holder's belief
 ends before its key goes; a leader lost (E04) keeps leases and keys (the new leader extends
-them). A revoked lease (E02, `etcdctl lease revoke`) deletes the key at once: the holder hears
-it on its keep-alive stream and marks the lease lost, and until then it may still believe (a
-careful holder checks `valid_until()` before it writes). The token is the key's create
-revision: it strictly increases per cluster.
+them). A revoked lease (E02, `etcdctl lease revoke`) deletes the key at once: the holder's
+watch on its own key sees the deletion and marks the lease lost; until then (milliseconds) it
+may still believe (a careful holder checks `valid_until()` before it writes). The token is the
+key's create revision: it strictly increases per cluster.
 """
 
 NOT_COVERED = [
