@@ -19,6 +19,9 @@ judges the merged histories. Modes:
         valid_until is the reply time + 1 s.
   PGL = PostgreSQL lease row (`lease`: dlock's dlock_lease table, database-clock expiry,
         token from dlock_fence), fixed lease 1 s.
+  PGS = ShedLock row (`shedlock`: database time, no token), fixed lease 1 s.
+  PGV = versioned row (`versioned`: pglock's table, no clock in it, the version the token;
+        a waiter takes a row over once its version stayed unchanged for a whole lease), 1 s.
   ET  = one etcd member (3.4, heartbeat 50 ms, election timeout 500 ms), the Mutex recipe
         (`lock`), the token the key's create revision; as ZooKeeper, no fixed lease: the
         client's lease (TTL 2 s) is the lease, --ttl-ms its TTL; every worker through its own
@@ -54,8 +57,17 @@ PG_SERVER_BOUND_MS = 3000
 
 ETCD_TTL_S = 2  # the client's lease (URL ttl=, whole seconds)
 
-MODES = ["ZK", "ZKE", "PGA", "PGL", "ET", "ETC"]
-PG_KIND = {"PGA": "simple", "PGL": "lease"}
+MODES = ["ZK", "ZKE", "PGA", "PGL", "PGS", "PGV", "ET", "ETC"]
+PG_KIND = {"PGA": "simple", "PGL": "lease", "PGS": "shedlock", "PGV": "versioned"}
+PG_MODES = ["PGA", "PGL", "PGS", "PGV"]
+ROWS = ["PGL", "PGS", "PGV"]
+
+
+def row_free_ms(mode):
+    """The longest a dead holder's row keeps the lock from the others: its lease (database
+    clock: dlock_lease, shedlock); a versioned row is taken over once a waiter saw its
+    version unchanged for a whole lease on its own clock (up to two leases), plus polling."""
+    return (2 * PG_TTL_MS if mode == "PGV" else PG_TTL_MS) + 1000
 
 
 def scenario(sid, title, checks, modes, **kw):
@@ -601,8 +613,10 @@ def z06(run):
 
 @scenario("P01", "PostgreSQL: the holder killed (kill -9) while holding",
           "no overlap; advisory: the server ends the session (EOF) and frees the lock at once; "
-          "lease row: free when its lease runs out", ["PGA", "PGL"],
-          outcome={"PGA": "SAFE, LIVE (at once)", "PGL": "SAFE, LIVE(TTL)"})
+          "rows: free when the lease runs out (versioned: once a waiter saw the version "
+          "unchanged for a lease)", PG_MODES,
+          outcome={"PGA": "SAFE, LIVE (at once)", "PGL": "SAFE, LIVE(TTL)",
+                   "PGS": "SAFE, LIVE(TTL)", "PGV": "SAFE, LIVE(2 TTL)"})
 def p01(run):
     pg_setup(run)
     w, hold = start_with_victim_holding(run)
@@ -613,7 +627,7 @@ def p01(run):
     if run.mode == "PGA":
         probe_first_grant_after(run, w, hold, t, most_ms=500, killed=True)
     else:
-        probe_first_grant_after(run, w, hold, t, most_ms=PG_TTL_MS + 1000, killed=True)
+        probe_first_grant_after(run, w, hold, t, most_ms=row_free_ms(run.mode), killed=True)
     probe_count(run, "acquisitions after the kill", acquisitions(run, after=t), 3)
 
 
@@ -621,14 +635,15 @@ def p01(run):
           "advisory: the paused holder's session keeps the lock (nobody else is granted until "
           "it resumes, ends its lease and closes the session); lease row: the row expires and "
           "another worker takes it; either way the paused holder writes nothing after its "
-          "deadline", ["PGA", "PGL"],
+          "deadline", PG_MODES,
           outcome={"PGA": "SAFE; no grant during the pause (the session holds the lock)",
-                   "PGL": "SAFE, LIVE(TTL)"})
+                   "PGL": "SAFE, LIVE(TTL)", "PGS": "SAFE, LIVE(TTL)",
+                   "PGV": "SAFE, LIVE(2 TTL)"})
 def p02(run):
     pg_setup(run, duration_ms=8000)
     w, hold = start_with_victim_holding(run)
     t = stop_in_hold(run, w, hold)
-    if run.mode == "PGL":
+    if run.mode in ROWS:
         run.wait_for(lambda: acquisitions(run, workers=[2, 3], after=t), 2.5 * PG_TTL_MS / 1000
                      + 5, "another worker's grant while worker 1 is stopped")
     run.sleep_ms(max(0, 2.5 * PG_TTL_MS - (F.mono_ns() - t) / 1e6))  # the pause itself
@@ -657,10 +672,11 @@ def pg_waiter_queued(pg):
           "milliseconds, so it does not write: the resource stays consistent, and the belief "
           "window the history shows (until its release) overlaps the next one (MUTEX reported, "
           "not asserted: the history has no loss event); lease row: the row outlives the "
-          "session, SAFE", ["PGA", "PGL"],
+          "session, SAFE", PG_MODES,
           expect={"PGA": {"MUTEX": "any"}},
           outcome={"PGA": "no stale write; beliefs overlap until the holder reads the FATAL "
-                   "(the advisory overlap window)", "PGL": "SAFE, LIVE"})
+                   "(the advisory overlap window)", "PGL": "SAFE, LIVE", "PGS": "SAFE, LIVE",
+                   "PGV": "SAFE, LIVE"})
 def p03(run):
     # Worker 1 holds longer (400-800 ms, within its 1 s lease) so that a waiter is queued
     # behind it before its release.
@@ -697,8 +713,8 @@ def p03(run):
 @scenario("P04", "PostgreSQL: the server stopped (fast shutdown) while a worker holds, started "
           "again once the holder's deadline passed",
           "advisory: every lock goes with its session, holders are told by the socket; lease "
-          "row: rows survive the restart; no overlap, locking goes on", ["PGA", "PGL"],
-          outcome={"PGA": "SAFE, LIVE", "PGL": "SAFE, LIVE"})
+          "row: rows survive the restart; no overlap, locking goes on", PG_MODES,
+          outcome={m: "SAFE, LIVE" for m in PG_MODES})
 def p04(run):
     pg = pg_setup(run, duration_ms=8000)
     w, hold = start_with_victim_holding(run)
@@ -721,9 +737,10 @@ def p04(run):
           "advisory: the holder's checks go unanswered and its belief ends at most dlock_check "
           "(1 s) after the last proven one; the server ends the session at its keepalive "
           "bound (dlock_keepalive=1:1:2:3000: 3 s) and grants the next waiter, after that "
-          "deadline; lease row: the row expires after its lease", ["PGA", "PGL"],
+          "deadline; rows: the row expires after its lease (versioned: is taken over)", PG_MODES,
           outcome={"PGA": "SAFE (belief ended before the server freed the lock), "
-                   "LIVE(keepalive bound)", "PGL": "SAFE, LIVE(TTL)"})
+                   "LIVE(keepalive bound)", "PGL": "SAFE, LIVE(TTL)", "PGS": "SAFE, LIVE(TTL)",
+                   "PGV": "SAFE, LIVE(2 TTL)"})
 def p05(run):
     run.netns = F.Netns(run)
     run.netns.enter()
@@ -752,7 +769,7 @@ def p05(run):
         probe_first_grant_after(run, w, hold, t, least_ms=PG_TTL_MS,
                                 most_ms=PG_SERVER_BOUND_MS + 1500)
     else:
-        probe_first_grant_after(run, w, hold, t, most_ms=PG_TTL_MS + 1000)
+        probe_first_grant_after(run, w, hold, t, most_ms=row_free_ms(run.mode))
     probe_count(run, "worker 1 acquired again after the heal",
                 acquisitions(run, workers=[1], after=t1))
     probe_count(run, "acquisitions after the heal", acquisitions(run, after=t1), 3)

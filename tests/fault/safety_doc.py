@@ -320,7 +320,7 @@ def random_section(random_dir):
     return out
 
 
-BACKEND_MODES = ("ZK", "ZKE", "PGA", "PGL", "ET", "ETC")
+BACKEND_MODES = ("ZK", "ZKE", "PGA", "PGL", "PGS", "PGV", "ET", "ETC")
 
 
 def backend_section(results_dir, scenarios):
@@ -352,7 +352,8 @@ def backend_section(results_dir, scenarios):
            "it). Modes: ZK = standalone ZooKeeper, InterProcessMutex, 2 s session (the lease; "
            "each worker through its own fault-proxy route); ZKE = a 3-server ensemble; PGA = "
            "advisory lock (`simple`), `dlock_check` = fixed lease = 1 s, `dlock_keepalive="
-           "1:1:2:3000` (server bound 3 s); PGL = `dlock_lease` rows, fixed lease 1 s; ET = one "
+           "1:1:2:3000` (server bound 3 s); PGL = `dlock_lease` rows, PGS = ShedLock rows, PGV = "
+           "versioned rows (pglock's table), fixed lease 1 s; ET = one "
            "etcd 3.4 member, the Mutex recipe, the client's lease (TTL 2 s) as the lease, each "
            "worker through its own proxy route; ETC = a 3-member etcd cluster. Every "
            "row is extended (`ctest -L extended`; CI's fault tier does not run them) and was "
