@@ -102,8 +102,10 @@ asynchronous standby may regress; transaction-mode poolers (PgBouncer) break ses
 the lease; rows outlive sessions and restarts (P01-P05 PGL); a holder's `valid_until()` is the
 send time + lease - drift, before the database's expiry unless the database clock is stepped
 forward; a failover that loses the row (asynchronous standby) means two holders. ShedLock rows
-have no token; versioned rows (pglock's) have no clock in the table but assume equal clock
-rates; neither is fault-tested yet (below). Server configuration: keep the keepalive settings
+(PGS) have the same clock and no token; versioned rows (PGV, pglock's) have no clock in the
+table but assume equal clock rates and the same lease on every side, and a dead holder's row is
+taken over only a whole lease after a waiter first saw its version (up to two leases, P01 PGV).
+Server configuration: keep the keepalive settings
 dlock sends (`tcp_keepalives_*`, `tcp_user_timeout`, `client_connection_check_interval`;
 a pooler or proxy in between must not keep a dead client's session alive), direct session-mode
 connections for advisory locks, and a synchronous standby (or no failover) where rows must
@@ -126,10 +128,11 @@ NOT_COVERED = [
      "not built yet; the lost create reply is covered by the integration test "
      "`ZkLock.ProtectedModeAdoptsTheNodeOfACreateWhoseAnswerWasLost`, without the history "
      "checker"),
-    ("P (issue 24)", "PostgreSQL: ShedLock and versioned rows under P01-P05; a streaming "
-     "replica promoted (advisory locks are not replicated: an expected violation); a "
-     "misconfigured `dlock_check` >= keepalive bound (now rejected by the URL parser)",
-     "not built yet"),
+    ("P (issue 24)", "PostgreSQL: a streaming replica promoted (advisory locks are not "
+     "replicated: an expected violation); a misconfigured `dlock_check` >= keepalive bound",
+     "the failover is not built yet; the misconfiguration cannot be run: the URL parser now "
+     "rejects it (`pg_settings.a_check_period_not_shorter_than_the_keepalive_bound_is_"
+     "rejected`)"),
     ("E (issue 24)", "etcd: a member partitioned from the others (nft by peer port cuts one "
      "direction only on loopback: every member shares 127.0.0.1)", "not built yet"),
 ]
