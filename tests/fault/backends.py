@@ -262,7 +262,7 @@ def pg_bin(name):
 
 
 class Postgres:
-    def __init__(self, run, name, listen="127.0.0.1"):
+    def __init__(self, run, name, listen="127.0.0.1", initdb=True):
         for b in ("initdb", "postgres", "psql"):
             if not pg_bin(b):
                 skip("needs PostgreSQL's %s" % b)
@@ -281,6 +281,8 @@ class Postgres:
             os.chown(self.dir, *self.ids)
         self.port = F.free_port()
         self.proc = None
+        if not initdb:  # a standby: its data directory comes from pg_basebackup
+            return
         p = subprocess.run([pg_bin("initdb"), "-D", os.path.join(self.dir, "data"), "-U",
                             "postgres", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync",
                             "--no-instructions", "--auth=trust"],
@@ -1003,3 +1005,54 @@ def e04(run):
     probe_no_write_after(run, w, hold)
     probe_count(run, "acquisitions after the old leader rejoined", acquisitions(run, after=t1),
                 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# PostgreSQL failover: advisory locks are not replicated
+
+
+@scenario("P06", "PostgreSQL: a streaming standby promoted (pg_promote) while the old primary "
+          "keeps serving worker 1 (split brain: worker 1 still reaches the old primary, the "
+          "others only the new one)",
+          "advisory locks live in one server's memory and are not replicated: the promoted "
+          "standby has none, so the others are granted the lock worker 1 holds, and both "
+          "believe (worker 1's checks succeed on the old primary): the documented violation",
+          ["PGA"], timeout=150,
+          expect={"PGA": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any",
+                          "FENCE": "any", "FOREIGN_RELEASE": "any"}},
+          outcome={"PGA": "EXPECT-VIOL (advisory locks are lost by a failover)"})
+def p06(run):
+    primary = Postgres(run, "pg0")
+    run.extra_servers.append(primary)
+    primary.start()
+    standby = Postgres(run, "pg1", initdb=False)
+    run.extra_servers.append(standby)
+    p = subprocess.run([pg_bin("pg_basebackup") or "pg_basebackup", "-h", primary.dir, "-p",
+                        str(primary.port), "-U", "postgres", "-D",
+                        os.path.join(standby.dir, "data"), "-R", "-X", "stream"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
+                       **standby.as_server())
+    if p.returncode != 0:
+        raise F.HarnessError("pg_basebackup: %s" % p.stdout.decode(errors="replace")[-500:])
+    standby.start()
+    if standby.psql("SELECT pg_is_in_recovery()") != "t":
+        raise F.HarnessError("pg1 is not a standby")
+    # Workers 2 and 3 accept only a read-write server, and reach only the standby: refused
+    # until it is promoted. Worker 1 reaches only the old primary.
+    rw = standby.url() + "&target_session_attrs=read-write"
+    run.setup(workers=3, ttl_ms=PG_TTL_MS, resource="file", hold_ms=300, duration_ms=7000,
+              lock_url={1: primary.url(), 2: rw, 3: rw},
+              worker_extra={w: ["--kind", "simple"] + (LET_EXPIRE if w == 1 else [])
+                            for w in (1, 2, 3)})
+    w, hold = start_with_victim_holding(run)
+    before = acquisitions(run, workers=[2, 3])
+    run.probe("no grant to the others before the promotion", not before,
+              "%d grants" % len(before))
+    standby.psql("SELECT pg_promote(true, 30)", timeout=40)
+    t = F.mono_ns()
+    run.nemesis("promote", standby.name, "old primary pg0 still serves worker 1")
+    run.wait_workers()
+    probe_count(run, "grants to the others on the promoted standby",
+                acquisitions(run, workers=[2, 3], after=t))
+    probe_count(run, "worker 1 still acquired on the old primary after the promotion",
+                acquisitions(run, workers=[1], after=t))

@@ -96,8 +96,9 @@ that another session was already granted, up to `dlock_check`. A holder cut off 
 shorter than that bound, or the holder believes past the moment the server frees the lock; the
 URL parser rejects `dlock_check >= server_bound()`. A holder paused (SIGSTOP, GC) keeps its
 session, so nobody else is granted until it resumes (P02 PGA). **Advisory locks are not
-replicated**: a failover to a standby loses every lock (two holders), and `dlock_fence` on an
-asynchronous standby may regress; transaction-mode poolers (PgBouncer) break session locks.
+replicated**: a failover to a standby loses every lock (two holders: P06 shows it, with the
+old primary still serving its holder), and `dlock_fence` on a promoted standby may regress
+(P06 saw FENCE violated too); transaction-mode poolers (PgBouncer) break session locks.
 *Lease rows* (`lock_kind::lease`, `dlock_lease`): the row expires on the database clock after
 the lease; rows outlive sessions and restarts (P01-P05 PGL); a holder's `valid_until()` is the
 send time + lease - drift, before the database's expiry unless the database clock is stepped
@@ -128,11 +129,11 @@ NOT_COVERED = [
      "not built yet; the lost create reply is covered by the integration test "
      "`ZkLock.ProtectedModeAdoptsTheNodeOfACreateWhoseAnswerWasLost`, without the history "
      "checker"),
-    ("P (issue 24)", "PostgreSQL: a streaming replica promoted (advisory locks are not "
-     "replicated: an expected violation); a misconfigured `dlock_check` >= keepalive bound",
-     "the failover is not built yet; the misconfiguration cannot be run: the URL parser now "
-     "rejects it (`pg_settings.a_check_period_not_shorter_than_the_keepalive_bound_is_"
-     "rejected`)"),
+    ("P (issue 24)", "PostgreSQL: a standby promoted after the old primary stopped (P06 "
+     "keeps it serving worker 1, a split brain); row kinds across a failover (synchronous "
+     "standby); a misconfigured `dlock_check` >= keepalive bound",
+     "not built yet; the misconfiguration cannot be run: the URL parser now rejects it "
+     "(`pg_settings.a_check_period_not_shorter_than_the_keepalive_bound_is_rejected`)"),
     ("E (issue 24)", "etcd: a member partitioned from the others (nft by peer port cuts one "
      "direction only on loopback: every member shares 127.0.0.1)", "not built yet"),
 ]
