@@ -402,10 +402,10 @@ class Run:
               worker_skew=None, think_ms=100, lock_auth="", lock_url=None, lock_mode="S"):
         """Starts lock servers (1, or 3 masters for R), the resource server, the proxy and
         prepares (does not start) the workers. `lock_url` (one URL, or one per worker id:
-        backends.py's ZooKeeper and PostgreSQL) replaces the Redis lock servers. In mode FO a scenario written for one master
-        runs the same on a Sentinel-managed master (fo_setup: the workers find it through
-        the sentinels; every data node behind its own proxy route; lock_servers[0] is the
-        master)."""
+        backends.py's ZooKeeper, PostgreSQL and etcd) replaces the Redis lock servers. In mode
+        FO a scenario written for one master runs the same on a Sentinel-managed master
+        (fo_setup: the workers find it through the sentinels; every data node behind its own
+        proxy route; lock_servers[0] is the master)."""
         if self.mode == "FO" and lock_url is None:
             assert not (lock_skew or lock_auth)
             return fo_setup(self, lock_extra=lock_extra, workers=workers, ttl_ms=ttl_ms,
@@ -2337,7 +2337,7 @@ def proxy_selftest(env):
 # driver
 
 
-# The ZooKeeper and PostgreSQL scenarios (Z.., P..; every mode extended).
+# The ZooKeeper, PostgreSQL and etcd scenarios (Z.., P.., E..; every mode extended).
 import backends  # noqa: E402 (tests/fault/backends.py; registers through `scenario` above)
 backends.register(sys.modules[__name__])
 

@@ -77,8 +77,8 @@ ensemble's leader is lost (Z06). The token (`lease::token()`) is the node's czxi
 increases per ensemble. `dlock::zookeeper::fenced_set` makes the server check the holder's node
 in the same transaction as the write. What is not promised: a holder paused past its session
 and resumed acts on a lock it lost unless it checks `valid_until()` (or writes through
-`fenced_set`); the server must really keep the session's timeout (tickTime x 2 <= timeout <= tickTime
-x 20; the negotiated timeout is the one used) and its transaction log (`forceSync=yes`, the
+`fenced_set`); the server must really keep the session's timeout (tickTime x 2 <= timeout <=
+tickTime x 20; the negotiated timeout is the one used) and its transaction log (`forceSync=yes`, the
 default); an ensemble needs a quorum; clocks do not matter (ZooKeeper times sessions on its
 monotonic clock).
 
