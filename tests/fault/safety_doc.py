@@ -73,7 +73,8 @@ partitioned client never receives). The server expires the session no earlier th
 timeout after it last heard from the client, which is after that send time: the holder's
 belief ends before the server frees the lock, whether the holder is killed (Z01), paused
 (Z02), cut off (Z03, Z05) or the server is restarted (Z04; sessions survive a restart) or an
-ensemble's leader is lost (Z06). The token (`lease::token()`) is the node's czxid: it strictly
+ensemble's leader is lost (Z06); a waiter whose predecessor's node expires reads the queue again
+and does not jump it (Z07). The token (`lease::token()`) is the node's czxid: it strictly
 increases per ensemble. `dlock::zookeeper::fenced_set` makes the server check the holder's node
 in the same transaction as the write. What is not promised: a holder paused past its session
 and resumed acts on a lock it lost unless it checks `valid_until()` (or writes through
@@ -125,7 +126,7 @@ key's create revision: it strictly increases per cluster.
 
 NOT_COVERED = [
     ("Z (issue 24)", "ZooKeeper: a minority of the ensemble partitioned away; a lost create "
-     "reply (protected mode) under contention; a predecessor expiring (no queue jumping)",
+     "reply (protected mode) under contention",
      "not built yet; the lost create reply is covered by the integration test "
      "`ZkLock.ProtectedModeAdoptsTheNodeOfACreateWhoseAnswerWasLost`, without the history "
      "checker"),
