@@ -1,9 +1,10 @@
-"""faultrun's ZooKeeper and PostgreSQL scenarios (issue 24, item 1): the servers, their setup
-and the scenarios Z.. (ZooKeeper) and P.. (PostgreSQL), registered in faultrun's SCENARIOS
-through its `scenario` decorator by register(faultrun) (faultrun runs as __main__, so this
-module does not import it).
+"""faultrun's ZooKeeper, PostgreSQL and etcd scenarios (issue 24, item 1): the servers, their
+setup and the scenarios Z.. (ZooKeeper), P.. (PostgreSQL) and E.. (etcd), registered in
+faultrun's SCENARIOS through its `scenario` decorator by register(faultrun) (faultrun runs as
+__main__, so this module does not import it).
 
-The workload is faultrun's: 3 dlock_fault_workers in mode S on a zk:// or postgresql:// URL
+The workload is faultrun's: 3 dlock_fault_workers in mode S on a zk://, postgresql:// or etcd://
+URL
 (`--kind` picks the lock kind), doing a read-modify-write of the append-only file resource
 (`--resource file`, judged by RESOURCE like the Redis counter) under the lock; dlock_check
 judges the merged histories. Modes:
@@ -14,6 +15,7 @@ judges the merged histories. Modes:
         Every worker reaches the server through its own fault-proxy route (the proxy passes
         ZooKeeper's bytes through untouched; they are not RESP), so one worker can be cut.
   ZKE = a 3-server ensemble (Z06), every server behind one route per worker.
+        (Z07 gives each worker a session timeout of its own.)
   PGA = PostgreSQL advisory lock (`simple`: pg_advisory_lock on a session of its own, the
         token from the sequence dlock_fence), fixed lease = dlock_check = 1 s, so the granted
         valid_until is the reply time + 1 s.
