@@ -130,13 +130,17 @@ def four_letter(port, word, timeout=1.0):
 class ZooKeeper:
     """One ZooKeeper server (standalone, or member `myid` of an ensemble) on a free port."""
 
-    def __init__(self, run, name, tick_ms=200, myid=0, port=None, quorum=None):
+    def __init__(self, run, name, tick_ms=200, myid=0, port=None, quorum=None, uid=None):
         if not zk_java() or not os.access(zk_jar(), os.R_OK):
             skip("needs java and %s (Debian zookeeper)" % zk_jar())
-        self.run, self.name, self.myid = run, name, myid
+        self.run, self.name, self.myid, self.uid = run, name, myid, uid
         self.port = port or F.free_port()
         self.dir = os.path.join(run.out, name)
         os.makedirs(os.path.join(self.dir, "data"), exist_ok=True)
+        if uid is not None:  # a uid of its own: nft tells its packets apart (Z08)
+            os.chmod(run.out, 0o711)
+            for d in (self.dir, os.path.join(self.dir, "data")):
+                os.chown(d, uid, uid)
         lines = ["tickTime=%d" % tick_ms, "dataDir=%s" % os.path.join(self.dir, "data"),
                  "clientPortAddress=127.0.0.1", "clientPort=%d" % self.port,
                  "admin.enableServer=false", "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons",
@@ -160,7 +164,9 @@ class ZooKeeper:
                 [zk_java(), "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                  "-Dznode.container.checkIntervalMs=1000", "-Dzookeeper.admin.enableServer=false",
                  "-cp", cp, main, os.path.join(self.dir, "zoo.cfg")],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                **({"user": self.uid, "group": self.uid, "extra_groups": []}
+                   if self.uid is not None else {}))
 
     def start(self, budget=30.0):
         self.spawn()
@@ -208,13 +214,19 @@ class ZooKeeper:
             self.proc.wait(timeout=10)
 
 
-def zk_ensemble(run):
+ZK_UIDS = (61001, 61002, 61003)  # Z08: one uid per server (no name needed)
+
+
+def zk_ensemble(run, own_uids=False):
     """3 servers (QuorumPeerMain), started together; ready when every one serves as leader
-    or follower."""
+    or follower. `own_uids`: each server runs as a uid of its own (root only)."""
     ports = [(F.free_port(), F.free_port(), F.free_port()) for _ in range(3)]
     quorum = ["server.%d=127.0.0.1:%d:%d" % (i + 1, p[1], p[2]) for i, p in enumerate(ports)]
-    servers = [ZooKeeper(run, "zk%d" % i, myid=i + 1, port=ports[i][0], quorum=quorum)
+    servers = [ZooKeeper(run, "zk%d" % i, myid=i + 1, port=ports[i][0], quorum=quorum,
+                         uid=ZK_UIDS[i] if own_uids else None)
                for i in range(3)]
+    for s, p in zip(servers, ports):
+        s.quorum_ports = p[1:]
     run.extra_servers += servers
     for s in servers:
         s.spawn()
@@ -228,11 +240,12 @@ def zk_ensemble(run):
 LET_EXPIRE = ["--expire-pct", "100"]
 
 
-def zk_setup(run, ensemble=False, session_ms=ZK_SESSION_MS, worker_extra_1=(), **kw):
+def zk_setup(run, ensemble=False, session_ms=ZK_SESSION_MS, worker_extra_1=(), own_uids=False,
+             **kw):
     """ZooKeeper server(s), one proxy route per (worker, server), workers on a zk:// URL of
     their routes with the session timeout as their TTL."""
     if ensemble:
-        servers = zk_ensemble(run)
+        servers = zk_ensemble(run, own_uids)
     else:
         servers = [ZooKeeper(run, "zk0")]
         run.extra_servers += servers
@@ -609,6 +622,46 @@ def z06(run):
     probe_no_write_after(run, w, hold)
     probe_count(run, "acquisitions after the old leader rejoined", acquisitions(run, after=t1),
                 3)
+
+
+@scenario("Z08", "ZooKeeper ensemble (3 servers): the leader partitioned from the other two "
+          "(nft, in the run's own network namespace: its quorum and election ports, and every "
+          "packet its uid sends to theirs) until they elected a new leader and a worker "
+          "acquired, then healed",
+          "a minority leader stops serving; the majority elects a leader and locking goes on; "
+          "sessions move or expire, a holder stops at its deadline; no overlap", ["ZKE"],
+          outcome={"ZKE": ZK_SAFE}, timeout=150)
+def z08(run):
+    if os.geteuid() != 0:
+        skip("needs root: each server runs as a uid of its own")
+    run.netns = F.Netns(run)
+    run.netns.enter()
+    servers = zk_setup(run, ensemble=True, own_uids=True, duration_ms=16000, wait_ms=4000)
+    w, hold = start_with_victim_holding(run)
+    leader = next((s for s in servers if s.mode() == "leader"), None)
+    if leader is None:
+        raise F.HarnessError("no leader in the ensemble")
+    others = [s for s in servers if s is not leader]
+    own = "{ %d, %d }" % leader.quorum_ports
+    theirs = "{ %s }" % ", ".join(str(p) for s in others for p in s.quorum_ports)
+    run.netns.rules("tcp dport %s" % own, "tcp sport %s" % own,
+                    "meta skuid %d tcp dport %s" % (leader.uid, theirs))
+    t = F.mono_ns()
+    new = run.wait_for(lambda: next((s for s in others if s.mode() == "leader"), None), 30,
+                       "a new leader among the majority")
+    run.nemesis("elected", new.name, "after %.0f ms" % ((F.mono_ns() - t) / 1e6))
+    t_new = F.mono_ns()
+    run.wait_for(lambda: acquisitions(run, after=t_new), 15,
+                 "an acquisition under the new leader")
+    dropped = run.netns.heal()
+    t1 = F.mono_ns()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.probe("the isolated leader stopped leading", leader.mode() != "leader", leader.mode())
+    run.wait_for(lambda: leader.mode() == "follower", 30, "the old leader back as a follower")
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    probe_count(run, "acquisitions during the partition", acquisitions(run, after=t, before=t1))
+    probe_count(run, "acquisitions after the heal", acquisitions(run, after=t1), 3)
 
 
 def zk_node_count(zk):
