@@ -900,13 +900,16 @@ def etcd_bin(name):
 
 
 class Etcd:
-    def __init__(self, run, name, client_port, peer_port, initial):
+    def __init__(self, run, name, client_port, peer_port, initial, uid=None):
         if not etcd_bin("etcd") or not etcd_bin("etcdctl"):
             skip("needs etcd and etcdctl")
         self.run, self.name, self.port, self.peer = run, name, client_port, peer_port
-        self.initial, self.started_once, self.proc = initial, False, None
+        self.initial, self.started_once, self.proc, self.uid = initial, False, None, uid
         self.dir = os.path.join(run.out, name)
         os.makedirs(self.dir, exist_ok=True)
+        if uid is not None:  # a uid of its own: nft tells its packets apart (E05)
+            os.chmod(run.out, 0o711)
+            os.chown(self.dir, uid, uid)
 
     def spawn(self):
         url = "http://127.0.0.1:%d" % self.port
@@ -920,7 +923,10 @@ class Etcd:
                 "--election-timeout", "500", "--logger", "zap", "--log-outputs", "stderr"]
         with open(os.path.join(self.dir, "server.log"), "a") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+                                         start_new_session=True,
+                                         **({"user": self.uid, "group": self.uid,
+                                             "extra_groups": []} if self.uid is not None
+                                            else {}))
         self.started_once = True
 
     def healthy(self):
@@ -982,10 +988,11 @@ class Etcd:
             self.proc.wait(timeout=10)
 
 
-def etcd_setup(run, members=1, worker_extra_1=(), **kw):
+def etcd_setup(run, members=1, worker_extra_1=(), own_uids=False, **kw):
     ports = [(F.free_port(), F.free_port()) for _ in range(members)]
     initial = ",".join("e%d=http://127.0.0.1:%d" % (i, p[1]) for i, p in enumerate(ports))
-    servers = [Etcd(run, "e%d" % i, p[0], p[1], initial) for i, p in enumerate(ports)]
+    servers = [Etcd(run, "e%d" % i, p[0], p[1], initial, uid=ZK_UIDS[i] if own_uids else None)
+               for i, p in enumerate(ports)]
     run.extra_servers += servers
     for s in servers:
         s.spawn()
@@ -1168,3 +1175,42 @@ def p06(run):
                 acquisitions(run, workers=[2, 3], after=t))
     probe_count(run, "worker 1 still acquired on the old primary after the promotion",
                 acquisitions(run, workers=[1], after=t))
+
+
+@scenario("E05", "etcd cluster (3 members): the leader partitioned from the other two (nft, in "
+          "the run's own network namespace: its peer port, and every packet its uid sends to "
+          "theirs) until they elected a new leader and a worker acquired, then healed",
+          "a minority leader steps down (check quorum); the majority elects a leader; clients "
+          "whose member went silent move to another one and keep their lease; no overlap, "
+          "locking goes on", ["ETC"], outcome={"ETC": ET_SAFE}, expect={"ETC": ET_DEADLINE},
+          timeout=150)
+def e05(run):
+    if os.geteuid() != 0:
+        skip("needs root: each member runs as a uid of its own")
+    run.netns = F.Netns(run)
+    run.netns.enter()
+    servers = etcd_setup(run, members=3, own_uids=True, duration_ms=14000, wait_ms=4000)
+    w, hold = start_with_victim_holding(run)
+    leader = next((s for s in servers if s.is_leader()), None)
+    if leader is None:
+        raise F.HarnessError("no etcd leader")
+    others = [s for s in servers if s is not leader]
+    theirs = "{ %s }" % ", ".join(str(s.peer) for s in others)
+    run.netns.rules("tcp dport %d" % leader.peer, "tcp sport %d" % leader.peer,
+                    "meta skuid %d tcp dport %s" % (leader.uid, theirs))
+    t = F.mono_ns()
+    new = run.wait_for(lambda: next((s for s in others if s.is_leader()), None), 30,
+                       "a new leader among the majority")
+    run.nemesis("elected", new.name, "after %.0f ms" % ((F.mono_ns() - t) / 1e6))
+    t_new = F.mono_ns()
+    run.wait_for(lambda: acquisitions(run, after=t_new), 15,
+                 "an acquisition under the new leader")
+    stepped_down = not leader.is_leader()
+    dropped = run.netns.heal()
+    t1 = F.mono_ns()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.probe("the isolated leader stepped down", stepped_down)
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    probe_count(run, "acquisitions during the partition", acquisitions(run, after=t, before=t1))
+    probe_count(run, "acquisitions after the heal", acquisitions(run, after=t1), 3)
