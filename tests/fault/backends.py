@@ -968,7 +968,10 @@ class Etcd:
             st = json.loads(self.ctl("endpoint", "status", "-w", "json", timeout=5))
         except (F.HarnessError, ValueError, subprocess.SubprocessError):
             return False
-        return bool(st) and st[0]["Status"]["header"]["member_id"] == st[0]["Status"]["leader"]
+        # Zero fields are left out of the JSON: no "leader" while there is none.
+        status = st[0].get("Status", {}) if st else {}
+        me = status.get("header", {}).get("member_id")
+        return me is not None and me == status.get("leader")
 
     def pid(self):
         return self.proc.pid
@@ -1107,9 +1110,8 @@ def e03(run):
 def e04(run):
     servers = etcd_setup(run, members=3, duration_ms=12000, wait_ms=4000)
     w, hold = start_with_victim_holding(run)
-    leader = next((s for s in servers if s.is_leader()), None)
-    if leader is None:
-        raise F.HarnessError("no etcd leader")
+    leader = run.wait_for(lambda: next((s for s in servers if s.is_leader()), None), 10,
+                          "the etcd leader")
     leader.kill9()
     t = F.mono_ns()
     run.nemesis("kill-9", leader.name, "leader; holder w%d" % w.id)
@@ -1191,9 +1193,8 @@ def e05(run):
     run.netns.enter()
     servers = etcd_setup(run, members=3, own_uids=True, duration_ms=14000, wait_ms=4000)
     w, hold = start_with_victim_holding(run)
-    leader = next((s for s in servers if s.is_leader()), None)
-    if leader is None:
-        raise F.HarnessError("no etcd leader")
+    leader = run.wait_for(lambda: next((s for s in servers if s.is_leader()), None), 10,
+                          "the etcd leader")
     others = [s for s in servers if s is not leader]
     theirs = "{ %s }" % ", ".join(str(s.peer) for s in others)
     run.netns.rules("tcp dport %d" % leader.peer, "tcp sport %d" % leader.peer,
