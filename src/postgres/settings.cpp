@@ -164,6 +164,18 @@ settings parse_settings(std::string_view url, std::error_code& ec, std::string* 
         }
     }
     if (!kept.empty()) rest += "?" + kept;
+    // A holder cut off from the server believes for up to dlock_check after its last proven
+    // check; the server keeps the vanished session (and its advisory locks) up to the keepalive
+    // bound. The belief must end first (docs/SAFETY.md, fault scenario P05).
+    if (out.check_period >= out.keep.server_bound()) {
+        fail(ec, why,
+             "dlock_check (" + std::to_string(out.check_period.count()) +
+                 " ms) must be shorter than the server's keepalive bound (" +
+                 std::to_string(out.keep.server_bound().count()) +
+                 " ms, from dlock_keepalive): a holder cut off from the server would still "
+                 "believe it holds the lock after the server freed it");
+        return out;
+    }
 
     char* err = nullptr;
     PQconninfoOption* opts = PQconninfoParse(rest.c_str(), &err);

@@ -158,6 +158,15 @@ void zk_hold::finish_release(std::error_code ec) {
 void zk_hold::start_release(std::function<void(std::error_code)> done) {
     if (lost()) return done(make_error_code(errc::not_owner));
     if (released()) return done({});
+    // A release asked for after the hold's deadline comes after its loss, even when the
+    // session's deadline timer has not run yet (a holder resumed from a pause past its session
+    // releases first; fault scenario Z02 saw it answered ok, as ZSESSIONEXPIRED is below):
+    // not_owner, as on every backend. The session's deadline ends it, and the node with it.
+    if (std::chrono::steady_clock::now() >= valid_until()) {
+        if (auto* b = live()) b->counters().release(client_metrics::release_result::not_owner);
+        lose(loss_cause::deadline);
+        return done(make_error_code(errc::not_owner));
+    }
     release_waiters_.push_back(std::move(done));
     if (releasing_) return;
     releasing_ = true;

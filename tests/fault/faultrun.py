@@ -411,10 +411,11 @@ class Run:
               worker_extra=None, lock_extra=None, resource_via_proxy=False, lock_skew=None,
               worker_skew=None, think_ms=100, lock_auth="", lock_url=None, lock_mode="S"):
         """Starts lock servers (1, or 3 masters for R), the resource server, the proxy and
-        prepares (does not start) the workers. In mode FO a scenario written for one master
-        runs the same on a Sentinel-managed master (fo_setup: the workers find it through
-        the sentinels; every data node behind its own proxy route; lock_servers[0] is the
-        master)."""
+        prepares (does not start) the workers. `lock_url` (one URL, or one per worker id:
+        backends.py's ZooKeeper, PostgreSQL and etcd) replaces the Redis lock servers. In mode
+        FO a scenario written for one master runs the same on a Sentinel-managed master
+        (fo_setup: the workers find it through the sentinels; every data node behind its own
+        proxy route; lock_servers[0] is the master)."""
         if self.mode == "FO" and lock_url is None:
             assert not (lock_skew or lock_auth)
             return fo_setup(self, lock_extra=lock_extra, workers=workers, ttl_ms=ttl_ms,
@@ -458,7 +459,7 @@ class Run:
                     "--seed", str(self.seed), "--resource", resource,
                     "--think-ms", str(think_ms)]
             if lock_url:
-                args += ["--url", lock_url]
+                args += ["--url", lock_url[w] if isinstance(lock_url, dict) else lock_url]
             else:
                 args += ["--masters", ",".join(urls)] if self.mode == "R" else ["--url", urls[0]]
             if self.resource:
@@ -630,7 +631,10 @@ class Run:
 
     def leftovers(self):
         """ORPHANS: keys with a TTL still on the lock servers after every worker ended and
-        TTL + 500 ms passed (persistent keys such as fence counters are not leases)."""
+        TTL + 500 ms passed (persistent keys such as fence counters are not leases). None
+        without Redis lock servers (backends.py)."""
+        if not self.lock_servers:
+            return []
         self.sleep_ms(self.ttl_ms + 500)
         out = []
         for r in self.lock_servers:
@@ -2478,6 +2482,11 @@ def proxy_selftest(env):
 # driver
 
 
+# The ZooKeeper, PostgreSQL and etcd scenarios (Z.., P.., E..; every mode extended).
+import backends  # noqa: E402 (tests/fault/backends.py; registers through `scenario` above)
+backends.register(sys.modules[__name__])
+
+
 class Env:
     def __init__(self, a):
         self.worker, self.proxy, self.check, self.skew = a.worker, a.proxy, a.check, a.skew
@@ -2545,7 +2554,7 @@ def main():
     sub.add_parser("list")
     r = sub.add_parser("run")
     r.add_argument("id")
-    r.add_argument("mode", choices=["S", "F", "R", "FO"] + WATCHDOG_MODES)
+    r.add_argument("mode", choices=["S", "F", "R", "FO"] + WATCHDOG_MODES + backends.MODES)
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--results")
     r.add_argument("--keep", action="store_true")

@@ -18,6 +18,14 @@
 // lines the same with spaces) so that the orchestrator can rebuild the resource log in the
 // server's order from its append-only file.
 // Bounded: at most --ops operations and --duration-ms; every call has a wait and a timeout.
+//
+// Other backends: in mode S the --url may name one (zk://, postgresql://, etcd://); the client is
+// then made from the URL alone (its own parameters carry the timeouts) and --kind picks the lock
+// kind. ZooKeeper and etcd have no fixed lease (a lock lives as long as the client's session or
+// lease): there the acquisition takes none, --ttl-ms is the session timeout or lease TTL, and the
+// holder's belief is the valid_until() it was granted with (the deadline it logs), not the later
+// ones its session's pings or keep-alives push forward, so that what it does matches what the
+// checker judges.
 
 #include "checker/checker.hpp"
 #include "checker/history.hpp"
@@ -26,9 +34,11 @@
 #include <dlock/config.hpp>
 #include <dlock/error.hpp>
 #include <dlock/lease.hpp>
+#include <dlock/lock_options.hpp>
 #include <dlock/redis.hpp>
 #include <dlock/redlock.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -67,6 +77,7 @@ std::int64_t now_ns() {
 struct config {
     std::int64_t id = 1;
     std::string mode = "S";
+    std::string kind; ///< a lock kind by name (kind_from_name); empty: the mode's
     std::string lock = "L";
     std::string url;
     std::vector<std::string> masters;
@@ -140,9 +151,11 @@ std::int64_t value_after(const std::string& v) {
 struct locker {
     std::unique_ptr<dlock::client> client;
     bool redlock = false;
+    bool session_lease = false; ///< ZooKeeper, etcd: no fixed lease, the session is the lease
 
     dlock::acquire_options with_kind(dlock::acquire_options ao) const {
         if (redlock) ao.kind = dlock::lock_kind::simple;
+        if (session_lease) ao.lease.reset();
         return ao;
     }
     dlock::lease acquire(const std::string& name, const dlock::acquire_options& ao,
@@ -212,10 +225,18 @@ private:
                 ro.masters.push_back(options(u));
             k.client = std::make_unique<dlock::client>(ro);
             k.redlock = true;
-        } else {
+        } else if (is_redis_url(c_.url)) {
             k.client = std::make_unique<dlock::client>(options(c_.url));
+        } else {
+            k.client = std::make_unique<dlock::client>(c_.url);
+            k.session_lease =
+                k.client->backend_name() == "zookeeper" || k.client->backend_name() == "etcd";
         }
         return k;
+    }
+
+    static bool is_redis_url(const std::string& url) {
+        return url.rfind("redis", 0) == 0 || url.rfind("unix", 0) == 0;
     }
 
     dlock::client_options options(const std::string& url) const {
@@ -316,6 +337,7 @@ private:
         ao.wait = std::max(ms(0), std::min(ms(c_.wait_ms), left));
         if (fixed_lease) ao.lease = ms(c_.ttl_ms);
         ao.kind = c_.mode == "F" ? dlock::lock_kind::reentrant : dlock::lock_kind::simple;
+        if (auto k = dlock::kind_from_name(c_.kind)) ao.kind = *k;
         if (c_.poll_ms > 0)
             ao.retry = dlock::retry_policy{
                 static_cast<unsigned>(std::max<std::int64_t>(1, c_.wait_ms / c_.poll_ms + 1)),
@@ -337,7 +359,8 @@ private:
             std::this_thread::sleep_for(20ms);
             return false;
         }
-        std::int64_t deadline = ns_of(l.valid_until());
+        granted_until_ = l.valid_until();
+        std::int64_t deadline = ns_of(granted_until_);
         auto w = ev(op, "acquire", "ok");
         w.field("token_h", std::to_string(c_.id) + "-" + std::to_string(op));
         if (auto t = l.token()) w.field("fence", static_cast<std::int64_t>(*t));
@@ -546,7 +569,9 @@ private:
         };
         auto too_late = [&] {
             observe(l, token_h);
-            return !c_.careless && clock_type::now() + ms(c_.write_margin_ms) >= l.valid_until();
+            auto until = l.valid_until();
+            if (lock_.session_lease) until = std::min(until, granted_until_);
+            return !c_.careless && clock_type::now() + ms(c_.write_margin_ms) >= until;
         };
         if (c_.resource == "none") {
             sleep_in_section();
@@ -635,7 +660,8 @@ private:
     std::mt19937_64 rng_;
     resource_keys keys_;
     std::int64_t op_ = 0;
-    std::int64_t seen_deadline_ = 0; ///< --watchdog: the last deadline logged for the hold
+    std::int64_t seen_deadline_ = 0;         ///< --watchdog: the last deadline logged for the hold
+    clock_type::time_point granted_until_{}; ///< the current hold's valid_until when granted
     locker lock_;
     std::unique_ptr<dlock::client> res_client_;
 };
@@ -643,7 +669,7 @@ private:
 int usage(const std::string& why) {
     std::cerr << "dlock_fault_worker: " << why << "\n"
               << "usage: dlock_fault_worker --log FILE --mode S|F|R (--url URL | --masters U,U,U)\n"
-                 "  [--id N] [--lock NAME] [--resource none|counter|fenced|file]\n"
+                 "  [--id N] [--lock NAME] [--kind KIND] [--resource none|counter|fenced|file]\n"
                  "  [--resource-url URL] [--file PATH] [--ttl-ms N] [--wait-ms N] [--poll-ms N]\n"
                  "  [--command-timeout-ms N] [--node-timeout-ms N] [--hold-ms N] [--ops N]\n"
                  "  [--duration-ms N] [--seed N] [--expire-pct N] [--think-ms N] [--careless]\n"
@@ -687,6 +713,7 @@ constexpr std::pair<const char*, std::string config::*> string_options[] = {
     {"--resource-url", &config::resource_url},
     {"--file", &config::file},
     {"--log", &config::log},
+    {"--kind", &config::kind},
 };
 
 } // namespace
@@ -737,5 +764,6 @@ int main(int argc, char** argv) {
     if ((c.resource == "counter" || c.resource == "fenced") && c.resource_url.empty())
         return usage("--resource " + c.resource + " needs --resource-url");
     if (c.resource == "file" && c.file.empty()) return usage("--resource file needs --file");
+    if (!c.kind.empty() && !dlock::kind_from_name(c.kind)) return usage("unknown --kind " + c.kind);
     return worker(std::move(c)).run();
 }

@@ -117,7 +117,7 @@ TEST(pg_keepalive, a_vanished_holder_host_is_freed_within_the_keepalive_bound) {
             for (const auto& s : settings) {
                 std::error_code ec;
                 auto b = detail::make_postgres_backend(
-                    remote + "?dlock_check=60000&dlock_keepalive=" + s.keepalive, ec, nullptr);
+                    remote + "?dlock_check=1000&dlock_keepalive=" + s.keepalive, ec, nullptr);
                 auto h = b ? b->acquire(s.name, wait_for(5s), ec) : nullptr;
                 if (h) {
                     bs.push_back(b);

@@ -89,6 +89,27 @@ TEST(pg_settings, dlock_parameters_are_read_and_removed) {
         EXPECT_NE(k.substr(0, 6), "dlock_");
 }
 
+TEST(pg_settings, a_check_period_not_shorter_than_the_keepalive_bound_is_rejected) {
+    // A cut-off holder would believe past the moment the server frees its session's locks.
+    std::error_code ec;
+    std::string why;
+    pg::parse_settings("postgresql://h/db?dlock_check=60000", ec, &why); // bound 11 s
+    EXPECT_EQ(ec, dlock::errc::configuration_error);
+    EXPECT_NE(why.find("dlock_check (60000 ms) must be shorter than the server's keepalive "
+                       "bound (11000 ms"),
+              std::string::npos)
+        << why;
+    pg::parse_settings("postgresql://h/db?dlock_check=3000&dlock_keepalive=1:1:2:3000", ec);
+    EXPECT_EQ(ec, dlock::errc::configuration_error); // bound 3 s: equal is too long
+    auto s =
+        pg::parse_settings("postgresql://h/db?dlock_check=2999&dlock_keepalive=1:1:2:3000", ec);
+    EXPECT_FALSE(ec);
+    EXPECT_EQ(s.check_period, 2999ms);
+    // Keepalive off: the bound is the server's defaults (2 h 11 min 15 s).
+    pg::parse_settings("postgresql://h/db?dlock_keepalive=off&dlock_check=600000", ec);
+    EXPECT_FALSE(ec);
+}
+
 TEST(pg_settings, bad_urls_are_configuration_errors_that_never_show_the_password) {
     const char* bad[] = {
         "redis://h",
