@@ -5,6 +5,8 @@
 
 #include <dlock/error.hpp>
 
+#include <asio/connect.hpp>
+#include <asio/ssl/host_name_verification.hpp>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 

@@ -7,6 +7,10 @@
 
 #include <dlock/error.hpp>
 
+#include <asio/buffer.hpp>
+#include <asio/post.hpp>
+#include <asio/write.hpp>
+
 #include <cerrno>
 #include <sys/socket.h>
 

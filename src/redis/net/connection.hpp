@@ -28,8 +28,12 @@
 #include <dlock/config.hpp>
 #include <dlock/detail/request.hpp>
 
-#include <asio.hpp>
-#include <asio/ssl.hpp>
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/local/stream_protocol.hpp>
+#include <asio/ssl/context.hpp>
+#include <asio/ssl/stream.hpp>
+#include <asio/steady_timer.hpp>
 
 #include <atomic>
 #include <deque>

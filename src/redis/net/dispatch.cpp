@@ -7,6 +7,8 @@
 
 #include <dlock/error.hpp>
 
+#include <asio/post.hpp>
+
 #include <algorithm>
 
 namespace dlock::net {

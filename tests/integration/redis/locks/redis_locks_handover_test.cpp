@@ -3,6 +3,8 @@
 // lease handle takes and hands on a handed-over lock.
 #include "lock_test_util.hpp"
 
+#include <asio/use_future.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <future>
