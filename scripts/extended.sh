@@ -7,11 +7,13 @@
 #   (each starts its own server: initdb is slow under a loaded CPU), the Sentinel and Cluster
 #   topology suites and the multi-lock suite (timing-bound; TSan runs them in CI's step 6), the
 #   etcd cluster suite (member kills and restarts), the Curator interop suite (its other side is
-#   a JVM) and the fault suite's history checker (a test tool, not the library). The conformance
-#   suite keeps every backend under ASan in CI.
+#   a JVM), the fault suite's history checker (a test tool, not the library) and the CLI's
+#   black-box suite `cli.*` (tests/cli/cli_test.sh: hundreds of short ASan processes, a fifth of
+#   the ASan step's test time; step 1 runs it on the release build, and the CLI's GoogleTest
+#   suites stay under ASan in CI). The conformance suite keeps every backend under ASan in CI.
 # scripts/test.sh sources this file for asan_extended only: its ASan tree neither builds nor runs
 # those suites (DLOCK_TEST_SKIP), and this script builds them first.
-asan_extended='^(postgres_[a-z_]+|cli_postgres_test|redis_topology_sentinel_test|redis_topology_cluster_test|redis_locks_multi_lock_test|checker_test|zookeeper_curator_interop_test|etcd_cluster_test)\.'
+asan_extended='^(postgres_[a-z_]+|cli_postgres_test|redis_topology_sentinel_test|redis_topology_cluster_test|redis_locks_multi_lock_test|checker_test|zookeeper_curator_interop_test|etcd_cluster_test|cli)\.'
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
