@@ -127,7 +127,33 @@ def four_letter(port, word, timeout=1.0):
         return ""
 
 
-class ZooKeeper:
+class ServerProcess:
+    """What the ZooKeeper and etcd servers share: one process in self.proc, signalled, killed
+    (kill -9) and stopped (resumed if paused, then killed: the run's data dies with it)."""
+
+    def pid(self):
+        return self.proc.pid
+
+    def signal(self, sig):
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+
+    def kill9(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+            except OSError:
+                pass
+            self.proc.kill()  # nothing to flush: the run's data dies with it
+            self.proc.wait(timeout=10)
+
+
+class ZooKeeper(ServerProcess):
     """One ZooKeeper server (standalone, or member `myid` of an ensemble) on a free port."""
 
     def __init__(self, run, name, tick_ms=200, myid=0, port=None, quorum=None, uid=None):
@@ -192,26 +218,6 @@ class ZooKeeper:
             time.sleep(0.05)
         raise F.HarnessError("%s not ready within %.0f s" % (self.name, budget))
 
-    def pid(self):
-        return self.proc.pid
-
-    def signal(self, sig):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, sig)
-
-    def kill9(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            try:
-                os.kill(self.proc.pid, signal.SIGCONT)
-            except OSError:
-                pass
-            self.proc.kill()  # nothing to flush: the run's data dies with it
-            self.proc.wait(timeout=10)
 
 
 ZK_UIDS = (61001, 61002, 61003)  # Z08: one uid per server (no name needed)
@@ -276,7 +282,7 @@ def pg_bin(name):
     return p if os.access(p, os.X_OK) else shutil.which(name)
 
 
-class Postgres:
+class Postgres(ServerProcess):
     def __init__(self, run, name, listen="127.0.0.1", initdb=True):
         for b in ("initdb", "postgres", "psql"):
             if not pg_bin(b):
@@ -346,9 +352,6 @@ class Postgres:
         return ("postgresql://postgres@%s:%d/postgres?dlock_check=%d&dlock_timeout=1000"
                 "&dlock_connect_timeout=1000&dlock_keepalive=%s"
                 % (host, self.port, PG_TTL_MS, PG_KEEPALIVE))
-
-    def pid(self):
-        return self.proc.pid
 
     def stop(self, budget=10.0):
         """Fast shutdown (SIGINT: every session ended, a clean checkpoint), then kill -9."""
@@ -899,7 +902,7 @@ def etcd_bin(name):
         shutil.which(name)
 
 
-class Etcd:
+class Etcd(ServerProcess):
     def __init__(self, run, name, client_port, peer_port, initial, uid=None):
         if not etcd_bin("etcd") or not etcd_bin("etcdctl"):
             skip("needs etcd and etcdctl")
@@ -973,22 +976,6 @@ class Etcd:
         me = status.get("header", {}).get("member_id")
         return me is not None and me == status.get("leader")
 
-    def pid(self):
-        return self.proc.pid
-
-    def kill9(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            try:
-                os.kill(self.proc.pid, signal.SIGCONT)
-            except OSError:
-                pass
-            self.proc.kill()
-            self.proc.wait(timeout=10)
 
 
 def etcd_setup(run, members=1, worker_extra_1=(), own_uids=False, **kw):
