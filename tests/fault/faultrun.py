@@ -1909,8 +1909,12 @@ def f14(run):
     t1 = mono_ns()
     run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
     run.wait_workers()
+    # The others start after the cut, so any grant of theirs before the heal came while worker
+    # 1 was cut off (MUTEX judges whether it came too early). Not from t0 + TTL: worker 1's key
+    # can expire before that (it was granted before t0), and a watchdog hold that takes it then
+    # lasts past the heal, leaving nothing inside a window that starts at t0 + TTL.
     others = [e for w in run.workers[1:] for e in w.events() if e.get("f") == "acquire"
-              and e["type"] == "ok" and t0 + run.ttl_ms * 1_000_000 <= e["t"] <= t1]
+              and e["type"] == "ok" and t0 <= e["t"] <= t1]
     run.probe("others acquired while the holder was cut off", others,
               "%d acquisitions" % len(others))
     run.bounded_latency(2000 + 500 + 500 + 1000 + 700)
