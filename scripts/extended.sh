@@ -10,10 +10,13 @@
 #   a JVM), the fault suite's history checker (a test tool, not the library) and the CLI's
 #   black-box suite `cli.*` (tests/cli/cli_test.sh: hundreds of short ASan processes, a fifth of
 #   the ASan step's test time; step 1 runs it on the release build, and the CLI's GoogleTest
-#   suites stay under ASan in CI). The conformance suite keeps every backend under ASan in CI.
+#   suites stay under ASan in CI), and the three slowest suites left after it (Redlock's
+#   masters, ZooKeeper's election, the ZooKeeper CLI: about 186 s of ASan test time; the
+#   conformance suite runs Redlock, ZooKeeper and elections under ASan in CI). The conformance
+#   suite keeps every backend under ASan in CI.
 # scripts/test.sh sources this file for asan_extended only: its ASan tree neither builds nor runs
 # those suites (DLOCK_TEST_SKIP), and this script builds them first.
-asan_extended='^(postgres_[a-z_]+|cli_postgres_test|redis_topology_sentinel_test|redis_topology_cluster_test|redis_locks_multi_lock_test|checker_test|zookeeper_curator_interop_test|etcd_cluster_test|cli)\.'
+asan_extended='^(postgres_[a-z_]+|cli_postgres_test|redis_topology_sentinel_test|redis_topology_cluster_test|redis_locks_multi_lock_test|checker_test|zookeeper_curator_interop_test|etcd_cluster_test|cli|redis_redlock_masters_test|zookeeper_election_test|cli_zookeeper_test)\.'
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
