@@ -13,8 +13,12 @@
 // Backends: Redis (standalone, Sentinel, Cluster: a key with the slot and a token, PX to the
 // slot's end, the slot counted from TIME inside the script), ZooKeeper (a node per name under
 // /dlock-once, the slot counted from the mtime of a write) and PostgreSQL (a row per name in
-// dlock_once, the slot counted from clock_timestamp() inside the statement). etcd and Redlock
-// answer errc::unsupported (docs/design/once.md).
+// dlock_once, the slot counted from clock_timestamp() inside the statement). etcd has no clock
+// to read: there a slot is a key on a lease of its own of the period less 1 s, opened by the
+// claim that finds none, so two winning claims are at least that far apart on etcd's clock
+// (not aligned to the epoch; the index is the key's create revision; the period must be at
+// least 3 s, else errc::invalid_argument). Redlock answers errc::unsupported
+// (docs/design/once.md).
 #pragma once
 
 #include <dlock/error.hpp>

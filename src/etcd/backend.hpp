@@ -14,6 +14,9 @@
 // thread that holds the write lock is a downgrade (acquire_read_under). No fixed lease (every hold
 // lives as long as the client's lease, which keeps itself alive): errc::unsupported.
 //
+// Run once per period (once.cpp): a slot is a key bound to a lease of its own, timed by etcd
+// (docs/design/once.md, "etcd"): etcd has no clock to align slots to.
+//
 // Leader election (election.cpp, observe.cpp): etcd's concurrency.Election, whose keys are the
 // Mutex's with the campaign's value (layout.hpp), so `etcdctl elect` and dlock elect one leader
 // among them.
@@ -71,6 +74,10 @@ public:
                                                              std::error_code& ec) override;
     lock_status inspect(std::string_view name, lock_kind kind, std::error_code& ec) override;
     std::vector<lock_status> list(std::string_view pattern, std::error_code& ec) override;
+    std::optional<period_slot> claim_period(std::string_view name, std::chrono::milliseconds period,
+                                            std::error_code& ec) override;
+    bool release_period(std::string_view name, const period_slot& slot,
+                        std::error_code& ec) override;
     std::shared_ptr<hold> campaign(std::string_view name, std::string value,
                                    const campaign_options& opts, std::error_code& ec) override;
     void async_campaign(std::string name, std::string value, const campaign_options& opts,

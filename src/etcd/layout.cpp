@@ -58,6 +58,14 @@ std::string lock_range(std::string_view prefix, std::string_view name) {
     return out;
 }
 
+std::string once_key(std::string_view prefix, std::string_view name) {
+    std::string out(prefix);
+    if (!out.empty()) out += '/';
+    out += "dlock-once:";
+    out.append(name);
+    return out;
+}
+
 std::string lease_hex(std::int64_t lease) {
     static constexpr char digits[] = "0123456789abcdef";
     auto v = static_cast<std::uint64_t>(lease);

@@ -75,6 +75,11 @@ std::string rw_blockers(std::string_view range, lock_kind side);
 /// Mutex's "<range><lease hex>", nullopt otherwise.
 std::optional<lock_kind> kind_of_key(std::string_view range, std::string_view key);
 
+/// The key of `name`'s run-once-per-period slot (dlock/once.hpp, docs/design/once.md):
+/// "dlock-once:<name>" (with a URL prefix /p: "/p/dlock-once:<name>"). It has no '/' after the
+/// prefix, so it lies in no lock's range and lock_of_key() never reads it as a contender.
+std::string once_key(std::string_view prefix, std::string_view name);
+
 /// The lease id as etcd's tools print it: lowercase hex, no leading zeros.
 std::string lease_hex(std::int64_t lease);
 

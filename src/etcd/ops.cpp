@@ -120,6 +120,24 @@ pb::TxnRequest downgrade_txn(const std::string& key, const std::string& writers,
     return t;
 }
 
+pb::TxnRequest once_claim_txn(const std::string& key, std::string token, std::int64_t lease) {
+    pb::TxnRequest t;
+    created_at(t, key, 0);
+    put(t, key, lease, std::move(token));
+    return t;
+}
+
+pb::TxnRequest once_release_txn(const std::string& key, const std::string& token) {
+    pb::TxnRequest t;
+    auto* cmp = t.add_compare();
+    cmp->set_key(key);
+    cmp->set_target(pb::Compare::VALUE);
+    cmp->set_result(pb::Compare::EQUAL);
+    cmp->set_value(token);
+    t.add_success()->mutable_request_delete_range()->set_key(key);
+    return t;
+}
+
 pb::TxnRequest delete_if(const std::string& key, std::int64_t rev) {
     return delete_if({{key, rev}});
 }

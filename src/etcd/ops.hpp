@@ -46,6 +46,12 @@ pb::TxnRequest semaphore_count(const std::string& key, const std::string& keys, 
 /// under `writers` was created after revision `write_rev` (no writer queued behind the hold).
 pb::TxnRequest downgrade_txn(const std::string& key, const std::string& writers,
                              std::int64_t write_rev, std::int64_t lease);
+/// A run-once-per-period claim: puts `key` = `token` with `lease` unless the key exists
+/// (succeeded false: the slot is taken).
+pb::TxnRequest once_claim_txn(const std::string& key, std::string token, std::int64_t lease);
+/// Gives a claim back: deletes `key` while its value is still `token` (succeeded false
+/// otherwise: the slot ended, or it is another claim's).
+pb::TxnRequest once_release_txn(const std::string& key, const std::string& token);
 /// Deletes `key` when its create revision is still `rev` (succeeded false otherwise).
 pb::TxnRequest delete_if(const std::string& key, std::int64_t rev);
 /// Deletes every key of `keys` when each create revision is still the one given (else none).

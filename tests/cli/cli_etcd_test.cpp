@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -165,6 +166,66 @@ TEST_F(etcd_cli, a_killed_semaphore_holder_frees_its_permit_after_the_lease) {
     const auto waited = std::chrono::steady_clock::now() - killed_at;
     EXPECT_GT(waited, 2s) << "the permit came back before the lease ran out";
     EXPECT_LT(waited, 12s);
+}
+
+// exec --once-per on etcd (docs/design/once.md, "etcd"): a slot is a key with a lease of the
+// period less 1 s, timed by etcd. Three processes race over 3 s slots until three runs happened
+// (at most 40 s); one of them has its wall clock 10 minutes ahead (the skew shim of
+// tests/fault; not under a sanitizer, whose runtime must be preloaded first). Two runs are never
+// closer than the period less 1 s, less what starting a command can take (0.5 s here): two
+// winners of one slot would run within milliseconds of each other.
+TEST_F(etcd_cli, exec_once_per_runs_at_most_once_per_slot_whatever_the_clients_clocks) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    const bool skew = false;
+#else
+    const bool skew = std::filesystem::exists(DLOCK_SKEW_LIB);
+#endif
+    const auto log = etcd_->dir() / "once-runs";
+    std::ofstream(etcd_->dir() / "skew") << "600000 1\n";
+    const auto lines = [&] {
+        const auto text = slurp(log);
+        return std::count(text.begin(), text.end(), '\n');
+    };
+    const auto end = std::chrono::steady_clock::now() + 40s;
+    std::vector<std::thread> ts;
+    for (int p = 0; p < 3; ++p)
+        ts.emplace_back([&, p] {
+            std::vector<std::string> env;
+            if (p == 2 && skew)
+                env = {"LD_PRELOAD=" + std::string(DLOCK_SKEW_LIB),
+                       "DLOCK_SKEW_FILE=" + (etcd_->dir() / "skew").string()};
+            // The command's own clock is the machine's (no shim), so the runs' times compare.
+            const std::string cmd = "env -u LD_PRELOAD date +%s%N >> " + log.string();
+            while (std::chrono::steady_clock::now() < end && lines() < 3)
+                dlock::test::run_capture({DLOCK_CLI_BINARY, "--url", url_, "exec", "--once-per",
+                                          "3s", "cli-once", "--", "sh", "-c", cmd},
+                                         env);
+        });
+    for (auto& t : ts)
+        t.join();
+    std::vector<long long> starts;
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);)
+        starts.push_back(std::stoll(line));
+    ASSERT_GE(starts.size(), 3u) << "runs in 40 s of 3 s slots";
+    std::sort(starts.begin(), starts.end());
+    for (std::size_t i = 1; i < starts.size(); ++i)
+        EXPECT_GE(starts[i] - starts[i - 1], 1'500'000'000LL) << "runs " << i - 1 << " and " << i;
+    // The shim did skew: a clock read under it is 10 minutes ahead.
+    if (skew) {
+        const auto [shifted, rc] = dlock::test::run_capture(
+            {"/bin/date", "+%s"}, {"LD_PRELOAD=" + std::string(DLOCK_SKEW_LIB),
+                                   "DLOCK_SKEW_FILE=" + (etcd_->dir() / "skew").string()});
+        ASSERT_EQ(rc, 0);
+        const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+        EXPECT_GE(std::stoll(shifted) - now, 590) << "the skew shim did not skew";
+    }
+    // A period etcd cannot time is a usage error of the option's value.
+    const auto [out, code] =
+        dlock_cli({"exec", "--once-per", "2s", "cli-once-short", "--", "true"});
+    EXPECT_NE(code, 0) << out;
 }
 
 TEST_F(etcd_cli, elect_runs_the_command_while_leading_and_leader_shows_it) {

@@ -14,7 +14,7 @@ once_slot::once_slot(client& c, const exec_options& o, std::ostream& err)
     slot_ = claim_period(c, o.name, *o.once_per, ec);
     if (ec == errc::unsupported)
         throw usage_error("--once-per is not offered by the " + std::string(c.backend_name()) +
-                          " backend yet (Redis offers it)");
+                          " backend (Redis, ZooKeeper, PostgreSQL and etcd offer it)");
     if (ec) throw diagnose(c, ec, "cannot claim this period of '" + one_line(o.name) + "'", o.name);
     if (!slot_) {
         settled_ = true;
