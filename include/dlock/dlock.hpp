@@ -20,7 +20,7 @@
 #include <dlock/zookeeper.hpp>
 
 /// @namespace dlock
-/// Distributed locks on Redis, ZooKeeper and PostgreSQL: the client, the lock objects and
+/// Distributed locks on Redis, ZooKeeper, PostgreSQL and etcd: the client, the lock objects and
 /// lease handles, their options and errors (README.md: "Using the library"; ARCHITECTURE.md for
 /// how they work).
 

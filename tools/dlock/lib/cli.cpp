@@ -80,8 +80,8 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
         return exit_code::usage;
     }
 
-    CLI::App app{"dlock: distributed locks on Redis, ZooKeeper and PostgreSQL, sharing locks with "
-                 "Redisson, Curator and ShedLock",
+    CLI::App app{"dlock: distributed locks on Redis, ZooKeeper, PostgreSQL and etcd, sharing locks "
+                 "with Redisson, Curator, ShedLock and etcdctl",
                  "dlock"};
     app.require_subcommand(1);
     app.fallthrough(); // inherited: `--url` may also follow the command (`dlock demo --url U`)
