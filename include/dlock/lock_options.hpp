@@ -20,7 +20,8 @@ enum class lock_kind {
     lease,     ///< PostgreSQL: a row of dlock's `dlock_lease` table (token, NOTIFY wake-up)
     versioned, ///< PostgreSQL: a version-column lease row (cirello.io/pglock's table), no clock
     semaphore, ///< acquire_options::permits leases: Redis (Redisson RPermitExpirableSemaphore),
-               ///< ZooKeeper (Curator InterProcessSemaphoreV2), etcd
+               ///< ZooKeeper (Curator InterProcessSemaphoreV2), PostgreSQL (a row per permit
+               ///< in dlock's `dlock_semaphore`), etcd
 };
 
 ///@{

@@ -19,7 +19,7 @@ constexpr std::array<kind_info, kind_count> table{{
     {lock_kind::shedlock, "shedlock", "shedlock", "postgresql"},
     {lock_kind::lease, "lease", "lease", "postgresql"},
     {lock_kind::versioned, "versioned", "versioned", "postgresql"},
-    {lock_kind::semaphore, "semaphore", "semaphore", "redis, zookeeper, etcd"},
+    {lock_kind::semaphore, "semaphore", "semaphore", "redis, zookeeper, postgresql, etcd"},
 }};
 
 } // namespace

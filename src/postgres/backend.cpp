@@ -23,7 +23,7 @@ void list_tables(
     std::vector<lock_status> v,
     const std::function<void(std::pair<std::error_code, std::vector<lock_status>>)>& done) {
     static constexpr lock_kind tables[] = {lock_kind::shedlock, lock_kind::lease,
-                                           lock_kind::versioned};
+                                           lock_kind::versioned, lock_kind::semaphore};
     if (next == std::size(tables)) return done(std::make_pair(std::error_code{}, std::move(v)));
     list_rows(e, tables[next], pattern,
               [e, pattern, next, v = std::move(v), done](std::error_code ec,

@@ -56,8 +56,20 @@
 // everywhere; a holder paused past its lease is taken over without knowing it until its next
 // heartbeat; a crashed holder's row is taken over only after a full lease.
 //
+// lock_kind::semaphore: dlock's own table, one lease row per permit (docs/design/semaphore.md):
+//   CREATE TABLE dlock_semaphore(name text, slot int, owner text, token bigint, expires_at
+//       timestamptz, acquired_at timestamptz, permits int, PRIMARY KEY (name, slot))
+//   acquire  one statement: the lowest slot of 0 .. N-1 without a live row, INSERT ... ON
+//            CONFLICT (name, slot) DO UPDATE ... WHERE expires_at <= now() RETURNING slot,
+//            token; it also answers whether any slot was free (else: full) and the earliest
+//            expiry of slots 0 .. N-1 (semaphore.cpp)
+//   extend   UPDATE ... WHERE name AND slot AND token AND expires_at > now()
+//   release  UPDATE ... SET expires_at = now() WHERE name AND slot AND token, with
+//            pg_notify('dlock_lease', name) in the same statement
+// Waiters listen as the lease kind's do and wake at the earliest expiry of their slots.
+//
 // All: the table (and sequence) is created when missing (errc::permission_denied when the
-// role may not). The lease is the watchdog's 30 s (extended every 10 s) or
+// role may not). The lease is the watchdog's 30 s (extended every 10 s; dlock_lease=MS) or
 // acquire_options::lease (fixed, not extended); valid_until = the send time of the last
 // successful acquire or extend + lease - drift_for(lease) (core/drift.hpp: lease / 100 + 2 ms); a
 // hold that reaches it without a successful extend is lost. What they cannot guarantee: the
@@ -76,7 +88,8 @@ inline constexpr std::chrono::milliseconds table_watchdog_lease{30000};
 /// leaseDuration (every party to one lock must use the same; it is stored nowhere).
 inline constexpr std::chrono::milliseconds versioned_default_lease{20000};
 
-/// True for lock_kind::shedlock, lock_kind::lease and lock_kind::versioned.
+/// True for lock_kind::shedlock, lock_kind::lease, lock_kind::versioned and
+/// lock_kind::semaphore.
 bool row_kind(lock_kind kind) noexcept;
 
 /// I/O thread, as acquire_advisory() (advisory.hpp).
@@ -85,7 +98,8 @@ void acquire_row(const std::shared_ptr<engine>& e, lock_kind kind, std::string n
 void inspect_row(const std::shared_ptr<engine>& e, lock_kind kind, std::string name,
                  std::function<void(std::error_code, lock_status)> done);
 /// ShedLock: ends the lease now (lock_until = now; the row stays, as ShedLock requires).
-/// Lease: deletes the row and notifies its waiters.
+/// Lease: deletes the row and notifies its waiters. Semaphore: expires every permit's row and
+/// notifies.
 void force_unlock_row(const std::shared_ptr<engine>& e, lock_kind kind, std::string name,
                       std::function<void(std::error_code, bool)> done);
 void list_rows(const std::shared_ptr<engine>& e, lock_kind kind, std::string pattern,

@@ -143,6 +143,10 @@ settings parse_settings(std::string_view url, std::error_code& ec, std::string* 
                 ok = parse_keepalive(value, out.keep);
             } else if (key == "dlock_pool") {
                 ok = parse_number(value, out.pool);
+            } else if (key == "dlock_lease") {
+                std::chrono::milliseconds l{};
+                ok = parse_ms(value, l, 30);
+                out.row_lease = l;
             } else if (key == "dlock_timeout") {
                 ok = parse_ms(value, out.request_timeout, 1);
             } else if (key == "dlock_connect_timeout") {

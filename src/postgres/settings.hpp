@@ -20,6 +20,9 @@
 //   dlock_timeout=MS        budget of one statement (besides a lock wait); default 5000
 //   dlock_connect_timeout=MS  budget of one connection set-up; default 5000
 //   dlock_table=NAME        lease tables: ShedLock's table name; default shedlock
+//   dlock_lease=MS          the lease rows' watchdog lease (at least 30; extended every third of
+//                           it) when acquire_options::lease is not set; default 30000 (the
+//                           versioned kind: 20000, and every party must use the same)
 //   dlock_versioned_table=NAME  the versioned kind's table (pglock's); default locks (its
 //                           sequence is NAME_rvn)
 //
@@ -29,6 +32,7 @@
 #include "postgres/advisory_key.hpp"
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -62,6 +66,8 @@ struct settings {
     std::chrono::milliseconds connect_timeout{5000};
     std::string shedlock_table = "shedlock";
     std::string versioned_table = "locks";
+    /// dlock_lease: the row kinds' watchdog lease; nullopt = rows.hpp's defaults.
+    std::optional<std::chrono::milliseconds> row_lease{};
     /// The password, as the URL writes it and decoded (for redacting libpq's messages).
     std::vector<std::string> secrets{};
 };

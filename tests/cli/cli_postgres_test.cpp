@@ -185,6 +185,43 @@ TEST_F(pg_cli, unlock_force_ends_every_row_kind) {
 // postgres user under root) and stops; the stock stays in a private redis-server.
 // exec --once-per: three processes racing over about three 1 s slots never run twice in one
 // slot (the slot is counted on the server's clock: docs/design/once.md).
+// exec --kind semaphore --permits 2 next to a library holder; a third is refused while both
+// permits are out; status shows the count and each permit's slot; unlock --force ends both.
+TEST_F(pg_cli, exec_with_permits_and_the_semaphores_status) {
+    auto holder = backend();
+    std::error_code ec;
+    auto o = wait_for(0ms, lock_kind::semaphore);
+    o.permits = 2;
+    auto h = holder->acquire("cli:pool", o, ec);
+    ASSERT_TRUE(h) << ec.message();
+    auto r = dlock("exec --kind semaphore --permits 2 --wait 5s cli:pool -- sh -c "
+                   "'echo token=$DLOCK_FENCING_TOKEN'");
+    EXPECT_EQ(r.code, 0) << "the second of 2 permits: " << r.out;
+    EXPECT_EQ(r.out.find("token=\n"), std::string::npos) << "a token from dlock_fence: " << r.out;
+    auto h2 = holder->acquire("cli:pool", o, ec);
+    ASSERT_TRUE(h2) << "the CLI's permit is back: " << ec.message();
+    r = dlock("exec --kind semaphore --permits 2 --wait 0 cli:pool -- true");
+    EXPECT_EQ(r.code, 75) << "both permits taken: " << r.out;
+    r = dlock("status cli:pool");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("kind     semaphore"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("2 holder(s)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("[slot 1]  token " + std::to_string(*h2->fencing_token())),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("2 of 2 permit(s) in use"), std::string::npos) << r.out;
+    r = dlock("list 'cli:p*'");
+    EXPECT_NE(r.out.find("semaphore"), std::string::npos) << r.out;
+    r = dlock("unlock --force cli:pool");
+    EXPECT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("every permit's row expired"), std::string::npos) << r.out;
+    h->extend(30s, ec);
+    EXPECT_EQ(ec, errc::not_owner);
+    EXPECT_NE(dlock("status cli:pool").out.find("not locked"), std::string::npos);
+    r = dlock("exec --kind semaphore --permits 0 cli:pool -- true");
+    EXPECT_EQ(r.code, 64) << r.out;
+}
+
 TEST_F(pg_cli, exec_once_per_runs_once_per_slot_among_processes) {
     const auto r = race_once_per([&](const std::string& args) { dlock(args); }, "cli:once");
     EXPECT_GE(r.runs, 3U) << "in 30 s of 1 s slots";

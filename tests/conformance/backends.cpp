@@ -67,6 +67,8 @@ const std::vector<kind_traits> redlock_kinds = {
 /// a fixed lease ends the hold on the client; tokens from dlock_fence except for read), and
 /// the lease rows (renewed every 10 s by the watchdog, so a forced unlock is seen at the next
 /// extend; shedlock has no token; versioned has no clock in its table, so no remaining lease).
+/// The semaphore is a lease row per permit (rows/semaphore.cpp): each holder has its own
+/// remaining lease, the status none of N.
 [[maybe_unused]] const std::vector<kind_traits> pg_kinds = {
     {lk::reentrant, lk::reentrant, true, object::reentrant, true, by_itself, false},
     {lk::simple, lk::simple, true, object::not_reentrant, true, by_itself, false},
@@ -76,6 +78,7 @@ const std::vector<kind_traits> redlock_kinds = {
     {lk::shedlock, lk::shedlock, false, object::none, true, on_extend, true},
     {lk::lease, lk::lease, true, object::none, true, on_extend, true},
     {lk::versioned, lk::versioned, true, object::none, true, on_extend, false},
+    {lk::semaphore, lk::semaphore, true, object::none, true, on_extend, false},
 };
 
 /// etcd (src/etcd/): etcd's concurrency.Mutex for lock and fair (FIFO by create revision),

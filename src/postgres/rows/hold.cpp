@@ -7,6 +7,7 @@
 
 #include <asio/steady_timer.hpp>
 
+#include <limits>
 #include <unistd.h>
 
 namespace dlock::detail::pg {
@@ -26,10 +27,12 @@ std::string hostname() {
 class row_hold final : public pg_hold {
 public:
     row_hold(std::shared_ptr<engine> e, const row_sql& sql, std::string name, std::string owner,
-             std::optional<std::uint64_t> token, milliseconds lease, bool watchdog)
+             std::optional<std::uint64_t> token, std::optional<std::int64_t> slot,
+             milliseconds lease, bool watchdog)
         : pg_hold(std::move(e))
         , sql_(sql)
         , token_(token)
+        , slot_(slot)
         , name_(std::move(name))
         , owner_(std::move(owner))
         , lease_(lease)
@@ -55,10 +58,11 @@ private:
     std::shared_ptr<row_hold> self() {
         return std::static_pointer_cast<row_hold>(shared_from_this());
     }
-    /// What the kind's statements name the owner by: locked_by, the token, or (clock-free)
-    /// the version the row has now.
+    /// What the kind's statements name the owner by: locked_by, the token, (clock-free) the
+    /// version the row has now, or (semaphore) "<slot>:<token>".
     std::string id() const {
         if (sql_.clock_free) return std::to_string(version_);
+        if (slot_ && token_) return std::to_string(*slot_) + ":" + std::to_string(*token_);
         return token_ ? std::to_string(*token_) : owner_;
     }
 
@@ -161,6 +165,7 @@ private:
 
     const row_sql& sql_;
     std::optional<std::uint64_t> token_;
+    std::optional<std::int64_t> slot_; ///< the semaphore's permit: its row's slot
     std::string name_;
     std::string owner_;
     // I/O thread only:
@@ -182,6 +187,7 @@ struct row_attempt : std::enable_shared_from_this<row_attempt> {
     acquire_options opts;
     std::string owner;
     milliseconds lease{};
+    unsigned permits = 1; ///< the semaphore's N
     clock::time_point start = clock::now();
     acquire_handler done;
     std::unique_ptr<asio::steady_timer> timer{};
@@ -224,8 +230,8 @@ struct row_attempt : std::enable_shared_from_this<row_attempt> {
         if (sql->ensure_row) st.push_back(sql->ensure_row(cfg, name, owner));
         std::optional<std::string> observed;
         if (seen && clock::now() >= seen_at + lease) observed = std::to_string(*seen);
-        st.push_back(sql->acquire(cfg, name, owner, lease, observed));
-        st.push_back(sql->remaining(cfg, name));
+        st.push_back(sql->acquire(cfg, name, owner, lease, observed, permits));
+        if (sql->remaining) st.push_back(sql->remaining(cfg, name));
         const auto sent = clock::now();
         eng->query(std::move(st), [self = shared_from_this(), ensure,
                                    sent](std::error_code ec, std::vector<result>& r) {
@@ -249,19 +255,29 @@ struct row_attempt : std::enable_shared_from_this<row_attempt> {
         e.tables_ready.insert(sql->kind);
         const std::size_t at = std::size_t{ensure} + std::size_t{sql->ensure_row != nullptr};
         const auto& got = r[at];
-        if (got.affected() == 1) {
+        // The semaphore's one row (semaphore.cpp, sm_acquire): [0] the slot granted, [1] its
+        // token, [2] the slot tried (NULL: full), [4] the milliseconds to the first expiry.
+        const bool slotted = sql->remaining == nullptr;
+        const bool granted = slotted ? got.rows() == 1 && !got.is_null(0, 0) : got.affected() == 1;
+        if (granted) {
             std::optional<std::uint64_t> token;
-            if (auto t = got.int_value(0, 0)) token = static_cast<std::uint64_t>(*t);
+            std::optional<std::int64_t> slot;
+            if (auto t = got.int_value(0, slotted ? 1 : 0)) token = static_cast<std::uint64_t>(*t);
+            if (slotted) slot = got.int_value(0, 0);
             if (sleeper) eng->forget(std::exchange(sleeper, 0));
-            auto h = std::make_shared<row_hold>(eng, *sql, name, owner, token, lease, !opts.lease);
+            auto h =
+                std::make_shared<row_hold>(eng, *sql, name, owner, token, slot, lease, !opts.lease);
             h->start(sent);
             e.track(h);
             return finish({}, h);
         }
+        // A semaphore's free slot taken by another attempt first: try again at once.
+        if (slotted && got.rows() == 1 && !got.is_null(0, 2)) return attempt();
         // Held by someone else: wait for its release (notification) or its expiry, within the
         // wait; without notifications, poll at most every max_poll.
-        const auto& rem = r[at + 1];
-        auto sleep_for = milliseconds(rem.int_value(0, 0).value_or(0)) + milliseconds(1);
+        const auto& rem = slotted ? got : r[at + 1];
+        auto sleep_for =
+            milliseconds(rem.int_value(0, slotted ? 4 : 0).value_or(0)) + milliseconds(1);
         if (sql->clock_free) sleep_for = until_takeover(rem);
         if (!(sql->notify && sleeper)) sleep_for = std::min(sleep_for, max_poll);
         if (opts.wait) {
@@ -314,11 +330,13 @@ struct row_attempt : std::enable_shared_from_this<row_attempt> {
 const row_sql& sql_of(lock_kind k) {
     return k == lock_kind::lease       ? lease_sql
            : k == lock_kind::versioned ? versioned_sql
+           : k == lock_kind::semaphore ? semaphore_sql
                                        : shedlock_sql;
 }
 
 bool row_kind(lock_kind kind) noexcept {
-    return kind == lock_kind::shedlock || kind == lock_kind::lease || kind == lock_kind::versioned;
+    return kind == lock_kind::shedlock || kind == lock_kind::lease ||
+           kind == lock_kind::versioned || kind == lock_kind::semaphore;
 }
 
 void acquire_row(const std::shared_ptr<engine>& e, lock_kind kind, std::string name,
@@ -329,8 +347,16 @@ void acquire_row(const std::shared_ptr<engine>& e, lock_kind kind, std::string n
     a->name = std::move(name);
     a->opts = opts;
     a->done = std::move(done);
-    a->lease = opts.lease.value_or(kind == lock_kind::versioned ? versioned_default_lease
-                                                                : table_watchdog_lease);
+    a->lease = opts.lease.value_or(e->config().row_lease.value_or(
+        kind == lock_kind::versioned ? versioned_default_lease : table_watchdog_lease));
+    a->permits = opts.permits;
+    if (kind == lock_kind::semaphore &&
+        (opts.permits < 1 || opts.permits > unsigned{std::numeric_limits<std::int32_t>::max()})) {
+        // A slot is an int: N is 1 to 2^31 - 1 (a negative count reaches here as a huge one).
+        e->set_error("a semaphore needs permits from 1 to " +
+                     std::to_string(std::numeric_limits<std::int32_t>::max()));
+        return a->finish(make_error_code(errc::invalid_argument), nullptr);
+    }
     if (a->name.empty() || a->name.size() > a->sql->max_name || a->lease < milliseconds(1)) {
         e->set_error("a " + std::string(a->sql->name) + " lock name is 1 to " +
                      std::to_string(a->sql->max_name) + " characters and its lease at least 1 ms");

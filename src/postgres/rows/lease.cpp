@@ -22,7 +22,7 @@ std::string ls_ddl(const settings&) {
            " END$$";
 }
 statement ls_acquire(const settings&, const std::string& name, const std::string& owner,
-                     milliseconds lease, const std::optional<std::string>&) {
+                     milliseconds lease, const std::optional<std::string>&, unsigned) {
     // The token of a takeover is drawn in DO UPDATE, under the row lock, after the previous
     // holder's last change committed; the VALUES one is drawn before the conflict check and
     // serves only a name's first row. Rows are never deleted (release and force expire them),

@@ -1,21 +1,21 @@
 // The lease rows' queries (rows.hpp): inspect_row, force_unlock_row and list_rows, one
-// statement of the kind each (a missing table: no lock).
+// statement of the kind each (a missing table: no lock); the semaphore's inspect and list,
+// which show every permit, are in semaphore.cpp.
 #include "postgres/errors.hpp"
 #include "postgres/rows/sql.hpp"
 
 namespace dlock::detail::pg {
-namespace {
 
-using std::chrono::milliseconds;
-
-/// How a query on the table ended: nullopt when its first result is rows to read; else the
-/// error to report, clear for "no table yet" (then there is no lock).
 std::optional<std::error_code> table_outcome(std::error_code ec, const std::vector<result>& r) {
     if (ec) return ec;
     if (!r.empty() && r[0].ok()) return std::nullopt;
     if (!r.empty() && r[0].sqlstate() == sqlstate::undefined_table) return std::error_code{};
     return make_error_code(r.empty() ? errc::unavailable : classify_sqlstate(r[0].sqlstate()));
 }
+
+namespace {
+
+using std::chrono::milliseconds;
 
 lock_status row_status(const row_sql& k, std::string name, std::string owner, std::int64_t left) {
     lock_status st;
@@ -36,6 +36,7 @@ lock_status row_status(const row_sql& k, std::string name, std::string owner, st
 
 void inspect_row(const std::shared_ptr<engine>& e, lock_kind kind, std::string name,
                  std::function<void(std::error_code, lock_status)> done) {
+    if (kind == lock_kind::semaphore) return inspect_semaphore(e, std::move(name), std::move(done));
     const auto& k = sql_of(kind);
     std::vector<statement> q{k.inspect(e->config(), name)};
     if (kind == lock_kind::lease)
@@ -71,6 +72,8 @@ void force_unlock_row(const std::shared_ptr<engine>& e, lock_kind kind, std::str
 
 void list_rows(const std::shared_ptr<engine>& e, lock_kind kind, std::string pattern,
                std::function<void(std::error_code, std::vector<lock_status>)> done) {
+    if (kind == lock_kind::semaphore)
+        return list_semaphores(e, std::move(pattern), std::move(done));
     const auto& k = sql_of(kind);
     e->query({k.list(e->config())}, [&k, pattern, done](std::error_code ec,
                                                         std::vector<result>& r) {

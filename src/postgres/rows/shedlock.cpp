@@ -25,7 +25,7 @@ std::string sl_ddl(const settings& s) {
            " END$$";
 }
 statement sl_acquire(const settings& s, const std::string& name, const std::string& owner,
-                     milliseconds lease, const std::optional<std::string>&) {
+                     milliseconds lease, const std::optional<std::string>&, unsigned) {
     const auto& t = s.shedlock_table;
     return {"INSERT INTO " + t + "(name, lock_until, locked_at, locked_by) VALUES($1, " + utc_now +
                 " + make_interval(secs => $2), " + utc_now +

@@ -35,7 +35,7 @@ inline std::string create_missing(const std::string& object, const std::string& 
 /// One row kind's statements. Every builder returns a whole statement with its parameters.
 struct row_sql {
     lock_kind kind;
-    const char* name;     ///< "shedlock", "lease", "versioned"
+    const char* name;     ///< "shedlock", "lease", "versioned", "semaphore"
     std::size_t max_name; ///< longest lock name the table takes
     bool notify;          ///< releases notify lease_channel; waiters listen
     /// No expiry in the table (versioned): the row holds a version number that the holder's
@@ -44,15 +44,18 @@ struct row_sql {
     std::string (*table)(const settings&);
     std::string (*ddl)(const settings&);
     /// The acquisition: one row changed (ShedLock) or one token returned (lease, versioned) =
-    /// acquired. `observed`: the version a clock-free waiter has seen unchanged for a whole
-    /// lease (it may take the row over), nullopt = only a free row.
+    /// acquired; the semaphore answers one row of its own (semaphore.cpp). `observed`: the
+    /// version a clock-free waiter has seen unchanged for a whole lease (it may take the row
+    /// over), nullopt = only a free row. `permits`: the semaphore's N (the others ignore it).
     statement (*acquire)(const settings&, const std::string& name, const std::string& owner,
                          std::chrono::milliseconds lease,
-                         const std::optional<std::string>& observed);
-    /// One row, one column: the holder's milliseconds left (clock-free: its version).
+                         const std::optional<std::string>& observed, unsigned permits);
+    /// One row, one column: the holder's milliseconds left (clock-free: its version). Null for
+    /// the semaphore, whose acquisition answers the earliest expiry itself.
     statement (*remaining)(const settings&, const std::string& name);
-    /// `id`: locked_by (ShedLock), the token (lease) or the current version (versioned). One
-    /// row changed = still ours (versioned: it returns the new version).
+    /// `id`: locked_by (ShedLock), the token (lease), the current version (versioned) or
+    /// "<slot>:<token>" (semaphore). One row changed = still ours (versioned: it returns the
+    /// new version).
     statement (*extend)(const settings&, const std::string& name, const std::string& id,
                         std::chrono::milliseconds lease);
     statement (*release)(const settings&, const std::string& name, const std::string& id);
@@ -68,10 +71,21 @@ struct row_sql {
                             const std::string& owner) = nullptr;
 };
 
-/// The kinds' statements: shedlock.cpp, lease.cpp, versioned.cpp.
+/// The kinds' statements: shedlock.cpp, lease.cpp, versioned.cpp, semaphore.cpp.
 extern const row_sql shedlock_sql;
 extern const row_sql lease_sql;
 extern const row_sql versioned_sql;
+extern const row_sql semaphore_sql;
+
+/// How a query on a row table ended (queries.cpp): nullopt when its first result is rows to
+/// read; else the error to report, clear for "no table yet" (then there is no lock).
+std::optional<std::error_code> table_outcome(std::error_code ec, const std::vector<result>& r);
+
+/// The semaphore's inspect and list (semaphore.cpp): every live permit of a name as a holder.
+void inspect_semaphore(const std::shared_ptr<engine>& e, std::string name,
+                       std::function<void(std::error_code, lock_status)> done);
+void list_semaphores(const std::shared_ptr<engine>& e, std::string pattern,
+                     std::function<void(std::error_code, std::vector<lock_status>)> done);
 
 /// The statements of a row kind (hold.cpp).
 const row_sql& sql_of(lock_kind k);

@@ -33,7 +33,7 @@ statement vs_ensure_row(const settings& s, const std::string& name, const std::s
             {name, owner}};
 }
 statement vs_acquire(const settings& s, const std::string& name, const std::string& owner,
-                     milliseconds, const std::optional<std::string>& observed) {
+                     milliseconds, const std::optional<std::string>& observed, unsigned) {
     // The new version is drawn while the row is locked, so it is larger than every version
     // drawn before the previous holder's last change: strictly increasing per acquisition.
     const auto& t = s.versioned_table;

@@ -64,7 +64,7 @@ TEST_F(pg_client, mutex_counts_reentry_locally_and_excludes_other_clients) {
 TEST_F(pg_client, force_unlock_ends_every_kind) {
     dlock::client a(server().url()), b(server().url());
     for (const auto kind : {lock_kind::reentrant, lock_kind::write, lock_kind::shedlock,
-                            lock_kind::lease, lock_kind::versioned}) {
+                            lock_kind::lease, lock_kind::versioned, lock_kind::semaphore}) {
         const std::string name = "client:force:" + std::to_string(static_cast<int>(kind));
         acquire_options o{.wait = 2s, .kind = kind};
         if (kind >= lock_kind::shedlock) o.lease = 60s; // no watchdog: nothing renews the row
@@ -84,9 +84,6 @@ TEST_F(pg_client, force_unlock_ends_every_kind) {
         EXPECT_FALSE(b.force_unlock(name, kind, ec)) << name;
         EXPECT_FALSE(ec);
     }
-    std::error_code ec;
-    b.force_unlock("client:force:x", lock_kind::semaphore, ec); // ZooKeeper's
-    EXPECT_EQ(ec, errc::unsupported);
 }
 
 TEST_F(pg_client, redis_only_calls_are_unsupported) {

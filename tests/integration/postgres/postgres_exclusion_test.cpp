@@ -1,7 +1,8 @@
 // Exclusion among 8 processes for every PostgreSQL lock kind (issue 14): advisory (lock and
-// write), ShedLock rows, dlock's lease rows and pglock's version-column rows. Each process has
-// its own backend and session; a checker in shared memory sees any overlap, and the fencing
-// tokens of the kinds that have one must strictly increase in the order the processes got in.
+// write), ShedLock rows, dlock's lease rows, pglock's version-column rows and a semaphore of one
+// permit. Each process has its own backend and session; a checker in shared memory sees any
+// overlap, and the fencing tokens of the kinds that have one must strictly increase in the
+// order the processes got in.
 #include "postgres_test_util.hpp"
 
 #include <atomic>
@@ -102,7 +103,9 @@ INSTANTIATE_TEST_SUITE_P(every_kind, pg_exclusion,
                                            kind_case{lock_kind::write, "write", true},
                                            kind_case{lock_kind::shedlock, "shedlock", false},
                                            kind_case{lock_kind::lease, "lease", true},
-                                           kind_case{lock_kind::versioned, "versioned", true}),
+                                           kind_case{lock_kind::versioned, "versioned", true},
+                                           // one permit (acquire_options::permits = 1)
+                                           kind_case{lock_kind::semaphore, "semaphore", true}),
                          [](const testing::TestParamInfo<kind_case>& i) {
                              return std::string(i.param.name);
                          });

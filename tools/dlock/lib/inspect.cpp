@@ -11,10 +11,12 @@ namespace dlock::cli {
 namespace {
 
 /// The kinds `status` looks at: the default lock (on Redis it reads whichever Redis kind the
-/// key holds), then the lease rows of the backends that have them, then the simple lock
-/// (Redlock's one kind); a kind the backend does not offer is skipped.
-constexpr lock_kind status_kinds[] = {lock_kind::reentrant, lock_kind::shedlock, lock_kind::lease,
-                                      lock_kind::versioned, lock_kind::simple};
+/// key holds), then the lease rows of the backends that have them (PostgreSQL's semaphore
+/// rows among them), then the simple lock (Redlock's one kind); a kind the backend does not
+/// offer is skipped.
+constexpr lock_kind status_kinds[] = {lock_kind::reentrant, lock_kind::shedlock,
+                                      lock_kind::lease,     lock_kind::versioned,
+                                      lock_kind::semaphore, lock_kind::simple};
 
 void check_name(const std::string& name) {
     if (name.empty()) throw usage_error("empty lock name");
@@ -66,6 +68,8 @@ std::string_view unlock_effect(const client& c, lock_kind kind) {
     if (kind == lock_kind::shedlock) return "lock_until set to now (row kept)";
     if (kind == lock_kind::lease || kind == lock_kind::versioned)
         return "row deleted, waiters notified";
+    if (kind == lock_kind::semaphore && c.backend_name() == "postgresql")
+        return "every permit's row expired, waiters notified";
     if (c.backend_name() == "redis") return "waiters notified";
     if (c.backend_name() == "redlock") return "deleted on every master";
     return "its session ended, waiters served";
