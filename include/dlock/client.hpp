@@ -111,7 +111,8 @@ public:
     /// kind (deletes the key, wakes the waiters; read and write both break the read-write
     /// lock). PostgreSQL: advisory kinds terminate the holding backends
     /// (pg_terminate_backend); shedlock sets lock_until to now and keeps the row (as ShedLock
-    /// requires); lease and versioned delete the row and notify the waiters. ZooKeeper: as
+    /// requires); lease sets expires_at to now and keeps the row, versioned deletes it, a
+    /// semaphore expires every permit's row; each notifies the waiters. ZooKeeper: as
     /// its backend offers it. Blocking: one or a few round trips.
     /// Errors: errc::unsupported for a kind the backend does not offer; errc::invalid_argument
     /// for a bad name or on the client's I/O thread; otherwise as acquire().

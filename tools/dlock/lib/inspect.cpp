@@ -66,8 +66,8 @@ void json_contender(std::ostream& out, const lock_contender& c) {
 /// "unlocked 'x' (...); <what happened>": what force_unlock did to this kind on this backend.
 std::string_view unlock_effect(const client& c, lock_kind kind) {
     if (kind == lock_kind::shedlock) return "lock_until set to now (row kept)";
-    if (kind == lock_kind::lease || kind == lock_kind::versioned)
-        return "row deleted, waiters notified";
+    if (kind == lock_kind::lease) return "expires_at set to now (row kept), waiters notified";
+    if (kind == lock_kind::versioned) return "row deleted, waiters notified";
     if (kind == lock_kind::semaphore && c.backend_name() == "postgresql")
         return "every permit's row expired, waiters notified";
     if (c.backend_name() == "redis") return "waiters notified";
