@@ -27,7 +27,7 @@ client::client(std::string_view url)
     : backend_(backend_for(url, {})) {}
 
 client::client(std::string_view url, log_options log)
-    : backend_(backend_for(url, std::move(log))) {}
+    : backend_(backend_for(url, log)) {}
 
 client::client(client_options opts)
     : backend_(std::make_shared<detail::redis_backend>(std::move(opts))) {}

@@ -6,6 +6,7 @@
 #include "redis/net/wire.hpp"
 #include "redis/release.hpp"
 #include "redis/renewal.hpp"
+#include "redis/topology/cluster.hpp"
 
 namespace dlock::detail {
 
@@ -92,9 +93,13 @@ void redis_client::shutdown() {
 
 metrics_snapshot redis_client::metrics_snapshot_now() const {
     auto s = metrics_.snapshot();
-    if constexpr (metrics_enabled)
+    if constexpr (metrics_enabled) {
         for (const auto& n : router_.nodes())
             n->add_counters(s);
+        // A Cluster owns its nodes (every shard seen); the router's list is empty there.
+        if (auto* cl = router_.cluster_map())
+            cl->for_each_node([&s](node& n) { n.add_counters(s); });
+    }
     return s;
 }
 

@@ -97,7 +97,9 @@ TEST_P(log_sink, a_forced_unlock_is_logged_as_lock_lost) {
     for (const auto& r : log.records())
         for (const auto& [k, v] : r.fields) {
             EXPECT_EQ(v.find(holder.id()), std::string::npos) << r.message << ' ' << k;
-            if (token) EXPECT_NE(v, std::to_string(*token)) << r.message << ' ' << k;
+            if (token) {
+                EXPECT_NE(v, std::to_string(*token)) << r.message << ' ' << k;
+            }
         }
 }
 
