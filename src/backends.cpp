@@ -21,7 +21,7 @@ namespace dlock::detail {
 namespace {
 
 using factory = std::shared_ptr<lock_backend> (*)(std::string_view url, std::error_code& ec,
-                                                  std::string* why);
+                                                  std::string* why, const log_options& log);
 
 /// The backend `make` builds, or null with `ec` and `why` from the dlock::error it threw.
 template <class Make>
@@ -40,19 +40,32 @@ std::shared_ptr<lock_backend> guarded(Make make, std::error_code& ec, std::strin
 }
 
 std::shared_ptr<lock_backend> make_redis_backend(std::string_view url, std::error_code& ec,
-                                                 std::string* why) {
-    return guarded([&] { return std::make_shared<redis_backend>(parse_url(url)); }, ec, why);
+                                                 std::string* why, const log_options& log) {
+    return guarded(
+        [&] {
+            auto o = parse_url(url);
+            o.log = log;
+            return std::make_shared<redis_backend>(std::move(o));
+        },
+        ec, why);
 }
 
 std::shared_ptr<lock_backend> make_redlock_backend(std::string_view url, std::error_code& ec,
-                                                   std::string* why) {
-    return guarded([&] { return std::make_shared<redlock_backend>(redlock::parse_url(url)); }, ec,
-                   why);
+                                                   std::string* why, const log_options& log) {
+    return guarded(
+        [&] {
+            auto o = redlock::parse_url(url);
+            for (auto& m : o.masters)
+                m.log = log;
+            return std::make_shared<redlock_backend>(std::move(o));
+        },
+        ec, why);
 }
 
 /// A backend this build lacks: errc::unsupported, naming the package it needs.
 template <const char* What, const char* Package>
-std::shared_ptr<lock_backend> missing(std::string_view, std::error_code& ec, std::string* why) {
+std::shared_ptr<lock_backend> missing(std::string_view, std::error_code& ec, std::string* why,
+                                      const log_options&) {
     ec = make_error_code(errc::unsupported);
     if (why)
         *why = "this dlock was built without the " + std::string(What) + " backend (" +
@@ -115,12 +128,12 @@ std::string known_schemes() {
 }
 
 std::shared_ptr<lock_backend> make_backend(std::string_view url, std::error_code& ec,
-                                           std::string* why) {
+                                           std::string* why, const log_options& log) {
     ec.clear();
     const auto end = url.find("://");
     const auto scheme = end == std::string_view::npos ? std::string_view{} : url.substr(0, end);
     for (const auto& s : schemes)
-        if (s.scheme == scheme) return s.make(url, ec, why);
+        if (s.scheme == scheme) return s.make(url, ec, why, log);
     ec = make_error_code(errc::configuration_error);
     if (why)
         *why =

@@ -14,17 +14,20 @@
 namespace dlock {
 
 namespace {
-std::shared_ptr<detail::lock_backend> backend_for(std::string_view url) {
+std::shared_ptr<detail::lock_backend> backend_for(std::string_view url, const log_options& log) {
     std::error_code ec;
     std::string why;
-    auto b = detail::make_backend(url, ec, &why);
+    auto b = detail::make_backend(url, ec, &why, log);
     if (ec) throw error(ec, why);
     return b;
 }
 } // namespace
 
 client::client(std::string_view url)
-    : backend_(backend_for(url)) {}
+    : backend_(backend_for(url, {})) {}
+
+client::client(std::string_view url, log_options log)
+    : backend_(backend_for(url, log)) {}
 
 client::client(client_options opts)
     : backend_(std::make_shared<detail::redis_backend>(std::move(opts))) {}
@@ -60,6 +63,7 @@ bool detail::valid_hold_options(const acquire_options& o) noexcept {
 }
 
 void detail::hand_out(hold& h, const acquire_options& o) {
+    h.set_kind(o.kind);
     h.set_warn_margin(o.warn_margin);
     h.set_max_hold(o.max_hold);
 }

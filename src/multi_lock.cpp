@@ -104,8 +104,11 @@ private:
         case seq_action::acquire: {
             const auto& m = members_[a.member];
             b_->async_acquire(m.name, member_options(opts_, m.kind, a),
-                              [self](std::error_code ec, std::shared_ptr<hold> h) {
-                                  if (h && !ec) hand_out(*h, self->opts_);
+                              [self, kind = m.kind](std::error_code ec, std::shared_ptr<hold> h) {
+                                  if (h && !ec) {
+                                      hand_out(*h, self->opts_);
+                                      h->set_kind(kind);
+                                  }
                                   self->on_member(ec, h && !ec ? access::make_lease(std::move(h))
                                                                : lease{});
                               });

@@ -25,6 +25,7 @@
 #include <dlock/inspect.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lock_options.hpp>
+#include <dlock/log.hpp>
 #include <dlock/metrics.hpp>
 #include <dlock/multi_lock.hpp>
 
@@ -62,10 +63,18 @@ public:
     ///@{
     /// Connects lazily: the constructor never blocks on the network. client_options: one
     /// Redis deployment; redlock_options (dlock/redlock.hpp): Redlock over its masters.
+    /// `log`: the log sink (dlock/log.hpp) of a client of any URL: zk://, postgresql://,
+    /// etcd:// as well as the Redis and Redlock schemes (for those it is client_options::log,
+    /// set on every master for Redlock). Every backend says the same things with the same
+    /// messages: "lock lost" (fields lock, kind, cause), "lock renewal failed; ...",
+    /// "connection lost, reconnecting" and "reconnected" (fields backend, address,
+    /// connection), plus what one backend alone has. The URL carries the settings a backend
+    /// reads from text; a sink is a function, so it comes beside the URL.
     /// Errors: dlock::error(errc::configuration_error) for a bad URL or unsupported topology
     /// (a Redlock master that is not a standalone server, no masters, invalid durations),
     /// errc::unsupported for a backend this build lacks (zk:// without libzookeeper-mt).
     explicit client(std::string_view url);
+    client(std::string_view url, log_options log);
     explicit client(client_options opts);
     explicit client(const redlock_options& opts);
     ///@}
@@ -78,7 +87,7 @@ public:
     client& operator=(client&&) noexcept;
 
     /// The options in effect (parsed from the URL, or as given); default options on a backend
-    /// other than Redis (its URL carries its own settings).
+    /// other than Redis (its URL carries its own settings; its log sink is not shown here).
     const client_options& options() const noexcept;
     /// The backend this client stands on: "redis", "redlock", "zookeeper" or "postgresql".
     std::string_view backend_name() const noexcept;

@@ -1,14 +1,19 @@
 // dlock/log.hpp: the log sink. The library never writes to stdout or stderr; what it has to
 // say (a renewal that failed, a lock lost, a connection lost and re-established, a server whose
-// eviction policy can drop locks) goes to a function the user supplies in
-// client_options::log, as a level, a fixed message and structured key/value fields.
+// eviction policy can drop locks) goes to a function the user supplies, as a level, a fixed
+// message and structured key/value fields: client(url, log_options) on every backend (zk://,
+// postgresql://, etcd://, the Redis schemes), or client_options::log for Redis.
 //
-//   dlock::client_options o = dlock::parse_url(url);
-//   o.log.sink = [](const dlock::log_record& r) {
+//   dlock::log_options log{.sink = [](const dlock::log_record& r) {
 //       std::clog << dlock::to_string(r.level) << ' ' << r.message;
 //       for (const auto& f : r.fields) std::clog << ' ' << f.key << '=' << f.value;
 //       std::clog << '\n';
-//   };
+//   }};
+//   dlock::client c("etcd://127.0.0.1:2379", log);
+//
+// Every backend uses the same messages for the same events: "lock lost" (fields lock, kind,
+// cause), "lock renewal failed; the locks are lost if it keeps failing", "connection lost,
+// reconnecting" and "reconnected" (fields backend, address, connection).
 //
 // What never appears in a record: passwords, user names of the ACL, lock owners (the owner
 // field holds the client id, and a simple lock's owner is its secret 128-bit token) and
@@ -65,7 +70,7 @@ struct log_record {
 /// swallowed.
 using log_sink = std::function<void(const log_record&)>;
 
-/// The sink and its level, client_options::log.
+/// The sink and its level: client(url, log_options), client_options::log.
 struct log_options {
     /// Where records go. Default: empty (the library says nothing at all).
     log_sink sink{};

@@ -37,7 +37,11 @@
 //   (and its release on the server, if it succeeds, in releases too);
 // - ambiguous: commands written whose reply never came (connection died or timed out);
 // - connects / reconnects: completed handshakes of the command and pub/sub connections (the
-//   first of each connection, and every later one); topology_changes: a new master after a
+//   first of each connection, and every later one); on ZooKeeper the session's connections
+//   (the first, then every reconnect of the C client); on etcd the lease's keep-alive streams
+//   (the first to answer, then every later one: a member lost, the next one answering); on
+//   PostgreSQL every session opened (each is a new connection: reconnects stay zero);
+//   topology_changes: a new master after a
 //   failover (Sentinel; zero on a standalone server).
 // A Redlock client counts what its rounds do (dlock/redlock.hpp says which fields); one client's
 // snapshot never includes another's.

@@ -23,10 +23,17 @@
 // backend's own release_async() and then marks the hold lost (loss_cause::max_hold).
 // - with_metrics(f): runs f on the client's counters while the backend lives (nothing after).
 //
+// The loss's log record ("lock lost", core/log.hpp) is written here for every backend: a loss
+// whose cause is known when it is marked is reported in before_loss(); a backend that learns
+// the cause later (Redis's "not yours" diagnosis) records it with set_cause() and calls
+// log_loss(). The sink is the client's (client_metrics::log(), through with_metrics()).
+//
 // Thread safety: every member from any thread (the loss signal's rules apply to callbacks).
 #pragma once
 
 #include "core/loss_signal.hpp"
+
+#include <dlock/lock_options.hpp>
 
 #include <asio/any_io_executor.hpp>
 
@@ -38,6 +45,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace dlock::detail {
@@ -91,6 +99,17 @@ public:
     /// valid_until(), but never after grant + max_hold: what lease::valid_until() reports and
     /// the warning watches.
     std::chrono::steady_clock::time_point held_until() const noexcept;
+    /// The kind this hold was acquired as (set before it is handed out: hand_out.hpp, the local
+    /// lock object); what kind_label() says by default.
+    void set_kind(lock_kind k) noexcept {
+        kind_.store(static_cast<std::int8_t>(k), std::memory_order_relaxed);
+    }
+    /// The kind for log records ("reentrant", "simple", ... as the metrics label it); empty
+    /// when unknown. Redis and Redlock say their own.
+    virtual std::string_view kind_label() const noexcept;
+    /// The "lock lost" record (warning; fields lock, kind, cause), once per hold, when the
+    /// cause is known and the client has a sink. Never an owner or a token.
+    void log_loss() const noexcept;
     /// The warning stage's state (core/warning.cpp; opaque here).
     struct warning_stage;
 
@@ -109,10 +128,13 @@ private:
     static void arm_end(const std::shared_ptr<hold>& h, warning_stage& w);
     static void end_at_max_hold(const std::shared_ptr<hold>& h, warning_stage& w);
 
-    // 16 bytes for every hold (10,000 held locks must stay under 1 KiB each); the rest of the
-    // stage is allocated only for a watched hold.
-    std::int64_t margin_ms_ = -1;                  ///< acquire_options::warn_margin; -1: none
-    std::atomic<warning_stage*> warning_{nullptr}; ///< made once by stage(), freed with the hold
+    // 18 bytes for every hold (10,000 held locks must stay under 1 KiB each): the margin, the
+    // stage's pointer, the kind and the loss record's flag; the rest of the stage is allocated
+    // only for a watched hold.
+    std::int64_t margin_ms_ = -1;                    ///< acquire_options::warn_margin; -1: none
+    std::atomic<warning_stage*> warning_{nullptr};   ///< made once by stage(), freed with the hold
+    std::atomic<std::int8_t> kind_{-1};              ///< a lock_kind; -1: not set
+    mutable std::atomic<bool> loss_reported_{false}; ///< log_loss(): once
 };
 
 } // namespace dlock::detail

@@ -103,6 +103,7 @@ public:
             }
         if (!h) h = b_->acquire(name_, {.wait = wait, .lease = lease, .kind = kind_}, ec);
         if (ec || !h) return false;
+        h->set_kind(kind_);
         if (kind_ == lock_kind::write) write_hold_registry::instance().put(b_.get(), name_, h);
         std::lock_guard lk(mu_);
         holds_[std::this_thread::get_id()] = {std::move(h), 1};

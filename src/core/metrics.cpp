@@ -199,6 +199,8 @@ metrics_snapshot client_metrics::snapshot() const {
     s.releases_not_owner = get(holds_.releases_not_owner);
     s.releases_failed = get(holds_.releases_failed);
     s.topology_changes = get(renewals_.topology_changes);
+    s.connects = get(renewals_.connects);
+    s.reconnects = get(renewals_.reconnects);
     s.warnings = get(renewals_.warnings);
     s.renewal_slack = renewals_.slack.snapshot();
     return s;

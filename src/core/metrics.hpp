@@ -13,6 +13,7 @@
 
 #include "core/kinds.hpp"
 
+#include <dlock/log.hpp>
 #include <dlock/metrics.hpp>
 
 #include <array>
@@ -24,6 +25,7 @@
 #include <span>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #ifndef DLOCK_METRICS_ENABLED
 #define DLOCK_METRICS_ENABLED 1
@@ -109,9 +111,17 @@ struct alignas(cache_line) wire_counters {
     void add_to(metrics_snapshot& s) const noexcept;
 };
 
+/// One client's counters, and the log sink its events go to (the one object every backend has
+/// one of and every hold reaches, hold::with_metrics(): so a loss is counted and logged on one
+/// path for every backend, docs/design/metrics-and-logging.md "One log path").
 class client_metrics {
 public:
     using clock = std::chrono::steady_clock;
+    /// `log`: the client's sink (client_options::log, or client(url, log_options)); set once.
+    explicit client_metrics(log_options log = {})
+        : log_(std::move(log)) {}
+    /// The client's log sink (core/log.hpp builds records for it).
+    const log_options& log() const noexcept { return log_; }
     /// A slot per kind of the kinds table (core/kinds.hpp: detail::metrics_slot), then one for
     /// every kind a backend registers itself (custom).
     static constexpr std::size_t kinds = kind_count + 1;
@@ -147,6 +157,13 @@ public:
     }
     enum class release_result { released, not_owner, failed };
     void release(release_result r) noexcept;
+    /// A connection (or session, channel) of a backend without per-connection wire counters
+    /// completed its handshake: its first (`again` false) or a later one.
+    void connected(bool again) noexcept {
+        if constexpr (metrics_enabled)
+            (again ? renewals_.reconnects : renewals_.connects)
+                .fetch_add(1, std::memory_order_relaxed);
+    }
     void topology_change() noexcept {
         if constexpr (metrics_enabled)
             renewals_.topology_changes.fetch_add(1, std::memory_order_relaxed);
@@ -180,6 +197,8 @@ private:
         log2_histogram<8> batch_size; // 1 .. 128 locks (batches carry at most 100)
         std::array<std::atomic<std::uint64_t>, loss_cause_count> losses{};
         std::atomic<std::uint64_t> topology_changes{0};
+        std::atomic<std::uint64_t> connects{0};   // connected(false)
+        std::atomic<std::uint64_t> reconnects{0}; // connected(true)
         std::atomic<std::uint64_t> warnings{0};
         duration_histogram slack;
     };
@@ -188,6 +207,7 @@ private:
     wait_group wait_{};
     hold_group holds_{};
     renewal_group renewals_{};
+    log_options log_;
 };
 
 } // namespace dlock::detail

@@ -8,6 +8,8 @@
 // has not (a key deleted by someone else gives no time to warn); a release ends the watch
 // without a warning.
 //
+// The loss's log record lives here too (hold::log_loss(), the same for every backend).
+//
 // acquire_options::max_hold lives here too: the same stage, made when the hold is handed out,
 // carries the hold's end (grant + max_hold, which caps held_until(), so the warning comes a
 // margin before it) and a second timer for it. When that fires, the backend's own
@@ -15,6 +17,8 @@
 // and, one post later (after a backend's posted release has started and no longer sees a live
 // hold as lost), the hold is marked lost with loss_cause::max_hold.
 #include "core/hold.hpp"
+#include "core/kinds.hpp"
+#include "core/log.hpp"
 #include "core/metrics.hpp"
 
 #include <asio/execution/context.hpp>
@@ -146,6 +150,31 @@ hold::warning_stage& hold::stage(clock::time_point max_until) {
 
 void hold::before_loss() {
     if (auto* w = warning_.load(std::memory_order_acquire)) warn(*this, *w);
+    if (cause()) log_loss(); // else the backend reports once it knows (Redis's diagnosis)
+}
+
+std::string_view hold::kind_label() const noexcept {
+    const auto k = kind_.load(std::memory_order_relaxed);
+    return k < 0 ? std::string_view{} : info_of(static_cast<lock_kind>(k)).metrics_label;
+}
+
+void hold::log_loss() const noexcept {
+    const auto c = cause();
+    if (!c || loss_reported_.exchange(true, std::memory_order_acq_rel)) return;
+    try {
+        with_metrics([&](client_metrics& m) {
+            const auto& sink = m.log();
+            if (!log_enabled(sink, log_level::warning)) return;
+            const auto kind = kind_label();
+            if (kind.empty())
+                log(sink, log_level::warning, log_message::lock_lost,
+                    {{"lock", name()}, {"cause", to_string(*c)}});
+            else
+                log(sink, log_level::warning, log_message::lock_lost,
+                    {{"lock", name()}, {"kind", kind}, {"cause", to_string(*c)}});
+        });
+    } catch (...) { // with_metrics' std::function: nothing to report then
+    }
 }
 
 void hold::arm(const std::shared_ptr<hold>& h, warning_stage& w) {

@@ -15,9 +15,11 @@
 
 namespace dlock::detail::etcd {
 
-etcd_backend::etcd_backend(etcd_url url, std::error_code& ec, std::string& why)
+etcd_backend::etcd_backend(etcd_url url, std::error_code& ec, std::string& why,
+                           const log_options& log)
     : url_(std::move(url))
-    , id_(random_uuid()) {
+    , id_(random_uuid())
+    , metrics_(log) {
     rpc_ = std::make_unique<rpc>(url_, rt_.executor(), ec, why);
     if (ec) return;
     rt_.start();
@@ -113,7 +115,7 @@ void etcd_backend::with_lease(
     lease_waiters_.push_back(std::move(fn));
     if (granting_) return;
     granting_ = true;
-    auto l = std::make_shared<lease_session>(*rpc_, executor(), url_.ttl);
+    auto l = std::make_shared<lease_session>(*rpc_, executor(), url_.ttl, metrics_);
     l->start([this, l](std::error_code ec, std::string why) {
         granting_ = false;
         if (ec) {
@@ -198,11 +200,11 @@ void etcd_backend::shutdown() noexcept {
 namespace dlock::detail {
 
 std::shared_ptr<lock_backend> make_etcd_backend(std::string_view url, std::error_code& ec,
-                                                std::string* why) {
+                                                std::string* why, const log_options& log) {
     std::string reason;
     auto u = etcd::parse_etcd_url(url, ec, &reason);
     if (!ec) {
-        auto b = std::make_shared<etcd::etcd_backend>(std::move(u), ec, reason);
+        auto b = std::make_shared<etcd::etcd_backend>(std::move(u), ec, reason, log);
         if (!ec) return b;
     }
     if (why) *why = reason;

@@ -41,7 +41,7 @@
 namespace dlock::detail {
 /// The etcd backend of an etcd:// or etcds:// URL (the contract of make_backend(), backends.hpp).
 std::shared_ptr<lock_backend> make_etcd_backend(std::string_view url, std::error_code& ec,
-                                                std::string* why);
+                                                std::string* why, const log_options& log = {});
 } // namespace dlock::detail
 
 namespace dlock::detail::etcd {
@@ -51,7 +51,7 @@ class acquisition;
 class etcd_backend final : public lock_backend, public std::enable_shared_from_this<etcd_backend> {
 public:
     /// Errors (ec set, `why` filled): see rpc::rpc.
-    etcd_backend(etcd_url url, std::error_code& ec, std::string& why);
+    etcd_backend(etcd_url url, std::error_code& ec, std::string& why, const log_options& log = {});
     ~etcd_backend() override;
 
     std::string_view backend_name() const noexcept override { return "etcd"; }

@@ -1,10 +1,12 @@
 #include "etcd/session.hpp"
 
 #include "core/drift.hpp"
+#include "core/log.hpp"
 
 #include <dlock/error.hpp>
 
 #include <algorithm>
+#include <utility>
 
 namespace dlock::detail::etcd {
 namespace {
@@ -17,8 +19,10 @@ constexpr std::chrono::milliseconds check_every{250};
 
 } // namespace
 
-lease_session::lease_session(rpc& r, asio::any_io_executor ex, std::chrono::seconds ttl)
+lease_session::lease_session(rpc& r, asio::any_io_executor ex, std::chrono::seconds ttl,
+                             client_metrics& m)
     : rpc_(r)
+    , m_(m)
     , ex_(std::move(ex))
     , ttl_(ttl)
     , tick_timer_(ex_)
@@ -72,8 +76,8 @@ void lease_session::open_stream() {
         [w, gen](pb::LeaseKeepAliveResponse&& a) {
             if (auto self = w.lock()) self->on_answer(gen, a);
         },
-        [w, gen](grpc::Status) {
-            if (auto self = w.lock()) self->on_stream_end(gen);
+        [w, gen](const grpc::Status& st) {
+            if (auto self = w.lock()) self->on_stream_end(gen, st.error_message());
         },
         [w, gen](std::shared_ptr<keepalive_stream> s) {
             if (!s) return;
@@ -122,6 +126,7 @@ void lease_session::tick() {
             drop(cur_);
             cur_ = std::exchange(spare_, lane{});
         } else { // kept as the spare until the new stream (on the next member) answers
+            lost_stream(cur_, "no keep-alive answer; trying the next member");
             drop(spare_);
             spare_ = std::exchange(cur_, lane{});
             reopen_timer_.cancel();
@@ -145,6 +150,16 @@ void lease_session::on_answer(std::uint64_t gen, const pb::LeaseKeepAliveRespons
     if (ended() || !l || l->sent.empty()) return;
     const auto sent = l->sent.front();
     l->sent.pop_front();
+    if (l->peer.empty()) { // its first answer: connected
+        l->peer = l->s ? l->s->context().peer() : std::string("unknown");
+        const bool again = std::exchange(answered_, true);
+        m_.connected(again);
+        if (std::exchange(lost_logged_, false))
+            log_reconnected(m_.log(), "etcd", l->peer, "keepalive");
+        else if (!again) // which member the lease is kept alive through
+            log(m_.log(), log_level::debug, "connected",
+                {{"backend", "etcd"}, {"address", l->peer}, {"connection", "keepalive"}});
+    }
     if (l == &cur_ && spare_.gen != 0) drop(spare_); // the current stream works
     if (a.ttl() <= 0) return end(loss_cause::gone);  // expired or revoked: its keys are gone
     renewals_.fetch_add(1, std::memory_order_relaxed);
@@ -153,9 +168,16 @@ void lease_session::on_answer(std::uint64_t gen, const pb::LeaseKeepAliveRespons
     if (const auto t = sent + ttl - drift_for(ttl); t > valid_until()) extend_to(t);
 }
 
-void lease_session::on_stream_end(std::uint64_t gen) {
+void lease_session::lost_stream(const lane& l, std::string_view why) {
+    if (l.peer.empty() || ended() || lost_logged_) return; // never answered, or said already
+    lost_logged_ = true;
+    log_connection_lost(m_.log(), "etcd", l.peer, "keepalive", why);
+}
+
+void lease_session::on_stream_end(std::uint64_t gen, const std::string& error) {
     auto* l = lane_of(gen);
     if (!l) return;
+    if (l == &cur_ && spare_.gen == 0) lost_stream(*l, bounded(error));
     *l = lane{};
     if (l == &spare_ || ended()) return;
     if (spare_.gen != 0) { // the spare carries on

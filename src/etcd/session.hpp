@@ -22,9 +22,17 @@
 // a millisecond; a false alarm under load costs one stream.
 // revoke(): the client's shutdown (the keys go with the lease, as Session.Close does).
 //
+// Connections (core/log.hpp, core/metrics.hpp): a stream's first answer is a connect (the
+// session's first stream: metrics' connects and a debug "connected" naming the member; a later
+// one: reconnects, and "reconnected" when
+// the loss of one that had answered was logged); a stream that had answered and went silent
+// ("connection lost, reconnecting", cause: no keep-alive answer, the next member is tried) or
+// ended is logged with the member's address (gRPC's peer, "ipv4:127.0.0.1:2379").
+//
 // Threads: I/O thread only, except the atomics read by id(), ended() and valid_until().
 #pragma once
 
+#include "core/metrics.hpp"
 #include "etcd/rpc.hpp"
 
 #include <dlock/metrics.hpp>
@@ -37,6 +45,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace dlock::detail::etcd {
@@ -55,7 +65,8 @@ class lease_session : public std::enable_shared_from_this<lease_session> {
 public:
     using clock = std::chrono::steady_clock;
 
-    lease_session(rpc& r, asio::any_io_executor ex, std::chrono::seconds ttl);
+    /// `m`: the backend's counters and log sink (outlives the session's I/O).
+    lease_session(rpc& r, asio::any_io_executor ex, std::chrono::seconds ttl, client_metrics& m);
 
     /// Grants the lease and starts the keep-alive; `ready` once: clear when granted, else the
     /// error (`why` for the message).
@@ -83,6 +94,7 @@ private:
         std::optional<clock::time_point> opening_since{};
         std::shared_ptr<keepalive_stream> s{};
         std::deque<clock::time_point> sent{}; ///< send times of the unanswered keep-alives
+        std::string peer{};                   ///< the member, once it answered
     };
 
     void open_stream();
@@ -93,11 +105,14 @@ private:
     /// Whether `l` has been silent for `after` (see above).
     static bool silent(const lane& l, std::chrono::milliseconds after);
     void on_answer(std::uint64_t gen, const pb::LeaseKeepAliveResponse& a);
-    void on_stream_end(std::uint64_t gen);
+    void on_stream_end(std::uint64_t gen, const std::string& error);
+    /// A stream that had answered stopped: logged once until one answers again.
+    void lost_stream(const lane& l, std::string_view why);
     void extend_to(clock::time_point t);
     void end(loss_cause why);
 
     rpc& rpc_;
+    client_metrics& m_;
     asio::any_io_executor ex_;
     std::chrono::seconds ttl_;
     asio::steady_timer tick_timer_;
@@ -111,6 +126,8 @@ private:
     lane cur_{};
     lane spare_{}; ///< a silent stream kept until cur_ answers
     std::uint64_t next_gen_ = 0;
+    bool answered_ = false;         ///< a stream of this session answered (connects vs reconnects)
+    bool lost_logged_ = false;      ///< "connection lost" said; "reconnected" at the next answer
     clock::time_point last_sent_{}; ///< the last tick that sent keep-alives
     std::vector<std::weak_ptr<lease_observer>> observers_{};
 };

@@ -45,8 +45,8 @@ void start_acquire(const std::shared_ptr<engine>& e, std::string name, const acq
 
 class pg_backend final : public lock_backend {
 public:
-    explicit pg_backend(settings s)
-        : engine_(engine::create(std::move(s))) {}
+    pg_backend(settings s, const log_options& log)
+        : engine_(engine::create(std::move(s), log)) {}
     ~pg_backend() override { engine_->shutdown(); }
 
     std::string_view backend_name() const noexcept override { return "postgresql"; }
@@ -282,10 +282,10 @@ private:
 } // namespace pg
 
 std::shared_ptr<lock_backend> make_postgres_backend(std::string_view url, std::error_code& ec,
-                                                    std::string* why) {
+                                                    std::string* why, const log_options& log) {
     auto s = pg::parse_settings(url, ec, why);
     if (ec) return nullptr;
-    return std::make_shared<pg::pg_backend>(std::move(s));
+    return std::make_shared<pg::pg_backend>(std::move(s), log);
 }
 
 } // namespace dlock::detail

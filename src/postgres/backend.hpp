@@ -13,6 +13,6 @@ namespace dlock::detail {
 
 /// The PostgreSQL backend of `url` (the contract of make_backend(), backends.hpp).
 std::shared_ptr<lock_backend> make_postgres_backend(std::string_view url, std::error_code& ec,
-                                                    std::string* why);
+                                                    std::string* why, const log_options& log = {});
 
 } // namespace dlock::detail

@@ -6,12 +6,13 @@
 
 namespace dlock::detail::pg {
 
-engine::engine(settings s)
+engine::engine(settings s, const log_options& log)
     : settings_(std::make_shared<const settings>(std::move(s)))
-    , id_(random_uuid()) {}
+    , id_(random_uuid())
+    , metrics_(log) {}
 
-std::shared_ptr<engine> engine::create(settings s) {
-    std::shared_ptr<engine> e(new engine(std::move(s)), [](engine* p) {
+std::shared_ptr<engine> engine::create(settings s, const log_options& log) {
+    std::shared_ptr<engine> e(new engine(std::move(s), log), [](engine* p) {
         if (!p->on_io_thread()) {
             delete p; // joins the I/O thread
             return;
@@ -84,6 +85,7 @@ void engine::get_session(session_handler done) {
             set_error(settings_->display + ": " + s->error_text());
             return done(ec, nullptr);
         }
+        metrics_.connected(false); // every session is a connection of its own (no reconnect)
         done({}, s);
     });
 }
@@ -153,6 +155,7 @@ void engine::listen(std::function<void(std::error_code)> ready) {
     };
     s->connect([this, s, fail_all](std::error_code ec) {
         if (ec) return fail_all(ec);
+        metrics_.connected(false);
         s->on_notify([this](std::string_view channel, std::string_view payload) {
             std::vector<std::function<void()>> wake;
             for (auto it = sleepers_.begin(); it != sleepers_.end();)

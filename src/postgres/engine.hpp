@@ -83,7 +83,7 @@ public:
     using session_handler = std::function<void(std::error_code, std::shared_ptr<connection>)>;
 
     /// A started engine whose last reference may be dropped on any thread (see Lifetime).
-    static std::shared_ptr<engine> create(settings s);
+    static std::shared_ptr<engine> create(settings s, const log_options& log = {});
     ~engine();
     engine(const engine&) = delete;
     engine& operator=(const engine&) = delete;
@@ -146,7 +146,7 @@ public:
     std::string last_error() const;
 
 private:
-    explicit engine(settings s);
+    engine(settings s, const log_options& log);
     void start();
     /// Stops accepting work and posts the closing of sessions and holds (once).
     void begin_shutdown() noexcept;

@@ -6,6 +6,7 @@
 #include "redis/net/wire.hpp"
 #include "redis/release.hpp"
 #include "redis/renewal.hpp"
+#include "redis/topology/cluster.hpp"
 
 namespace dlock::detail {
 
@@ -46,7 +47,8 @@ client_options adjusted(client_options o) {
 } // namespace
 
 redis_client::redis_client(client_options opts)
-    : opts_(adjusted(std::move(opts)))
+    : metrics_(opts.log) // before opts_ (declared first): the sink every hold's loss reaches
+    , opts_(adjusted(std::move(opts)))
     , id_(random_uuid())
     , router_(rt_.io(), checked(opts_))
     , renewal_(std::make_unique<renewal_service>(*this)) {}
@@ -91,9 +93,13 @@ void redis_client::shutdown() {
 
 metrics_snapshot redis_client::metrics_snapshot_now() const {
     auto s = metrics_.snapshot();
-    if constexpr (metrics_enabled)
+    if constexpr (metrics_enabled) {
         for (const auto& n : router_.nodes())
             n->add_counters(s);
+        // A Cluster owns its nodes (every shard seen); the router's list is empty there.
+        if (auto* cl = router_.cluster_map())
+            cl->for_each_node([&s](node& n) { n.add_counters(s); });
+    }
     return s;
 }
 
@@ -211,6 +217,10 @@ void redis_hold::end_lost(std::optional<loss_cause> cause) {
     report_loss(*c, std::static_pointer_cast<const redis_hold>(shared_from_this()), cause);
 }
 
+std::string_view redis_hold::kind_label() const noexcept {
+    return protocol->name();
+}
+
 void redis_hold::end_local() noexcept {
     if (!local_counted_.load(std::memory_order_acquire)) return;
     end_local(client.lock().get());
@@ -228,8 +238,7 @@ namespace {
 void count_loss(redis_client& c, const redis_hold& h, loss_cause cause) {
     h.set_cause(cause); // lease::loss_cause(): a "not yours" is diagnosed after the loss
     c.metrics().loss(cause);
-    log(c.options().log, log_level::warning, "lock lost",
-        {{"lock", h.keys.key}, {"kind", h.protocol->name()}, {"cause", to_string(cause)}});
+    h.log_loss(); // "lock lost" with its cause, as every backend says it (core/warning.cpp)
 }
 
 } // namespace

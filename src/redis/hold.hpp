@@ -61,6 +61,8 @@ public:
     asio::any_io_executor executor() const override;
     std::chrono::milliseconds lease_length() const noexcept override { return lease; }
     void with_metrics(const std::function<void(client_metrics&)>& f) const override;
+    /// The kind's protocol name ("reentrant", "fair", ..., or a registered kind's).
+    std::string_view kind_label() const noexcept override;
 
     redis_hold() = default;
     redis_hold(const redis_hold&) = delete;

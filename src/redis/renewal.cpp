@@ -150,15 +150,11 @@ void renewal_service::renewal_failed(const std::vector<std::shared_ptr<redis_hol
         h->renew_server_error.store(server_error, std::memory_order_relaxed);
     const auto& log_opts = c_.options().log;
     if (!log_enabled(log_opts, log_level::warning) || holds.empty()) return;
-    const auto count = std::to_string(holds.size());
     const auto why =
         ec ? ec.message() : std::string(server_error ? bounded(v.str) : "malformed reply");
     // The first lock names the batch (all of one kind on one node); never owners or tokens.
-    log(log_opts, log_level::warning, "lock renewal failed; the locks are lost if it keeps failing",
-        {{"locks", count},
-         {"first_lock", holds.front()->keys.key},
-         {"kind", holds.front()->protocol->name()},
-         {"error", why}});
+    log_renewal_failed(log_opts, holds.size(), holds.front()->keys.key,
+                       holds.front()->protocol->name(), why);
 }
 
 } // namespace dlock::detail

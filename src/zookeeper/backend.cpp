@@ -55,10 +55,11 @@ std::string_view infix_of(lock_kind kind) noexcept {
     }
 }
 
-zk_backend::zk_backend(zk_url url)
+zk_backend::zk_backend(zk_url url, const log_options& log)
     : url_(std::move(url))
     , id_(random_uuid())
-    , node_data_(local_address()) {
+    , node_data_(local_address())
+    , metrics_(log) {
     rt_.start();
 }
 
@@ -113,7 +114,7 @@ void zk_backend::with_session(std::function<void(std::error_code, std::shared_pt
         }
         std::error_code ec;
         std::string why;
-        s = session::start(executor(), url_, ec, &why);
+        s = session::start(executor(), url_, ec, &why, metrics_.log());
         if (!s) {
             set_error(why);
             return fn(ec, nullptr);
@@ -240,10 +241,10 @@ void zk_backend::shutdown() noexcept {
 namespace dlock::detail {
 
 std::shared_ptr<lock_backend> make_zookeeper_backend(std::string_view url, std::error_code& ec,
-                                                     std::string* why) {
+                                                     std::string* why, const log_options& log) {
     auto u = zk::parse_zk_url(url, ec, why);
     if (ec) return nullptr;
-    return std::make_shared<zk::zk_backend>(std::move(u));
+    return std::make_shared<zk::zk_backend>(std::move(u), log);
 }
 
 } // namespace dlock::detail

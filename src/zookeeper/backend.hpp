@@ -29,7 +29,7 @@
 namespace dlock::detail {
 /// The ZooKeeper backend of a zk:// URL (the contract of make_backend(), backends.hpp).
 std::shared_ptr<lock_backend> make_zookeeper_backend(std::string_view url, std::error_code& ec,
-                                                     std::string* why);
+                                                     std::string* why, const log_options& log = {});
 } // namespace dlock::detail
 
 namespace dlock::detail::zk {
@@ -41,7 +41,7 @@ std::string_view infix_of(lock_kind kind) noexcept;
 
 class zk_backend final : public lock_backend, public std::enable_shared_from_this<zk_backend> {
 public:
-    explicit zk_backend(zk_url url);
+    explicit zk_backend(zk_url url, const log_options& log = {});
     ~zk_backend() override;
 
     std::string_view backend_name() const noexcept override { return "zookeeper"; }

@@ -1,6 +1,7 @@
 #include "zookeeper/session.hpp"
 
 #include "core/drift.hpp"
+#include "core/log.hpp"
 
 #include <dlock/error.hpp>
 
@@ -121,9 +122,10 @@ struct session_access {
     }
 };
 
-session::session(asio::any_io_executor ex, zk_url url)
+session::session(asio::any_io_executor ex, zk_url url, log_options log)
     : ex_(std::move(ex))
     , url_(std::move(url))
+    , log_(std::move(log))
     , timer_(std::in_place, ex_) {}
 
 session::~session() {
@@ -131,9 +133,10 @@ session::~session() {
 }
 
 std::shared_ptr<session> session::start(asio::any_io_executor ex, const zk_url& url,
-                                        std::error_code& ec, std::string* why) {
+                                        std::error_code& ec, std::string* why,
+                                        const log_options& log) {
     ec.clear();
-    std::shared_ptr<session> s(new session(std::move(ex), url));
+    std::shared_ptr<session> s(new session(std::move(ex), url, log));
     if (url.deterministic) zoo_deterministic_conn_order(1);
     const auto cs = url.connect_string();
     errno = 0;
@@ -210,6 +213,7 @@ void session::on_state(int state) {
         negotiated_ms_.store(zoo_recv_timeout(zh_), std::memory_order_release);
         connected_.store(true, std::memory_order_release);
         (ever_connected_ ? reconnects_ : connects_).fetch_add(1, std::memory_order_relaxed);
+        if (ever_connected_) log_reconnected(log_, "zookeeper", url_.display(), "session");
         ever_connected_ = true;
         auto waiters = std::move(connect_waiters_);
         connect_waiters_.clear();
@@ -221,6 +225,8 @@ void session::on_state(int state) {
     }
     if (state == ZOO_EXPIRED_SESSION_STATE) {
         note_error("ZooKeeper session " + std::to_string(id()) + " expired on " + url_.display());
+        log(log_, log_level::warning, "session expired",
+            {{"backend", "zookeeper"}, {"address", url_.display()}});
         end(session_end::expired);
         return;
     }
@@ -229,7 +235,10 @@ void session::on_state(int state) {
         end(session_end::closed);
         return;
     }
-    if (connected()) note_error("disconnected from ZooKeeper " + url_.display() + ", reconnecting");
+    if (connected()) {
+        note_error("disconnected from ZooKeeper " + url_.display() + ", reconnecting");
+        log_connection_lost(log_, "zookeeper", url_.display(), "session", "disconnected");
+    }
     connected_.store(false, std::memory_order_release);
 }
 

@@ -23,6 +23,8 @@
 
 #include "zookeeper/url.hpp"
 
+#include <dlock/log.hpp>
+
 #include <asio/any_io_executor.hpp>
 #include <asio/steady_timer.hpp>
 
@@ -95,8 +97,11 @@ public:
 
     /// Opens a session (the connect completes in the background). Errors: errc::unavailable
     /// when the C client refuses the connect string (unresolvable host) with `why`.
+    /// `log`: the client's sink, told of a connection lost ("connection lost, reconnecting"),
+    /// a reconnect ("reconnected") and an expiry ("session expired"), core/log.hpp.
     static std::shared_ptr<session> start(asio::any_io_executor ex, const zk_url& url,
-                                          std::error_code& ec, std::string* why);
+                                          std::error_code& ec, std::string* why,
+                                          const log_options& log = {});
     ~session();
     session(const session&) = delete;
     session& operator=(const session&) = delete;
@@ -148,7 +153,7 @@ public:
 
 private:
     struct op;
-    session(asio::any_io_executor ex, zk_url url);
+    session(asio::any_io_executor ex, zk_url url, log_options log);
     friend struct session_access;
 
     static void global_watcher(zhandle_t*, int type, int state, const char* path, void* ctx);
@@ -167,6 +172,7 @@ private:
 
     asio::any_io_executor ex_;
     zk_url url_;
+    log_options log_;
     zhandle_t* zh_ = nullptr;
     std::optional<asio::steady_timer> timer_; ///< dropped by end(): a hold may keep the session
     std::atomic<bool> ended_{false};

@@ -2,6 +2,7 @@
 // reconnect, an eviction policy that can drop locks), the info line when CONFIG is disabled,
 // nothing on stdout/stderr, and a canary: no record ever contains the password, an owner
 // field (client id) or a simple lock's token.
+#include "log_collector.hpp"
 #include "test_util.hpp"
 
 #include <mutex>
@@ -10,47 +11,13 @@
 #include <vector>
 
 using namespace std::chrono_literals;
+using dlock::test::collecting_sink;
 using dlock::test::eventually;
 using dlock::test::fast_options;
 using dlock::test::redis_server;
 using dlock::test::server_options;
 
 namespace {
-
-/// Collects every record as "level message key=value ...".
-class collecting_sink {
-public:
-    dlock::log_sink sink() {
-        return [this](const dlock::log_record& r) {
-            std::string line =
-                std::string(dlock::to_string(r.level)) + ' ' + std::string(r.message);
-            for (const auto& f : r.fields)
-                line += ' ' + std::string(f.key) + '=' + std::string(f.value);
-            std::lock_guard lk(mu_);
-            lines_.push_back(std::move(line));
-        };
-    }
-    std::vector<std::string> lines() const {
-        std::lock_guard lk(mu_);
-        return lines_;
-    }
-    bool has(std::string_view level, std::string_view text) const {
-        std::lock_guard lk(mu_);
-        for (const auto& l : lines_)
-            if (l.starts_with(level) && l.find(text) != std::string::npos) return true;
-        return false;
-    }
-    std::string all() const {
-        std::string s;
-        for (const auto& l : lines())
-            s += l + '\n';
-        return s;
-    }
-
-private:
-    mutable std::mutex mu_;
-    std::vector<std::string> lines_;
-};
 
 TEST(log_sink, warnings_never_contain_the_password_owner_or_token) {
     DLOCK_SKIP_WITHOUT_REDIS();
@@ -102,7 +69,7 @@ TEST(log_sink, warnings_never_contain_the_password_owner_or_token) {
     EXPECT_TRUE(log.has("warning", "cause=gone")) << log.all();
     EXPECT_TRUE(log.has("warning", "cause=deadline")) << log.all();
     EXPECT_TRUE(log.has("warning", "lock=canary-simple")) << log.all();
-    EXPECT_TRUE(log.has("warning", "connection to redis lost")) << log.all();
+    EXPECT_TRUE(log.has("warning", "connection lost, reconnecting")) << log.all();
     const auto id = owner.substr(0, 36);
     for (const auto& line : log.lines()) {
         EXPECT_EQ(line.find(password), std::string::npos) << line;

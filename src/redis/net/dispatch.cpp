@@ -66,9 +66,8 @@ void connection::dispatch_reply(resp3::value&& v) {
         last_read_ = std::chrono::steady_clock::now();
         detail::wire_counters::bump(again ? counters_.reconnects : counters_.connects);
         if (again)
-            detail::log(opts_.log, log_level::warning, "reconnected to redis",
-                        {{"address", address_of(target_)},
-                         {"connection", mode_ == mode::pubsub ? "pubsub" : "command"}});
+            detail::log_reconnected(opts_.log, "redis", address_of(target_),
+                                    mode_ == mode::pubsub ? "pubsub" : "command");
         arm_deadline_tick();
         if (on_state_) on_state_(true);
         return;

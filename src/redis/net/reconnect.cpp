@@ -165,10 +165,8 @@ void connection::fail_connection(std::error_code why) {
     // Everything written and unanswered has an unknown outcome.
     detail::wire_counters::bump(counters_.ambiguous, inflight.size());
     if (was_connected)
-        detail::log(opts_.log, log_level::warning, "connection to redis lost, reconnecting",
-                    {{"address", address_of(target_)},
-                     {"connection", mode_ == mode::pubsub ? "pubsub" : "command"},
-                     {"error", why.message()}});
+        detail::log_connection_lost(opts_.log, "redis", address_of(target_),
+                                    mode_ == mode::pubsub ? "pubsub" : "command", why.message());
     const auto amb = make_error_code(errc::ambiguous);
     for (auto* r : inflight)
         r->complete(amb, {});

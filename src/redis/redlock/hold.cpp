@@ -108,9 +108,7 @@ void redlock_hold::end_lost(loss_cause cause) {
     if (!mark_lost(cause)) return;
     if (auto r = r_.lock()) {
         r->metrics().hold_ended(clock::now() - acquired_at_);
-        r->metrics().loss(cause);
-        log(r->log_opts(), log_level::warning, "lock lost",
-            {{"lock", name_}, {"kind", "redlock"}, {"cause", to_string(cause)}});
+        r->metrics().loss(cause); // "lock lost" was logged by mark_lost (core/warning.cpp)
     }
 }
 

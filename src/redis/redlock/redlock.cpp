@@ -40,7 +40,8 @@ net::target target_of(const client_options& o) {
 } // namespace
 
 redlock_impl::redlock_impl(redlock_options opts)
-    : opts_(checked(opts))
+    : metrics_(opts.masters.empty() ? log_options{} : opts.masters.front().log)
+    , opts_(checked(opts))
     , tick_timer_(rt_.io())
     , drain_timer_(rt_.io())
     , watch_(rt_.io()) {

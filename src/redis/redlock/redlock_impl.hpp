@@ -113,8 +113,6 @@ public:
                 n->add_counters(s);
         return s;
     }
-    /// Where the redlock's own records go: the first master's client_options::log.
-    const log_options& log_opts() const noexcept { return opts_.masters.front().log; }
     /// Acquisitions to cancel at shutdown (any thread).
     void track(const std::shared_ptr<redlock_acquire_op>& op);
     void untrack(const redlock_acquire_op* op);
@@ -296,6 +294,7 @@ public:
                       std::function<void(std::error_code)> done) override;
     asio::any_io_executor executor() const override;
     void with_metrics(const std::function<void(client_metrics&)>& f) const override;
+    std::string_view kind_label() const noexcept override { return "redlock"; }
 
     /// One extension round to `lease` (I/O thread): won sets valid_until, a refusal by a quorum
     /// makes the hold lost (not_owner), anything else leaves it as it was (errc::unavailable).

@@ -46,7 +46,7 @@ public:
     /// Cluster, as of the last slot map).
     std::vector<node*> masters();
     /// The Cluster part, or null.
-    detail::cluster* cluster_map() noexcept { return cluster_.get(); }
+    detail::cluster* cluster_map() const noexcept { return cluster_.get(); }
 
     void start();
     /// After start(), not on the I/O thread: a Cluster waits for its first slot map until
@@ -54,7 +54,8 @@ public:
     void wait_ready(std::chrono::steady_clock::time_point deadline);
     void stop();
     void stop_subscribers();
-    /// Every node (metrics: their connections' wire counters). Any thread.
+    /// Every node of a standalone server or Sentinel (metrics: their connections' wire
+    /// counters; a Cluster's own nodes are the cluster_map()'s). Any thread.
     std::span<const std::unique_ptr<node>> nodes() const noexcept { return nodes_; }
 
     /// Sentinel: the master changed to "host:port" (I/O thread). Set before start().

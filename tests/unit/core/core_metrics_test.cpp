@@ -110,6 +110,21 @@ TEST(client_metrics, an_unknown_kind_name_gives_an_empty_entry_of_that_name) {
     EXPECT_EQ(k.acquired + k.reentered + k.not_acquired, 0u);
 }
 
+TEST(client_metrics, counts_connects_and_reconnects_and_keeps_the_log_sink) {
+    int calls = 0;
+    client_metrics m(dlock::log_options{.sink = [&](const dlock::log_record&) { ++calls; }});
+    ASSERT_TRUE(m.log().sink);
+    m.log().sink(dlock::log_record{});
+    EXPECT_EQ(calls, 1);
+    if (!dlock::detail::metrics_enabled) return;
+    m.connected(false);
+    m.connected(true);
+    m.connected(true);
+    const auto s = m.snapshot();
+    EXPECT_EQ(s.connects, 1u);
+    EXPECT_EQ(s.reconnects, 2u);
+}
+
 TEST(client_metrics, counts_renewals_losses_releases_and_topology_changes) {
     SKIP_WITHOUT_METRICS();
     client_metrics m;
