@@ -28,10 +28,11 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import faultrun  # noqa: E402
 
-# Paths whose changes do not change a run: the docs (the campaign's own output lands there)
-# and the page generator. Anything else modified makes the commit "-dirty".
+# Paths whose changes do not change a run: the docs (the campaign's own output lands there),
+# the page generator, its test and the B/S tests' runner. Anything else modified makes the
+# commit "-dirty".
 NOT_RUN = [":(exclude)docs", ":(exclude)*.md", ":(exclude)tests/fault/safety_doc.py",
-           ":(exclude)tests/fault/safety_doc_test.py"]
+           ":(exclude)tests/fault/safety_doc_test.py", ":(exclude)tests/fault/coverage_tests.py"]
 
 
 def commit():
