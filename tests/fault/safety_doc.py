@@ -305,8 +305,8 @@ DEPLOYMENTS = [
      "mutual exclusion across a failover: a lock not yet replicated is lost (two holders); "
      "`wait=N` and the lock-delay only narrow that window; an old master that keeps serving "
      "clients that cannot see the failover grants again; fencing tokens can regress",
-     "each data node as a single master; `wait=N` and the lock-delay (default: one lease) to "
-     "narrow the window, `min-replicas-to-write`"),
+     "each data node as a single master; `wait=N` (with `min-replicas-to-write`, as F26 runs "
+     "it) and the lock-delay (default: one lease) narrow the window, they do not close it"),
     ("Redis Cluster (`redis-cluster://`)", ("FO:F28",),
      "every key of a lock (and its fence counter) in one slot: resharding a held lock's slot "
      "moves them together; MOVED and ASK are followed",
@@ -344,7 +344,7 @@ DEPLOYMENTS = [
      "(PgBouncer) break session locks",
      "the keepalive settings dlock sends (`tcp_keepalives_*`, `tcp_user_timeout`, "
      "`client_connection_check_interval`) kept; direct session-mode connections, no pooler or "
-     "proxy keeping a dead client's session; no failover"),
+     "proxy keeping a dead client's session; no failover (the locks are not replicated)"),
     ("PostgreSQL lease rows (`lock_kind::lease`, `dlock_lease`)", ("PGL",),
      "the row expires on the database clock after the lease and outlives sessions and "
      "restarts; `valid_until()` = send time + lease - drift, before the database's expiry; a "
@@ -560,11 +560,13 @@ def bad_runs(keys, rows):
             checks = failed_checks(r)
             probes = [p["name"] + " (" + p["detail"] + ")" for p in r.get("probes", [])
                       if not p["passed"]]
-            out.append("- **%s %s seed %d** (%s, commit %s, %s): expected %s; measured %s. "
+            out.append("- **%s %s seed %d** (%s, commit %s, %s%s): expected %s; measured %s. "
                        "Checks that differ: %s. Probes that failed: %s.%s Witness from the "
                        "checker:" % (
                            r["id"], r["mode"], r["seed"], os.path.dirname(r["_path"]),
-                           short_commit(r), r.get("when", "?"), expected_text(r),
+                           short_commit(r), r.get("when", "?"),
+                           ", load average %.2f at its start" % r["loadavg"][0]
+                           if r.get("loadavg") else "", expected_text(r),
                            measured_text(r), ", ".join(checks) or "none",
                            "; ".join(probes) or "none",
                            " Harness error: %s." % r["error"] if r.get("error") else ""))
