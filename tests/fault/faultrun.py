@@ -12,7 +12,7 @@ scenario's row of reliability.md §7.3 names; record seed, duration and verdicts
       MODE: S, F, R, FO, or SW, FW, RW, FOW: S, F, R, FO with watchdog leases (the worker's
       --watchdog: no fixed lease, the client renews it; judged by the checker's LOSS as well)
   faultrun.py [paths] random --seconds S --seed N [--mode S|F|R]
-  faultrun.py safety-doc RESULTS_DIR > docs/SAFETY.md
+  faultrun.py safety-doc [--random DIR] [--tests FILE] RESULTS_DIR... > docs/SAFETY.md
 
 Standard library only. Everything is bounded: every wait has a deadline, every process is
 killed at the end, every loop has a count or a time limit. All traffic stays on 127.0.0.1.
@@ -2569,9 +2569,8 @@ def main():
     rr.add_argument("--results")
     rr.add_argument("--keep", action="store_true")
     sub.add_parser("proxy-selftest")
-    d = sub.add_parser("safety-doc")
-    d.add_argument("results")
-    d.add_argument("random_results", nargs="?")
+    import safety_doc
+    safety_doc.add_arguments(sub.add_parser("safety-doc"))
     a = ap.parse_args()
     if a.cmd == "list":
         for sc in SCENARIOS.values():
@@ -2579,8 +2578,7 @@ def main():
                                              ",".join(sc.ext_modes) or "-", sc.title))
         return 0
     if a.cmd == "safety-doc":
-        import safety_doc
-        sys.stdout.write(safety_doc.render(a.results, SCENARIOS, a.random_results))
+        sys.stdout.write(safety_doc.render(a.results, SCENARIOS, a.random, a.tests))
         return 0
     env = Env(a)
     if not shutil.which(env.redis_server):
