@@ -165,9 +165,22 @@ redis_server::redis_server(server_options opts)
     dir_ = make_temp_dir();
     try {
         if (opts_.tls) tls_ = make_tls(dir_);
-        port_ = opts_.port ? *opts_.port : free_port(true);
-        write_config();
-        start();
+        for (int attempt = 1;; ++attempt) {
+            port_ = opts_.port ? *opts_.port : free_port(true);
+            write_config();
+            try {
+                start();
+                break;
+            } catch (const std::runtime_error&) {
+                // free_port() found the port free, and another test's server bound it before
+                // this one did: try another port (a few times), with a fresh log.
+                if (opts_.port || attempt == 5 ||
+                    log_tail().find("Address already in use") == std::string::npos)
+                    throw;
+                std::error_code ec;
+                fs::remove(dir_ / "redis.log", ec);
+            }
+        }
     } catch (...) {
         std::error_code ec;
         fs::remove_all(dir_, ec);
