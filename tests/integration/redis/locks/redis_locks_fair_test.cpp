@@ -258,13 +258,15 @@ TEST(lock, a_fair_waiter_that_gives_up_leaves_the_queue_at_once_and_wakes_the_ne
     holder.lock();
     dlock::fair_mutex quitter = c.make_fair_mutex(name);
     std::atomic<bool> quitter_done{false};
+    // The quitter waits 2 s: long enough for the next waiter to queue behind it even under
+    // ASan on a busy machine (with 300 ms it had given up before, once).
     std::thread q([&] {
-        EXPECT_FALSE(quitter.try_lock_for(300ms));
+        EXPECT_FALSE(quitter.try_lock_for(2s));
         quitter_done = true;
     });
-    ASSERT_TRUE(eventually([&] { return queue_length(s, name) == 1; }, 5s));
+    EXPECT_TRUE(eventually([&] { return queue_length(s, name) == 1; }, 5s));
     auto next = fair_waiter(c, name);
-    ASSERT_TRUE(eventually([&] { return queue_length(s, name) == 2; }, 5s));
+    EXPECT_TRUE(eventually([&] { return queue_length(s, name) == 2; }, 5s));
     q.join();
     EXPECT_TRUE(eventually([&] { return queue_length(s, name) == 1; }, 2s));
     holder.unlock();
@@ -487,10 +489,12 @@ TEST(lock, fair_queue_deadlines_stay_within_one_place_timeout_of_the_servers_clo
     dlock::client c(o);
     dlock::fair_mutex holder = c.make_fair_mutex(name);
     holder.lock();
+    // The waiters stay queued (refreshing their places) for 3 s, well past the reads below: with
+    // 300 ms, under ASan on a busy machine, they had left before the scores were read.
     std::vector<std::future<bool>> waiters;
     for (int i = 0; i < 5; ++i)
         waiters.push_back(std::async(std::launch::async,
-                                     [&] { return c.make_fair_mutex(name).try_lock_for(300ms); }));
+                                     [&] { return c.make_fair_mutex(name).try_lock_for(3s); }));
     ASSERT_TRUE(eventually([&] { return queue_length(s, name) == 5; }, 5s));
     const auto now = std::stoll(s.cli({"TIME"}).substr(0, 10)) * 1000;
     const auto scores = s.cli({"ZRANGE", timeouts_of(name), "0", "-1", "WITHSCORES"});
