@@ -12,11 +12,13 @@
 #   the ASan step's test time; step 1 runs it on the release build, and the CLI's GoogleTest
 #   suites stay under ASan in CI), and the three slowest suites left after it (Redlock's
 #   masters, ZooKeeper's election, the ZooKeeper CLI: about 186 s of ASan test time; the
-#   conformance suite runs Redlock, ZooKeeper and elections under ASan in CI). The conformance
-#   suite keeps every backend under ASan in CI.
+#   conformance suite runs Redlock, ZooKeeper and elections under ASan in CI), and the
+#   ZooKeeper and etcd integration suites (their executables' ASan build and their servers'
+#   start-ups; the conformance suite runs both backends' kinds under ASan in CI, and their
+#   unit tests stay). The conformance suite keeps every backend under ASan in CI.
 # scripts/test.sh sources this file for asan_extended only: its ASan tree neither builds nor runs
 # those suites (DLOCK_TEST_SKIP), and this script builds them first.
-asan_extended='^(postgres_[a-z_]+|cli_postgres_test|redis_topology_sentinel_test|redis_topology_cluster_test|redis_locks_multi_lock_test|checker_test|zookeeper_curator_interop_test|etcd_cluster_test|cli|redis_redlock_masters_test|zookeeper_election_test|cli_zookeeper_test)\.'
+asan_extended='^(postgres_[a-z_]+|cli_postgres_test|redis_topology_sentinel_test|redis_topology_cluster_test|redis_locks_multi_lock_test|checker_test|zookeeper_curator_interop_test|etcd_cluster_test|cli|redis_redlock_masters_test|zookeeper_election_test|cli_zookeeper_test|zookeeper_(lock|client|semaphore|ensemble|log)_test|etcd_(auth|rwlock|semaphore|interop|election|once|log|tls)_test)\.'
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   set -euo pipefail
