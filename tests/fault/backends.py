@@ -46,6 +46,8 @@ import socket
 import subprocess
 import time
 
+from server_process import ServerProcess
+
 F = None  # the faultrun module, set by register()
 _PENDING = []  # (sid, kwargs, body) until register()
 
@@ -125,32 +127,6 @@ def four_letter(port, word, timeout=1.0):
             return out.decode(errors="replace")
     except OSError:
         return ""
-
-
-class ServerProcess:
-    """What the ZooKeeper and etcd servers share: one process in self.proc, signalled, killed
-    (kill -9) and stopped (resumed if paused, then killed: the run's data dies with it)."""
-
-    def pid(self):
-        return self.proc.pid
-
-    def signal(self, sig):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, sig)
-
-    def kill9(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            try:
-                os.kill(self.proc.pid, signal.SIGCONT)
-            except OSError:
-                pass
-            self.proc.kill()  # nothing to flush: the run's data dies with it
-            self.proc.wait(timeout=10)
 
 
 class ZooKeeper(ServerProcess):

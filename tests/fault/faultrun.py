@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 
+from server_process import ServerProcess
+
 # ---------------------------------------------------------------------------------------------
 # small helpers
 
@@ -150,7 +152,7 @@ def parse_resp_commands(data):
 # processes
 
 
-class Redis:
+class Redis(ServerProcess):
     """One redis-server on a free loopback port, with its own directory and config."""
 
     def __init__(self, run, name, persistence="none", extra=None, skew=None, below=65536):
@@ -202,24 +204,12 @@ class Redis:
             time.sleep(0.02)
         raise HarnessError("%s did not answer PING within %.0f s" % (self.name, budget))
 
-    def pid(self):
-        return self.proc.pid
-
     def set_skew(self, offset_ms, rate=1.0):
         """Steps this server's wall clock (the skew shim re-reads the file every ms)."""
         with open(self.skew_file + ".tmp", "w") as f:
             f.write("%d %s" % (offset_ms, rate))
         os.replace(self.skew_file + ".tmp", self.skew_file)
         self.run.nemesis("skew", self.name, "%d %s" % (offset_ms, rate))
-
-    def signal(self, sig):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, sig)
-
-    def kill9(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
 
     def stop(self):
         if not self.proc:
