@@ -18,7 +18,9 @@
 #                D: 300 samples or 8 s.
 #   --keepalive-seconds S  length of the keepalive runs (default 11: one renewal of a 30 s
 #                watchdog lease, which renews every 10 s, falls inside).
-#   --only zk|pg|etcd  only the ZooKeeper, the PostgreSQL/Redis or the etcd part.
+#   --only zk|pg|etcd|sem  only the ZooKeeper, the PostgreSQL/Redis, the etcd or the semaphore
+#                part (semaphores: A-D on every backend, next to Redisson's scripts on Redis and
+#                Curator's InterProcessSemaphoreV2 on ZooKeeper).
 #   OUT=dir      results (default /tmp/dlock-backends-<time>): commands.txt, results.jsonl (one
 #                line per run: row, round, the client's JSON), oneshot.json (hyperfine),
 #                summary.md (the tables), stderr.log.
@@ -41,7 +43,7 @@ while [ $# -gt 1 ]; do
     *) echo "unknown option $1" >&2; exit 64 ;;
   esac
 done
-BUILD=${1:?usage: bench/backend_bench.sh [--rounds N] [--seconds S] [--only zk|pg|etcd] BUILD_DIR}
+BUILD=${1:?usage: bench/backend_bench.sh [--rounds N] [--seconds S] [--only zk|pg|etcd|sem] BUILD_DIR}
 want() { [ -z "$ONLY" ] || [ "$ONLY" = "$1" ]; }
 LB=$BUILD/bench/lock_bench BS=$BUILD/bench/bench_servers DL=$BUILD/tools/dlock/dlock
 for b in "$LB" "$BS" "$DL"; do
@@ -84,6 +86,17 @@ args_of() { # args_of A|B|C|D -> ARGS
   case $1 in A) ARGS=("${A[@]}") ;; B) ARGS=("${B[@]}") ;; C) ARGS=("${C[@]}") ;; D) ARGS=("${D[@]}") ;; esac
 }
 
+# kind_of A|B|C|D -> KIND: the kind options of every client in the rows being run (none: each
+# client's default lock). The semaphore rows (SEM=1) take one of 5 permits per pair in A and B,
+# and a semaphore of 1 permit in C and D, so that C's counter checks exclusion and D's waiter
+# waits.
+SEM=
+kind_of() {
+  KIND=()
+  [ -n "$SEM" ] || return 0
+  case $1 in A | B) KIND=(--kind semaphore --permits 5) ;; *) KIND=(--kind semaphore --permits 1) ;; esac
+}
+
 # ---- Redis: a private server on CPU 1 ---------------------------------------------------------
 rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 rdir=$(mktemp -d)
@@ -112,6 +125,8 @@ peer_scenarios() {
     local args=("${ARGS[@]}") pargs=("${ARGS[@]}")
     [ "$sc" = C ] && pargs=(C --workers 8 --ops 2000)
     [ "$sc" = D ] && pargs=(D --ops 300)
+    kind_of $sc
+    args+=("${KIND[@]}") pargs+=("${KIND[@]}")
     if [ ${#peer[@]} -gt 0 ]; then
       pair "$r" "$prefix $sc dlock" "$LB" "$url" "${args[@]}" -- \
         "$prefix $sc $prow" "${peer[@]}" "$ptarget" "${pargs[@]}"
@@ -176,6 +191,41 @@ if want etcd; then
   for r in $(seq 1 "$ROUNDS"); do
     peer_scenarios "$r" etcd "$ETCDURL" python3-etcd3 "$endpoint" "${ETCD3[@]}"
   done
+fi
+
+# ---- Semaphores (issue 23): A-D on every backend, next to Redisson's scripts and Curator -----
+# Redis: dlock's RPermitExpirableSemaphore against Redisson's own acquire and release scripts
+# run by lock_bench (--redisson-scripts: Redisson's server cost; its waiting is Java code, so A
+# and B only). ZooKeeper (standalone): against Curator 5.4.0's InterProcessSemaphoreV2, the same
+# layout. PostgreSQL and etcd: dlock's own layouts, no incumbent semaphore to compare.
+if want sem; then
+  SEM=1
+  for r in $(seq 1 "$ROUNDS"); do
+    for sc in A B; do
+      args_of $sc
+      kind_of $sc
+      pair "$r" "sem-redis $sc dlock" "$LB" "$RURL" "${ARGS[@]}" "${KIND[@]}" -- \
+        "sem-redis $sc redisson-scripts" "$LB" "$RURL" "${ARGS[@]}" "${KIND[@]}" --redisson-scripts
+    done
+    for sc in C D; do
+      args_of $sc
+      kind_of $sc
+      run "sem-redis $sc dlock" "$r" "$LB" "$RURL" "${ARGS[@]}" "${KIND[@]}"
+    done
+  done
+  servers zk
+  for r in $(seq 1 "$ROUNDS"); do
+    peer_scenarios "$r" sem-zk "$URL" curator "$CONNECT" "${CURATOR[@]}"
+  done
+  stop_servers "$SPID"
+  for b in pg etcd; do
+    servers $b
+    for r in $(seq 1 "$ROUNDS"); do
+      peer_scenarios "$r" sem-$b "$URL" - -
+    done
+    stop_servers "$SPID"
+  done
+  SEM=
 fi
 
 # ---- One-shot process: connect, acquire, run `true`, release, exit --------------------------

@@ -1,9 +1,11 @@
 // curator_bench: scenarios A-D of BENCHMARKS.md with Apache Curator 5.4.0's InterProcessMutex
-// (Debian's libcurator-recipes-java), the peer of `lock_bench zk://...` in bench/backend_bench.sh.
+// (Debian's libcurator-recipes-java), the peer of `lock_bench zk://...` in bench/backend_bench.sh;
+// with --kind semaphore, its InterProcessSemaphoreV2 (each pair: acquire() one lease of
+// --permits, then returnLease), the peer of `lock_bench zk://... --kind semaphore`.
 // Not built or run by CI. Compile once, then run (the script does both):
 //   javac -cp <curator jars> -d DIR bench/curator_bench.java
 //   java -cp DIR:<curator jars> CuratorBench CONNECT A|B|C|D|E [--workers N] [--keys N] [--seconds S]
-//        [--ops N] [--warmup S]
+//        [--ops N] [--warmup S] [--kind lock|semaphore] [--permits N]
 // CONNECT: "127.0.0.1:PORT,..." (the ensemble's connect string).
 //   A  one client, sequential acquire + release on one path for --seconds
 //   B  --workers threads (default 50) on --keys paths (default: as many) over ONE
@@ -34,6 +36,8 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.RetryOneTime;
 
 class CuratorBench {
@@ -44,6 +48,31 @@ class CuratorBench {
     static double seconds = 3;
     static long maxOps = 0;
     static double warmup = 1;
+    static boolean semaphore = false;
+    static int permits = 1;
+
+    /// What a scenario takes and releases: an InterProcessMutex, or one lease of an
+    /// InterProcessSemaphoreV2 of `permits` (--kind semaphore).
+    static final class Locker {
+        final InterProcessMutex mutex;
+        final InterProcessSemaphoreV2 sem;
+        Lease lease;
+
+        Locker(CuratorFramework c, String path) {
+            mutex = semaphore ? null : new InterProcessMutex(c, path);
+            sem = semaphore ? new InterProcessSemaphoreV2(c, path, permits) : null;
+        }
+
+        void acquire() throws Exception {
+            if (mutex != null) mutex.acquire();
+            else lease = sem.acquire();
+        }
+
+        void release() throws Exception {
+            if (mutex != null) mutex.release();
+            else sem.returnLease(lease);
+        }
+    }
 
     static CuratorFramework newClient() throws Exception {
         CuratorFramework c =
@@ -82,7 +111,7 @@ class CuratorBench {
     /// Sequential acquire + release on `path` for `secs`; fills `pairs` and `acqs` when given.
     static long pairs(CuratorFramework c, String path, double secs, List<Double> acqs, List<Double> pairs)
         throws Exception {
-        InterProcessMutex m = new InterProcessMutex(c, path);
+        Locker m = new Locker(c, path);
         long end = System.nanoTime() + (long) (secs * 1e9);
         long n = 0;
         while (System.nanoTime() < end) {
@@ -109,6 +138,8 @@ class CuratorBench {
                 case "--seconds" -> seconds = Double.parseDouble(args[++i]);
                 case "--ops" -> maxOps = Long.parseLong(args[++i]);
                 case "--warmup" -> warmup = Double.parseDouble(args[++i]);
+                case "--kind" -> semaphore = args[++i].equals("semaphore");
+                case "--permits" -> permits = Integer.parseInt(args[++i]);
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);
             }
         }
@@ -168,7 +199,7 @@ class CuratorBench {
                     final int id = w;
                     ts.add(new Thread(() -> {
                         try {
-                            InterProcessMutex m = new InterProcessMutex(own.get(id), BASE + "/c");
+                            Locker m = new Locker(own.get(id), BASE + "/c");
                             while (System.nanoTime() < end && tickets.getAndIncrement() < total) {
                                 long a = System.nanoTime();
                                 m.acquire();
@@ -208,8 +239,8 @@ class CuratorBench {
                 CuratorFramework other = newClient();
                 t0 = System.nanoTime();
                 cpu0 = cpuNs();
-                InterProcessMutex holder = new InterProcessMutex(main, BASE + "/d");
-                InterProcessMutex waiterLock = new InterProcessMutex(other, BASE + "/d");
+                Locker holder = new Locker(main, BASE + "/d");
+                Locker waiterLock = new Locker(other, BASE + "/d");
                 while (ops < samples && System.nanoTime() < end) {
                     holder.acquire();
                     long[] got = {0};

@@ -1,7 +1,8 @@
 // lock_bench: scenarios A-D (BENCHMARKS.md), plus `hold`: N locks held by one
 // client with the watchdog, counting renewal batches and client memory per held lock.
 //
-//   lock_bench URL A|B|C|D|K|hold [--kind lock|simple|fair|read|write|lease|shedlock|versioned]
+//   lock_bench URL A|B|C|D|K|hold [--kind
+//   lock|simple|fair|read|write|lease|shedlock|versioned|semaphore]
 //              [--workers N] [--keys N] [--seconds S] [--ops N] [--client-per-worker] [--async]
 //              [--io-thread] [--no-handover] [--local-counter] [--locks N] [--watchdog-ms MS]
 //              [--samples FILE] [--rounds N]
@@ -9,6 +10,9 @@
 // failover are Redis's alone. A-D and K add the process's peak RSS (VmHWM) to their JSON.
 // K: the keepalive's cost on any backend: --locks N held (default lease: the watchdog, or the
 // backend's own keepalive) for --seconds, client CPU per held lock per second.
+// --kind semaphore [--permits N]: each pair takes one permit of a semaphore of N (default 1).
+// --redisson-scripts (Redis, --kind semaphore, A and B): each pair runs Redisson's own
+//   RPermitExpirableSemaphore scripts instead of dlock's (the server cost of Redisson's layout).
 // --local-counter: C's counter is an integer in this process, not a Redis key (always so on
 //   the other backends).
 // failover (Sentinel or Cluster URL): kills the lock's master with SHUTDOWN NOSAVE and measures
@@ -309,9 +313,14 @@ int main(int argc, char** argv) {
                      : k == "lease"     ? dlock::lock_kind::lease
                      : k == "shedlock"  ? dlock::lock_kind::shedlock
                      : k == "versioned" ? dlock::lock_kind::versioned
+                     : k == "semaphore" ? dlock::lock_kind::semaphore
                                         : dlock::lock_kind::reentrant;
         } else if (a == "--workers")
             o.workers = static_cast<unsigned>(std::stoul(next()));
+        else if (a == "--permits")
+            o.permits = static_cast<unsigned>(std::stoul(next()));
+        else if (a == "--redisson-scripts")
+            o.redisson_scripts = true;
         else if (a == "--keys")
             o.keys = static_cast<unsigned>(std::stoul(next()));
         else if (a == "--seconds")

@@ -1,8 +1,11 @@
 #include "scenarios.hpp"
 
+#include "redisson_scripts.hpp"
+
 #include <dlock/dlock.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <functional>
@@ -148,6 +151,7 @@ result run_async_many_keys(client& c, const options& o, unsigned workers, unsign
         a->name = o.key_prefix + ":b" + std::to_string(w % keys);
         if (fixed_lease_offered(c)) a->opts.lease = o.lease;
         a->opts.kind = o.kind;
+        a->opts.permits = o.permits;
         a->end = end;
         ws.push_back(a);
     }
@@ -176,6 +180,67 @@ result run_async_many_keys(client& c, const options& o, unsigned workers, unsign
     return r;
 }
 
+/// One permit at a time of a Redisson RPermitExpirableSemaphore, by Redisson's own scripts
+/// (tests/integration/redisson_scripts.hpp, verbatim): the arguments Redisson 3.x passes,
+/// its 16-byte permit id as 32 hex digits, expiry and "now" from this machine's clock as
+/// Redisson's are from the Java client's.
+class redisson_semaphore {
+public:
+    redisson_semaphore(client& c, const std::string& name, unsigned permits,
+                       std::chrono::milliseconds lease)
+        : keys_{name, "{" + name + "}:timeout", "redisson_sc:{" + name + "}"}
+        , lease_(lease) {
+        acquire_sha_ = load(c, test::redisson_semaphore_acquire);
+        release_sha_ = load(c, test::redisson_semaphore_release);
+        const std::string n = std::to_string(permits);
+        const std::array<std::string_view, 7> set{
+            "EVAL",   test::redisson_semaphore_try_set_permits, "2", keys_[0], keys_[2], n,
+            "PUBLISH"};
+        dlock::redis::command(c, set);
+    }
+    void acquire(client& c) {
+        id_ = random_id();
+        const auto now = epoch_ms();
+        const std::string expiry = std::to_string(now + lease_.count()), at = std::to_string(now);
+        const std::array<std::string_view, 12> cmd{
+            "EVALSHA", acquire_sha_, "3", keys_[0],          keys_[1],  keys_[2],
+            "1",       expiry,       at,  "922337203685477", "PUBLISH", id_};
+        const auto r = dlock::redis::command(c, cmd);
+        if (r.str != "OK")
+            throw error(errc::unavailable, "Redisson's tryAcquire found " + keys_[0] +
+                                               " full: its waiting is Java code, not run here");
+    }
+    void release(client& c) {
+        const std::string at = std::to_string(epoch_ms());
+        const std::array<std::string_view, 10> cmd{
+            "EVALSHA", release_sha_, "3", keys_[0], keys_[2], keys_[1], id_, "1", at, "PUBLISH"};
+        if (dlock::redis::command(c, cmd).integer != 1)
+            throw error(errc::not_owner, "Redisson's tryRelease did not find its permit");
+    }
+
+private:
+    static std::string load(client& c, std::string_view script) {
+        const std::array<std::string_view, 3> cmd{"SCRIPT", "LOAD", script};
+        return dlock::redis::command(c, cmd).str;
+    }
+    static long long epoch_ms() {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    }
+    static std::string random_id() {
+        thread_local std::mt19937_64 rng{std::random_device{}()};
+        char hex[33];
+        std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                      static_cast<unsigned long long>(rng()));
+        return hex;
+    }
+
+    std::array<std::string, 3> keys_; ///< N, {N}:timeout, redisson_sc:{N}
+    std::chrono::milliseconds lease_;
+    std::string acquire_sha_, release_sha_, id_;
+};
+
 /// What every scenario shares: its options, clients and deadline, and the samples it records.
 struct context {
     const options& o;
@@ -187,24 +252,61 @@ struct context {
     std::mutex samples_mu; ///< guards the sample vectors while worker threads append
 };
 
-/// Takes `m` with the fixed lease of the options, or, on ZooKeeper (a lock lives as long as
-/// its session, no lease is offered), without one.
-void take(basic_mutex& m, const context& x) {
-    if (fixed_lease_offered(x.main_client))
-        m.lock(dlock::fixed_lease{x.o.lease});
-    else
-        m.lock();
-}
+/// What a scenario takes and releases: a lock object of the options' kind, or, for
+/// lock_kind::semaphore, one permit of a semaphore of `permits` (client::acquire, a lease:
+/// basic_mutex has no permit count). Taken with the options' fixed lease, or, on ZooKeeper and
+/// etcd (a lock lives as long as the client's session or lease, none is offered), without one.
+class locker {
+public:
+    locker(client& c, const context& x, std::string name)
+        : c_(c)
+        , name_(std::move(name)) {
+        if (fixed_lease_offered(x.main_client)) lease_ = x.o.lease;
+        if (x.o.redisson_scripts)
+            redisson_ = redisson_semaphore(c, name_, x.o.permits, x.o.lease);
+        else if (x.o.kind == lock_kind::semaphore)
+            opts_ = acquire_options{.lease = lease_, .kind = x.o.kind, .permits = x.o.permits};
+        else
+            m_ = make(c, x.o.kind, name_);
+    }
+    void lock() {
+        if (redisson_)
+            redisson_->acquire(c_);
+        else if (!m_)
+            held_ = c_.acquire(name_, *opts_);
+        else if (lease_)
+            m_->lock(fixed_lease{*lease_});
+        else
+            m_->lock();
+    }
+    void unlock() {
+        if (redisson_)
+            redisson_->release(c_);
+        else if (m_)
+            m_->unlock();
+        else
+            held_.release();
+    }
+
+private:
+    client& c_;
+    std::string name_;
+    std::optional<std::chrono::milliseconds> lease_{};
+    std::unique_ptr<basic_mutex> m_{};
+    std::optional<acquire_options> opts_{};
+    lease held_{};
+    std::optional<redisson_semaphore> redisson_{};
+};
 
 /// A: one thread, one key, lock then unlock.
 result run_uncontended(context& x) {
     result r;
-    auto m = make(x.main_client, x.o.kind, x.base + "a");
+    locker m(x.main_client, x, x.base + "a");
     while (clock::now() < x.end) {
         const auto a = clock::now();
-        take(*m, x);
+        m.lock();
         const auto b = clock::now();
-        m->unlock();
+        m.unlock();
         x.acquire_us.push_back(us_between(a, b));
         x.pair_us.push_back(us_between(a, clock::now()));
         ++r.ops;
@@ -225,13 +327,13 @@ result run_many_keys(context& x) {
     std::vector<std::uint64_t> per(workers);
     for (unsigned w = 0; w < workers; ++w)
         ts.emplace_back([&, w] {
-            auto m = make(x.main_client, o.kind, x.base + "b" + std::to_string(w % keys));
+            locker m(x.main_client, x, x.base + "b" + std::to_string(w % keys));
             std::vector<double> acq, pairs;
             while (clock::now() < x.end) {
                 const auto a = clock::now();
-                take(*m, x);
+                m.lock();
                 const auto b = clock::now();
-                m->unlock();
+                m.unlock();
                 acq.push_back(us_between(a, b));
                 pairs.push_back(us_between(a, clock::now()));
                 ++per[w];
@@ -272,12 +374,12 @@ result run_contended_counter(context& x) {
     for (unsigned w = 0; w < workers; ++w)
         ts.emplace_back([&, w] {
             client& c = o.client_per_worker ? *own[w] : x.main_client;
-            auto m = make(c, o.kind, x.base + "c");
+            locker m(c, x, x.base + "c");
             std::vector<double> waits, handoffs;
             const std::string key = x.base + "counter";
             while (clock::now() < x.end && tickets.fetch_add(1) < total) {
                 const auto a = clock::now();
-                take(*m, x);
+                m.lock();
                 const auto got = clock::now();
                 waits.push_back(us_between(a, got));
                 const int prev = last_holder.load();
@@ -298,7 +400,7 @@ result run_contended_counter(context& x) {
                 ++per[w];
                 last_holder = static_cast<int>(w);
                 last_release_ns = clock::now().time_since_epoch().count();
-                m->unlock();
+                m.unlock();
             }
             done_ops += per[w];
             std::lock_guard lk(x.samples_mu);
@@ -326,26 +428,26 @@ result run_handoff(context& x) {
     std::unique_ptr<client> own_client;
     if (o.client_per_worker) own_client = x.new_client();
     client& waiter_client = own_client ? *own_client : x.main_client;
-    auto holder = make(x.main_client, o.kind, x.base + "d");
+    locker holder(x.main_client, x, x.base + "d");
     const std::uint64_t samples = o.max_ops ? o.max_ops : 300;
     std::mt19937 rng{std::random_device{}()};
     std::uniform_int_distribution<int> phase(1000, 5000); // us
     while (r.ops < samples && clock::now() < x.end) {
-        take(*holder, x);
+        holder.lock();
         std::atomic<bool> acquired{false};
         clock::time_point got;
         std::thread waiter([&] {
-            auto m = make(waiter_client, o.kind, x.base + "d");
-            take(*m, x);
+            locker m(waiter_client, x, x.base + "d");
+            m.lock();
             got = clock::now();
             acquired = true;
-            m->unlock();
+            m.unlock();
         });
         // Let the waiter block (subscribe, last attempt, sleep), then release at a random
         // phase: pacing of the scenario, not synchronisation of the measurement.
         std::this_thread::sleep_for(std::chrono::microseconds(phase(rng)));
         const auto released = clock::now();
-        holder->unlock();
+        holder.unlock();
         waiter.join();
         x.handoff_us.push_back(us_between(released, got));
         // The round-trip unit for this scenario: one PING after the same idle pause. On a
@@ -403,6 +505,12 @@ result run(const options& o) {
     const auto t0 = clock::now();
     context x{o, new_client, main_client, t0 + o.duration, o.key_prefix + ":", {}, {}, {}, {}, {}};
 
+    if (o.redisson_scripts &&
+        (!redis || o.kind != lock_kind::semaphore || o.async ||
+         o.which == scenario::contended_counter || o.which == scenario::handoff))
+        throw error(errc::invalid_argument,
+                    "Redisson's semaphore scripts run in A and B (threads) on Redis, "
+                    "with --kind semaphore");
     result r;
     switch (o.which) {
     case scenario::uncontended:

@@ -29,6 +29,13 @@ std::unique_ptr<basic_mutex> make(client& c, lock_kind kind, const std::string& 
 struct options {
     std::string url = "redis://127.0.0.1:6379";
     lock_kind kind = lock_kind::reentrant;
+    /// lock_kind::semaphore: how many holders the semaphore admits (each pair takes one permit).
+    unsigned permits = 1;
+    /// Redis, lock_kind::semaphore, A and B only: each pair runs Redisson's own
+    /// RPermitExpirableSemaphore tryAcquire and tryRelease scripts (verbatim, by EVALSHA through
+    /// redis::command) instead of dlock's: the server cost of Redisson's layout, driven by this
+    /// client. Redisson's waiting is Java code, not a script, so C and D refuse it.
+    bool redisson_scripts = false;
     scenario which = scenario::uncontended;
     unsigned workers = 1;
     unsigned keys = 1;

@@ -60,18 +60,23 @@ def exact(rows, row):
     return "yes" if all(vals) else f"NO ({vals.count(False)} of {len(vals)})"
 
 
-def scenario_table(rows, names, title):
+def scenario_table(rows, names, title, server=False):
+    """One row per name; `server` adds Redis's own cost per operation (INFO deltas)."""
     print(f"### {title}\n")
-    print("| row | rounds | ops/s | p50 us | p99 us | self-reacq | exact | client CPU us/op | peak RSS MiB |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    extra = " server cmds/op | server CPU us/op |" if server else ""
+    print("| row | rounds | ops/s | p50 us | p99 us | self-reacq | exact | client CPU us/op "
+          f"| peak RSS MiB |{extra}")
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if server else ""))
     for row in names:
         sc = row.split()[1]
         p50, p99 = latency(rows, row, sc)
         rss = med(rows, row, "vmhwm_kib")
         sr = med(rows, row, "self_reacquire_share") if sc == "C" else None
+        srv = (f" {f(med(rows, row, 'server_cmds_per_op'), 1)} "
+               f"| {f(med(rows, row, 'server_cpu_us_per_op'), 1)} |") if server else ""
         print(f"| {row} | {len(rows[row])} | {f(med(rows, row, 'ops_per_s'))} | {f(p50)} | {f(p99)} "
               f"| {f(sr, 2)} | {exact(rows, row)} | {f(med(rows, row, 'client_cpu_us_per_op'))} "
-              f"| {f(rss / 1024 if rss else None, 1)} |")
+              f"| {f(rss / 1024 if rss else None, 1)} |{srv}")
     print()
 
 
@@ -111,6 +116,17 @@ def main():
     if names:
         scenario_table(rows, sorted(names, key=lambda r: (r.split()[1], order.index(r))),
                        "PostgreSQL next to Redis")
+    for prefix, title in (("sem-redis", "Redis: Redisson's RPermitExpirableSemaphore layout"),
+                          ("sem-zk", "ZooKeeper standalone: Curator's InterProcessSemaphoreV2 layout"),
+                          ("sem-pg", "PostgreSQL: dlock_semaphore rows"),
+                          ("sem-etcd", "etcd (one member): dlock's layout")):
+        names = [r for r in order if r.startswith(prefix + " ")]
+        if names:
+            scenario_table(rows, names, f"Semaphores, {title}", server=prefix == "sem-redis")
+    if any(r.startswith("sem-redis ") for r in order):
+        peer_ratios(rows, "sem-redis", "redisson-scripts", "Redisson's scripts", "Redis semaphore")
+    if any(r.startswith("sem-zk ") for r in order):
+        peer_ratios(rows, "sem-zk", "curator", "Curator", "ZooKeeper semaphore")
     names = [r for r in order if r.startswith("keepalive")]
     if names:
         print("### The keepalive: 100 locks held by one client\n")

@@ -55,6 +55,11 @@ void engine::begin_shutdown() noexcept {
             if (auto h = w.lock()) h->end_on_shutdown();
         holds_.clear();
         idle_.clear();
+        auto queued = std::move(batches_);
+        batches_.clear();
+        std::vector<result> none;
+        for (auto& q : queued)
+            q.done(make_error_code(errc::cancelled), none);
         // Acquisitions asleep until a notification wake now and end as cancelled.
         auto sleeping = std::move(sleepers_);
         sleepers_.clear();
@@ -106,23 +111,51 @@ void engine::track(const std::shared_ptr<pg_hold>& h) {
     holds_.push_back(h);
 }
 
-void engine::query(std::vector<statement> stmts,
-                   std::function<void(std::error_code, std::vector<result>&)> done) {
-    get_session([this, stmts = std::move(stmts), done = std::move(done)](
-                    std::error_code ec, std::shared_ptr<connection> s) mutable {
-        if (ec) {
+void engine::query(std::vector<statement> stmts, batch_done done) {
+    queued_batch b{std::move(stmts), std::move(done)};
+    if (querying_ >= std::max<std::size_t>(settings_->pool, 1) && !shut_down())
+        return batches_.push_back(std::move(b));
+    start_batch(std::move(b));
+}
+
+void engine::start_batch(queued_batch b) {
+    ++querying_;
+    get_session(
+        [this, b = std::move(b)](std::error_code ec, std::shared_ptr<connection> s) mutable {
+            if (!ec) return run_batch(s, std::move(b));
+            // The server could not be reached now: the batches behind this one would try the
+            // same server, so they fail with it rather than wait for a connect each.
+            --querying_;
+            auto failed = std::move(batches_);
+            batches_.clear();
             std::vector<result> none;
-            return done(ec, none);
-        }
-        s->run(std::move(stmts), settings_->request_timeout,
-               [this, s, done = std::move(done)](std::error_code e, std::vector<result>& r) {
-                   if (e)
-                       set_error(settings_->display + ": " + s->error_text());
-                   else
-                       put_session(s);
-                   done(e, r);
-               });
-    });
+            b.done(ec, none);
+            for (auto& q : failed)
+                q.done(ec, none);
+        });
+}
+
+void engine::run_batch(const std::shared_ptr<connection>& s, queued_batch b) {
+    s->run(std::move(b.stmts), settings_->request_timeout,
+           [this, s, done = std::move(b.done)](std::error_code e, std::vector<result>& r) {
+               if (e) set_error(settings_->display + ": " + s->error_text());
+               // The next batch first (its caller has waited longer), on this session when
+               // it is still good, else on another.
+               if (!batches_.empty() && !shut_down()) {
+                   auto next = std::move(batches_.front());
+                   batches_.pop_front();
+                   if (!e && s->open() && s->idle()) {
+                       run_batch(s, std::move(next));
+                   } else {
+                       --querying_;
+                       start_batch(std::move(next));
+                   }
+               } else {
+                   --querying_;
+                   if (!e) put_session(s);
+               }
+               done(e, r);
+           });
 }
 
 void engine::listen(std::function<void(std::error_code)> ready) {

@@ -27,6 +27,7 @@
 #include <dlock/lock_options.hpp>
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -116,9 +117,13 @@ public:
     void put_session(std::shared_ptr<connection> s);
     /// I/O thread: ends holds on shutdown.
     void track(const std::shared_ptr<pg_hold>& h);
-    /// I/O thread: one batch on a pooled session, the session returned afterwards.
-    void query(std::vector<statement> stmts,
-               std::function<void(std::error_code, std::vector<result>&)> done);
+    using batch_done = connection::batch_handler;
+    /// I/O thread: one batch on a pooled session, the session returned afterwards. At most
+    /// `dlock_pool` sessions run batches at once; more batches wait in a queue, in order, and
+    /// run on the first of those sessions to finish (no connection is opened for one batch
+    /// beyond the pool: under load a new session per batch cost more than the batch). A
+    /// failed connect fails the batches queued behind it with the same error.
+    void query(std::vector<statement> stmts, batch_done done);
 
     /// I/O thread: the sequence dlock_fence is known to exist (checked by the first
     /// fenced acquisition).
@@ -150,6 +155,14 @@ private:
     void start();
     /// Stops accepting work and posts the closing of sessions and holds (once).
     void begin_shutdown() noexcept;
+    struct queued_batch {
+        std::vector<statement> stmts;
+        batch_done done;
+    };
+    /// query(): `b` on a session of the pool (idle, else new); counted in querying_.
+    void start_batch(queued_batch b);
+    /// query(): `b` on `s`; then the next queued batch on `s`, or `s` back to the pool.
+    void run_batch(const std::shared_ptr<connection>& s, queued_batch b);
 
     /// Set by create()'s deleter on the I/O thread: the thread deletes the engine after run().
     std::atomic<bool> dispose_after_run_{false};
@@ -163,6 +176,8 @@ private:
     std::vector<std::shared_ptr<connection>> idle_{};
     std::vector<std::weak_ptr<connection>> sessions_{};
     std::vector<std::weak_ptr<pg_hold>> holds_{};
+    std::size_t querying_ = 0;           ///< sessions running (or opening for) query() batches
+    std::deque<queued_batch> batches_{}; ///< query() batches waiting for one of those
     std::shared_ptr<connection> listener_{};
     bool listening_ = false;
     std::vector<std::function<void(std::error_code)>> listen_waiters_{};
