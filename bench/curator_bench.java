@@ -22,7 +22,8 @@
 // Before measuring, --warmup seconds (default 1) of A on another path let the JIT compile the
 // lock's code paths (a C++ client needs none). Prints one JSON object, with the keys
 // lock_bench uses (client_cpu_us_per_op: the whole JVM's CPU time per operation), plus vmhwm_kib:
-// this JVM's peak resident set (/proc/self/status VmHWM).
+// this JVM's peak resident set (/proc/self/status VmHWM), and rss_anon_kib: its private memory
+// at the end (RssAnon: the heap, the JIT's code, stacks).
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -88,10 +89,11 @@ class CuratorBench {
         return v.get((int) (p * (v.size() - 1)));
     }
 
-    static long vmhwmKib() {
+    static long statusKib(String field) {
         try {
             for (String line : Files.readAllLines(Path.of("/proc/self/status")))
-                if (line.startsWith("VmHWM:")) return Long.parseLong(line.substring(6).trim().split("\\s+")[0]);
+                if (line.startsWith(field + ":"))
+                    return Long.parseLong(line.substring(field.length() + 1).trim().split("\\s+")[0]);
         } catch (Exception e) {
             // no /proc: 0
         }
@@ -317,8 +319,8 @@ class CuratorBench {
             "{\"ops\":%d,\"seconds\":%.1f,\"ops_per_s\":%.1f,\"acquire_p50_us\":%.1f,\"acquire_p99_us\":%.1f,"
                 + "\"pair_p50_us\":%.1f,\"pair_p99_us\":%.1f,\"handoff_p50_us\":%.1f,\"handoff_p99_us\":%.1f,"
                 + "\"handoff_samples\":%d,\"per_worker_min\":%d,\"per_worker_max\":%d,\"self_reacquire_share\":%.3f,"
-                + "\"counter_exact\":%s,\"client_cpu_us_per_op\":%.2f,\"vmhwm_kib\":%d}%n",
+                + "\"counter_exact\":%s,\"client_cpu_us_per_op\":%.2f,\"vmhwm_kib\":%d,\"rss_anon_kib\":%d}%n",
             ops, secs, ops / secs, pct(acq, 0.5), pct(acq, 0.99), pct(pair, 0.5), pct(pair, 0.99),
-            pct(handoff, 0.5), pct(handoff, 0.99), handoff.size(), perMin, perMax, selfShare, exact, cpuPerOp, vmhwmKib());
+            pct(handoff, 0.5), pct(handoff, 0.99), handoff.size(), perMin, perMax, selfShare, exact, cpuPerOp, statusKib("VmHWM"), statusKib("RssAnon"));
     }
 }

@@ -27,7 +27,8 @@ name) and use Lock.acquire itself; C and D use acquire_loop() below, its loop wi
 the same requests in the same order ("acquire_loop": "ported" in the output).
 
 Prints one JSON object with lock_bench's keys (client_cpu_us_per_op: this process's CPU time, all
-threads, per operation) and vmhwm_kib (this process's peak resident set)."""
+threads, per operation), vmhwm_kib (this process's peak resident set) and rss_anon_kib (its
+private memory at the end)."""
 import json
 import random
 import sys
@@ -40,10 +41,11 @@ import etcd3.exceptions
 TTL = 60
 
 
-def vmhwm_kib():
+def status_kib(field):
+    """A field of /proc/self/status in KiB (VmHWM: the peak resident set; RssAnon: private)."""
     try:
         for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
     except OSError:
         pass
@@ -230,7 +232,8 @@ def main():
         "handoff_p50_us": pct(handoff, 0.5), "handoff_p99_us": pct(handoff, 0.99),
         "handoff_samples": len(handoff), "per_worker_min": per_min, "per_worker_max": per_max,
         "self_reacquire_share": self_share, "counter_exact": exact,
-        "client_cpu_us_per_op": cpu_per_op, "vmhwm_kib": vmhwm_kib(),
+        "client_cpu_us_per_op": cpu_per_op, "vmhwm_kib": status_kib("VmHWM"),
+        "rss_anon_kib": status_kib("RssAnon"),
         "acquire_loop": "ported" if which in "CD" else "Lock.acquire"}))
 
 

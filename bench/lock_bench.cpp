@@ -7,7 +7,9 @@
 //              [--io-thread] [--no-handover] [--local-counter] [--locks N] [--watchdog-ms MS]
 //              [--samples FILE] [--rounds N]
 // URL: any backend dlock::client takes (redis..., zk://, postgresql://); hold, R, redlock and
-// failover are Redis's alone. A-D and K add the process's peak RSS (VmHWM) to their JSON.
+// failover are Redis's alone. A-D and K add the process's peak RSS (VmHWM) to their JSON, and
+// its private memory at the end (RssAnon: heap, stacks; VmHWM also counts the shared
+// libraries' pages it touched, the same in every process that maps them).
 // K: the keepalive's cost on any backend: --locks N held (default lease: the watchdog, or the
 // backend's own keepalive) for --seconds, client CPU per held lock per second.
 // --kind semaphore [--permits N]: each pair takes one permit of a semaphore of N (default 1).
@@ -88,7 +90,8 @@ int keepalive_cost(const std::string& url, dlock::lock_kind kind, std::size_t n,
               << ",\"client_cpu_us_per_lock_per_s\":" << cpu * 1e6 / static_cast<double>(n) / secs
               << ",\"lost\":" << lost << ",\"client_rss_bytes_per_lock\":"
               << static_cast<double>(after - before) * 1024.0 / static_cast<double>(n)
-              << ",\"vmhwm_kib\":" << status_kib("VmHWM:") << "}\n";
+              << ",\"vmhwm_kib\":" << status_kib("VmHWM:")
+              << ",\"rss_anon_kib\":" << status_kib("RssAnon:") << "}\n";
     held.clear();
     return lost == 0 ? 0 : 1;
 }
@@ -383,7 +386,8 @@ int main(int argc, char** argv) {
     const auto r = dlock::bench::run(o);
     auto json = dlock::bench::to_json(r);
     json.pop_back(); // the closing brace: the peak RSS of this process joins the object
-    std::cout << json << ",\"vmhwm_kib\":" << status_kib("VmHWM:") << "}\n";
+    std::cout << json << ",\"vmhwm_kib\":" << status_kib("VmHWM:")
+              << ",\"rss_anon_kib\":" << status_kib("RssAnon:") << "}\n";
     if (!samples_file.empty()) {
         std::ofstream f(samples_file);
         for (const double us : r.handoff_us)

@@ -65,18 +65,19 @@ def scenario_table(rows, names, title, server=False):
     print(f"### {title}\n")
     extra = " server cmds/op | server CPU us/op |" if server else ""
     print("| row | rounds | ops/s | p50 us | p99 us | self-reacq | exact | client CPU us/op "
-          f"| peak RSS MiB |{extra}")
-    print("|---|---|---|---|---|---|---|---|---|" + ("---|---|" if server else ""))
+          f"| peak RSS MiB | private MiB |{extra}")
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if server else ""))
     for row in names:
         sc = row.split()[1]
         p50, p99 = latency(rows, row, sc)
         rss = med(rows, row, "vmhwm_kib")
+        anon = med(rows, row, "rss_anon_kib")
         sr = med(rows, row, "self_reacquire_share") if sc == "C" else None
         srv = (f" {f(med(rows, row, 'server_cmds_per_op'), 1)} "
                f"| {f(med(rows, row, 'server_cpu_us_per_op'), 1)} |") if server else ""
         print(f"| {row} | {len(rows[row])} | {f(med(rows, row, 'ops_per_s'))} | {f(p50)} | {f(p99)} "
               f"| {f(sr, 2)} | {exact(rows, row)} | {f(med(rows, row, 'client_cpu_us_per_op'))} "
-              f"| {f(rss / 1024 if rss else None, 1)} |{srv}")
+              f"| {f(rss / 1024 if rss else None, 1)} | {f(anon / 1024 if anon else None, 1)} |{srv}")
     print()
 
 
@@ -84,8 +85,8 @@ def peer_ratios(rows, prefix, peer_row, peer, where):
     """dlock / the peer per scenario (rows "PREFIX SC dlock" and "PREFIX SC PEER_ROW")."""
     print(f"dlock / {peer}, {where} (median of per-round ratios; > 1 favours dlock in every column):\n")
     print(f"| scenario | throughput | p50 latency ({peer} / dlock) | client CPU per op ({peer} / dlock) "
-          f"| peak RSS ({peer} / dlock) |")
-    print("|---|---|---|---|---|")
+          f"| peak RSS ({peer} / dlock) | private memory ({peer} / dlock) |")
+    print("|---|---|---|---|---|---|")
     for sc in "ABCD":
         d, c = f"{prefix} {sc} dlock", f"{prefix} {sc} {peer_row}"
         if d not in rows or c not in rows:
@@ -93,7 +94,8 @@ def peer_ratios(rows, prefix, peer_row, peer, where):
         k = "pair_p50_us" if sc in "AB" else "handoff_p50_us"
         print(f"| {sc} | {f(ratio(rows, d, c, 'ops_per_s'), 2)} | {f(ratio(rows, d, c, k, invert=True), 2)} "
               f"| {f(ratio(rows, d, c, 'client_cpu_us_per_op', invert=True), 2)} "
-              f"| {f(ratio(rows, d, c, 'vmhwm_kib', invert=True), 1)} |")
+              f"| {f(ratio(rows, d, c, 'vmhwm_kib', invert=True), 1)} "
+              f"| {f(ratio(rows, d, c, 'rss_anon_kib', invert=True), 1)} |")
     print()
 
 
@@ -101,7 +103,9 @@ def main():
     out = Path(sys.argv[1])
     rows, order = load(out)
     print("Medians over the rounds; p50/p99: the acquire+release pair in A and B, the hand-off "
-          "(release -> next holder) in C and D. Peak RSS: the client process's VmHWM.\n")
+          "(release -> next holder) in C and D. Peak RSS: the client process's VmHWM, which also "
+          "counts the pages of shared libraries it touched; private: its RssAnon at the end "
+          "(heap, stacks; for a JVM also the JIT's code).\n")
     for t in ("standalone", "ensemble"):
         names = [r for r in order if r.startswith(f"zk-{t} ")]
         if not names:
