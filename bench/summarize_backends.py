@@ -81,6 +81,20 @@ def scenario_table(rows, names, title, server=False):
     print()
 
 
+def handoff_units(rows, names):
+    """D's hand-off p50 in units of the backend's own round trip after the same idle pause
+    (idle_rtt: a PING on Redis, an is_locked() read elsewhere; lock_bench only)."""
+    out = []
+    for row in names:
+        if row.split()[1] != "D":
+            continue
+        h, u = med(rows, row, "handoff_p50_us"), med(rows, row, "idle_rtt_p50_us")
+        if h and u:
+            out.append(f"{row}: {f(h)} us = {h / u:.2f} x its read round trip ({f(u)} us)")
+    if out:
+        print("D's hand-off p50 in round trips after the same idle pause: " + "; ".join(out) + ".\n")
+
+
 def peer_ratios(rows, prefix, peer_row, peer, where):
     """dlock / the peer per scenario (rows "PREFIX SC dlock" and "PREFIX SC PEER_ROW")."""
     print(f"dlock / {peer}, {where} (median of per-round ratios; > 1 favours dlock in every column):\n")
@@ -115,6 +129,7 @@ def main():
     names = [r for r in order if r.startswith("etcd ")]
     if names:
         scenario_table(rows, names, "etcd (one member)")
+        handoff_units(rows, names)
         peer_ratios(rows, "etcd", "python3-etcd3", "python3-etcd3", "etcd")
     names = [r for r in order if r.startswith("pg ") or r.startswith("redis ")]
     if names:
