@@ -190,6 +190,8 @@ if want etcd; then
   endpoint=${endpoint%%[/?]*}
   for r in $(seq 1 "$ROUNDS"); do
     peer_scenarios "$r" etcd "$ETCDURL" python3-etcd3 "$endpoint" "${ETCD3[@]}"
+    # The server's floor for A: put + delete pairs of one key, no lock logic (lock_bench W).
+    run "etcd-floor W put+delete" "$r" "$LB" "$ETCDURL" W --seconds "$SECS"
     # 100 locks on the client's one lease: the keep-alive stream's cost per held lock.
     run "keepalive etcd 100 locks" "$r" "$LB" "$ETCDURL" K --locks 100 --seconds "$KSECS"
   done

@@ -12,6 +12,8 @@
 // libraries' pages it touched, the same in every process that maps them).
 // K: the keepalive's cost on any backend: --locks N held (default lease: the watchdog, or the
 // backend's own keepalive) for --seconds, client CPU per held lock per second.
+// W (etcd): the server's floor for A, sequential put + delete pairs of one key through dlock's
+//   own gRPC stubs, no lock logic (bench/etcd_floor.hpp).
 // --kind semaphore [--permits N]: each pair takes one permit of a semaphore of N (default 1).
 // --redisson-scripts (Redis, --kind semaphore, A and B): each pair runs Redisson's own
 //   RPermitExpirableSemaphore scripts instead of dlock's (the server cost of Redisson's layout).
@@ -26,6 +28,7 @@
 //   processes would); default: one shared client (releases hand over to local waiters).
 // --no-handover: client_options::handover = false.
 // Prints one JSON object per run.
+#include "etcd_floor.hpp"
 #include "redis/client.hpp"
 #include "redis/renewal.hpp"
 #include "scenarios.hpp"
@@ -354,6 +357,7 @@ int main(int argc, char** argv) {
         }
     }
     if (which == "hold") return hold_many(o.url, locks, watchdog);
+    if (which == "W") return dlock::bench::etcd_floor(o.url, o.duration);
     if (which == "K") return keepalive_cost(o.url, o.kind, locks, o.duration);
     if (which == "R") return read_mostly(o.url, o.kind, o.duration);
     if (which == "redlock") return redlock_pairs(o.url, o.duration);

@@ -130,6 +130,14 @@ def main():
     if names:
         scenario_table(rows, names, "etcd (one member)")
         handoff_units(rows, names)
+        floor = med(rows, "etcd-floor W put+delete", "ops_per_s")
+        if floor:
+            a, p = med(rows, "etcd A dlock", "ops_per_s"), med(rows, "etcd A python3-etcd3", "ops_per_s")
+            print(f"The server's floor for A (lock_bench W: put + delete of one key, the two writes of a "
+                  f"Mutex pair, through dlock's gRPC stubs, no lock logic): {f(floor)} pairs/s; "
+                  f"dlock's A is {f(a / floor if a else None, 2)} of it, python3-etcd3's "
+                  f"{f(p / floor if p else None, 2)} (its pair is three writes: a lease grant, the "
+                  f"put, the delete).\n")
         peer_ratios(rows, "etcd", "python3-etcd3", "python3-etcd3", "etcd")
     names = [r for r in order if r.startswith("pg ") or r.startswith("redis ")]
     if names:
