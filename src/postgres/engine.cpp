@@ -54,6 +54,7 @@ void engine::begin_shutdown() noexcept {
         for (auto& w : holds_)
             if (auto h = w.lock()) h->end_on_shutdown();
         holds_.clear();
+        holding.clear();
         idle_.clear();
         // Acquisitions asleep until a notification wake now and end as cancelled.
         auto sleeping = std::move(sleepers_);

@@ -3,10 +3,10 @@
 // shutdown), the counters and the last error. Acquisition and the lock kinds live in advisory*.cpp
 // (and the lease tables, rows/).
 //
-// Sessions: every advisory hold has a session of its own (PostgreSQL's session locks stack
-// per session, so two owners must never share one); a session whose lock was released cleanly
-// goes back to the idle pool (at most settings::pool) and serves the next acquisition or query
-// without a new connection.
+// Sessions: advisory holds live on holding sessions (advisory_sessions.hpp: any number of
+// distinct keys per session, never one key twice, as PostgreSQL's session locks stack); a
+// session that holds nothing goes back to the idle pool (at most settings::pool) and serves the
+// next acquisition, wait or query without a new connection.
 //
 // Thread safety: the members marked "I/O thread" run there only; the rest from any thread.
 //
@@ -38,6 +38,7 @@
 namespace dlock::detail::pg {
 
 class engine;
+class holding_session;
 
 /// The NOTIFY channels engine::listen() listens on: the lease tables' releases (payload: the
 /// lock name; rows/) and elections' new leaders and values (payload: the election name;
@@ -127,6 +128,10 @@ public:
     std::set<lock_kind> tables_ready{};
     /// I/O thread: the table dlock_election is known to exist (election.hpp).
     bool election_ready = false;
+    /// I/O thread: the sessions holding advisory locks (advisory_sessions.hpp), and how many
+    /// are being opened for tries.
+    std::vector<std::shared_ptr<holding_session>> holding{};
+    std::size_t holding_opening = 0;
 
     /// I/O thread: `ready` runs once the session that LISTENs on every channel below is up (at
     /// once when it is; with an error when it cannot be set up: the caller then polls).
