@@ -26,7 +26,10 @@
 
 #include <dlock/lock_options.hpp>
 
+#include <asio/steady_timer.hpp>
+
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -113,8 +116,11 @@ public:
 
     /// I/O thread: an idle pooled session, else a new one (connected within connect_timeout).
     void get_session(session_handler done);
-    /// I/O thread: `s` holds nothing and may serve again (closed when the pool is full).
+    /// I/O thread: `s` holds nothing and may serve again. Sessions beyond settings::pool stay
+    /// idle for idle_linger after their last use (a burst of waits reuses them instead of
+    /// connecting again), then are closed.
     void put_session(std::shared_ptr<connection> s);
+    static constexpr std::chrono::seconds idle_linger{5};
     /// I/O thread: ends holds on shutdown.
     void track(const std::shared_ptr<pg_hold>& h);
     /// I/O thread: one batch on a pooled session, the session returned afterwards.
@@ -165,7 +171,10 @@ private:
     mutable std::mutex mu_;
     std::string last_error_{}; // guarded by mu_
     // I/O thread only:
-    std::vector<std::shared_ptr<connection>> idle_{};
+    void arm_trim();
+    std::vector<std::pair<std::shared_ptr<connection>, std::chrono::steady_clock::time_point>>
+        idle_{}; // the last one used last
+    std::unique_ptr<asio::steady_timer> trim_{};
     std::vector<std::weak_ptr<connection>> sessions_{};
     std::vector<std::weak_ptr<pg_hold>> holds_{};
     std::shared_ptr<connection> listener_{};
