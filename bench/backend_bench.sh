@@ -176,6 +176,8 @@ if want pg; then
     pair "$r" "keepalive pg advisory 100 locks" "$LB" "$PGURL" K --locks 100 --seconds "$KSECS" -- \
       "keepalive redis lock 100 locks" "$LB" "$RURL" K --locks 100 --seconds "$KSECS"
     run "keepalive pg lease 100 locks" "$r" "$LB" "$PGURL" K --locks 100 --seconds "$KSECS" --kind lease
+    # Many locks per session (issue 25): 1,000 advisory locks on a server of 100 connections.
+    run "keepalive pg advisory 1000 locks" "$r" "$LB" "$PGURL" K --locks 1000 --seconds "$KSECS"
   done
 fi
 

@@ -1,8 +1,10 @@
-// PostgreSQL advisory locks: the acquisition (a session and one pipelined batch) and the kinds
-// served (the hold: advisory_hold.cpp; inspect, unlock --force, list: advisory_queries.cpp).
+// PostgreSQL advisory locks: the acquisition (a try on a holding session, then a wait on a
+// session of its own: advisory_sessions.hpp) and the kinds served (the hold: advisory_hold.cpp;
+// inspect, unlock --force, list: advisory_queries.cpp).
 #include "postgres/advisory.hpp"
 
 #include "postgres/advisory_impl.hpp"
+#include "postgres/advisory_sessions.hpp"
 #include "postgres/election.hpp"
 
 namespace dlock::detail::pg {
@@ -44,37 +46,69 @@ struct attempt {
     }
 };
 
+/// The sequence check (and a campaign's table check) goes first in a batch of its own (its own
+/// implicit transaction, so a CREATE is committed before the lock wait starts), in the same
+/// round trip. True when sent.
+bool send_ddl(const std::shared_ptr<attempt>& a, connection& s) {
+    const bool ensure_fence = a->fence && !a->eng->fence_ready;
+    const bool ensure_table = a->elect && !a->eng->election_ready;
+    if (!ensure_fence && !ensure_table) return false;
+    std::vector<statement> ddl;
+    if (ensure_fence) ddl.push_back({fence_ddl});
+    if (ensure_table) ddl.push_back({election_ddl});
+    s.run(std::move(ddl), a->eng->config().request_timeout,
+          [a](std::error_code ec, std::vector<result>& r) {
+              if (ec) return;
+              for (const auto& x : r)
+                  if (!x.ok()) {
+                      a->ddl = x;
+                      return;
+                  }
+          });
+    return true;
+}
+
+/// The attempt failed: `bad` is the first statement that failed (null: the session was lost,
+/// `lost` says why).
+void fail_attempt(const std::shared_ptr<attempt>& a, bool ensured, const result* bad,
+                  const std::string& lost) {
+    auto& e = *a->eng;
+    const auto fail = [&](errc code, const std::string& why) {
+        e.set_error(e.config().display + ": lock \"" + a->name + "\": " + why);
+        a->finish(make_error_code(code), nullptr);
+    };
+    if (ensured && a->ddl) {
+        const auto code = error_of(*a->ddl);
+        if (code == errc::permission_denied && a->elect)
+            return fail(code, "the sequence dlock_fence or the table dlock_election is missing "
+                              "and this role may not create it (create them once: "
+                              "docs/design/election.md): " +
+                                  a->ddl->message());
+        if (code == errc::permission_denied)
+            return fail(code, "the sequence dlock_fence is missing and this role may not create "
+                              "it (create it once, or add dlock_fence=off to the URL): " +
+                                  a->ddl->message());
+        if (bad) return fail(code, a->ddl->message());
+    }
+    if (bad) return fail(error_of(*bad), bad->message());
+    return fail(errc::unavailable, lost.empty() ? std::string("session lost while waiting") : lost);
+}
+
+std::optional<milliseconds> remaining_wait(const attempt& a) {
+    if (!a.opts.wait) return std::nullopt;
+    const auto left =
+        std::chrono::duration_cast<milliseconds>(*a.opts.wait - (clock::now() - a.start));
+    return left > milliseconds(0) ? left : milliseconds(0);
+}
+
 void send(std::shared_ptr<attempt> a, std::shared_ptr<connection> s) {
     auto& cfg = a->eng->config();
-    std::optional<milliseconds> remaining;
-    if (a->opts.wait) {
-        const auto left =
-            std::chrono::duration_cast<milliseconds>(*a->opts.wait - (clock::now() - a->start));
-        remaining = left > milliseconds(0) ? left : milliseconds(0);
-    }
+    const auto remaining = remaining_wait(*a);
     const bool try_once = remaining && remaining->count() == 0;
     const bool shared = shared_kind(a->opts.kind);
     const std::string suffix = shared ? "_shared" : "";
 
-    // The sequence check (and a campaign's table check) goes first in a batch of its own (its
-    // own implicit transaction, so a CREATE is committed before the lock wait starts), in the
-    // same round trip.
-    const bool ensure_fence = a->fence && !a->eng->fence_ready;
-    const bool ensure_table = a->elect && !a->eng->election_ready;
-    if (ensure_fence || ensure_table) {
-        std::vector<statement> ddl;
-        if (ensure_fence) ddl.push_back({fence_ddl});
-        if (ensure_table) ddl.push_back({election_ddl});
-        s->run(std::move(ddl), cfg.request_timeout,
-               [a](std::error_code ec, std::vector<result>& r) {
-                   if (ec) return;
-                   for (const auto& x : r)
-                       if (!x.ok()) {
-                           a->ddl = x;
-                           return;
-                       }
-               });
-    }
+    const bool ensured = send_ddl(a, *s);
 
     std::vector<statement> st;
     st.push_back({"SELECT set_config('application_name', $1, false)", {app_name_for(a->name)}});
@@ -100,15 +134,11 @@ void send(std::shared_ptr<attempt> a, std::shared_ptr<connection> s) {
             st.push_back({"SELECT nextval('dlock_fence')"});
     }
     const auto budget = remaining ? *remaining + cfg.request_timeout : milliseconds(0);
-    const bool ensured = ensure_fence || ensure_table;
 
+    const auto sent = clock::now();
     s->run(std::move(st), budget,
-           [a, s, lock_at, try_once, ensured](std::error_code ec, std::vector<result>& r) {
+           [a, s, lock_at, try_once, ensured, sent](std::error_code ec, std::vector<result>& r) {
                auto& e = *a->eng;
-               const auto fail = [&](errc code, const std::string& why) {
-                   e.set_error(e.config().display + ": lock \"" + a->name + "\": " + why);
-                   a->finish(make_error_code(code), nullptr);
-               };
                // The first statement that failed, if any.
                std::size_t bad = r.size();
                for (std::size_t i = 0; i < r.size(); ++i)
@@ -132,25 +162,8 @@ void send(std::shared_ptr<attempt> a, std::shared_ptr<connection> s) {
                        e.put_session(s);
                    else
                        s->close();
-                   if (ensured && a->ddl) {
-                       const auto code = error_of(*a->ddl);
-                       if (code == errc::permission_denied && a->elect)
-                           return fail(code, "the sequence dlock_fence or the table "
-                                             "dlock_election is missing and this role may not "
-                                             "create it (create them once: "
-                                             "docs/design/election.md): " +
-                                                 a->ddl->message());
-                       if (code == errc::permission_denied)
-                           return fail(code, "the sequence dlock_fence is missing and this role "
-                                             "may not create it (create it once, or add "
-                                             "dlock_fence=off to the URL): " +
-                                                 a->ddl->message());
-                       if (bad < r.size()) return fail(code, a->ddl->message());
-                   }
-                   if (bad < r.size()) return fail(error_of(r[bad]), r[bad].message());
-                   return fail(errc::unavailable, s->error_text().empty()
-                                                      ? std::string("session lost while waiting")
-                                                      : s->error_text());
+                   return fail_attempt(a, ensured, bad < r.size() ? &r[bad] : nullptr,
+                                       s->error_text());
                }
                std::optional<std::uint64_t> token;
                if (try_once) {
@@ -163,12 +176,81 @@ void send(std::shared_ptr<attempt> a, std::shared_ptr<connection> s) {
                } else if (a->fence) {
                    token = static_cast<std::uint64_t>(r.back().int_value(0, 0).value_or(0));
                }
+               // The session joins the holding set (a hashtext key's or a leader's takes no
+               // tries: advisory_sessions.hpp).
+               auto hs = join_session(e, s, a->key.server_hash || a->elect.has_value());
                auto h = std::make_shared<advisory_hold>(a->eng, a->name, a->key, a->opts.kind,
-                                                        token, s, a->elect.has_value());
-               h->start(a->opts.lease);
+                                                        token, hs, a->elect.has_value());
+               h->start(a->opts.lease, sent);
+               hs->add(key_id(a->key), h, sent);
                e.track(h);
                a->finish({}, h);
            });
+}
+
+/// The waiting path: a session of its own from the idle pool (a blocked pg_advisory_lock stops
+/// its session's pipeline), which joins the holding set once granted.
+void wait_on_own(const std::shared_ptr<attempt>& a) {
+    a->eng->get_session([a](std::error_code ec, std::shared_ptr<connection> s) {
+        if (ec) return a->finish(ec, nullptr);
+        send(a, std::move(s));
+    });
+}
+
+/// The try first: one statement pipelined on the holding session `hs`, which does not have the
+/// key (reserved here until the answer). It cannot barge past the server's queue: a try that
+/// conflicts with a granted or a waiting request is refused, and an unlock grants the lock to
+/// the first waiter inside the server before any other backend can try.
+void try_on(const std::shared_ptr<attempt>& a, const std::shared_ptr<holding_session>& hs) {
+    const auto id = key_id(a->key);
+    hs->reserve(id);
+    const bool ensured = send_ddl(a, hs->conn());
+    const std::string call = key_call(
+        shared_kind(a->opts.kind) ? "pg_try_advisory_lock_shared" : "pg_try_advisory_lock", a->key);
+    std::vector<statement> st;
+    st.push_back({"SELECT set_config('application_name', $1, false)",
+                  {holding_app_name(a->name, hs->keys())}});
+    st.push_back(key_statement("SELECT CASE WHEN " + call + " THEN " +
+                                   (a->fence ? "nextval('dlock_fence')" : "0") + " END",
+                               a->key));
+    const auto sent = clock::now();
+    hs->conn().run(std::move(st), a->eng->config().request_timeout,
+                   [a, hs, id, ensured, sent](std::error_code ec, std::vector<result>& r) {
+                       auto& e = *a->eng;
+                       if (ec) {
+                           // No answer: the lock may have been granted; only the session's end
+                           // frees it.
+                           const std::string why = hs->conn().error_text();
+                           hs->fail_all(loss_cause::gone);
+                           return fail_attempt(a, ensured, nullptr, why);
+                       }
+                       if (r.size() < 2 || !r[0].ok() || !r[1].ok()) {
+                           const result* bad = r.empty() ? nullptr : (!r[0].ok() ? &r[0] : &r[1]);
+                           if (r.size() >= 2 && r[0].ok())
+                               // The try ran and failed later (nextval): unlock in case it was
+                               // granted.
+                               hs->drop(id, unlock_statement_for(a->key, a->opts.kind));
+                           else
+                               hs->remove(id);
+                           return fail_attempt(a, ensured, bad, hs->conn().error_text());
+                       }
+                       if (a->fence) e.fence_ready = true; // nextval worked
+                       if (r[1].is_null(0, 0)) {
+                           hs->remove(id);
+                           const auto left = remaining_wait(*a);
+                           if (!left || left->count() > 0) return wait_on_own(a);
+                           return a->finish({}, nullptr);
+                       }
+                       std::optional<std::uint64_t> token;
+                       if (a->fence)
+                           token = static_cast<std::uint64_t>(r[1].int_value(0, 0).value_or(0));
+                       auto h = std::make_shared<advisory_hold>(a->eng, a->name, a->key,
+                                                                a->opts.kind, token, hs);
+                       h->start(a->opts.lease, sent);
+                       hs->add(id, h, sent);
+                       e.track(h);
+                       a->finish({}, h);
+                   });
 }
 
 } // namespace
@@ -215,9 +297,15 @@ void start(const std::shared_ptr<attempt>& a) {
     // Readers share the lock and get no token (as a Redis read lock); a leader's epoch is its
     // token, whatever the URL says.
     a->fence = (e->config().fence && !shared_kind(opts.kind)) || a->elect.has_value();
+    // A campaign writes its row with its session's pid, and hashtext keys are known only to
+    // the server (two names may share one): both wait on a session of their own.
+    if (a->elect || a->key.server_hash) return wait_on_own(a);
+    if (auto hs = pick_session(*e, key_id(a->key))) return try_on(a, hs);
+    ++e->holding_opening;
     e->get_session([a](std::error_code ec2, std::shared_ptr<connection> s) {
+        --a->eng->holding_opening;
         if (ec2) return a->finish(ec2, nullptr);
-        send(a, std::move(s));
+        try_on(a, join_session(*a->eng, std::move(s), false));
     });
 }
 

@@ -1,26 +1,34 @@
 // PostgreSQL advisory locks (the default kind of a postgresql:// client).
 //
-// Acquisition: a session of its own per hold (pooled when idle) and one pipelined batch:
+// Holds live on holding sessions (advisory_sessions.hpp): a few sessions (at most settings::pool
+// opened for tries), each holding any number of distinct keys, never one key twice (session
+// locks stack).
+//
+// Acquisition tries first, pipelined on the least-loaded holding session without the key:
+//   SELECT set_config('application_name', 'dlock:<name>' or 'dlock<count>', false)
+//   SELECT CASE WHEN pg_try_advisory_lock[_shared](<key>) THEN nextval('dlock_fence') END
+// Not granted and a wait left: a session of its own from the idle pool and one batch:
 //   [DO: create the sequence dlock_fence if missing (first acquisition only)]
 //   SELECT set_config('application_name', 'dlock:<name>', false)   -- `dlock list` reads it
 //   SELECT set_config('lock_timeout', '<remaining wait> ms', false)  -- 0 = wait forever
 //   SELECT pg_advisory_lock[_shared](<key>)          -- waits in the server's queue (FIFO)
 //   SELECT nextval('dlock_fence')                    -- exclusive kinds: the fencing token
-// A try (wait = 0) is one statement instead of the last two:
-//   SELECT CASE WHEN pg_try_advisory_lock(<key>) THEN nextval('dlock_fence') END
 // The wait ends in the server (SQLSTATE 55P03 = not acquired) and, one statement budget
-// later, on the client (the session is then closed, which drops a late grant with it).
+// later, on the client (the session is then closed, which drops a late grant with it). Once
+// granted, the session joins the holding set. Hashtext keys (computed by the server, so two
+// names may share one) and campaigns always take this path and their sessions take no tries.
 //
-// Holding: the session's socket is watched all the time, so a session the server ends
-// (pg_terminate_backend, restart, crash) is a loss at once; and a `SELECT 1` every
-// check_period / 2 proves it alive: valid_until = the send time of the last good check +
-// check_period, and a hold whose valid_until passes unproven is lost (the session is closed,
-// so the server frees the lock). The server frees a vanished client's lock within the
+// Holding: each holding session's socket is watched all the time, so a session the server ends
+// (pg_terminate_backend, restart, crash) is a loss of every hold on it at once; and a `SELECT 1`
+// every check_period / 2 proves them all: valid_until = the send time of the last good check +
+// check_period, and a session whose check is not answered by then loses every hold (it is
+// closed, so the server frees the locks). The server frees a vanished client's locks within the
 // keepalive bound (settings.hpp). There is no lease: extend() proves the session alive, and a
-// fixed lease (acquire_options::lease) ends the hold and frees the lock when it runs out.
+// fixed lease (acquire_options::lease) ends the hold and unlocks the key when it runs out.
 //
-// Release: pg_advisory_unlock[_shared]; true puts the session back in the pool, false means
-// the lock was not ours (lost); a session that died during the release freed the lock too.
+// Release: pg_advisory_unlock[_shared] on the hold's session; false means the lock was not ours
+// (lost); no answer closes the session (every hold on it lost). A session that holds nothing
+// goes back to the idle pool.
 #pragma once
 
 #include "core/glob.hpp"

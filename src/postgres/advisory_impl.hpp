@@ -30,6 +30,13 @@ inline statement key_statement(std::string sql, const advisory_key& k) {
     return s;
 }
 
+/// pg_advisory_unlock[_shared] of `k`.
+inline statement unlock_statement_for(const advisory_key& k, lock_kind kind) {
+    const char* fn =
+        shared_kind(kind) ? "SELECT pg_advisory_unlock_shared" : "SELECT pg_advisory_unlock";
+    return key_statement(key_call(fn, k), k);
+}
+
 inline errc error_of(const result& r, bool caller_input = false) {
     return classify_sqlstate(r.sqlstate(), caller_input);
 }
@@ -60,24 +67,32 @@ std::string app_name_for(std::string_view name);
 
 // --- the hold -------------------------------------------------------------------------------
 
+class holding_session;
+
+/// The hold of one advisory key on a holding session (advisory_sessions.hpp), which proves it.
 class advisory_hold final : public pg_hold {
 public:
     /// `election`: the hold of an election's leader (election.hpp): its release also deletes
     /// its row of dlock_election, and proclaim_io() changes its value.
     advisory_hold(std::shared_ptr<engine> e, std::string name, advisory_key key, lock_kind kind,
-                  std::optional<std::uint64_t> token, std::shared_ptr<connection> session,
+                  std::optional<std::uint64_t> token, std::shared_ptr<holding_session> session,
                   bool election = false);
     ~advisory_hold() override;
 
-    // I/O thread: start watching the session; called once, right after the grant.
-    void start(std::optional<milliseconds> fixed_lease);
+    // I/O thread: the grant came in a batch sent at `sent`; called once, right after it.
+    void start(std::optional<milliseconds> fixed_lease, clock::time_point sent);
 
     const std::string& name() const noexcept override { return name_; }
+    const advisory_key& key() const noexcept { return key_; }
     std::optional<std::uint64_t> fencing_token() const noexcept override { return token_; }
     void end_on_shutdown() override { lose(loss_cause::gone); }
     /// I/O thread: a leader's new value, written on its own session while it leads
     /// (errc::not_owner when it no longer does or is not a leader's hold).
     void proclaim_io(std::string value, std::function<void(std::error_code)> done);
+    /// I/O thread: a check of the session sent at `until` - check_period succeeded.
+    void proven(clock::time_point until);
+    /// I/O thread: the session ended or went unproven (`why`: its error text); it is closed.
+    void session_lost(loss_cause cause, const std::string& why);
 
 private:
     std::shared_ptr<advisory_hold> self() {
@@ -86,27 +101,25 @@ private:
     std::weak_ptr<advisory_hold> weak() { return self(); }
 
     bool ended() const noexcept { return ended_io_; }
+    statement unlock_statement() const;
 
-    void arm_tick();
-    void on_tick();
-    /// One `SELECT 1` on the session: valid_until moves to its send time + check_period.
-    void prove(std::function<void(std::error_code)> done);
     void arm_lease(milliseconds lease);
     void extend_io(milliseconds lease, std::function<void(std::error_code)> done) override;
     void release_io(std::function<void(std::error_code)> done) override;
+    /// The hold ends as lost; its key is unlocked on the session (which stays).
     void lose(loss_cause cause);
+    void ended_as_lost(loss_cause cause);
 
     std::string name_;
     advisory_key key_;
+    std::string id_;
     lock_kind kind_;
     std::optional<std::uint64_t> token_;
     // I/O thread only:
-    std::shared_ptr<connection> session_;
-    asio::steady_timer tick_;
+    std::shared_ptr<holding_session> session_;
     asio::steady_timer lease_timer_;
     std::optional<clock::time_point> lease_end_{};
     clock::time_point acquired_at_{};
-    bool checking_ = false;
     bool releasing_ = false;
     bool ended_io_ = false;
     bool election_ = false;

@@ -2,6 +2,7 @@
 // (pg_terminate_backend) and list_advisory.
 #include "postgres/advisory.hpp"
 #include "postgres/advisory_impl.hpp"
+#include "postgres/advisory_sessions.hpp"
 
 #include <map>
 #include <tuple>
@@ -94,12 +95,17 @@ void list_advisory(const std::shared_ptr<engine>& e, std::string pattern,
                             locks_sql_tail +
                             " AND l.pid <> pg_backend_pid() ORDER BY l.classid, l.objid, "
                             "l.objsubid, l.granted DESC, l.waitstart NULLS FIRST, l.pid";
-    e->query({{sql}}, [pattern, done](std::error_code ec, std::vector<result>& r) {
+    e->query({{sql}}, [e, pattern, done](std::error_code ec, std::vector<result>& r) {
         std::vector<lock_status> out;
         if (ec) return done(ec, out);
         if (r.empty() || !r[0].ok())
             return done(make_error_code(r.empty() ? errc::unavailable : error_of(r[0])), out);
         const auto& rows = r[0];
+        // A session holding several keys is named "dlock<count>": its keys are listed by name
+        // when this client holds them, else by key.
+        std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::string> known;
+        for (const auto& s : e->holding)
+            s->names(known);
         std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, lock_status> by_key;
         std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::uint64_t> waiters;
         for (int i = 0; i < rows.rows(); ++i) {
@@ -111,6 +117,8 @@ void list_advisory(const std::shared_ptr<engine>& e, std::string pattern,
             if (st.name.empty() || st.name.substr(0, 4) == "key ") {
                 if (app.substr(0, app_prefix.size()) == app_prefix) {
                     st.name = app.substr(app_prefix.size());
+                } else if (auto n = known.find(k); n != known.end()) {
+                    st.name = n->second;
                 } else {
                     advisory_key key;
                     key.pair = std::get<2>(k) == 2;

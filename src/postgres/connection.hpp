@@ -103,6 +103,8 @@ public:
 
     bool open() const noexcept { return up_ && !closed_; }
     bool idle() const noexcept { return inflight_.empty(); }
+    /// Batches sent and not yet answered.
+    std::size_t in_flight() const noexcept { return inflight_.size(); }
     int backend_pid() const noexcept { return pid_; }
     /// libpq's or the server's last error text for this session (never a password).
     const std::string& error_text() const noexcept { return error_text_; }

@@ -54,12 +54,14 @@ void engine::begin_shutdown() noexcept {
         for (auto& w : holds_)
             if (auto h = w.lock()) h->end_on_shutdown();
         holds_.clear();
+        holding.clear();
         idle_.clear();
         auto queued = std::move(batches_);
         batches_.clear();
         std::vector<result> none;
         for (auto& q : queued)
             q.done(make_error_code(errc::cancelled), none);
+        if (trim_) trim_->cancel();
         // Acquisitions asleep until a notification wake now and end as cancelled.
         auto sleeping = std::move(sleepers_);
         sleepers_.clear();
@@ -76,7 +78,7 @@ void engine::begin_shutdown() noexcept {
 void engine::get_session(session_handler done) {
     if (shut_down()) return done(make_error_code(errc::cancelled), nullptr);
     while (!idle_.empty()) {
-        auto s = std::move(idle_.back());
+        auto s = std::move(idle_.back().first);
         idle_.pop_back();
         if (s->open() && s->idle()) return done({}, std::move(s));
     }
@@ -98,11 +100,28 @@ void engine::get_session(session_handler done) {
 void engine::put_session(std::shared_ptr<connection> s) {
     if (!s) return;
     s->on_closed(nullptr);
-    if (shut_down() || !s->open() || !s->idle() || idle_.size() >= settings_->pool) {
+    if (shut_down() || !s->open() || !s->idle()) {
         s->close();
         return;
     }
-    idle_.push_back(std::move(s));
+    idle_.emplace_back(std::move(s), std::chrono::steady_clock::now());
+    if (idle_.size() > settings_->pool) arm_trim();
+}
+
+void engine::arm_trim() {
+    if (!trim_) trim_ = std::make_unique<asio::steady_timer>(rt_.io());
+    if (trim_->expiry() > std::chrono::steady_clock::now()) return; // armed
+    // The oldest beyond the pool is closed once it has lingered.
+    trim_->expires_at(idle_.front().second + idle_linger);
+    trim_->async_wait([this](std::error_code ec) {
+        if (ec || shut_down()) return;
+        const auto now = std::chrono::steady_clock::now();
+        while (idle_.size() > settings_->pool && idle_.front().second + idle_linger <= now) {
+            idle_.front().first->close();
+            idle_.erase(idle_.begin());
+        }
+        if (idle_.size() > settings_->pool) arm_trim();
+    });
 }
 
 void engine::track(const std::shared_ptr<pg_hold>& h) {
@@ -113,7 +132,7 @@ void engine::track(const std::shared_ptr<pg_hold>& h) {
 
 void engine::query(std::vector<statement> stmts, batch_done done) {
     queued_batch b{std::move(stmts), std::move(done)};
-    if (querying_ >= std::max<std::size_t>(settings_->pool, 1) && !shut_down())
+    if (querying_ >= std::max<std::size_t>(settings_->pool, 1) && idle_.empty() && !shut_down())
         return batches_.push_back(std::move(b));
     start_batch(std::move(b));
 }

@@ -3,10 +3,10 @@
 // shutdown), the counters and the last error. Acquisition and the lock kinds live in advisory*.cpp
 // (and the lease tables, rows/).
 //
-// Sessions: every advisory hold has a session of its own (PostgreSQL's session locks stack
-// per session, so two owners must never share one); a session whose lock was released cleanly
-// goes back to the idle pool (at most settings::pool) and serves the next acquisition or query
-// without a new connection.
+// Sessions: advisory holds live on holding sessions (advisory_sessions.hpp: any number of
+// distinct keys per session, never one key twice, as PostgreSQL's session locks stack); a
+// session that holds nothing goes back to the idle pool (at most settings::pool) and serves the
+// next acquisition, wait or query without a new connection.
 //
 // Thread safety: the members marked "I/O thread" run there only; the rest from any thread.
 //
@@ -26,7 +26,10 @@
 
 #include <dlock/lock_options.hpp>
 
+#include <asio/steady_timer.hpp>
+
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
@@ -39,6 +42,7 @@
 namespace dlock::detail::pg {
 
 class engine;
+class holding_session;
 
 /// The NOTIFY channels engine::listen() listens on: the lease tables' releases (payload: the
 /// lock name; rows/) and elections' new leaders and values (payload: the election name;
@@ -113,15 +117,19 @@ public:
 
     /// I/O thread: an idle pooled session, else a new one (connected within connect_timeout).
     void get_session(session_handler done);
-    /// I/O thread: `s` holds nothing and may serve again (closed when the pool is full).
+    /// I/O thread: `s` holds nothing and may serve again. Sessions beyond settings::pool stay
+    /// idle for idle_linger after their last use (a burst of waits reuses them instead of
+    /// connecting again), then are closed.
     void put_session(std::shared_ptr<connection> s);
+    static constexpr std::chrono::seconds idle_linger{5};
     /// I/O thread: ends holds on shutdown.
     void track(const std::shared_ptr<pg_hold>& h);
     using batch_done = connection::batch_handler;
     /// I/O thread: one batch on a pooled session, the session returned afterwards. At most
-    /// `dlock_pool` sessions run batches at once; more batches wait in a queue, in order, and
-    /// run on the first of those sessions to finish (no connection is opened for one batch
-    /// beyond the pool: under load a new session per batch cost more than the batch). A
+    /// `dlock_pool` sessions (or more while idle ones linger) run batches at once; more batches
+    /// wait in a queue, in order, and run on the first of those sessions to finish (no
+    /// connection is opened for one batch beyond the pool: under load a new session per batch
+    /// cost more than the batch). A
     /// failed connect fails the batches queued behind it with the same error.
     void query(std::vector<statement> stmts, batch_done done);
 
@@ -132,6 +140,10 @@ public:
     std::set<lock_kind> tables_ready{};
     /// I/O thread: the table dlock_election is known to exist (election.hpp).
     bool election_ready = false;
+    /// I/O thread: the sessions holding advisory locks (advisory_sessions.hpp), and how many
+    /// are being opened for tries.
+    std::vector<std::shared_ptr<holding_session>> holding{};
+    std::size_t holding_opening = 0;
 
     /// I/O thread: `ready` runs once the session that LISTENs on every channel below is up (at
     /// once when it is; with an error when it cannot be set up: the caller then polls).
@@ -173,7 +185,10 @@ private:
     mutable std::mutex mu_;
     std::string last_error_{}; // guarded by mu_
     // I/O thread only:
-    std::vector<std::shared_ptr<connection>> idle_{};
+    void arm_trim();
+    std::vector<std::pair<std::shared_ptr<connection>, std::chrono::steady_clock::time_point>>
+        idle_{}; // the last one used last
+    std::unique_ptr<asio::steady_timer> trim_{};
     std::vector<std::weak_ptr<connection>> sessions_{};
     std::vector<std::weak_ptr<pg_hold>> holds_{};
     std::size_t querying_ = 0;           ///< sessions running (or opening for) query() batches

@@ -16,7 +16,8 @@
 //                           idle I s, interval N s, count C, user timeout U ms; default 5:2:3:10000
 //                           (a vanished client's locks are freed after about 11 s, not the
 //                           server default's 2 h 11 min); `off` leaves both ends' defaults
-//   dlock_pool=N            idle lock sessions kept for reuse; default 8
+//   dlock_pool=N            holding sessions opened for tries, and idle sessions kept for
+//                           reuse (more linger 5 s after a burst of waits); default 8
 //   dlock_timeout=MS        budget of one statement (besides a lock wait); default 5000
 //   dlock_connect_timeout=MS  budget of one connection set-up; default 5000
 //   dlock_table=NAME        lease tables: ShedLock's table name; default shedlock
