@@ -11,7 +11,8 @@
 #   --rounds N  rounds (default 3): OLD then NEW on odd rounds, NEW then OLD on even ones.
 #   OUT=dir     results (default /tmp/dlock-compare-<backend>-<time>): commands.txt,
 #               results.jsonl (row, build, round, load average at its start, lock_bench's JSON),
-#               summary.md (per row: median ops/s and p99 of OLD and NEW, NEW/OLD of the medians).
+#               summary.md (per row: median ops/s and p99 of OLD and NEW, NEW/OLD of the medians;
+#               K rows: CPU and memory per held lock, and how many runs succeeded).
 # Placement: the server on CPU 1, the clients on CPU 0 (../shared/bench/peers/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,11 +64,24 @@ def m(row, key):
     return statistics.median(v) if v else 0
 print("| row | OLD ops/s | NEW ops/s | NEW/OLD | OLD p99 us | NEW p99 us |")
 print("|---|---|---|---|---|---|")
+keep = []
 for i, row in enumerate(rows, 1):
+    if row.split()[0] == "K":
+        keep.append((i, row))
+        continue
     o, n = m(f"{i} old", "ops_per_s"), m(f"{i} new", "ops_per_s")
     k = "pair_p99_us" if row.split()[0] in "AB" else "handoff_p99_us"
     print(f"| `{row}` | {o:,.0f} | {n:,.0f} | {n / o if o else 0:.2f} | {m(f'{i} old', k):,.0f} "
           f"| {m(f'{i} new', k):,.0f} |")
+if keep:
+    print("\n| keep-alive row | OLD CPU us per lock per s | NEW | OLD bytes per lock | NEW | runs OLD / NEW |")
+    print("|---|---|---|---|---|---|")
+    for i, row in keep:
+        print(f"| `{row}` | {m(f'{i} old', 'client_cpu_us_per_lock_per_s'):,.1f} "
+              f"| {m(f'{i} new', 'client_cpu_us_per_lock_per_s'):,.1f} "
+              f"| {m(f'{i} old', 'client_rss_bytes_per_lock'):,.0f} "
+              f"| {m(f'{i} new', 'client_rss_bytes_per_lock'):,.0f} "
+              f"| {len(res.get(f'{i} old', []))} / {len(res.get(f'{i} new', []))} |")
 PY
 cat "$OUT/summary.md"
 echo "results: $OUT"
