@@ -65,10 +65,16 @@ double cpu_seconds() {
 }
 
 /// K: `n` locks of `kind` held by one client for `d` with the default lease (kept alive by
-/// the watchdog, or by the backend's own keepalive); the client's CPU time per lock per second.
+/// the watchdog, or by the backend's own keepalive); the client's CPU time per lock per second,
+/// and the resident memory the held locks added (after one warm-up acquisition).
 int keepalive_cost(const std::string& url, dlock::lock_kind kind, std::size_t n,
                    std::chrono::milliseconds d) {
     dlock::client c(url);
+    // One acquisition and release first, so that `before` counts the client's connections
+    // (PostgreSQL and ZooKeeper connect at the first request): memory per held lock is what
+    // one more held lock costs, not the first connection's buffers and TLS/SCRAM state.
+    c.acquire("dlock-bench:keepalive:warm-up", {.wait = std::chrono::seconds(10), .kind = kind})
+        .release();
     const long before = rss_kib();
     std::vector<dlock::lease> held;
     held.reserve(n);
