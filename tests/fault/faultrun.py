@@ -1059,11 +1059,17 @@ def f11s(run):
     cut_victim(run, "drip 5", fails_over=False)
 
 
-def crash_restart(run, delay_ms=0, restore=None, victim=0, holder_after=False):
+def crash_restart(run, delay_ms=0, restore=None, victim=0, holder_after=False, down=None):
     """kill -9 lock server `victim` while a worker holds the lock, restart it after delay_ms
     (optionally from a copy of its data directory). holder_after: probe that the lock was
     taken again after the restart (and, in mode R, while the victim was down: a quorum
-    of 2 is left)."""
+    of 2 is left). down: a Redlock master killed before the workers start and started again
+    (empty) right after the victim: every hold is then on exactly a bare quorum (2 of 3), the
+    victim's restart leaves one master with the key, and the victim and `down` grant it to
+    a second holder."""
+    if down is not None:
+        run.lock_servers[down].kill9()
+        run.nemesis("kill-9", run.lock_servers[down].name, "down before the run")
     run.start_workers()
     run.sleep_ms(800)
     t = mono_ns()
@@ -1081,7 +1087,12 @@ def crash_restart(run, delay_ms=0, restore=None, victim=0, holder_after=False):
     srv.start()
     t_restart = mono_ns()
     run.nemesis("restart", srv.name, "after %d ms" % delay_ms)
+    if down is not None:
+        run.lock_servers[down].start()
+        run.nemesis("restart", run.lock_servers[down].name, "empty, back from down")
     run.wait_workers()
+    if down is not None:  # the overlap needs the lock taken again while w's belief lasts
+        run.holder_after(t_restart, "the restart")
     run.fo_master_note()  # FO: whether the sentinels moved the master (reported)
     if holder_after:
         run.holder_after(t_restart, "the restart")
@@ -1105,6 +1116,18 @@ def crash_restart(run, delay_ms=0, restore=None, victim=0, holder_after=False):
 def f20(run):
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30)
     crash_restart(run, holder_after=run.mode == "R")
+
+
+@scenario("F20q", "Redlock bare quorum: master 2 down, the holder on masters 0 and 1; master 0 "
+          "kill -9 and immediate restart without persistence, master 2 back (empty)",
+          "a restart that leaves exactly a bare quorum loses the lock: a second holder "
+          "overlaps (why a Redlock master must restart only after the longest lease)", "",
+          ext=["R"],
+          expect={"R": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"}},
+          outcome={"R": "EXPECT-VIOL (holder on exactly 2 of 3, one restarted empty)"})
+def f20q(run):
+    run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30)
+    crash_restart(run, down=2)
 
 
 @scenario("F21", "lock server kill -9, restart delayed past the TTL",
@@ -1131,20 +1154,24 @@ def f22(run):
 
 @scenario("F23", "rollback restart: the lock server restarts from a copy of its data taken "
           "before the run (emulated lost fsync window)",
-          "the lost key lets a second holder in; the fence counter goes back", "SF", ext=["FO"],
+          "the lost key lets a second holder in; the fence counter goes back (Redlock: master "
+          "2 down, the holder on exactly 0 and 1, master 0 rolled back)", "SF", ext=["FO", "R"],
           expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
+                  "R": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
                   "FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
                   "F": {"FENCE": "violated", "MUTEX": "any", "USE_WITHIN_HOLD": "any",
                         "RESOURCE": "any"}},
           outcome={"S": "EXPECT-VIOL", "F": "fence regression detected (EXPECT-VIOL on "
                    "fences); a repeated fence can also defeat the fenced resource",
-                   "FO": "EXPECT-VIOL, as S: the replicas resync from the rolled-back master"})
+                   "FO": "EXPECT-VIOL, as S: the replicas resync from the rolled-back master",
+                   "R": "EXPECT-VIOL: a rollback of one master of a bare quorum (holder on 2 "
+                   "of 3) loses the lock, as F20q"})
 def f23(run):
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30, persistence="aof")
     snap = os.path.join(run.out, "lock0-snapshot")
     shutil.copytree(os.path.join(run.lock_servers[0].dir, "appendonlydir"), snap)
     run.nemesis("snapshot", "lock0", "before the run")
-    crash_restart(run, restore=snap)
+    crash_restart(run, restore=snap, down=2 if run.mode == "R" else None)
 
 
 @scenario("F24", "lock server stalled (SIGSTOP) for 2 x TTL while the lock is held",
@@ -1312,28 +1339,56 @@ def info_field(srv, section, field):
     return ""
 
 
-@scenario("F29", "eviction: maxmemory 2 MB with volatile-lru, filled while the lock is held",
+@scenario("F29", "eviction: maxmemory 2 MB with volatile-lru, filled while the lock is held "
+          "(Redlock: masters 0 and 1, a quorum, filled)",
           "an evicted lock key lets a second holder in (why dlock requires noeviction)", "SF",
-          ext=["FO"],
+          ext=["FO", "R"],
           expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
                   "FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
+                  "R": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
                   "F": {"MUTEX": "violated", "USE_WITHIN_HOLD": "any"}},
           outcome={"S": "EXPECT-VIOL", "F": "beliefs EXPECT-VIOL, RES-SAFE (the fence "
                    "counter has no TTL)", "FO": "EXPECT-VIOL (the master evicts; its replicas "
-                   "follow its DELs)"})
+                   "follow its DELs)", "R": "EXPECT-VIOL (a quorum of masters evicts the key)"})
 def f29(run):
+    evict(run, "volatile-lru", [0, 1] if run.mode == "R" else [0])
+    run.wait_workers()
+
+
+@scenario("F29a", "eviction: maxmemory 2 MB with allkeys-lru, filled while the lock is held",
+          "allkeys-lru evicts keys without a TTL too: the fence counter goes, and fencing "
+          "tokens repeat (why dlock requires noeviction even with fencing)", "", ext=["F"],
+          expect={"F": {"FENCE": "violated", "MUTEX": "any", "USE_WITHIN_HOLD": "any",
+                        "RESOURCE": "any"}},
+          outcome={"F": "EXPECT-VIOL on fences (the counter evicted, a token handed out "
+                   "twice); the lock key goes too"})
+def f29a(run):
+    gone = evict(run, "allkeys-lru", [0], ex=None)
+    run.wait_workers()
+    run.probe("a persistent key (the fence counter) was evicted", gone, ", ".join(gone))
+    run.min_acquisitions(3)
+
+
+def evict(run, policy, victims, ex=600):
+    """Lock servers with maxmemory 2 MB and `policy`; once a worker holds, 4000 x 1 KB filler
+    keys (with EX `ex`) are written into each victim, which must evict. Returns the keys of db 0
+    without a TTL (fence counters) that were there before the fill and are gone after it."""
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30,
-              lock_extra=["maxmemory 2mb", "maxmemory-policy volatile-lru"])
+              lock_extra=["maxmemory 2mb", "maxmemory-policy " + policy])
     run.start_workers()
     run.sleep_ms(800)
     t = mono_ns()
     run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
-    srv = run.lock_servers[0]
-    run.nemesis("fill", srv.name, "4000 x 1 KB with EX 600")
-    fill(srv, 4000, 1024, ex=600)
-    evicted = int(info_field(srv, "stats", "evicted_keys") or 0)
-    run.probe("keys were evicted", evicted > 0, "evicted_keys %d" % evicted)
-    run.wait_workers()
+    gone = []
+    for i in victims:
+        srv = run.lock_servers[i]
+        persistent = [k for k in srv.call("KEYS", "*") or [] if srv.call("PTTL", k) == -1]
+        run.nemesis("fill", srv.name, "4000 x 1 KB%s" % (" with EX %d" % ex if ex else ""))
+        fill(srv, 4000, 1024, ex=ex)
+        evicted = int(info_field(srv, "stats", "evicted_keys") or 0)
+        run.probe("keys were evicted on %s" % srv.name, evicted > 0, "evicted_keys %d" % evicted)
+        gone += [k for k in persistent if srv.call("EXISTS", k) == 0]
+    return gone
 
 
 @scenario("F30", "OOM under noeviction: 3 MB of persistent keys, then maxmemory 1 MB, for 2 s",
@@ -2285,79 +2340,6 @@ def slot_in(nodes_line, slot):
 
 
 # ---------------------------------------------------------------------------------------------
-# the randomised tier: a Jepsen-style schedule of faults that keep the model (so SAFE is
-# expected), for a given time and seed.
-
-
-def random_run(run, seconds):
-    run.setup(duration_ms=int(seconds * 1000) + 1000, hold_ms=150, poll_ms=30,
-              persistence="aof" if run.mode != "R" else "none",
-              resource_via_proxy=False)
-    run.start_workers()
-    end = time.monotonic() + seconds
-    rng = run.rng
-    faults = ["drop", "reset", "hold", "blackhole", "delay-down", "stall", "crash", "flush",
-              "restart-aof"] if run.mode != "R" else ["drop", "reset", "hold", "blackhole",
-                                                      "delay-down", "stall", "crash", "flush"]
-    for step in range(100000):
-        if time.monotonic() >= end - 2:
-            break
-        f = rng.choice(faults)
-        w = rng.randint(1, 3)  # a route; a replacement worker inherits its victim's routes
-        srv = rng.randrange(len(run.lock_servers))
-        route = run.route(w, srv)
-        try:
-            if f in ("drop", "reset", "hold"):
-                run.proxy.ctl("rule %s %s %s count 1" % (route, f, run.acquire_rule()))
-                run.sleep_ms(rng.randint(200, 1500))
-                run.proxy.ctl("clear %s" % route)
-            elif f == "blackhole":
-                run.proxy.ctl("rule %s blackhole" % route)
-                run.sleep_ms(rng.randint(200, 2000))
-                run.proxy.ctl("clear %s" % route)
-            elif f == "delay-down":
-                run.proxy.ctl("rule %s delay-down %d" % (route, rng.randint(10, 400)))
-                run.sleep_ms(rng.randint(200, 2000))
-                run.proxy.ctl("clear %s" % route)
-            elif f == "stall":
-                s = run.lock_servers[srv]
-                s.signal(signal.SIGSTOP)
-                run.nemesis("sigstop", s.name)
-                run.sleep_ms(rng.randint(100, 2 * run.ttl_ms))
-                s.signal(signal.SIGCONT)
-                run.nemesis("sigcont", s.name)
-            elif f == "crash":
-                live = [x for x in run.workers if x.proc.poll() is None]
-                if live:
-                    victim = rng.choice(live)
-                    victim.kill9()
-                    run.nemesis("kill-9", "w%d" % victim.id)
-                    # a fresh process takes its place under a new worker id
-                    nid = len(run.workers) + 1
-                    args = list(victim.args[5:])
-                    left = int((end - time.monotonic()) * 1000) + 500
-                    args[args.index("--duration-ms") + 1] = str(max(500, left))
-                    nw = Worker(run, nid, args)
-                    run.workers.append(nw)
-                    nw.start()
-            elif f == "flush":
-                run.lock_servers[srv].call("SCRIPT", "FLUSH")
-                run.nemesis("script-flush", run.lock_servers[srv].name)
-            elif f == "restart-aof":
-                s = run.lock_servers[srv]
-                s.kill9()
-                run.nemesis("kill-9", s.name, "appendfsync always")
-                s.start()
-                run.nemesis("restart", s.name)
-            run.sleep_ms(rng.randint(100, 800))
-        except (HarnessError, OSError) as e:
-            run.nemesis("note", "harness", str(e))
-    run.wait_workers()
-    run.bounded_latency(3000 + 500 + 500 + 2000)
-    run.min_acquisitions(int(seconds))
-
-
-# ---------------------------------------------------------------------------------------------
 # the proxy's own test: every fault against a real redis-server, through raw sockets.
 
 
@@ -2479,6 +2461,7 @@ def proxy_selftest(env):
 # The ZooKeeper, PostgreSQL and etcd scenarios (Z.., P.., E..; every mode extended).
 import backends  # noqa: E402 (tests/fault/backends.py; registers through `scenario` above)
 backends.register(sys.modules[__name__])
+import random_tier  # noqa: E402 (tests/fault/random_tier.py: `random`'s schedule)
 
 
 class Env:
@@ -2517,6 +2500,9 @@ def run_one(env, sc, mode, seed, results, keep, body=None):
         "artifacts": base, "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "report": out,
     }
+    if getattr(run, "summary", None):  # the randomised tier: faults fired, liveness, commit
+        import campaign
+        res.update(run.summary, commit=campaign.commit(), loadavg=campaign.loadavg())
     print(out)
     for p in run.probes:
         print("PROBE %s: %s %s" % ("ok" if p["passed"] else "FAILED", p["name"], p["detail"]))
@@ -2587,7 +2573,8 @@ def main():
                       "SAFE under faults that keep the model", a.mode, None,
                       outcome={a.mode: "SAFE"}, timeout=int(a.seconds) + 120)
         return run_one(env, sc, a.mode, a.seed, a.results, a.keep,
-                       body=lambda run: random_run(run, a.seconds))
+                       body=lambda run: random_tier.random_run(sys.modules[__name__], run,
+                                                               a.seconds))
     return 64
 
 
