@@ -399,8 +399,9 @@ class Run:
     def setup(self, workers=3, ttl_ms=1000, persistence="none", resource=None, hold_ms=100,
               duration_ms=4500, command_timeout_ms=500, wait_ms=3000, poll_ms=0,
               worker_extra=None, lock_extra=None, resource_via_proxy=False, lock_skew=None,
-              worker_skew=None, think_ms=100, lock_auth="", lock_url=None, lock_mode="S"):
-        """Starts lock servers (1, or 3 masters for R), the resource server, the proxy and
+              worker_skew=None, think_ms=100, lock_auth="", lock_url=None, lock_mode="S",
+              masters=3):
+        """Starts lock servers (1, or `masters` masters for R), the resource server, the proxy and
         prepares (does not start) the workers. `lock_url` (one URL, or one per worker id:
         backends.py's ZooKeeper, PostgreSQL and etcd) replaces the Redis lock servers. In mode
         FO a scenario written for one master runs the same on a Sentinel-managed master
@@ -415,7 +416,7 @@ class Run:
                             think_ms=think_ms, persistence=persistence,
                             resource_via_proxy=resource_via_proxy)
         self.ttl_ms = ttl_ms
-        n_lock = 0 if lock_url else 3 if self.mode == "R" else 1
+        n_lock = 0 if lock_url else masters if self.mode == "R" else 1
         for i in range(n_lock):
             r = Redis(self, "lock%d" % i, persistence=persistence, extra=lock_extra,
                       skew=(lock_skew or {}).get(i))
@@ -1969,17 +1970,18 @@ def f14(run):
     run.watchdog_probes(lost_by=(1, t0))
 
 
-@scenario("F13", "Redlock client cut (nft) from 1 of 3 masters for 2.5 s, then from 2 of 3 for "
-          "2.5 s, in the run's own network namespace",
-          "success iff a quorum is reachable: it still acquires with 1 cut, never with 2 cut",
-          "R", outcome={"R": "SAFE, LIVE with 1 cut"})
-def f13(run):
-    netns_setup(run, wait_ms=1000, poll_ms=30, duration_ms=9500)
+def cut_masters(run, n):
+    """F13 on n Redlock masters: worker 1 cut (nft) from 1 master, then 2, ... for 2.5 s each,
+    up to one more than a quorum allows; it must still acquire while a quorum is reachable,
+    never after."""
+    quorum = n // 2 + 1
+    netns_setup(run, wait_ms=1000, poll_ms=30, duration_ms=4500 + 2500 * (n - quorum + 1),
+                masters=n)
     run.start_workers()
     run.sleep_ms(500)
     ports = [run.proxy.ports[run.route(1, i)] for i in range(len(run.lock_servers))]
     windows = []
-    for k in (1, 2):
+    for k in range(1, n - quorum + 2):
         for p in ports[len(windows):k]:
             run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
         t0 = mono_ns()
@@ -1991,11 +1993,57 @@ def f13(run):
     inv = {(e["w"], e["op"]): e["t"] for e in run.workers[0].events() if e["type"] == "invoke"}
     oks = [(inv.get((e["w"], e["op"]), 0), e["t"]) for e in run.workers[0].events()
            if e.get("f") == "acquire" and e["type"] == "ok"]
-    one = [o for o in oks if windows[0][0] <= o[0] and o[1] <= windows[0][1]]
-    two = [o for o in oks if windows[1][0] <= o[0] and o[1] <= windows[1][1]]
-    run.probe("worker 1 still acquires with 1 of 3 masters cut", one, "%d" % len(one))
-    run.probe("worker 1 never acquires with 2 of 3 masters cut", not two, "%d" % len(two))
+    for k, (b, e) in enumerate(windows, 1):
+        got = [o for o in oks if b <= o[0] and o[1] <= e]
+        if k <= n - quorum:
+            run.probe("worker 1 still acquires with %d of %d masters cut" % (k, n), got,
+                      "%d" % len(got))
+        else:
+            run.probe("worker 1 never acquires with %d of %d masters cut" % (k, n), not got,
+                      "%d" % len(got))
     run.min_acquisitions(5)
+
+
+@scenario("F13", "Redlock client cut (nft) from 1 of 3 masters for 2.5 s, then from 2 of 3 for "
+          "2.5 s, in the run's own network namespace",
+          "success iff a quorum is reachable: it still acquires with 1 cut, never with 2 cut",
+          "R", outcome={"R": "SAFE, LIVE with 1 cut"})
+def f13(run):
+    cut_masters(run, 3)
+
+
+@scenario("F13N5", "F13 on 5 Redlock masters: the client cut (nft) from 1, 2, then 3 of them, "
+          "2.5 s each, in the run's own network namespace",
+          "success iff a quorum (3 of 5) is reachable: it still acquires with 1 and 2 cut, "
+          "never with 3 cut", "", ext=["R"], outcome={"R": "SAFE, LIVE with 1 and 2 cut"})
+def f13n5(run):
+    cut_masters(run, 5)
+
+
+def kleppmann1(run, n):
+    """F17 on n Redlock masters: worker 1, cut from the masters after the first quorum, holds
+    that quorum; the last master of it has its clock stepped past the TTL; worker 2, cut from
+    the masters before it, then acquires it and the rest. Both believe at once."""
+    quorum = n // 2 + 1
+    shared = quorum - 1
+    run.netns = Netns(run)
+    run.netns.enter()
+    run.setup(workers=2, ttl_ms=2000, hold_ms=1500, poll_ms=30, lock_skew={shared: "0 1.0"},
+              duration_ms=8000, masters=n,
+              worker_extra={w: ["--expire-pct", "100"] for w in (1, 2)})
+    for w, cut in ((1, range(quorum, n)), (2, range(0, shared))):
+        for i in cut:
+            p = run.proxy.ports[run.route(w, i)]
+            run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+    t = mono_ns()
+    run.start_workers(arm=lambda _: run.wait_for(lambda: run.acquired_since(t, workers=[1]), 8,
+                                                 "worker 1 holding the first quorum"),
+                      others_after_ms=0)
+    run.lock_servers[shared].set_skew(3000)
+    run.wait_for(lambda: run.acquired_since(t, workers=[2]), 8, "worker 2 holding the last quorum")
+    dropped = run.netns.heal()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
 
 
 @scenario("F17", "Kleppmann #1 composite on 3 Redlock masters A, B, C: worker 1 cut from C "
@@ -2005,23 +2053,17 @@ def f13(run):
           expect={"R": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"}},
           outcome={"R": "EXPECT-VIOL"})
 def f17(run):
-    run.netns = Netns(run)
-    run.netns.enter()
-    run.setup(workers=2, ttl_ms=2000, hold_ms=1500, poll_ms=30, lock_skew={1: "0 1.0"},
-              duration_ms=8000,
-              worker_extra={w: ["--expire-pct", "100"] for w in (1, 2)})
-    for w, cut in ((1, 2), (2, 0)):
-        p = run.proxy.ports[run.route(w, cut)]
-        run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
-    t = mono_ns()
-    run.start_workers(arm=lambda _: run.wait_for(lambda: run.acquired_since(t, workers=[1]), 8,
-                                                 "worker 1 holding A and B"),
-                      others_after_ms=0)
-    run.lock_servers[1].set_skew(3000)
-    run.wait_for(lambda: run.acquired_since(t, workers=[2]), 8, "worker 2 holding B and C")
-    dropped = run.netns.heal()
-    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
-    run.wait_workers()
+    kleppmann1(run, 3)
+
+
+@scenario("F17N5", "F17 on 5 Redlock masters A-E: worker 1 cut from D and E acquires A, B, C; C's "
+          "clock is stepped past the TTL; worker 2, cut from A and B, acquires C, D, E",
+          "two workers believe they hold the lock at once: the checker must see it", "",
+          ext=["R"],
+          expect={"R": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"}},
+          outcome={"R": "EXPECT-VIOL"})
+def f17n5(run):
+    kleppmann1(run, 5)
 
 
 # ---------------------------------------------------------------------------------------------
