@@ -33,12 +33,15 @@ same, plus a fencing token that strictly increases with every grant, as long as 
 survives (AOF `appendfsync always`, no failover). A resource that checks the token
 (`dlock::redis::fenced_set`, on open *and* on write) rejects the late writes of a paused or delayed
 holder, so the resource stays consistent even when beliefs overlap. A rollback of the server's
-data (lost fsync window, restore from backup) makes tokens repeat (F23).
+data (lost fsync window, restore from backup) makes tokens repeat (F23), and so does an eviction
+of the counter, which has no TTL: `volatile-lru` spares it (F29 F), `allkeys-lru` does not (F29a).
 
 **Redlock (mode R, a `dlock::client` on Redlock over N independent masters).** Mutual exclusion of beliefs
 while a majority of the masters keep their keys; the masters must be independent (no
 replication between them), each with the same requirements as a single master, or restarted
-only after the longest lease. Redlock gives **no fencing token**: N counters cannot order
+only after the longest lease: a holder on all 3 masters survives one restart (F20 R), one on a
+bare quorum (2 of 3) does not (F20q, and F23 R for a rollback), nor does a quorum that evicts
+(F29 R). Redlock gives **no fencing token**: N counters cannot order
 every grant. Pauses and delays affect it exactly as a single master.
 
 **Failover-based deployments (Sentinel, Cluster).** An asynchronous failover can lose a lock
@@ -308,7 +311,8 @@ DEPLOYMENTS = [
      "counter survives; a resource that checks it (`fenced_set`, on open and on write) rejects "
      "a late holder's writes",
      "tokens repeat after a rollback of the server's data (lost fsync window, restore from a "
-     "backup); nothing is fenced unless the resource checks the token",
+     "backup) or an eviction of the counter (`allkeys-lru`); nothing is fenced unless the "
+     "resource checks the token",
      "as the single master; AOF `appendfsync always`, no failover"),
     ("Redis Sentinel (`redis-sentinel://`)", ("FO", "FOW"),
      "what every mode promises (own-instance release and extend, `ambiguous` outcomes, calls "
@@ -326,7 +330,8 @@ DEPLOYMENTS = [
     ("Redlock (`redlock://`, N independent masters)", ("R", "RW"),
      "mutual exclusion of beliefs while a majority of the masters keep their keys",
      "no fencing token (N counters cannot order every grant); pauses and delays act as on a "
-     "single master",
+     "single master; a holder on a bare quorum loses the lock when one of its masters restarts "
+     "without its data or rolled back, or when a quorum evicts",
      "independent masters (no replication between them), each configured as a single master "
      "or restarted only after the longest lease"),
     ("ZooKeeper (`zk://`, Curator's recipes)", ("ZK", "ZKE"),
