@@ -123,6 +123,8 @@ def server_offset_us(srv):
 
 def random_run(fr, run, seconds):
     """The body of `faultrun.py random` (fr: the faultrun module). Sets run.summary."""
+    import campaign  # the commit the run starts on (campaign.py's, "-dirty" included)
+    rev, load = campaign.commit(), campaign.loadavg()
     rng = run.rng
     partitions = True
     run.netns = fr.Netns(run)
@@ -245,7 +247,7 @@ def random_run(fr, run, seconds):
               % (LIVE_MS, RECOVERY_MS), not bad,
               "%.1f s quiet, longest stretch without one %d ms%s" % (
                   total / 1e9, longest // 1_000_000, "; %d too long" % len(bad) if bad else ""))
-    run.summary = {"faults": counts, "partitions": partitions, "server_clock_rates": rates,
+    run.summary = {"commit": rev, "loadavg": load, "faults": counts, "partitions": partitions, "server_clock_rates": rates,
                    "liveness": {"recovery_ms": RECOVERY_MS, "bound_ms": LIVE_MS,
                                 "quiet_s": round(total / 1e9, 1),
                                 "longest_quiet_gap_ms": longest // 1_000_000,
