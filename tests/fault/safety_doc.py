@@ -418,12 +418,12 @@ RANDOM_INTRO = (
     "model (tests/fault/random_tier.py: dropped, held and slow replies, resets, blackholes, "
     "nft partitions of a route or of a server, server stalls, worker kill -9 with a "
     "replacement, SCRIPT FLUSH, server kill -9 with `appendfsync always` (not for Redlock), "
-    "server clocks stepped back and running 0.3 % fast or slow, workers' wall clocks stepped "
+    "server clocks stepped back and running 0.3 %% fast or slow, workers' wall clocks stepped "
     "by an hour; no forward step and no failover, which are outside the model), judged as "
     "SAFE. Each fault is counted when it fired (the proxy triggered, packets were dropped, "
     "a call met the window, the server's TIME moved), not when it was scheduled; the liveness "
     "bound asserts an acquisition in every %s of the time outside every fault and the %s after "
-    "it. Runs from before the tally (2026-11-24) show \"-\" there.")
+    "it. The batch of 2026-11-24 predates both; its table is copied in its notes.")
 
 
 def random_runs(random_dir):
