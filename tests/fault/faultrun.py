@@ -2279,9 +2279,17 @@ def f26(run):
                          "ORPHANS": "any"}},
           outcome={"FO": "EXPECT-VIOL"}, timeout=110)
 def f27(run):
+    split_brain(run)
+
+
+def split_brain(run, lag_s=None):
+    """F27's split; with lag_s, every node has min-replicas-to-write 1 and min-replicas-max-lag
+    lag_s, and the old master's refusal (NOREPLICAS, to a direct SET from this host, which the
+    cut spares) is timed from the cut: returns (t_cut, t_refused, t_heal)."""
     run.netns = Netns(run)
     run.netns.enter()
-    fo_setup(run, split=True, poll_ms=30, duration_ms=12000)
+    extra = ["min-replicas-to-write 1", "min-replicas-max-lag %d" % lag_s] if lag_s else None
+    fo_setup(run, split=True, poll_ms=30, duration_ms=12000, lock_extra=extra)
     run.start_workers()
     run.sleep_ms(1000)
     master = run.lock_servers[0]
@@ -2290,7 +2298,14 @@ def f27(run):
     for i in range(3):
         p = run.proxy.ports["w1-s%d" % i]
         run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+    t_cut = mono_ns()
     run.nemesis("split", "lock0 + w1", "cut from replicas and sentinels")
+    t_refused = None
+    if lag_s:
+        r = run.wait_for(lambda: (lambda x: x if str(x).startswith("NOREPLICAS") else None)(
+            master.call("SET", "probe", "x")), lag_s + 5, "NOREPLICAS on the old master")
+        t_refused = mono_ns()
+        run.nemesis("noreplicas", master.name, r)
     s0 = run.extra_servers[0]
     port = run.wait_for(lambda: (lambda p: p if p and p != run.announced(master) else None)(
         s0.master_port_now()), 30, "the sentinels' failover")
@@ -2299,8 +2314,43 @@ def f27(run):
     run.wait_for(lambda: run.acquired_since(t, workers=[2, 3]), 10, "a grant by the new master")
     run.sleep_ms(2000)
     dropped = run.netns.heal()
+    t_heal = mono_ns()
     run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
     run.wait_workers()
+    return t_cut, t_refused, t_heal
+
+
+F27W_LAG_S = 2
+
+
+@scenario("F27w", "F27 with min-replicas-to-write 1 and min-replicas-max-lag 2 on every node: "
+          "the isolated master's window of grants, measured",
+          "the old master refuses writes (NOREPLICAS) within the lag + 2 s of the cut (a "
+          "replica acks once a second, the lag is counted in whole seconds, and the count of "
+          "good replicas is refreshed once a second): worker 1's grants there end with "
+          "that window; whether the window overlaps the new master's first grants depends on "
+          "how fast the failover is (MUTEX reported, not asserted)", "", ext=["FO"],
+          expect={"FO": {"MUTEX": "any", "RESOURCE": "any", "USE_WITHIN_HOLD": "any",
+                         "ORPHANS": "any"}},
+          outcome={"FO": "the split-brain window is bounded by min-replicas-max-lag + 2 s "
+                   "(asserted); MUTEX reported"}, timeout=110)
+def f27w(run):
+    t_cut, t_refused, t_heal = split_brain(run, lag_s=F27W_LAG_S)
+    window_ms = (t_refused - t_cut) / 1e6
+    # The last ack came up to 1 s before the cut; the replica is late once the whole seconds
+    # since it exceed the lag (at most lag + 1 s after it); the master recounts its good
+    # replicas once a second (+1 s); + 500 ms for this host's polling and the SET.
+    bound_ms = (F27W_LAG_S + 2) * 1000 + 500
+    run.probe("the old master refused writes within %d ms of the cut" % bound_ms,
+              window_ms <= bound_ms, "NOREPLICAS %.0f ms after the cut" % window_ms)
+    w1 = [e["t"] for e in worker_events(run, "acquire", workers=[1]) if e["type"] == "ok"]
+    inside = [t for t in w1 if t_cut <= t <= t_refused]
+    # 100 ms: a grant the old master applied just before refusing reaches worker 1 after it
+    late = [t for t in w1 if t_refused + 100_000_000 < t < t_heal]
+    run.probe("worker 1 acquired from the isolated master inside the window", inside,
+              "%d grants" % len(inside))
+    run.probe("worker 1 acquired nothing after the window, until the heal", not late,
+              "%d grants" % len(late))
 
 
 # Cluster (F28): 3 masters without replicas (resharding needs no failover), made by

@@ -47,7 +47,9 @@ every grant. Pauses and delays affect it exactly as a single master.
 **Failover-based deployments (Sentinel, Cluster).** An asynchronous failover can lose a lock
 that was not yet replicated (F25 shows the overlap); `wait=N` (WAIT) and the lock-delay only
 narrow that window (F26 and F25L are safe in their schedules, not in general), and
-nothing helps when the old master keeps serving clients that cannot see the failover (F27).
+nothing helps when the old master keeps serving clients that cannot see the failover (F27);
+`min-replicas-to-write 1` with `min-replicas-max-lag N` bounds that old master's grants to N + 2 s
+after it lost its replicas (F27w).
 A master cut off from everyone (F11 FO: clients, replicas and sentinels alike) or stalled
 (F24 FO) past `down-after-milliseconds` fails over; the lock-delay outlasted every hold the old
 master had granted in those runs, but a client that has not yet seen the switch can still be
@@ -139,12 +141,6 @@ NOT_COVERED = [
      "masters); this needs 3 more nodes as replicas, the same stopped-replica grant as F25 and "
      "a failover after cluster-node-timeout, a run of about 30 s. F25 shows the same loss on "
      "Sentinel; Cluster's replication is the same asynchronous one"),
-    ("F27 lag", "F27's split brain with min-replicas-to-write 1 / min-replicas-max-lag N: "
-     "the old master's grants stop within the lag, a window measured against N",
-     "not built yet: it needs F27's topology with the setting on every node and the "
-     "old master's last grant measured from the cut (the window is whole seconds, checked "
-     "once a second by the server); F26 shows the NOREPLICAS refusal and F27 the split brain "
-     "without the setting"),
     ("Z (issue 24)", "ZooKeeper: a lost create reply (protected mode) under contention; a "
      "follower (rather than the leader, Z08) partitioned away",
      "not built yet (the fault proxy matches RESP commands only, so it cannot drop the reply "
