@@ -1167,7 +1167,8 @@ def f22(run):
 @scenario("F23", "rollback restart: the lock server restarts from a copy of its data taken "
           "before the run (emulated lost fsync window)",
           "the lost key lets a second holder in; the fence counter goes back (Redlock: master "
-          "2 held by a foreign key, the holder on exactly 0 and 1, master 0 rolled back)", "SF", ext=["FO", "R"],
+          "2 held by a foreign key, the holder on exactly 0 and 1, master 0 rolled back)", "SF",
+          ext=["FO", "R"],
           expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
                   "R": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
                   "FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},

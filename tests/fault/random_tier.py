@@ -247,7 +247,8 @@ def random_run(fr, run, seconds):
               % (LIVE_MS, RECOVERY_MS), not bad,
               "%.1f s quiet, longest stretch without one %d ms%s" % (
                   total / 1e9, longest // 1_000_000, "; %d too long" % len(bad) if bad else ""))
-    run.summary = {"commit": rev, "loadavg": load, "faults": counts, "partitions": partitions, "server_clock_rates": rates,
+    run.summary = {"commit": rev, "loadavg": load, "faults": counts, "partitions": partitions,
+                   "server_clock_rates": rates,
                    "liveness": {"recovery_ms": RECOVERY_MS, "bound_ms": LIVE_MS,
                                 "quiet_s": round(total / 1e9, 1),
                                 "longest_quiet_gap_ms": longest // 1_000_000,
