@@ -399,8 +399,9 @@ class Run:
     def setup(self, workers=3, ttl_ms=1000, persistence="none", resource=None, hold_ms=100,
               duration_ms=4500, command_timeout_ms=500, wait_ms=3000, poll_ms=0,
               worker_extra=None, lock_extra=None, resource_via_proxy=False, lock_skew=None,
-              worker_skew=None, think_ms=100, lock_auth="", lock_url=None, lock_mode="S"):
-        """Starts lock servers (1, or 3 masters for R), the resource server, the proxy and
+              worker_skew=None, think_ms=100, lock_auth="", lock_url=None, lock_mode="S",
+              masters=3):
+        """Starts lock servers (1, or `masters` masters for R), the resource server, the proxy and
         prepares (does not start) the workers. `lock_url` (one URL, or one per worker id:
         backends.py's ZooKeeper, PostgreSQL and etcd) replaces the Redis lock servers. In mode
         FO a scenario written for one master runs the same on a Sentinel-managed master
@@ -415,7 +416,7 @@ class Run:
                             think_ms=think_ms, persistence=persistence,
                             resource_via_proxy=resource_via_proxy)
         self.ttl_ms = ttl_ms
-        n_lock = 0 if lock_url else 3 if self.mode == "R" else 1
+        n_lock = 0 if lock_url else masters if self.mode == "R" else 1
         for i in range(n_lock):
             r = Redis(self, "lock%d" % i, persistence=persistence, extra=lock_extra,
                       skew=(lock_skew or {}).get(i))
@@ -1059,15 +1060,28 @@ def f11s(run):
     cut_victim(run, "drip 5", fails_over=False)
 
 
-def crash_restart(run, delay_ms=0, restore=None, victim=0, holder_after=False):
+def crash_restart(run, delay_ms=0, restore=None, victim=0, holder_after=False, blocked=None):
     """kill -9 lock server `victim` while a worker holds the lock, restart it after delay_ms
     (optionally from a copy of its data directory). holder_after: probe that the lock was
     taken again after the restart (and, in mode R, while the victim was down: a quorum
-    of 2 is left)."""
+    of 2 is left). blocked: a Redlock master on which the lock's key is held by a foreign
+    owner (a lease of a client gone, as a restart-less crash leaves it) from before the workers
+    start, so that the hold met is on exactly a bare quorum (2 of 3); the foreign key goes
+    (its lease ends) once that hold is seen, just before the victim is killed; the victim's
+    restart then leaves one master with the holder's key, and the victim and `blocked` grant
+    the lock to a second holder. (Killing that master instead and starting it again empty
+    met the workers' reconnect backoff: in 1 run of 3 no one acquired before the holder
+    released.)"""
+    if blocked is not None:
+        run.lock_servers[blocked].call("SET", run.lock, "foreign-owner", "PX", "60000")
+        run.nemesis("foreign-key", run.lock_servers[blocked].name, "held before the run")
     run.start_workers()
     run.sleep_ms(800)
     t = mono_ns()
     w, e = run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
+    if blocked is not None:
+        run.lock_servers[blocked].call("DEL", run.lock)
+        run.nemesis("foreign-key-gone", run.lock_servers[blocked].name, "holder w%d" % w.id)
     srv = run.lock_servers[victim]
     srv.kill9()
     t_kill = mono_ns()
@@ -1082,6 +1096,8 @@ def crash_restart(run, delay_ms=0, restore=None, victim=0, holder_after=False):
     t_restart = mono_ns()
     run.nemesis("restart", srv.name, "after %d ms" % delay_ms)
     run.wait_workers()
+    if blocked is not None:  # the overlap needs the lock taken again while w's belief lasts
+        run.holder_after(t_restart, "the restart")
     run.fo_master_note()  # FO: whether the sentinels moved the master (reported)
     if holder_after:
         run.holder_after(t_restart, "the restart")
@@ -1105,6 +1121,25 @@ def crash_restart(run, delay_ms=0, restore=None, victim=0, holder_after=False):
 def f20(run):
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30)
     crash_restart(run, holder_after=run.mode == "R")
+
+
+@scenario("F20q", "Redlock bare quorum: master 2 held by a foreign key, the holder on masters 0 "
+          "and 1; the foreign key gone, master 0 kill -9 and immediate restart without "
+          "persistence",
+          "a restart that leaves exactly a bare quorum loses the lock: a second holder "
+          "overlaps (why a Redlock master must restart only after the longest lease)", "",
+          ext=["R"],
+          expect={"R": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"}},
+          outcome={"R": "EXPECT-VIOL (holder on exactly 2 of 3, one restarted empty)"})
+def f20q(run):
+    # A lease of 4 s held 3 s: the others' connections to the two restarted masters come back
+    # (reconnect backoff) while the holder still believes (with F20's 2 s / 1.5 s, 1 run of 2
+    # found the holder already gone).
+    run.setup(**BARE_QUORUM)
+    crash_restart(run, blocked=2)
+
+
+BARE_QUORUM = dict(ttl_ms=4000, hold_ms=3000, poll_ms=30, duration_ms=8000)
 
 
 @scenario("F21", "lock server kill -9, restart delayed past the TTL",
@@ -1131,20 +1166,26 @@ def f22(run):
 
 @scenario("F23", "rollback restart: the lock server restarts from a copy of its data taken "
           "before the run (emulated lost fsync window)",
-          "the lost key lets a second holder in; the fence counter goes back", "SF", ext=["FO"],
+          "the lost key lets a second holder in; the fence counter goes back (Redlock: master "
+          "2 held by a foreign key, the holder on exactly 0 and 1, master 0 rolled back)", "SF",
+          ext=["FO", "R"],
           expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
+                  "R": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
                   "FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
                   "F": {"FENCE": "violated", "MUTEX": "any", "USE_WITHIN_HOLD": "any",
                         "RESOURCE": "any"}},
           outcome={"S": "EXPECT-VIOL", "F": "fence regression detected (EXPECT-VIOL on "
                    "fences); a repeated fence can also defeat the fenced resource",
-                   "FO": "EXPECT-VIOL, as S: the replicas resync from the rolled-back master"})
+                   "FO": "EXPECT-VIOL, as S: the replicas resync from the rolled-back master",
+                   "R": "EXPECT-VIOL: a rollback of one master of a bare quorum (holder on 2 "
+                   "of 3) loses the lock, as F20q"})
 def f23(run):
-    run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30, persistence="aof")
+    run.setup(persistence="aof", **(BARE_QUORUM if run.mode == "R" else
+                                    dict(ttl_ms=2000, hold_ms=1500, poll_ms=30)))
     snap = os.path.join(run.out, "lock0-snapshot")
     shutil.copytree(os.path.join(run.lock_servers[0].dir, "appendonlydir"), snap)
     run.nemesis("snapshot", "lock0", "before the run")
-    crash_restart(run, restore=snap)
+    crash_restart(run, restore=snap, blocked=2 if run.mode == "R" else None)
 
 
 @scenario("F24", "lock server stalled (SIGSTOP) for 2 x TTL while the lock is held",
@@ -1312,28 +1353,56 @@ def info_field(srv, section, field):
     return ""
 
 
-@scenario("F29", "eviction: maxmemory 2 MB with volatile-lru, filled while the lock is held",
+@scenario("F29", "eviction: maxmemory 2 MB with volatile-lru, filled while the lock is held "
+          "(Redlock: masters 0 and 1, a quorum, filled)",
           "an evicted lock key lets a second holder in (why dlock requires noeviction)", "SF",
-          ext=["FO"],
+          ext=["FO", "R"],
           expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
                   "FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
+                  "R": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
                   "F": {"MUTEX": "violated", "USE_WITHIN_HOLD": "any"}},
           outcome={"S": "EXPECT-VIOL", "F": "beliefs EXPECT-VIOL, RES-SAFE (the fence "
                    "counter has no TTL)", "FO": "EXPECT-VIOL (the master evicts; its replicas "
-                   "follow its DELs)"})
+                   "follow its DELs)", "R": "EXPECT-VIOL (a quorum of masters evicts the key)"})
 def f29(run):
+    evict(run, "volatile-lru", [0, 1] if run.mode == "R" else [0])
+    run.wait_workers()
+
+
+@scenario("F29a", "eviction: maxmemory 2 MB with allkeys-lru, filled while the lock is held",
+          "allkeys-lru evicts keys without a TTL too: the fence counter goes, and fencing "
+          "tokens repeat (why dlock requires noeviction even with fencing)", "", ext=["F"],
+          expect={"F": {"FENCE": "violated", "MUTEX": "any", "USE_WITHIN_HOLD": "any",
+                        "RESOURCE": "any"}},
+          outcome={"F": "EXPECT-VIOL on fences (the counter evicted, a token handed out "
+                   "twice); the lock key goes too"})
+def f29a(run):
+    gone = evict(run, "allkeys-lru", [0], ex=None)
+    run.wait_workers()
+    run.probe("a persistent key (the fence counter) was evicted", gone, ", ".join(gone))
+    run.min_acquisitions(3)
+
+
+def evict(run, policy, victims, ex=600):
+    """Lock servers with maxmemory 2 MB and `policy`; once a worker holds, 4000 x 1 KB filler
+    keys (with EX `ex`) are written into each victim, which must evict. Returns the keys of db 0
+    without a TTL (fence counters) that were there before the fill and are gone after it."""
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30,
-              lock_extra=["maxmemory 2mb", "maxmemory-policy volatile-lru"])
+              lock_extra=["maxmemory 2mb", "maxmemory-policy " + policy])
     run.start_workers()
     run.sleep_ms(800)
     t = mono_ns()
     run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
-    srv = run.lock_servers[0]
-    run.nemesis("fill", srv.name, "4000 x 1 KB with EX 600")
-    fill(srv, 4000, 1024, ex=600)
-    evicted = int(info_field(srv, "stats", "evicted_keys") or 0)
-    run.probe("keys were evicted", evicted > 0, "evicted_keys %d" % evicted)
-    run.wait_workers()
+    gone = []
+    for i in victims:
+        srv = run.lock_servers[i]
+        persistent = [k for k in srv.call("KEYS", "*") or [] if srv.call("PTTL", k) == -1]
+        run.nemesis("fill", srv.name, "4000 x 1 KB%s" % (" with EX %d" % ex if ex else ""))
+        fill(srv, 4000, 1024, ex=ex)
+        evicted = int(info_field(srv, "stats", "evicted_keys") or 0)
+        run.probe("keys were evicted on %s" % srv.name, evicted > 0, "evicted_keys %d" % evicted)
+        gone += [k for k in persistent if srv.call("EXISTS", k) == 0]
+    return gone
 
 
 @scenario("F30", "OOM under noeviction: 3 MB of persistent keys, then maxmemory 1 MB, for 2 s",
@@ -1914,17 +1983,18 @@ def f14(run):
     run.watchdog_probes(lost_by=(1, t0))
 
 
-@scenario("F13", "Redlock client cut (nft) from 1 of 3 masters for 2.5 s, then from 2 of 3 for "
-          "2.5 s, in the run's own network namespace",
-          "success iff a quorum is reachable: it still acquires with 1 cut, never with 2 cut",
-          "R", outcome={"R": "SAFE, LIVE with 1 cut"})
-def f13(run):
-    netns_setup(run, wait_ms=1000, poll_ms=30, duration_ms=9500)
+def cut_masters(run, n):
+    """F13 on n Redlock masters: worker 1 cut (nft) from 1 master, then 2, ... for 2.5 s each,
+    up to one more than a quorum allows; it must still acquire while a quorum is reachable,
+    never after."""
+    quorum = n // 2 + 1
+    netns_setup(run, wait_ms=1000, poll_ms=30, duration_ms=4500 + 2500 * (n - quorum + 1),
+                masters=n)
     run.start_workers()
     run.sleep_ms(500)
     ports = [run.proxy.ports[run.route(1, i)] for i in range(len(run.lock_servers))]
     windows = []
-    for k in (1, 2):
+    for k in range(1, n - quorum + 2):
         for p in ports[len(windows):k]:
             run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
         t0 = mono_ns()
@@ -1936,11 +2006,57 @@ def f13(run):
     inv = {(e["w"], e["op"]): e["t"] for e in run.workers[0].events() if e["type"] == "invoke"}
     oks = [(inv.get((e["w"], e["op"]), 0), e["t"]) for e in run.workers[0].events()
            if e.get("f") == "acquire" and e["type"] == "ok"]
-    one = [o for o in oks if windows[0][0] <= o[0] and o[1] <= windows[0][1]]
-    two = [o for o in oks if windows[1][0] <= o[0] and o[1] <= windows[1][1]]
-    run.probe("worker 1 still acquires with 1 of 3 masters cut", one, "%d" % len(one))
-    run.probe("worker 1 never acquires with 2 of 3 masters cut", not two, "%d" % len(two))
+    for k, (b, e) in enumerate(windows, 1):
+        got = [o for o in oks if b <= o[0] and o[1] <= e]
+        if k <= n - quorum:
+            run.probe("worker 1 still acquires with %d of %d masters cut" % (k, n), got,
+                      "%d" % len(got))
+        else:
+            run.probe("worker 1 never acquires with %d of %d masters cut" % (k, n), not got,
+                      "%d" % len(got))
     run.min_acquisitions(5)
+
+
+@scenario("F13", "Redlock client cut (nft) from 1 of 3 masters for 2.5 s, then from 2 of 3 for "
+          "2.5 s, in the run's own network namespace",
+          "success iff a quorum is reachable: it still acquires with 1 cut, never with 2 cut",
+          "R", outcome={"R": "SAFE, LIVE with 1 cut"})
+def f13(run):
+    cut_masters(run, 3)
+
+
+@scenario("F13N5", "F13 on 5 Redlock masters: the client cut (nft) from 1, 2, then 3 of them, "
+          "2.5 s each, in the run's own network namespace",
+          "success iff a quorum (3 of 5) is reachable: it still acquires with 1 and 2 cut, "
+          "never with 3 cut", "", ext=["R"], outcome={"R": "SAFE, LIVE with 1 and 2 cut"})
+def f13n5(run):
+    cut_masters(run, 5)
+
+
+def kleppmann1(run, n):
+    """F17 on n Redlock masters: worker 1, cut from the masters after the first quorum, holds
+    that quorum; the last master of it has its clock stepped past the TTL; worker 2, cut from
+    the masters before it, then acquires it and the rest. Both believe at once."""
+    quorum = n // 2 + 1
+    shared = quorum - 1
+    run.netns = Netns(run)
+    run.netns.enter()
+    run.setup(workers=2, ttl_ms=2000, hold_ms=1500, poll_ms=30, lock_skew={shared: "0 1.0"},
+              duration_ms=8000, masters=n,
+              worker_extra={w: ["--expire-pct", "100"] for w in (1, 2)})
+    for w, cut in ((1, range(quorum, n)), (2, range(0, shared))):
+        for i in cut:
+            p = run.proxy.ports[run.route(w, i)]
+            run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+    t = mono_ns()
+    run.start_workers(arm=lambda _: run.wait_for(lambda: run.acquired_since(t, workers=[1]), 8,
+                                                 "worker 1 holding the first quorum"),
+                      others_after_ms=0)
+    run.lock_servers[shared].set_skew(3000)
+    run.wait_for(lambda: run.acquired_since(t, workers=[2]), 8, "worker 2 holding the last quorum")
+    dropped = run.netns.heal()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.wait_workers()
 
 
 @scenario("F17", "Kleppmann #1 composite on 3 Redlock masters A, B, C: worker 1 cut from C "
@@ -1950,23 +2066,17 @@ def f13(run):
           expect={"R": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"}},
           outcome={"R": "EXPECT-VIOL"})
 def f17(run):
-    run.netns = Netns(run)
-    run.netns.enter()
-    run.setup(workers=2, ttl_ms=2000, hold_ms=1500, poll_ms=30, lock_skew={1: "0 1.0"},
-              duration_ms=8000,
-              worker_extra={w: ["--expire-pct", "100"] for w in (1, 2)})
-    for w, cut in ((1, 2), (2, 0)):
-        p = run.proxy.ports[run.route(w, cut)]
-        run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
-    t = mono_ns()
-    run.start_workers(arm=lambda _: run.wait_for(lambda: run.acquired_since(t, workers=[1]), 8,
-                                                 "worker 1 holding A and B"),
-                      others_after_ms=0)
-    run.lock_servers[1].set_skew(3000)
-    run.wait_for(lambda: run.acquired_since(t, workers=[2]), 8, "worker 2 holding B and C")
-    dropped = run.netns.heal()
-    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
-    run.wait_workers()
+    kleppmann1(run, 3)
+
+
+@scenario("F17N5", "F17 on 5 Redlock masters A-E: worker 1 cut from D and E acquires A, B, C; C's "
+          "clock is stepped past the TTL; worker 2, cut from A and B, acquires C, D, E",
+          "two workers believe they hold the lock at once: the checker must see it", "",
+          ext=["R"],
+          expect={"R": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"}},
+          outcome={"R": "EXPECT-VIOL"})
+def f17n5(run):
+    kleppmann1(run, 5)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2170,9 +2280,17 @@ def f26(run):
                          "ORPHANS": "any"}},
           outcome={"FO": "EXPECT-VIOL"}, timeout=110)
 def f27(run):
+    split_brain(run)
+
+
+def split_brain(run, lag_s=None):
+    """F27's split; with lag_s, every node has min-replicas-to-write 1 and min-replicas-max-lag
+    lag_s, and the old master's refusal (NOREPLICAS, to a direct SET from this host, which the
+    cut spares) is timed from the cut: returns (t_cut, t_refused, t_heal)."""
     run.netns = Netns(run)
     run.netns.enter()
-    fo_setup(run, split=True, poll_ms=30, duration_ms=12000)
+    extra = ["min-replicas-to-write 1", "min-replicas-max-lag %d" % lag_s] if lag_s else None
+    fo_setup(run, split=True, poll_ms=30, duration_ms=12000, lock_extra=extra)
     run.start_workers()
     run.sleep_ms(1000)
     master = run.lock_servers[0]
@@ -2181,7 +2299,14 @@ def f27(run):
     for i in range(3):
         p = run.proxy.ports["w1-s%d" % i]
         run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+    t_cut = mono_ns()
     run.nemesis("split", "lock0 + w1", "cut from replicas and sentinels")
+    t_refused = None
+    if lag_s:
+        r = run.wait_for(lambda: (lambda x: x if str(x).startswith("NOREPLICAS") else None)(
+            master.call("SET", "probe", "x")), lag_s + 5, "NOREPLICAS on the old master")
+        t_refused = mono_ns()
+        run.nemesis("noreplicas", master.name, r)
     s0 = run.extra_servers[0]
     port = run.wait_for(lambda: (lambda p: p if p and p != run.announced(master) else None)(
         s0.master_port_now()), 30, "the sentinels' failover")
@@ -2190,8 +2315,43 @@ def f27(run):
     run.wait_for(lambda: run.acquired_since(t, workers=[2, 3]), 10, "a grant by the new master")
     run.sleep_ms(2000)
     dropped = run.netns.heal()
+    t_heal = mono_ns()
     run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
     run.wait_workers()
+    return t_cut, t_refused, t_heal
+
+
+F27W_LAG_S = 2
+
+
+@scenario("F27w", "F27 with min-replicas-to-write 1 and min-replicas-max-lag 2 on every node: "
+          "the isolated master's window of grants, measured",
+          "the old master refuses writes (NOREPLICAS) within the lag + 2 s of the cut (a "
+          "replica acks once a second, the lag is counted in whole seconds, and the count of "
+          "good replicas is refreshed once a second): worker 1's grants there end with "
+          "that window; whether the window overlaps the new master's first grants depends on "
+          "how fast the failover is (MUTEX reported, not asserted)", "", ext=["FO"],
+          expect={"FO": {"MUTEX": "any", "RESOURCE": "any", "USE_WITHIN_HOLD": "any",
+                         "ORPHANS": "any"}},
+          outcome={"FO": "the split-brain window is bounded by min-replicas-max-lag + 2 s "
+                   "(asserted); MUTEX reported"}, timeout=110)
+def f27w(run):
+    t_cut, t_refused, t_heal = split_brain(run, lag_s=F27W_LAG_S)
+    window_ms = (t_refused - t_cut) / 1e6
+    # The last ack came up to 1 s before the cut; the replica is late once the whole seconds
+    # since it exceed the lag (at most lag + 1 s after it); the master recounts its good
+    # replicas once a second (+1 s); + 500 ms for this host's polling and the SET.
+    bound_ms = (F27W_LAG_S + 2) * 1000 + 500
+    run.probe("the old master refused writes within %d ms of the cut" % bound_ms,
+              window_ms <= bound_ms, "NOREPLICAS %.0f ms after the cut" % window_ms)
+    w1 = [e["t"] for e in worker_events(run, "acquire", workers=[1]) if e["type"] == "ok"]
+    inside = [t for t in w1 if t_cut <= t <= t_refused]
+    # 100 ms: a grant the old master applied just before refusing reaches worker 1 after it
+    late = [t for t in w1 if t_refused + 100_000_000 < t < t_heal]
+    run.probe("worker 1 acquired from the isolated master inside the window", inside,
+              "%d grants" % len(inside))
+    run.probe("worker 1 acquired nothing after the window, until the heal", not late,
+              "%d grants" % len(late))
 
 
 # Cluster (F28): 3 masters without replicas (resharding needs no failover), made by
@@ -2282,79 +2442,6 @@ def slot_in(nodes_line, slot):
         if int(lo) <= slot <= int(hi or lo):
             return True
     return False
-
-
-# ---------------------------------------------------------------------------------------------
-# the randomised tier: a Jepsen-style schedule of faults that keep the model (so SAFE is
-# expected), for a given time and seed.
-
-
-def random_run(run, seconds):
-    run.setup(duration_ms=int(seconds * 1000) + 1000, hold_ms=150, poll_ms=30,
-              persistence="aof" if run.mode != "R" else "none",
-              resource_via_proxy=False)
-    run.start_workers()
-    end = time.monotonic() + seconds
-    rng = run.rng
-    faults = ["drop", "reset", "hold", "blackhole", "delay-down", "stall", "crash", "flush",
-              "restart-aof"] if run.mode != "R" else ["drop", "reset", "hold", "blackhole",
-                                                      "delay-down", "stall", "crash", "flush"]
-    for step in range(100000):
-        if time.monotonic() >= end - 2:
-            break
-        f = rng.choice(faults)
-        w = rng.randint(1, 3)  # a route; a replacement worker inherits its victim's routes
-        srv = rng.randrange(len(run.lock_servers))
-        route = run.route(w, srv)
-        try:
-            if f in ("drop", "reset", "hold"):
-                run.proxy.ctl("rule %s %s %s count 1" % (route, f, run.acquire_rule()))
-                run.sleep_ms(rng.randint(200, 1500))
-                run.proxy.ctl("clear %s" % route)
-            elif f == "blackhole":
-                run.proxy.ctl("rule %s blackhole" % route)
-                run.sleep_ms(rng.randint(200, 2000))
-                run.proxy.ctl("clear %s" % route)
-            elif f == "delay-down":
-                run.proxy.ctl("rule %s delay-down %d" % (route, rng.randint(10, 400)))
-                run.sleep_ms(rng.randint(200, 2000))
-                run.proxy.ctl("clear %s" % route)
-            elif f == "stall":
-                s = run.lock_servers[srv]
-                s.signal(signal.SIGSTOP)
-                run.nemesis("sigstop", s.name)
-                run.sleep_ms(rng.randint(100, 2 * run.ttl_ms))
-                s.signal(signal.SIGCONT)
-                run.nemesis("sigcont", s.name)
-            elif f == "crash":
-                live = [x for x in run.workers if x.proc.poll() is None]
-                if live:
-                    victim = rng.choice(live)
-                    victim.kill9()
-                    run.nemesis("kill-9", "w%d" % victim.id)
-                    # a fresh process takes its place under a new worker id
-                    nid = len(run.workers) + 1
-                    args = list(victim.args[5:])
-                    left = int((end - time.monotonic()) * 1000) + 500
-                    args[args.index("--duration-ms") + 1] = str(max(500, left))
-                    nw = Worker(run, nid, args)
-                    run.workers.append(nw)
-                    nw.start()
-            elif f == "flush":
-                run.lock_servers[srv].call("SCRIPT", "FLUSH")
-                run.nemesis("script-flush", run.lock_servers[srv].name)
-            elif f == "restart-aof":
-                s = run.lock_servers[srv]
-                s.kill9()
-                run.nemesis("kill-9", s.name, "appendfsync always")
-                s.start()
-                run.nemesis("restart", s.name)
-            run.sleep_ms(rng.randint(100, 800))
-        except (HarnessError, OSError) as e:
-            run.nemesis("note", "harness", str(e))
-    run.wait_workers()
-    run.bounded_latency(3000 + 500 + 500 + 2000)
-    run.min_acquisitions(int(seconds))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2479,6 +2566,7 @@ def proxy_selftest(env):
 # The ZooKeeper, PostgreSQL and etcd scenarios (Z.., P.., E..; every mode extended).
 import backends  # noqa: E402 (tests/fault/backends.py; registers through `scenario` above)
 backends.register(sys.modules[__name__])
+import random_tier  # noqa: E402 (tests/fault/random_tier.py: `random`'s schedule)
 
 
 class Env:
@@ -2517,6 +2605,7 @@ def run_one(env, sc, mode, seed, results, keep, body=None):
         "artifacts": base, "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "report": out,
     }
+    res.update(getattr(run, "summary", {}))  # the randomised tier: commit, faults, liveness
     print(out)
     for p in run.probes:
         print("PROBE %s: %s %s" % ("ok" if p["passed"] else "FAILED", p["name"], p["detail"]))
@@ -2587,7 +2676,8 @@ def main():
                       "SAFE under faults that keep the model", a.mode, None,
                       outcome={a.mode: "SAFE"}, timeout=int(a.seconds) + 120)
         return run_one(env, sc, a.mode, a.seed, a.results, a.keep,
-                       body=lambda run: random_run(run, a.seconds))
+                       body=lambda run: random_tier.random_run(sys.modules[__name__], run,
+                                                               a.seconds))
     return 64
 
 

@@ -94,6 +94,26 @@ class Merge(unittest.TestCase):
         # the old folder's file and the skipped run's have no commit
         self.assertIn("(2 of the 9 files here", page)
 
+    def test_random_folders_show_commit_faults_fired_and_liveness_then_their_notes(self):
+        tally = {"drop": {"scheduled": 2, "fired": 1}, "partition": {"scheduled": 2, "fired": 2},
+                 "stall": {"scheduled": 0, "fired": 0}}
+        rnd = dict(result("RND", "F", 7, commit="0123456789abcdef", measured={"MUTEX": "ok"}),
+                   faults=tally,
+                   liveness={"quiet_s": 31.4, "longest_quiet_gap_ms": 229})
+        write(os.path.join(self.tmp.name, "rnd", "seed7"), rnd)
+        with open(os.path.join(self.tmp.name, "rnd", "NOTES.md"), "w") as f:
+            f.write("what was found\n")
+        old = os.path.join(self.tmp.name, "old-rnd")
+        os.makedirs(old)
+        with open(os.path.join(old, "NOTES.md"), "w") as f:
+            f.write("kept notes\n")
+        page = safety_doc.render([self.new], SCENARIOS,
+                                 [old, os.path.join(self.tmp.name, "rnd")])
+        self.assertIn("| F | 7 | 1 s | 0123456789 | 3/4 (drop 1/2, partition 2/2) | 31 s, "
+                      "229 ms | no violation | as expected |", line_of(page, "| F | 7 |"))
+        self.assertLess(page.index("kept notes"), page.index("| F | 7 |"))
+        self.assertLess(page.index("| F | 7 |"), page.index("what was found"))
+
     def test_a_case_without_a_test_says_so_and_results_are_read(self):
         cases = [("B1", "x", "`suite.one`, `suite.two`; fault F01", ""),
                  ("B2", "y", "nothing named", "all of it")]
