@@ -40,6 +40,7 @@ struct attempt {
     std::optional<result> ddl{}; ///< the first failure of the sequence and table checks
 
     void finish(std::error_code ec, std::shared_ptr<hold> h) {
+        --eng->advisory_attempts;
         const bool got = h != nullptr;
         eng->metrics().acquisition(metrics_slot(opts.kind), ec, got, false, clock::now() - start);
         done(ec, std::move(h));
@@ -283,6 +284,7 @@ namespace {
 void start(const std::shared_ptr<attempt>& a) {
     const auto& e = a->eng;
     const auto& opts = a->opts;
+    ++e->advisory_attempts;
     std::error_code ec;
     if ((opts.lease && *opts.lease < milliseconds(1)) ||
         (opts.retry && (opts.retry->attempts == 0 || opts.retry->delay.count() < 0 ||
@@ -300,6 +302,13 @@ void start(const std::shared_ptr<attempt>& a) {
     // A campaign writes its row with its session's pid, and hashtext keys are known only to
     // the server (two names may share one): both wait on a session of their own.
     if (a->elect || a->key.server_hash) return wait_on_own(a);
+    // A client that holds no advisory lock and acquires no other has no session to share: the
+    // wait (a grant at once when the lock is free) goes on a session of its own, which then
+    // joins the holding set, one round trip as before holding sessions. A try first would cost
+    // a contended acquisition a round trip more (the one-lock-per-client C and D rows lost
+    // 8-20% to it, BENCHMARKS.md).
+    if (e->holding.empty() && e->advisory_attempts == 1 && (!opts.wait || opts.wait->count() > 0))
+        return wait_on_own(a);
     if (auto hs = pick_session(*e, key_id(a->key))) return try_on(a, hs);
     ++e->holding_opening;
     e->get_session([a](std::error_code ec2, std::shared_ptr<connection> s) {

@@ -144,6 +144,8 @@ public:
     /// are being opened for tries.
     std::vector<std::shared_ptr<holding_session>> holding{};
     std::size_t holding_opening = 0;
+    /// I/O thread: advisory acquisitions started and not finished (advisory.cpp).
+    std::size_t advisory_attempts = 0;
 
     /// I/O thread: `ready` runs once the session that LISTENs on every channel below is up (at
     /// once when it is; with an error when it cannot be set up: the caller then polls).
