@@ -182,8 +182,12 @@ void send(std::shared_ptr<attempt> a, std::shared_ptr<connection> s) {
                auto hs = join_session(e, s, a->key.server_hash || a->elect.has_value());
                auto h = std::make_shared<advisory_hold>(a->eng, a->name, a->key, a->opts.kind,
                                                         token, hs, a->elect.has_value());
-               h->start(a->opts.lease, sent);
-               hs->add(key_id(a->key), h, sent);
+               // A wait's grant is proven when its answer arrives (the statement was sent
+               // before the wait, which may outlast dlock_check), as before holding sessions;
+               // a try's by its send.
+               const auto proven = try_once ? sent : clock::now();
+               h->start(a->opts.lease, proven);
+               hs->add(key_id(a->key), h, proven);
                e.track(h);
                a->finish({}, h);
            });

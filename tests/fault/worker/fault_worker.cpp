@@ -152,6 +152,9 @@ struct locker {
     std::unique_ptr<dlock::client> client;
     bool redlock = false;
     bool session_lease = false; ///< ZooKeeper, etcd: no fixed lease, the session is the lease
+    /// PostgreSQL advisory locks: each check of the holding session proves its locks and moves
+    /// valid_until on (up to a fixed lease's end), a renewal the holder logs as with --watchdog.
+    bool session_proven = false;
 
     dlock::acquire_options with_kind(dlock::acquire_options ao) const {
         if (redlock) ao.kind = dlock::lock_kind::simple;
@@ -231,6 +234,11 @@ private:
             k.client = std::make_unique<dlock::client>(c_.url);
             k.session_lease =
                 k.client->backend_name() == "zookeeper" || k.client->backend_name() == "etcd";
+            const auto kind = dlock::kind_from_name(c_.kind).value_or(dlock::lock_kind::reentrant);
+            k.session_proven =
+                k.client->backend_name() == "postgresql" && kind != dlock::lock_kind::lease &&
+                kind != dlock::lock_kind::shedlock && kind != dlock::lock_kind::versioned &&
+                kind != dlock::lock_kind::semaphore;
         }
         return k;
     }
@@ -387,13 +395,14 @@ private:
         });
     }
 
-    /// --watchdog: a renewal the holder can see. The public API has no renewal hook, so the
+    /// --watchdog (and PostgreSQL's advisory locks, proven by their session's checks): a
+    /// renewal the holder can see. The public API has no renewal hook, so the
     /// holder reads valid_until() where it uses the lease (before each use and write, before
     /// its release) and logs a deadline that moved as an extend ok without an invoke; its
     /// validity was measured from before the renewal was sent, so t_start is derived from it
     /// as for an acquisition. The event's t is when the holder saw it, not when it happened.
     void observe(const dlock::lease& l, const std::string& token_h) {
-        if (!c_.watchdog) return;
+        if (!c_.watchdog && !lock_.session_proven) return;
         std::int64_t d = ns_of(l.valid_until());
         std::int64_t t = now_ns();
         if (d <= seen_deadline_) return; // not renewed since (or lost: valid_until is 0)
