@@ -189,23 +189,14 @@ void acquisition::next_predecessor() {
     if (permits_ != 0) return recount();
     const auto gen = ++gen_;
     waiting_ = false;
-    // The blocker and the own key in one read (etcd's Go Mutex reads them one after the
-    // other: a hand-off then cost two round trips after the watch event).
-    backend_->client().txn(
-        blocker_and_own(
-            blockers_.empty() ? predecessor(range_, rev_) : last_before(blockers_, rev_), key_),
-        [self = shared_from_this(), gen](grpc::Status s, pb::TxnResponse&& r) {
+    backend_->client().range(
+        blockers_.empty() ? predecessor(range_, rev_) : last_before(blockers_, rev_),
+        [self = shared_from_this(), gen](grpc::Status s, pb::RangeResponse&& r) {
             if (self->finished_ || gen != self->gen_) return;
-            if (!s.ok()) return self->failed(s, &acquisition::next_predecessor, "read txn");
-            if (r.responses_size() != 2)
-                return self->fail(make_error_code(errc::protocol_error), "read txn");
-            const auto& blocker = r.responses(0).response_range().kvs();
-            const auto& own = r.responses(1).response_range().kvs();
-            if (own.empty() || own[0].create_revision() != self->rev_)
-                return self->restart(); // gone with the lease, or forced away
-            if (blocker.empty()) return self->granted(r.header().revision());
+            if (!s.ok()) return self->failed(s, &acquisition::next_predecessor, "range");
+            if (r.kvs().empty()) return self->check_own();
             if (self->wait_over()) return self->give_up();
-            self->wait_for(blocker[0].key(), r.header().revision() + 1);
+            self->wait_for(r.kvs(0).key(), r.header().revision() + 1);
         });
 }
 
@@ -222,6 +213,18 @@ void acquisition::wait_for(const std::string& key, std::int64_t from, std::strin
         std::move(range_end));
     watch_->probe(backend_->executor(), probe_every);
     watch_->start();
+}
+
+void acquisition::check_own() {
+    const auto gen = ++gen_;
+    backend_->client().range(
+        one_key(key_), [self = shared_from_this(), gen](grpc::Status s, pb::RangeResponse&& r) {
+            if (self->finished_ || gen != self->gen_) return;
+            if (!s.ok()) return self->failed(s, &acquisition::check_own, "range");
+            if (r.kvs().empty() || r.kvs(0).create_revision() != self->rev_)
+                return self->restart(); // gone with the lease, or forced away
+            self->granted(r.header().revision());
+        });
 }
 
 void acquisition::granted(std::int64_t seen_revision) {

@@ -71,9 +71,6 @@ private:
     void recount();
     /// Holds when the own key is among the `permits` oldest, else waits for a deletion.
     void count(const pb::RangeResponse& oldest, bool own_exists, std::int64_t revision);
-    /// Reads the blocker (predecessor) and the own key in one round trip: holds when no
-    /// blocker is left, waits for the blocker's deletion, or starts again when the own key
-    /// has gone (with the lease, or forced away).
     void next_predecessor();
     /// Watches `key` (with `range_end`: any key of the range) for a deletion from revision
     /// `from`, then reads the next predecessor (a semaphore: counts again). `from` is the
@@ -82,6 +79,7 @@ private:
     /// or before it is caught up by a loop that runs every 100 ms (mvcc's unsynced watchers),
     /// which delayed every hand-off by up to 100 ms.
     void wait_for(const std::string& key, std::int64_t from, std::string range_end = {});
+    void check_own();
     void granted(std::int64_t seen_revision);
     void give_up();
     void restart();

@@ -46,13 +46,6 @@ pb::RangeRequest one_key(const std::string& key) {
     return r;
 }
 
-pb::TxnRequest blocker_and_own(pb::RangeRequest blocker, const std::string& key) {
-    pb::TxnRequest t;
-    *t.add_success()->mutable_request_range() = std::move(blocker);
-    *t.add_success()->mutable_request_range() = one_key(key);
-    return t;
-}
-
 pb::TxnRequest lock_txn(const std::string& key, const std::string& range, std::int64_t lease,
                         const std::string* value) {
     pb::TxnRequest t;

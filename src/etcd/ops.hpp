@@ -17,10 +17,6 @@ pb::RangeRequest by_create(const std::string& range, std::int64_t limit = 0);
 pb::RangeRequest predecessor(const std::string& range, std::int64_t below);
 /// The key `key` alone.
 pb::RangeRequest one_key(const std::string& key);
-/// A waiter's read after each wake-up, one round trip: [0] `blocker` (its predecessor, as
-/// predecessor() or last_before() ask), [1] its own key `key`, both at one revision (a
-/// transaction of reads only: etcd serves it as a linearizable read, no write).
-pb::TxnRequest blocker_and_own(pb::RangeRequest blocker, const std::string& key);
 /// The Mutex's one round trip: put `key` with `lease` unless it exists (else read it); read the
 /// first key of `range` either way. Responses: [0] put or read of the key, [1] the first key.
 /// With a `value` (an election's campaign: concurrency.Election), the key is put with it, and
