@@ -188,9 +188,10 @@ int run(int argc, char** argv, std::ostream& out, std::ostream& err) {
     std::string unlock_name;
     bool force = false;
     auto* unlock = app.add_subcommand("unlock", "Break a stuck lock (any kind), wake its waiters");
-    unlock->add_flag("--force", force,
-                     "Required: delete the lock whoever holds it (PostgreSQL advisory: ends the "
-                     "holder's session, so every lock on that session is lost)")
+    unlock
+        ->add_flag("--force", force,
+                   "Required: delete the lock whoever holds it (PostgreSQL advisory: ends the "
+                   "holder's session, so every lock on that session is lost)")
         ->required();
     unlock->add_option("name", unlock_name, "Lock name")->required();
 
