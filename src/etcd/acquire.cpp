@@ -150,43 +150,85 @@ void acquisition::on_semaphore_put(pb::TxnResponse&& r) {
     count(r.responses(1).response_range(), true, r.header().revision());
 }
 
-void acquisition::recount() {
+void acquisition::count(const pb::RangeResponse& oldest, bool own_exists, std::int64_t revision) {
+    if (!permits_match(oldest)) return;
+    for (const auto& kv : oldest.kvs())
+        if (kv.key() == key_) return granted(revision);
+    if (!own_exists) return restart(); // gone with the lease, or forced away
+    if (wait_over()) return give_up();
+    line();
+}
+
+bool acquisition::permits_match(const pb::RangeResponse& holders) {
+    // The `permits` oldest keys hold; each names the permits it was acquired with.
+    std::vector<const mvccpb::KeyValue*> by_age;
+    for (const auto& kv : holders.kvs())
+        by_age.push_back(&kv);
+    const auto n = std::min<std::size_t>(by_age.size(), permits_);
+    std::partial_sort(
+        by_age.begin(), by_age.begin() + static_cast<std::ptrdiff_t>(n), by_age.end(),
+        [](const auto* x, const auto* y) { return x->create_revision() < y->create_revision(); });
+    const auto permits = std::to_string(permits_);
+    for (std::size_t i = 0; i < n; ++i)
+        if (by_age[i]->value() != permits) {
+            fail(make_error_code(errc::invalid_argument),
+                 "the etcd semaphore '" + name_ + "' is held with " +
+                     by_age[i]->value().substr(0, 20) + " permits; this acquisition asked for " +
+                     permits);
+            return false;
+        }
+    return true;
+}
+
+void acquisition::line() {
     const auto gen = ++gen_;
     waiting_ = false;
-    backend_->client().txn(semaphore_count(key_, semaphore_keys_, permits_),
+    backend_->client().txn(semaphore_line(key_, semaphore_keys_, rev_),
                            [self = shared_from_this(), gen](grpc::Status s, pb::TxnResponse&& r) {
                                if (self->finished_ || gen != self->gen_) return;
                                if (!s.ok())
-                                   return self->failed(s, &acquisition::recount, "semaphore count");
+                                   return self->failed(s, &acquisition::line, "semaphore line");
                                if (r.responses_size() < 2)
                                    return self->fail(make_error_code(errc::protocol_error),
-                                                     "semaphore count");
+                                                     "semaphore line");
                                const auto& own = r.responses(1).response_range().kvs();
-                               self->count(r.responses(0).response_range(),
-                                           !own.empty() && own[0].create_revision() == self->rev_,
-                                           r.header().revision());
+                               if (own.empty() || own[0].create_revision() != self->rev_)
+                                   return self->restart();
+                               const auto& ahead = r.responses(0).response_range();
+                               if (!self->permits_match(ahead)) return;
+                               self->ahead_.clear();
+                               for (const auto& kv : ahead.kvs())
+                                   self->ahead_.insert(kv.key());
+                               if (self->ahead_.size() < self->permits_)
+                                   return self->granted(r.header().revision());
+                               if (self->wait_over()) return self->give_up();
+                               self->wait_in_line(r.header().revision() + 1);
                            });
 }
 
-void acquisition::count(const pb::RangeResponse& oldest, bool own_exists, std::int64_t revision) {
-    const auto permits = std::to_string(permits_);
-    bool mine = false;
-    for (const auto& kv : oldest.kvs()) {
-        if (kv.value() != permits)
-            return fail(make_error_code(errc::invalid_argument),
-                        "the etcd semaphore '" + name_ + "' is held with " +
-                            kv.value().substr(0, 20) + " permits; this acquisition asked for " +
-                            permits);
-        mine = mine || kv.key() == key_;
-    }
-    if (mine) return granted(revision);
-    if (!own_exists) return restart(); // gone with the lease, or forced away
-    if (wait_over()) return give_up();
-    wait_for(semaphore_keys_, revision + 1, range_end(semaphore_keys_));
+void acquisition::wait_in_line(std::int64_t from) {
+    const auto gen = ++gen_;
+    waiting_ = true;
+    watch_ = std::make_shared<key_watch>(
+        backend_->client(), semaphore_keys_, from,
+        [w = weak_from_this(), gen](key_watch::result) {
+            auto a = w.lock();
+            if (!a || a->finished_ || gen != a->gen_) return;
+            a->line(); // broken: read the line again
+        },
+        range_end(semaphore_keys_));
+    watch_->each_deletion([w = weak_from_this(), gen](const std::string& key, std::int64_t rev) {
+        auto a = w.lock();
+        if (!a || a->finished_ || gen != a->gen_) return;
+        if (key == a->key_) return a->restart(); // gone with the lease, or forced away
+        if (a->ahead_.erase(key) != 0 && a->ahead_.size() < a->permits_) a->granted(rev);
+    });
+    watch_->probe(backend_->executor(), probe_every);
+    watch_->start();
 }
 
 void acquisition::next_predecessor() {
-    if (permits_ != 0) return recount();
+    if (permits_ != 0) return line();
     const auto gen = ++gen_;
     waiting_ = false;
     backend_->client().range(

@@ -26,10 +26,11 @@
 // the campaign's value; the hold is the leader's.
 //
 // A semaphore (layout.hpp) puts "<range>semaphore/<unix ns>" (value: the permits) and reads the
-// `permits` oldest keys in the same Txn: among them, it holds; else it watches the semaphore's
-// range for any deletion (every waiter wakes: a count has no single predecessor) and counts
-// again, with its own key in the same read (gone: start again). A key among the oldest with
-// another number of permits ends the acquisition with errc::invalid_argument.
+// `permits` oldest keys in the same Txn: among them, it holds; else it reads its line (the keys
+// created before its own, and its own, in one Txn) and keeps one watch of the semaphore's range
+// for deletions, counting them itself (line(), wait_in_line(): no request per waiter when a
+// holder leaves). A key among the oldest with another number of permits ends the acquisition
+// with errc::invalid_argument.
 #pragma once
 
 #include "etcd/backend.hpp"
@@ -38,6 +39,7 @@
 #include <asio/steady_timer.hpp>
 
 #include <optional>
+#include <unordered_set>
 
 namespace dlock::detail::etcd {
 
@@ -67,10 +69,18 @@ private:
     std::string new_key();
     void on_rw_put(pb::TxnResponse&& r);
     void on_semaphore_put(pb::TxnResponse&& r);
-    /// A semaphore waiter reads the oldest keys and its own again.
-    void recount();
-    /// Holds when the own key is among the `permits` oldest, else waits for a deletion.
+    /// Holds when the own key is among the `permits` oldest, else reads its line.
     void count(const pb::RangeResponse& oldest, bool own_exists, std::int64_t revision);
+    /// False (and the acquisition failed) when a holder among `holders` (the `permits` oldest
+    /// by create revision) names another number of permits.
+    bool permits_match(const pb::RangeResponse& holders);
+    /// A semaphore waiter reads the keys ahead of its own (and its own) in one revision: fewer
+    /// than `permits`, it holds; else wait_in_line().
+    void line();
+    /// One watch of the semaphore's range for the whole wait: a deletion of a key ahead takes
+    /// it off `ahead_` (holds once fewer than `permits` are left); of the own key, starts
+    /// again; a broken watch reads the line again.
+    void wait_in_line(std::int64_t from);
     void next_predecessor();
     /// Watches `key` (with `range_end`: any key of the range) for a deletion from revision
     /// `from`, then reads the next predecessor (a semaphore: counts again). `from` is the
@@ -96,10 +106,11 @@ private:
     std::string name_;
     std::string range_;
     lock_kind kind_;
-    std::string blockers_;             ///< an RWMutex side's blocker prefix; empty for the Mutex
-    unsigned permits_;                 ///< a semaphore's permits; 0 for the other kinds
-    std::string semaphore_keys_;       ///< a semaphore's key range
-    std::optional<std::string> value_; ///< a campaign's value (elect()); none for a lock
+    std::string blockers_;       ///< an RWMutex side's blocker prefix; empty for the Mutex
+    unsigned permits_;           ///< a semaphore's permits; 0 for the other kinds
+    std::string semaphore_keys_; ///< a semaphore's key range
+    std::unordered_set<std::string> ahead_{}; ///< a semaphore waiter's keys older than its own
+    std::optional<std::string> value_;        ///< a campaign's value (elect()); none for a lock
     std::optional<clock::time_point> deadline_;
     clock::time_point started_;
     done_fn done_;

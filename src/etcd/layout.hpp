@@ -19,7 +19,8 @@
 // "<range>semaphore/<unix ns>" with the lease and the number of permits as its value (decimal);
 // the N oldest keys of "<range>semaphore/" by create revision hold, and every acquisition
 // names the same N (a different one is refused: the count is stored, not a convention).
-// Waiters watch "<range>semaphore/" for deletions and count again.
+// Waiters read the keys ahead of their own once, then watch "<range>semaphore/" for
+// deletions and count them.
 //
 // Names are data: a name is refused (errc::invalid_argument) when empty, over 4096 bytes, or
 // when it has a '/' (the range of "a" would contain the keys of lock "a/b": two locks would

@@ -99,9 +99,13 @@ pb::TxnRequest semaphore_txn(const std::string& key, const std::string& keys, st
     return t;
 }
 
-pb::TxnRequest semaphore_count(const std::string& key, const std::string& keys, unsigned permits) {
+pb::TxnRequest semaphore_line(const std::string& key, const std::string& keys, std::int64_t rev) {
     pb::TxnRequest t; // no compare: the success branch runs
-    *t.add_success()->mutable_request_range() = by_create(keys, permits);
+    pb::RangeRequest ahead;
+    ahead.set_key(keys);
+    ahead.set_range_end(range_end(keys));
+    ahead.set_max_create_revision(rev - 1);
+    *t.add_success()->mutable_request_range() = std::move(ahead);
     *t.add_success()->mutable_request_range() = one_key(key);
     return t;
 }

@@ -40,8 +40,9 @@ pb::TxnRequest rw_txn(const std::string& key, const std::string& blockers, std::
 /// [0] the put, [1] the read.
 pb::TxnRequest semaphore_txn(const std::string& key, const std::string& keys, std::int64_t lease,
                              unsigned permits);
-/// A waiter's count, in one revision: [0] the `permits` oldest keys of `keys`, [1] `key`.
-pb::TxnRequest semaphore_count(const std::string& key, const std::string& keys, unsigned permits);
+/// A waiter's line, in one revision: [0] every key of `keys` created before revision `rev`
+/// (the own key's; values included, for the permits check), [1] `key`.
+pb::TxnRequest semaphore_line(const std::string& key, const std::string& keys, std::int64_t rev);
 /// A read key put under a write hold (a downgrade): `key` with `lease`, only while no write key
 /// under `writers` was created after revision `write_rev` (no writer queued behind the hold).
 pb::TxnRequest downgrade_txn(const std::string& key, const std::string& writers,

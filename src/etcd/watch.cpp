@@ -59,6 +59,15 @@ void key_watch::start() {
 void key_watch::on_answer(const pb::WatchResponse& a) {
     answered_ = true;
     if (changes_ && a.events_size() > 0) return finish(result::changed);
+    if (on_delete_) {
+        for (const auto& ev : a.events()) {
+            if (ev.type() != mvccpb::Event::DELETE) continue;
+            on_delete_(ev.kv().key(), ev.kv().mod_revision());
+            if (finished_) return; // cancelled by `on_delete_`
+        }
+        if (a.canceled() || a.compact_revision() != 0) finish(result::broken);
+        return;
+    }
     for (const auto& ev : a.events())
         if (ev.type() == mvccpb::Event::DELETE && (!range_end_.empty() || ev.kv().key() == key_))
             return finish(result::deleted);

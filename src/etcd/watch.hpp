@@ -12,6 +12,10 @@
 //   leader, the revision was compacted): the caller reads the state again and decides.
 // cancel() ends it without calling `done`.
 //
+// each_deletion(f), before start(): every DELETE event goes to `f` (key, revision) instead of
+// ending the watch, which then ends only when broken or cancelled (a semaphore waiter keeps one
+// watch for its whole wait and counts the deletions itself). `f` may cancel the watch.
+//
 // probe(ex, every), before start(): a waiter's watch also proves its member alive. Every `every`
 // it asks for a progress answer (WatchProgressRequest); when nothing at all (no creation, no
 // event, no progress) arrived since the last ask, the watch is `broken`. A frozen or cut-off
@@ -40,6 +44,10 @@ public:
     void probe(asio::any_io_executor ex, std::chrono::milliseconds every);
     /// Before start(): puts end the watch too (result::changed).
     void watch_changes() noexcept { changes_ = true; }
+    /// Before start(): deletions go to `f` and do not end the watch.
+    void each_deletion(std::function<void(const std::string&, std::int64_t)> f) {
+        on_delete_ = std::move(f);
+    }
     void start();
     void cancel();
 
@@ -56,6 +64,7 @@ private:
     std::shared_ptr<watch_stream> stream_{};
     bool finished_ = false;
     bool changes_ = false; ///< puts count too
+    std::function<void(const std::string&, std::int64_t)> on_delete_{};
     std::unique_ptr<asio::steady_timer> probe_timer_{};
     std::chrono::milliseconds probe_every_{0};
     bool answered_ = false; ///< something arrived since the last probe

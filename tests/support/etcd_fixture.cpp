@@ -130,6 +130,27 @@ std::string etcd_member::health() const {
     return body == std::string::npos ? std::string{} : reply.substr(body + 4);
 }
 
+long long etcd_member::metric(std::string_view name, std::string_view label) const {
+    const auto reply =
+        loopback_exchange(metrics_port_ ? metrics_port_ : client_port_,
+                          "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    if (reply.find("\r\n\r\n") == std::string::npos) return -1;
+    long long sum = 0;
+    std::size_t at = 0;
+    while ((at = reply.find('\n', at)) != std::string::npos) {
+        const auto line = std::string_view(reply).substr(at + 1, reply.find('\n', at + 1) - at - 1);
+        ++at;
+        if (!line.starts_with(name)) continue;
+        const auto rest = line.substr(name.size());
+        if (rest.empty() || (rest[0] != ' ' && rest[0] != '{')) continue; // a longer name
+        const auto value = rest.rfind(' ');
+        if (value == std::string_view::npos) continue;
+        if (!label.empty() && rest.substr(0, value).find(label) == std::string_view::npos) continue;
+        sum += static_cast<long long>(std::stod(std::string(rest.substr(value + 1))));
+    }
+    return sum;
+}
+
 bool etcd_member::wait_healthy(std::chrono::milliseconds budget) const {
     const auto until = std::chrono::steady_clock::now() + budget;
     for (;;) {

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 #include <utility>
 #include <vector>
@@ -61,6 +62,10 @@ public:
     std::string health() const;
     /// Waits up to `budget` for /health to say true; false on timeout.
     bool wait_healthy(std::chrono::milliseconds budget) const;
+    /// The sum of the samples of metric `name` on the member's Prometheus /metrics whose
+    /// labels contain `label` (e.g. grpc_server_handled_total with grpc_method="Txn": the Txns
+    /// it answered). -1 when it does not answer.
+    long long metric(std::string_view name, std::string_view label = {}) const;
 
 private:
     friend class etcd_cluster;

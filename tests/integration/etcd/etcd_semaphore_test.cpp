@@ -95,6 +95,52 @@ TEST_F(etcd_semaphore, a_release_wakes_a_waiter) {
     EXPECT_LT(at - released_at, 1s);
 }
 
+// No herd: a waiter reads its line once and then only counts the deletions its one watch
+// brings, so a release costs etcd the releaser's Txn and nothing per waiter. Two hand-offs
+// among 6 waiters are counted on the member's own gRPC metrics: 2 Txns (the two releases'
+// deletes), where waiters that count again on every deletion would add 5 + 4 Txns.
+TEST_F(etcd_semaphore, a_release_costs_etcd_nothing_per_waiter) {
+    constexpr int waiting = 6;
+    auto& member = etcd_->member(0);
+    const auto watchers = [&] { return member.metric("etcd_debugging_mvcc_watcher_total"); };
+    const auto txns = [&] {
+        return member.metric("grpc_server_handled_total", "grpc_method=\"Txn\"");
+    };
+    auto holder = connect();
+    auto held = holder->acquire("line", permits(1, 5s));
+    ASSERT_TRUE(held);
+    ASSERT_TRUE(dlock::test::wait_until([&] { return watchers() == 1; }, 5s)); // the hold's
+    std::vector<std::unique_ptr<dlock::client>> clients;
+    std::vector<std::future<dlock::lease>> waiters;
+    for (int i = 0; i < waiting; ++i) {
+        clients.push_back(connect());
+        auto* c = clients.back().get();
+        waiters.push_back(
+            std::async(std::launch::async, [c] { return c->acquire("line", permits(1, 20s)); }));
+        // One at a time, so the line's order is the vector's; a waiter's watch comes after
+        // its line was read.
+        ASSERT_TRUE(dlock::test::wait_until([&] { return watchers() == i + 2; }, 5s));
+    }
+    const auto before = txns();
+    ASSERT_GE(before, 0);
+    held.release();
+    ASSERT_EQ(waiters[0].wait_for(5s), std::future_status::ready);
+    auto first = waiters[0].get();
+    ASSERT_TRUE(first);
+    first.release();
+    ASSERT_EQ(waiters[1].wait_for(5s), std::future_status::ready);
+    auto second = waiters[1].get();
+    ASSERT_TRUE(second);
+    EXPECT_EQ(txns() - before, 2);
+    second.release();
+    for (std::size_t i = 2; i < waiters.size(); ++i) {
+        ASSERT_EQ(waiters[i].wait_for(5s), std::future_status::ready);
+        auto l = waiters[i].get();
+        EXPECT_TRUE(l);
+        l.release();
+    }
+}
+
 // A holder whose lease ends (revoked here, as when its process died and the TTL ran out) gives
 // its permit back, and its loss is signalled.
 TEST_F(etcd_semaphore, a_revoked_lease_returns_its_permit) {
