@@ -1532,7 +1532,10 @@ EXTEND_MS = 1377  # an extend lease no other request carries, so the proxy can m
           "does not write; no silent re-acquire", "SFR", ext=["FO"],
           outcome={m: "SAFE" for m in FO_MODES})
 def f07(run):
-    run.setup(hold_ms=200,
+    # 6.5 s, not the default 4.5: the starved extend ends 1.5 s in, and worker 1 then queues
+    # again behind the two others. With 3 s left, a loaded machine left it no second hold
+    # (the campaign's F07 F seed 4 at a load of 3: "0 extends ok"); 5 s leaves several.
+    run.setup(hold_ms=200, duration_ms=6500,
               worker_extra={1: ["--extend-ms", str(EXTEND_MS), "--command-timeout-ms", "3000"]})
     routes = run.lock_routes(1)
     # Worker 1 starts alone with the delay armed, so its first hold's extend is the starved one
