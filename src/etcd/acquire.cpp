@@ -147,16 +147,18 @@ void acquisition::on_semaphore_put(pb::TxnResponse&& r) {
     }
     if (r.responses_size() < 2) return fail(make_error_code(errc::protocol_error), "txn");
     rev_ = r.header().revision();
-    count(r.responses(1).response_range(), true, r.header().revision());
+    // Every other key of the range was created before the own one, in this Txn: the line.
+    in_line(r.responses(1).response_range(), r.header().revision());
 }
 
-void acquisition::count(const pb::RangeResponse& oldest, bool own_exists, std::int64_t revision) {
-    if (!permits_match(oldest)) return;
-    for (const auto& kv : oldest.kvs())
-        if (kv.key() == key_) return granted(revision);
-    if (!own_exists) return restart(); // gone with the lease, or forced away
+void acquisition::in_line(const pb::RangeResponse& keys, std::int64_t revision) {
+    if (!permits_match(keys)) return;
+    ahead_.clear();
+    for (const auto& kv : keys.kvs())
+        if (kv.create_revision() < rev_) ahead_.insert(kv.key());
+    if (ahead_.size() < permits_) return granted(revision);
     if (wait_over()) return give_up();
-    line();
+    wait_in_line(revision + 1);
 }
 
 bool acquisition::permits_match(const pb::RangeResponse& holders) {
@@ -183,27 +185,17 @@ bool acquisition::permits_match(const pb::RangeResponse& holders) {
 void acquisition::line() {
     const auto gen = ++gen_;
     waiting_ = false;
-    backend_->client().txn(semaphore_line(key_, semaphore_keys_, rev_),
-                           [self = shared_from_this(), gen](grpc::Status s, pb::TxnResponse&& r) {
-                               if (self->finished_ || gen != self->gen_) return;
-                               if (!s.ok())
-                                   return self->failed(s, &acquisition::line, "semaphore line");
-                               if (r.responses_size() < 2)
-                                   return self->fail(make_error_code(errc::protocol_error),
-                                                     "semaphore line");
-                               const auto& own = r.responses(1).response_range().kvs();
-                               if (own.empty() || own[0].create_revision() != self->rev_)
-                                   return self->restart();
-                               const auto& ahead = r.responses(0).response_range();
-                               if (!self->permits_match(ahead)) return;
-                               self->ahead_.clear();
-                               for (const auto& kv : ahead.kvs())
-                                   self->ahead_.insert(kv.key());
-                               if (self->ahead_.size() < self->permits_)
-                                   return self->granted(r.header().revision());
-                               if (self->wait_over()) return self->give_up();
-                               self->wait_in_line(r.header().revision() + 1);
-                           });
+    backend_->client().txn(
+        semaphore_line(key_, semaphore_keys_, rev_),
+        [self = shared_from_this(), gen](grpc::Status s, pb::TxnResponse&& r) {
+            if (self->finished_ || gen != self->gen_) return;
+            if (!s.ok()) return self->failed(s, &acquisition::line, "semaphore line");
+            if (r.responses_size() < 2)
+                return self->fail(make_error_code(errc::protocol_error), "semaphore line");
+            const auto& own = r.responses(1).response_range().kvs();
+            if (own.empty() || own[0].create_revision() != self->rev_) return self->restart();
+            self->in_line(r.responses(0).response_range(), r.header().revision());
+        });
 }
 
 void acquisition::wait_in_line(std::int64_t from) {

@@ -69,13 +69,14 @@ private:
     std::string new_key();
     void on_rw_put(pb::TxnResponse&& r);
     void on_semaphore_put(pb::TxnResponse&& r);
-    /// Holds when the own key is among the `permits` oldest, else reads its line.
-    void count(const pb::RangeResponse& oldest, bool own_exists, std::int64_t revision);
+    /// `keys`: the semaphore's keys read at `revision`, the own one (create revision rev_)
+    /// among them. Fewer than `permits` created before it: holds; else wait_in_line().
+    void in_line(const pb::RangeResponse& keys, std::int64_t revision);
     /// False (and the acquisition failed) when a holder among `holders` (the `permits` oldest
     /// by create revision) names another number of permits.
     bool permits_match(const pb::RangeResponse& holders);
-    /// A semaphore waiter reads the keys ahead of its own (and its own) in one revision: fewer
-    /// than `permits`, it holds; else wait_in_line().
+    /// A semaphore waiter reads the keys ahead of its own (and its own) again, in one revision
+    /// (after a broken watch): in_line().
     void line();
     /// One watch of the semaphore's range for the whole wait: a deletion of a key ahead takes
     /// it off `ahead_` (holds once fewer than `permits` are left); of the own key, starts

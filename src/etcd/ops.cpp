@@ -95,7 +95,7 @@ pb::TxnRequest semaphore_txn(const std::string& key, const std::string& keys, st
     pb::TxnRequest t;
     created_at(t, key, 0);
     put(t, key, lease, std::to_string(permits));
-    *t.add_success()->mutable_request_range() = by_create(keys, permits);
+    *t.add_success()->mutable_request_range() = by_create(keys, 0); // 0: no limit
     return t;
 }
 

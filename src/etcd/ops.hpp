@@ -36,8 +36,8 @@ pb::RangeRequest last_before(const std::string& prefix, std::int64_t below);
 /// put, [1] the read.
 pb::TxnRequest rw_txn(const std::string& key, const std::string& blockers, std::int64_t lease);
 /// The semaphore's put: `key` with `lease` and the value `permits` (decimal) unless it exists,
-/// then the `permits` oldest keys of `keys` (the semaphore's range). Responses on success:
-/// [0] the put, [1] the read.
+/// then every key of `keys` (the semaphore's range: the keys ahead of the new one, and it).
+/// Responses on success: [0] the put, [1] the read.
 pb::TxnRequest semaphore_txn(const std::string& key, const std::string& keys, std::int64_t lease,
                              unsigned permits);
 /// A waiter's line, in one revision: [0] every key of `keys` created before revision `rev`

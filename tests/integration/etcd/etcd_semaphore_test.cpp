@@ -95,8 +95,8 @@ TEST_F(etcd_semaphore, a_release_wakes_a_waiter) {
     EXPECT_LT(at - released_at, 1s);
 }
 
-// No herd: a waiter reads its line once and then only counts the deletions its one watch
-// brings, so a release costs etcd the releaser's Txn and nothing per waiter. Two hand-offs
+// No herd: a waiter reads its line with its put and then only counts the deletions its one
+// watch brings, so a release costs etcd the releaser's Txn and nothing per waiter. Two hand-offs
 // among 6 waiters are counted on the member's own gRPC metrics: 2 Txns (the two releases'
 // deletes), where waiters that count again on every deletion would add 5 + 4 Txns.
 TEST_F(etcd_semaphore, a_release_costs_etcd_nothing_per_waiter) {
