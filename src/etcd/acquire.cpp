@@ -158,7 +158,7 @@ void acquisition::in_line(const pb::RangeResponse& keys, std::int64_t revision) 
         if (kv.create_revision() < rev_) ahead_.insert(kv.key());
     if (ahead_.size() < permits_) return granted(revision);
     if (wait_over()) return give_up();
-    wait_in_line(revision + 1);
+    wait_in_line(revision);
 }
 
 bool acquisition::permits_match(const pb::RangeResponse& holders) {
@@ -198,25 +198,70 @@ void acquisition::line() {
         });
 }
 
-void acquisition::wait_in_line(std::int64_t from) {
+void acquisition::wait_in_line(std::int64_t read_at) {
     const auto gen = ++gen_;
     waiting_ = true;
+    settled_ = false;
+    gone_.clear();
+    // From etcd's current revision (0), not from read_at + 1: a watch from a revision already
+    // passed (another client wrote since the read, as busy semaphores do) waits for etcd's
+    // catch-up loop, up to 100 ms, before its first event.
     watch_ = std::make_shared<key_watch>(
-        backend_->client(), semaphore_keys_, from,
+        backend_->client(), semaphore_keys_, 0,
         [w = weak_from_this(), gen](key_watch::result) {
             auto a = w.lock();
             if (!a || a->finished_ || gen != a->gen_) return;
             a->line(); // broken: read the line again
         },
         range_end(semaphore_keys_));
+    watch_->on_created([w = weak_from_this(), gen, read_at](std::int64_t created_at) {
+        auto a = w.lock();
+        if (!a || a->finished_ || gen != a->gen_) return;
+        if (created_at <= read_at) { // nothing was written between the read and the watch
+            a->settled_ = true;
+            return;
+        }
+        a->reread(gen); // deletions between them were not seen: read the line again
+    });
     watch_->each_deletion([w = weak_from_this(), gen](const std::string& key, std::int64_t rev) {
         auto a = w.lock();
         if (!a || a->finished_ || gen != a->gen_) return;
         if (key == a->key_) return a->restart(); // gone with the lease, or forced away
-        if (a->ahead_.erase(key) != 0 && a->ahead_.size() < a->permits_) a->granted(rev);
+        if (!a->settled_) a->gone_.insert(key);  // the reread may be of an older revision
+        if (a->ahead_.erase(key) != 0 && a->settled_ && a->ahead_.size() < a->permits_)
+            a->granted(rev);
     });
     watch_->probe(backend_->executor(), probe_every);
     watch_->start();
+}
+
+void acquisition::reread(std::uint64_t gen) {
+    backend_->client().txn(semaphore_line(key_, semaphore_keys_, rev_),
+                           [self = shared_from_this(), gen](grpc::Status s, pb::TxnResponse&& r) {
+                               if (self->finished_ || gen != self->gen_) return;
+                               if (!s.ok())
+                                   return self->failed(s, &acquisition::line, "semaphore line");
+                               if (r.responses_size() < 2)
+                                   return self->fail(make_error_code(errc::protocol_error),
+                                                     "semaphore line");
+                               const auto& own = r.responses(1).response_range().kvs();
+                               if (own.empty() || own[0].create_revision() != self->rev_)
+                                   return self->restart();
+                               const auto& ahead = r.responses(0).response_range();
+                               if (!self->permits_match(ahead)) return;
+                               // The watch, created before this read, brings every deletion after
+                               // it; it may have brought some already, of revisions after the one
+                               // this read was served at (the stream and the answer do not wait for
+                               // each other). Keys are never put again.
+                               self->ahead_.clear();
+                               for (const auto& kv : ahead.kvs())
+                                   if (!self->gone_.contains(kv.key()))
+                                       self->ahead_.insert(kv.key());
+                               self->gone_.clear();
+                               self->settled_ = true;
+                               if (self->ahead_.size() < self->permits_)
+                                   self->granted(r.header().revision());
+                           });
 }
 
 void acquisition::next_predecessor() {

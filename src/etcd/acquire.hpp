@@ -78,10 +78,14 @@ private:
     /// A semaphore waiter reads the keys ahead of its own (and its own) again, in one revision
     /// (after a broken watch): in_line().
     void line();
-    /// One watch of the semaphore's range for the whole wait: a deletion of a key ahead takes
-    /// it off `ahead_` (holds once fewer than `permits` are left); of the own key, starts
-    /// again; a broken watch reads the line again.
-    void wait_in_line(std::int64_t from);
+    /// One watch of the semaphore's range for the whole wait, from etcd's current revision (a
+    /// synced watch): a deletion of a key ahead takes it off `ahead_` (holds once fewer than
+    /// `permits` are left, after the line is settled); of the own key, starts again; a broken
+    /// watch reads the line again. `read_at`: the revision `ahead_` was read at; a watch
+    /// created later rereads the line (reread()) before it may grant.
+    void wait_in_line(std::int64_t read_at);
+    /// Reads the line again under the watch of step `gen` (which goes on).
+    void reread(std::uint64_t gen);
     void next_predecessor();
     /// Watches `key` (with `range_end`: any key of the range) for a deletion from revision
     /// `from`, then reads the next predecessor (a semaphore: counts again). `from` is the
@@ -111,7 +115,9 @@ private:
     unsigned permits_;           ///< a semaphore's permits; 0 for the other kinds
     std::string semaphore_keys_; ///< a semaphore's key range
     std::unordered_set<std::string> ahead_{}; ///< a semaphore waiter's keys older than its own
-    std::optional<std::string> value_;        ///< a campaign's value (elect()); none for a lock
+    bool settled_ = false; ///< the watch covers every deletion after `ahead_` was read
+    std::unordered_set<std::string> gone_{}; ///< deletions the watch brought before it settled
+    std::optional<std::string> value_;       ///< a campaign's value (elect()); none for a lock
     std::optional<clock::time_point> deadline_;
     clock::time_point started_;
     done_fn done_;

@@ -58,6 +58,10 @@ void key_watch::start() {
 
 void key_watch::on_answer(const pb::WatchResponse& a) {
     answered_ = true;
+    if (a.created() && on_created_) {
+        on_created_(a.header().revision());
+        if (finished_) return; // cancelled by `on_created_`
+    }
     if (changes_ && a.events_size() > 0) return finish(result::changed);
     if (on_delete_) {
         for (const auto& ev : a.events()) {

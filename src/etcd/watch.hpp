@@ -15,6 +15,9 @@
 // each_deletion(f), before start(): every DELETE event goes to `f` (key, revision) instead of
 // ending the watch, which then ends only when broken or cancelled (a semaphore waiter keeps one
 // watch for its whole wait and counts the deletions itself). `f` may cancel the watch.
+// on_created(f): `f` gets the revision of the creation's answer. A watch from revision 0 starts
+// at etcd's current revision, synced: one from a revision already passed waits for etcd's
+// catch-up loop (every 100 ms).
 //
 // probe(ex, every), before start(): a waiter's watch also proves its member alive. Every `every`
 // it asks for a progress answer (WatchProgressRequest); when nothing at all (no creation, no
@@ -48,6 +51,9 @@ public:
     void each_deletion(std::function<void(const std::string&, std::int64_t)> f) {
         on_delete_ = std::move(f);
     }
+    /// Before start(): `f` runs with the revision etcd answers the creation with (a watch
+    /// from revision 0 sees every change after it).
+    void on_created(std::function<void(std::int64_t)> f) { on_created_ = std::move(f); }
     void start();
     void cancel();
 
@@ -65,6 +71,7 @@ private:
     bool finished_ = false;
     bool changes_ = false; ///< puts count too
     std::function<void(const std::string&, std::int64_t)> on_delete_{};
+    std::function<void(std::int64_t)> on_created_{};
     std::unique_ptr<asio::steady_timer> probe_timer_{};
     std::chrono::milliseconds probe_every_{0};
     bool answered_ = false; ///< something arrived since the last probe

@@ -75,6 +75,35 @@ TEST_F(etcd_semaphore, permits_are_never_exceeded) {
     EXPECT_GE(most.load(), 2) << "the permits were never shared";
 }
 
+// 1 permit, 8 busy clients, 40 rounds each, nothing between a release and the next acquisition:
+// waiters whose watch is created after other writes reread their line while deletions arrive
+// on the watch, and a deletion the watch brought before an older read's answer must still count
+// (the first version of the one-watch wait lost it, and every client waited with no holder).
+TEST_F(etcd_semaphore, one_permit_among_busy_clients_never_stalls) {
+    constexpr int clients = 8, rounds = 40;
+    std::atomic<int> inside{0}, most{0}, served{0};
+    std::vector<std::thread> ts;
+    for (int i = 0; i < clients; ++i)
+        ts.emplace_back([&] {
+            auto c = connect();
+            for (int r = 0; r < rounds; ++r) {
+                auto held = c->acquire("busy", permits(1, 10s));
+                ASSERT_TRUE(held) << "round " << r;
+                const int now = ++inside;
+                int seen = most.load();
+                while (now > seen && !most.compare_exchange_weak(seen, now)) {
+                }
+                --inside;
+                held.release();
+                ++served;
+            }
+        });
+    for (auto& t : ts)
+        t.join();
+    EXPECT_EQ(served.load(), clients * rounds);
+    EXPECT_EQ(most.load(), 1);
+}
+
 // All permits taken: a waiter waits, and one release lets it in within a second.
 TEST_F(etcd_semaphore, a_release_wakes_a_waiter) {
     auto a = connect(), b = connect();
