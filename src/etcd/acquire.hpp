@@ -26,11 +26,11 @@
 // the campaign's value; the hold is the leader's.
 //
 // A semaphore (layout.hpp) puts "<range>semaphore/<unix ns>" (value: the permits) and reads the
-// `permits` oldest keys in the same Txn: among them, it holds; else it reads its line (the keys
-// created before its own, and its own, in one Txn) and keeps one watch of the semaphore's range
-// for deletions, counting them itself (line(), wait_in_line(): no request per waiter when a
-// holder leaves). A key among the oldest with another number of permits ends the acquisition
-// with errc::invalid_argument.
+// whole range in the same Txn: fewer than `permits` keys older than its own, it holds; else it
+// keeps one watch of the range for deletions, synced from etcd's current revision, and counts
+// them itself (in_line(), wait_in_line(), reread(): no request per waiter when a holder leaves).
+// A key among the `permits` oldest with another number of permits ends the acquisition with
+// errc::invalid_argument.
 #pragma once
 
 #include "etcd/backend.hpp"
