@@ -135,7 +135,7 @@ void acquisition::on_rw_put(pb::TxnResponse&& r) {
     for (const auto& kv : r.responses(1).response_range().kvs())
         if (kv.key() != key_) { // the newest older blocker: wait for it at once
             if (wait_over()) return give_up();
-            return wait_for(kv.key(), r.header().revision() + 1);
+            return wait_for(kv.key(), r.header().revision(), kv.create_revision());
         }
     granted(r.header().revision());
 }
@@ -275,23 +275,37 @@ void acquisition::next_predecessor() {
             if (!s.ok()) return self->failed(s, &acquisition::next_predecessor, "range");
             if (r.kvs().empty()) return self->check_own();
             if (self->wait_over()) return self->give_up();
-            self->wait_for(r.kvs(0).key(), r.header().revision() + 1);
+            self->wait_for(r.kvs(0).key(), r.header().revision(), r.kvs(0).create_revision());
         });
 }
 
-void acquisition::wait_for(const std::string& key, std::int64_t from, std::string range_end) {
+void acquisition::wait_for(const std::string& key, std::int64_t read_at, std::int64_t created) {
     const auto gen = ++gen_;
     waiting_ = true;
     watch_ = std::make_shared<key_watch>(
-        backend_->client(), key, from,
-        [w = weak_from_this(), gen](key_watch::result) {
+        backend_->client(), key, 0, [w = weak_from_this(), gen](key_watch::result) {
             auto a = w.lock();
             if (!a || a->finished_ || gen != a->gen_) return;
             a->next_predecessor(); // deleted, or broken: read again either way
-        },
-        std::move(range_end));
+        });
+    watch_->on_created([w = weak_from_this(), gen, read_at, key, created](std::int64_t at) {
+        auto a = w.lock();
+        if (!a || a->finished_ || gen != a->gen_ || at <= read_at) return;
+        a->recheck(gen, key, created); // written to since the read: is the key still there?
+    });
     watch_->probe(backend_->executor(), probe_every);
     watch_->start();
+}
+
+void acquisition::recheck(std::uint64_t gen, const std::string& key, std::int64_t created) {
+    backend_->client().range(one_key(key), [self = shared_from_this(), gen,
+                                            created](grpc::Status s, pb::RangeResponse&& r) {
+        if (self->finished_ || gen != self->gen_) return;
+        if (!s.ok()) return self->failed(s, &acquisition::next_predecessor, "range");
+        // Still there: the watch, created before this read, brings its deletion.
+        if (!r.kvs().empty() && r.kvs(0).create_revision() == created) return;
+        self->next_predecessor();
+    });
 }
 
 void acquisition::check_own() {

@@ -87,13 +87,14 @@ private:
     /// Reads the line again under the watch of step `gen` (which goes on).
     void reread(std::uint64_t gen);
     void next_predecessor();
-    /// Watches `key` (with `range_end`: any key of the range) for a deletion from revision
-    /// `from`, then reads the next predecessor (a semaphore: counts again). `from` is the
-    /// revision after the read that found the key: every later change is after it, and etcd
-    /// serves a watch that starts past its current revision at once, while one that starts at
-    /// or before it is caught up by a loop that runs every 100 ms (mvcc's unsynced watchers),
-    /// which delayed every hand-off by up to 100 ms.
-    void wait_for(const std::string& key, std::int64_t from, std::string range_end = {});
+    /// Watches `key` (created at revision `created`, read at `read_at`) for its deletion,
+    /// then reads the next predecessor. The watch starts at etcd's current revision (0): one
+    /// from a revision already passed, as read_at + 1 is once anyone wrote since the read, is
+    /// caught up by a loop that runs every 100 ms (mvcc's unsynced watchers), which delayed
+    /// busy hand-offs by up to 100 ms. When the creation answers with a revision after
+    /// read_at, the key is read again (recheck()): gone or put again, the next predecessor.
+    void wait_for(const std::string& key, std::int64_t read_at, std::int64_t created);
+    void recheck(std::uint64_t gen, const std::string& key, std::int64_t created);
     void check_own();
     void granted(std::int64_t seen_revision);
     void give_up();
