@@ -180,10 +180,7 @@ TEST(cluster,
                 auto l = b.acquire(name, {.wait = 20s, .lease = 30s, .kind = kind});
                 return std::make_pair(static_cast<bool>(l), std::chrono::steady_clock::now());
             });
-            const auto channel =
-                std::string(kind == dlock::lock_kind::fair ? "redisson_lock__channel:{"
-                                                           : "redisson_lock__channel:{") +
-                name + "}";
+            const auto channel = "redisson_lock__channel:{" + name + "}"; // both kinds
             auto& master = c.node(c.master_of(slot_of(name)));
             if (kind == dlock::lock_kind::reentrant)
                 ASSERT_TRUE(
