@@ -148,15 +148,21 @@ void acquisition::on_semaphore_put(pb::TxnResponse&& r) {
     if (r.responses_size() < 2) return fail(make_error_code(errc::protocol_error), "txn");
     rev_ = r.header().revision();
     // Every other key of the range was created before the own one, in this Txn: the line.
-    in_line(r.responses(1).response_range(), r.header().revision());
+    in_line(r.responses(1).response_range(), r.header().revision(), false);
 }
 
-void acquisition::in_line(const pb::RangeResponse& keys, std::int64_t revision) {
+void acquisition::in_line(const pb::RangeResponse& keys, std::int64_t revision, bool watching) {
     if (!permits_match(keys)) return;
+    // Under the watch, deletions it brought already may be of revisions after the one this
+    // read was served at (the stream and the answer do not wait for each other): `gone_` keeps
+    // them off the line. Keys are never put again.
     ahead_.clear();
     for (const auto& kv : keys.kvs())
-        if (kv.create_revision() < rev_) ahead_.insert(kv.key());
+        if (kv.create_revision() < rev_ && !gone_.contains(kv.key())) ahead_.insert(kv.key());
+    gone_.clear();
+    settled_ = true;
     if (ahead_.size() < permits_) return granted(revision);
+    if (watching) return; // the watch, created before this read, brings every later deletion
     if (wait_over()) return give_up();
     wait_in_line(revision);
 }
@@ -185,16 +191,21 @@ bool acquisition::permits_match(const pb::RangeResponse& holders) {
 void acquisition::line() {
     const auto gen = ++gen_;
     waiting_ = false;
+    if (watch_) std::exchange(watch_, nullptr)->cancel();
+    read_line(gen, false);
+}
+
+void acquisition::read_line(std::uint64_t gen, bool watching) {
     backend_->client().txn(
         semaphore_line(key_, semaphore_keys_, rev_),
-        [self = shared_from_this(), gen](grpc::Status s, pb::TxnResponse&& r) {
+        [self = shared_from_this(), gen, watching](grpc::Status s, pb::TxnResponse&& r) {
             if (self->finished_ || gen != self->gen_) return;
             if (!s.ok()) return self->failed(s, &acquisition::line, "semaphore line");
             if (r.responses_size() < 2)
                 return self->fail(make_error_code(errc::protocol_error), "semaphore line");
             const auto& own = r.responses(1).response_range().kvs();
             if (own.empty() || own[0].create_revision() != self->rev_) return self->restart();
-            self->in_line(r.responses(0).response_range(), r.header().revision());
+            self->in_line(r.responses(0).response_range(), r.header().revision(), watching);
         });
 }
 
@@ -221,47 +232,18 @@ void acquisition::wait_in_line(std::int64_t read_at) {
             a->settled_ = true;
             return;
         }
-        a->reread(gen); // deletions between them were not seen: read the line again
+        a->read_line(gen, true); // deletions between them were not seen: read it again
     });
     watch_->each_deletion([w = weak_from_this(), gen](const std::string& key, std::int64_t rev) {
         auto a = w.lock();
         if (!a || a->finished_ || gen != a->gen_) return;
         if (key == a->key_) return a->restart(); // gone with the lease, or forced away
-        if (!a->settled_) a->gone_.insert(key);  // the reread may be of an older revision
+        if (!a->settled_) a->gone_.insert(key);  // the line's read may be of an older revision
         if (a->ahead_.erase(key) != 0 && a->settled_ && a->ahead_.size() < a->permits_)
             a->granted(rev);
     });
     watch_->probe(backend_->executor(), probe_every);
     watch_->start();
-}
-
-void acquisition::reread(std::uint64_t gen) {
-    backend_->client().txn(semaphore_line(key_, semaphore_keys_, rev_),
-                           [self = shared_from_this(), gen](grpc::Status s, pb::TxnResponse&& r) {
-                               if (self->finished_ || gen != self->gen_) return;
-                               if (!s.ok())
-                                   return self->failed(s, &acquisition::line, "semaphore line");
-                               if (r.responses_size() < 2)
-                                   return self->fail(make_error_code(errc::protocol_error),
-                                                     "semaphore line");
-                               const auto& own = r.responses(1).response_range().kvs();
-                               if (own.empty() || own[0].create_revision() != self->rev_)
-                                   return self->restart();
-                               const auto& ahead = r.responses(0).response_range();
-                               if (!self->permits_match(ahead)) return;
-                               // The watch, created before this read, brings every deletion after
-                               // it; it may have brought some already, of revisions after the one
-                               // this read was served at (the stream and the answer do not wait for
-                               // each other). Keys are never put again.
-                               self->ahead_.clear();
-                               for (const auto& kv : ahead.kvs())
-                                   if (!self->gone_.contains(kv.key()))
-                                       self->ahead_.insert(kv.key());
-                               self->gone_.clear();
-                               self->settled_ = true;
-                               if (self->ahead_.size() < self->permits_)
-                                   self->granted(r.header().revision());
-                           });
 }
 
 void acquisition::next_predecessor() {

@@ -28,9 +28,9 @@
 // A semaphore (layout.hpp) puts "<range>semaphore/<unix ns>" (value: the permits) and reads the
 // whole range in the same Txn: fewer than `permits` keys older than its own, it holds; else it
 // keeps one watch of the range for deletions, synced from etcd's current revision, and counts
-// them itself (in_line(), wait_in_line(), reread(): no request per waiter when a holder leaves).
-// A key among the `permits` oldest with another number of permits ends the acquisition with
-// errc::invalid_argument.
+// them itself (in_line(), wait_in_line(), read_line(): no request per waiter when a holder
+// leaves). A key among the `permits` oldest with another number of permits ends the acquisition
+// with errc::invalid_argument.
 #pragma once
 
 #include "etcd/backend.hpp"
@@ -69,23 +69,25 @@ private:
     std::string new_key();
     void on_rw_put(pb::TxnResponse&& r);
     void on_semaphore_put(pb::TxnResponse&& r);
-    /// `keys`: the semaphore's keys read at `revision`, the own one (create revision rev_)
-    /// among them. Fewer than `permits` created before it: holds; else wait_in_line().
-    void in_line(const pb::RangeResponse& keys, std::int64_t revision);
+    /// `keys`: the semaphore's keys read at `revision` (with the put, the own one among them).
+    /// Fewer than `permits` created before the own key: holds; else, unless `watching` (a
+    /// reread under the wait's watch, which goes on), wait_in_line().
+    void in_line(const pb::RangeResponse& keys, std::int64_t revision, bool watching);
     /// False (and the acquisition failed) when a holder among `holders` (the `permits` oldest
     /// by create revision) names another number of permits.
     bool permits_match(const pb::RangeResponse& holders);
-    /// A semaphore waiter reads the keys ahead of its own (and its own) again, in one revision
-    /// (after a broken watch): in_line().
+    /// A semaphore waiter starts its wait again (after a broken watch, a retry): reads the
+    /// line, then in_line().
     void line();
+    /// Reads the keys ahead of the own one, and the own one, in one revision, for step `gen`
+    /// (the own key gone: restart()), then in_line().
+    void read_line(std::uint64_t gen, bool watching);
     /// One watch of the semaphore's range for the whole wait, from etcd's current revision (a
     /// synced watch): a deletion of a key ahead takes it off `ahead_` (holds once fewer than
     /// `permits` are left, after the line is settled); of the own key, starts again; a broken
     /// watch reads the line again. `read_at`: the revision `ahead_` was read at; a watch
-    /// created later rereads the line (reread()) before it may grant.
+    /// created later reads the line again (read_line(gen, true)) before it may grant.
     void wait_in_line(std::int64_t read_at);
-    /// Reads the line again under the watch of step `gen` (which goes on).
-    void reread(std::uint64_t gen);
     void next_predecessor();
     /// Watches `key` (created at revision `created`, read at `read_at`) for its deletion,
     /// then reads the next predecessor. The watch starts at etcd's current revision (0): one
