@@ -873,7 +873,7 @@ WATCHDOG_SAFE = ("SAFE, LOSS: renewals fail, the loss is signalled by the last r
 
 
 @scenario("F01", "holder killed (kill -9) while holding",
-          "no overlap; the lock is free again within TTL + retry", "SFR", ext=["FO"],
+          "no overlap; the lock is free again within TTL + retry", "SR", ext=["F", "FO"],
           outcome={m: "SAFE, LIVE(TTL+1s)" for m in ["S", "F", "R", "FO"]}, max_gap_ms=2000)
 def f01(run):
     run.setup(hold_ms=300)
@@ -912,7 +912,7 @@ def f02(run):
 
 @scenario("F03", "holder paused between the acquire request and its reply (Kleppmann #2)",
           "the validity counts from before the send: a reply read after TTL is no hold",
-          "SFR", ext=["FO"], outcome={m: "SAFE" for m in FO_MODES})
+          "SR", ext=["F", "FO"], outcome={m: "SAFE" for m in FO_MODES})
 def f03(run):
     run.setup()
     victim = run.workers[0]
@@ -937,8 +937,8 @@ def f03(run):
 
 
 @scenario("F04", "acquire reply held back by the proxy for 1.5 x TTL",
-          "a reply arriving after the validity is no hold; per-node timeout respected", "SFR",
-          ext=["FO"],
+          "a reply arriving after the validity is no hold; per-node timeout respected", "SR",
+          ext=["F", "FO"],
           outcome={"S": "SAFE", "F": "SAFE", "R": "SAFE (node counted failed)", "FO": "SAFE"})
 def f04(run):
     run.setup(worker_extra={1: ["--command-timeout-ms", "3000"]})
@@ -1008,7 +1008,7 @@ def f09(run):
 
 
 @scenario("F10", "connection reset right after the acquire request was forwarded",
-          "idempotent retry or ambiguity, never a false hold", "SFR", ext=["FO"],
+          "idempotent retry or ambiguity, never a false hold", "SR", ext=["F", "FO"],
           outcome={m: "SAFE" for m in FO_MODES}, max_gap_ms=2500)
 def f10(run):
     fault_first_acquire(run, "reset", count=3)
@@ -1041,7 +1041,7 @@ def cut_victim(run, rule, fails_over=True):
 
 
 @scenario("F11", "blackhole (no RST) between one worker and its server(s) for 3 s",
-          "every call returns within its deadline", FO_MODES, ext=["SW", "FW", "RW", "FOW"],
+          "every call returns within its deadline", ["S", "R", "FO"], ext=["F", "SW", "FW", "RW", "FOW"],
           outcome=dict({m: "SAFE" for m in "SFR"}, FO=FO_FAILOVER,
                        **{m: WATCHDOG_SAFE for m in ["SW", "FW", "RW"]},
                        FOW=WATCHDOG_SAFE + "; " + FO_FAILOVER))
@@ -1190,7 +1190,7 @@ def f23(run):
 
 @scenario("F24", "lock server stalled (SIGSTOP) for 2 x TTL while the lock is held",
           "the holder's deadline passes before the server resumes; calls time out",
-          FO_MODES + ["SW"], ext=["FW", "FOW"],
+          ["S", "R", "FO", "SW"], ext=["F", "FW", "FOW"],
           outcome=dict({m: "SAFE" for m in "SFR"}, SW=WATCHDOG_SAFE, FW=WATCHDOG_SAFE,
                        FOW=WATCHDOG_SAFE + "; the master stalls, Sentinel may fail over",
                        FO=FO_FAILOVER.replace("is cut from everyone, sentinels included,",
@@ -1290,7 +1290,7 @@ def f16(run):
 
 
 @scenario("F18", "server clock stepped back 5 s mid-run",
-          "keys outlive their TTL: no safety issue, liveness degraded", "SFR",
+          "keys outlive their TTL: no safety issue, liveness degraded", "SR", ext=["F"],
           expect={m: {"ORPHANS": "any"} for m in "SFR"},
           outcome={m: "SAFE, LIVE degraded (keys outlive TTL: ORPHANS not asserted)"
                    for m in "SFR"})
@@ -1308,7 +1308,7 @@ def f18(run):
 
 @scenario("F19", "workers' wall clock stepped +1 h, -1 h, +1 ms every 300 ms",
           "dlock measures leases on the steady clock only: no spurious expiry, no overlap",
-          "SFR", ext=["FO"],
+          "SR", ext=["F", "FO"],
           outcome={m: "SAFE, no spurious expiry" for m in ["S", "F", "R", "FO"]})
 def f19(run):
     skew = os.path.join(run.out, "workers.skew")
@@ -1529,7 +1529,7 @@ EXTEND_MS = 1377  # an extend lease no other request carries, so the proxy can m
 @scenario("F07", "renewal starvation: worker 1's extend request delayed 1.5 x TTL in the "
           "network (to every server)",
           "an extend that reaches the server after the deadline fails; the holder is told and "
-          "does not write; no silent re-acquire", "SFR", ext=["FO"],
+          "does not write; no silent re-acquire", "SR", ext=["F", "FO"],
           outcome={m: "SAFE" for m in FO_MODES})
 def f07(run):
     # 6.5 s, not the default 4.5: the starved extend ends 1.5 s in, and worker 1 then queues
@@ -1780,7 +1780,7 @@ def f35(run):
           "and contends for the same lock",
           "the child's new client has new tokens and a new owner id (a copied one would re-enter "
           "or release the parent's hold); the child leaves the parent's copied hold alone; no "
-          "overlap", "SF", ext=["R", "FO"],
+          "overlap", "S", ext=["F", "R", "FO"],
           outcome={m: "SAFE" for m in ["S", "F", "R", "FO"]})
 def f36(run):
     run.setup(hold_ms=200, worker_extra={w: ["--fork-pct", "30"] for w in (1, 2, 3)})
@@ -1943,8 +1943,8 @@ def f12(run):
 @scenario("F14", "the holder partitioned from its server(s) (nft drop both ways on its routes) for "
           "3 s, in the run's own network namespace",
           "the holder stops at its deadline (a careful holder does not write); the others get "
-          "the lock after it expires; every call bounded", ["S", "F", "SW"],
-          ext=["R", "FW", "RW"],
+          "the lock after it expires; every call bounded", ["S", "SW"],
+          ext=["F", "R", "FW", "RW"],
           outcome=dict({m: "SAFE, LIVE: another worker acquires during the 3 s cut, after TTL"
                         for m in "SFR"},
                        **{m: WATCHDOG_SAFE for m in ["SW", "FW", "RW"]}))
@@ -2223,7 +2223,7 @@ FO_KW = dict(ttl_ms=4000, hold_ms=300, wait_ms=10000, duration_ms=13000,
 @scenario("F25", "Sentinel failover with an unreplicated lock (replicas stopped, fresh grant, "
           "master kill -9), lock_delay=0",
           "the new master does not know the lock: a second holder overlaps (why Redis docs "
-          "call failover unsafe for locks)", "FO",
+          "call failover unsafe for locks)", "", ext=["FO"],
           expect={"FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"}},
           outcome={"FO": "EXPECT-VIOL"}, timeout=110)
 def f25(run):
