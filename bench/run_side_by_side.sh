@@ -5,6 +5,11 @@
 #
 #   bench/run_side_by_side.sh [--quick] [--no-peers]     results in $OUT (default /tmp/dlock-bench-<time>)
 #
+# It builds its own Release tree (build/bench); BUILD=dir uses that configured and built tree
+# instead (lock_bench, pipeline_bench and the dlock CLI: bench/run_all.sh passes its own).
+# Every row's command goes to $OUT/commands.txt with the 1-minute load average before it;
+# bench/summarize_redis.py $OUT prints the rows against the standing targets.
+#
 # D keeps every hand-off sample ($OUT/D_<kind>*.samples) and, at the end, bench/charts.py draws
 # the SVG charts of BENCHMARKS.md from $OUT into bench/charts/ (CHARTS=dir to put them elsewhere;
 # `python3 bench/charts.py $OUT` redraws them from the last results without re-running).
@@ -20,13 +25,24 @@ SECS=$([ -n "$QUICK" ] && echo 2 || echo 4)
 mkdir -p "$OUT"
 DLOCK_DEPS_EXTRA="python3-redis hyperfine gnuplot-nox" bash scripts/deps.sh || true
 
-cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DDLOCK_BUILD_TESTS=OFF \
-  -DDLOCK_BUILD_EXAMPLES=OFF -DDLOCK_BUILD_BENCH=ON -DDLOCK_BUILD_TOOLS=ON >/dev/null
-cmake --build build/bench -j"$(nproc)" --target lock_bench pipeline_bench dlock_cli_main >/dev/null
-LB=build/bench/bench/lock_bench PB=build/bench/bench/pipeline_bench
+if [ -z "${BUILD:-}" ]; then
+  BUILD=build/bench
+  cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DDLOCK_BUILD_TESTS=OFF \
+    -DDLOCK_BUILD_EXAMPLES=OFF -DDLOCK_BUILD_BENCH=ON -DDLOCK_BUILD_TOOLS=ON >/dev/null
+  cmake --build build/bench -j"$(nproc)" --target lock_bench pipeline_bench dlock_cli_main >/dev/null
+fi
+LB=$BUILD/bench/lock_bench PB=$BUILD/bench/pipeline_bench DL=$BUILD/tools/dlock/dlock
+for b in "$LB" "$PB" "$DL"; do
+  [ -x "$b" ] || { echo "$b not built" >&2; exit 66; }
+done
+{
+  echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "commit: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (+ local changes)'), build: $BUILD"
+} > "$OUT/machine.txt"
 
 if [ -n "$PEERS" ]; then
   echo "== peers (run_all.sh) =="
+  echo "peers: (load $(cut -d' ' -f1 /proc/loadavg)) OUT=$OUT/peers bash $PEERS_DIR/run_all.sh 7390 $QUICK" >> "$OUT/commands.txt"
   OUT="$OUT/peers" bash "$PEERS_DIR/run_all.sh" 7390 $QUICK > "$OUT/peers.log" 2>&1 || echo "peers failed: see $OUT/peers.log"
 fi
 
@@ -41,16 +57,15 @@ for _ in $(seq 1 500); do redis-cli -p $port PING 2>/dev/null | grep -q PONG && 
 URL=redis://127.0.0.1:$port
 C0="taskset -c 0"
 log() { echo "$*" | tee -a "$OUT/commands.txt" >/dev/null; }
-run() { # run NAME CMD...: records the command and its output
+run() { # run NAME CMD...: records the command, the load average before it, and its output
   local name=$1; shift
-  log "$name: $*"
+  log "$name: (load $(cut -d' ' -f1 /proc/loadavg)) $*"
   "$@" > "$OUT/$name.txt" 2>&1 || echo "$name failed" >&2
   cat "$OUT/$name.txt"
 }
 
 echo "== redis-benchmark (same server, same pinning) =="
 # Key layouts from the library (`dlock keys`), scripts from their kind's folder.
-DL=build/bench/tools/dlock/dlock
 field() { "$DL" keys --kind "$1" "$2" | awk -v f="$3" '$1 == f { print $2 }'; }
 L_TOKEN=$(field lock 'L:__rand_int__' fencing) L_CHANNEL=$(field lock 'L:__rand_int__' channel)
 S_CHANNEL=$(field simple 'S:__rand_int__' channel)

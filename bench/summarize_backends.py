@@ -25,6 +25,25 @@ def load(out):
     return rows, order
 
 
+LOADS = {}  # row -> the 1-minute load averages logged before its runs (commands.txt)
+
+
+def read_loads(out):
+    import re
+    path = out / "commands.txt"
+    if not path.exists():
+        return
+    for line in path.read_text().splitlines():
+        m = re.match(r"^\[(.+?)\] \(load ([0-9.]+)\)", line)
+        if m:
+            LOADS.setdefault(m.group(1), []).append(float(m.group(2)))
+
+
+def load_of(row):
+    v = LOADS.get(row)
+    return f"{min(v):.2f}-{max(v):.2f}" if v else "-"
+
+
 def med(rows, row, key):
     vals = [r[key] for r in rows.get(row, {}).values() if r.get(key) is not None]
     return statistics.median(vals) if vals else None
@@ -65,8 +84,8 @@ def scenario_table(rows, names, title, server=False):
     print(f"### {title}\n")
     extra = " server cmds/op | server CPU us/op |" if server else ""
     print("| row | rounds | ops/s | p50 us | p99 us | self-reacq | exact | client CPU us/op "
-          f"| peak RSS MiB | private MiB |{extra}")
-    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if server else ""))
+          f"| peak RSS MiB | private MiB |{extra} load before |")
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if server else "") + "---|")
     for row in names:
         sc = row.split()[1]
         p50, p99 = latency(rows, row, sc)
@@ -77,7 +96,8 @@ def scenario_table(rows, names, title, server=False):
                f"| {f(med(rows, row, 'server_cpu_us_per_op'), 1)} |") if server else ""
         print(f"| {row} | {len(rows[row])} | {f(med(rows, row, 'ops_per_s'))} | {f(p50)} | {f(p99)} "
               f"| {f(sr, 2)} | {exact(rows, row)} | {f(med(rows, row, 'client_cpu_us_per_op'))} "
-              f"| {f(rss / 1024 if rss else None, 1)} | {f(anon / 1024 if anon else None, 1)} |{srv}")
+              f"| {f(rss / 1024 if rss else None, 1)} | {f(anon / 1024 if anon else None, 1)} |{srv}"
+              f" {load_of(row)} |")
     print()
 
 
@@ -113,11 +133,53 @@ def peer_ratios(rows, prefix, peer_row, peer, where):
     print()
 
 
+def targets(rows):
+    """The standing targets of the brief and issue 25 for these backends, one line each."""
+    lines = []
+
+    def add(target, row, measured, ok):
+        lines.append(f"| {target} | {row} | {measured} | {'-' if ok is None else ('met' if ok else '**not met**')} |")
+
+    for prefix, peer, name in (("zk-standalone", "curator", "Curator"), ("zk-ensemble", "curator", "Curator"),
+                               ("etcd", "python3-etcd3", "python3-etcd3")):
+        for sc in "ABCD":
+            d, c = f"{prefix} {sc} dlock", f"{prefix} {sc} {peer}"
+            if d not in rows or c not in rows:
+                continue
+            r = ratio(rows, d, c, "ops_per_s")
+            add(f">= 1.2 x {name}", f"{prefix} {sc}", f"{f(r, 2)} x", r is not None and r >= 1.2)
+            if prefix.startswith("zk"):
+                cpu = ratio(rows, d, c, "client_cpu_us_per_op", invert=True)
+                add(f"{name}'s CPU per op >= 4 x dlock's", f"{prefix} {sc}", f"{f(cpu, 2)} x",
+                    cpu is not None and cpu >= 4)
+    for row, ops, p99 in (("pg B advisory", 8000, 20), ("pg B lease", 2000, 50)):
+        if row in rows:
+            o, q = med(rows, row, "ops_per_s"), latency(rows, row, "B")[1]
+            add(f">= {ops:,} pairs/s, p99 <= {p99} ms, defaults", row,
+                f"{f(o)} pairs/s, p99 {f(q / 1000 if q else None, 1)} ms",
+                o is not None and q is not None and o >= ops and q <= p99 * 1000)
+    for row in ("keepalive pg advisory 100 locks", "keepalive pg advisory 1000 locks"):
+        if row in rows:
+            cpu, rss = med(rows, row, "client_cpu_us_per_lock_per_s"), med(rows, row, "client_rss_bytes_per_lock")
+            lost = med(rows, row, "lost")
+            add("<= 10 us CPU and <= 8 KiB per held lock", row,
+                f"{f(cpu, 1)} us per lock per s, {f(rss)} B per lock, lost {f(lost)}",
+                cpu is not None and rss is not None and cpu <= 10 and rss <= 8192 and not lost)
+    if lines:
+        print("### Against the targets (median over the rounds)\n")
+        print("| target | row | measured | verdict |")
+        print("|---|---|---|---|")
+        print("\n".join(lines) + "\n")
+
+
 def main():
     out = Path(sys.argv[1])
     rows, order = load(out)
+    read_loads(out)
+    targets(rows)
     print("Medians over the rounds; p50/p99: the acquire+release pair in A and B, the hand-off "
-          "(release -> next holder) in C and D. Peak RSS: the client process's VmHWM, which also "
+          "(release -> next holder) in C and D; load before: the lowest and highest 1-minute load "
+          "average logged before the row's runs. Peak RSS: the client process's VmHWM, which also "
           "counts the pages of shared libraries it touched; private: its RssAnon at the end "
           "(heap, stacks; for a JVM also the JIT's code).\n")
     for t in ("standalone", "ensemble"):
@@ -157,11 +219,12 @@ def main():
     names = [r for r in order if r.startswith("keepalive")]
     if names:
         print("### The keepalive: 100 locks held by one client\n")
-        print("| row | rounds | client CPU us per lock per s | client RSS bytes per lock | lost |")
-        print("|---|---|---|---|---|")
+        print("| row | rounds | client CPU us per lock per s | client RSS bytes per lock | lost | load before |")
+        print("|---|---|---|---|---|---|")
         for row in names:
             print(f"| {row} | {len(rows[row])} | {f(med(rows, row, 'client_cpu_us_per_lock_per_s'), 1)} "
-                  f"| {f(med(rows, row, 'client_rss_bytes_per_lock'))} | {f(med(rows, row, 'lost'))} |")
+                  f"| {f(med(rows, row, 'client_rss_bytes_per_lock'))} | {f(med(rows, row, 'lost'))} "
+                  f"| {load_of(row)} |")
         print()
     hf = out / "oneshot.json"
     if hf.exists():

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Redis's rows of a bench/run_side_by_side.sh run against the standing targets (Markdown).
+
+    python3 bench/summarize_redis.py OUT
+
+Reads what the run left in OUT (nothing is run): lock_bench's JSON line in A_<kind>.txt,
+B_<kind>[_async].txt, C_<kind>[_own_clients].txt, D_<kind>_own_clients.txt and hold_10000.txt,
+redis-benchmark's CSV in rb_ping_c1_p1_before_A_<kind>.txt, the peers' harness JSON in
+peers/node.json and peers/python.json, and the load average before each row in commands.txt.
+
+The targets (the brief; ../shared/bench/peers/README.md defines A-D):
+  A  the pair's p50 <= 1.10 x two PING round trips (redis-benchmark -c 1 -P 1 p50, right before)
+  B  >= 2 x the best peer's B (50 async workers on 50 keys over one connection), every kind
+  C  >= 2.5 x the best peer's C (8 workers, one key), exact, every worker >= 50 % of its fair
+     share, with one shared client and with a client per worker
+  D  the hand-off p50 across clients (a client per worker) <= 1.2 x the BLPOP floor's
+  hold  10,000 held locks: one renewal script per 100 locks per period, <= 1 KiB per lock
+"A peer" is a lock library of the harness; its no-library references (raw-*, floor-*) are
+floors, not peers, except in B, where the issue sets raw ioredis (SET NX + EVALSHA) as the bar.
+"""
+import csv
+import json
+import os
+import re
+import sys
+
+KINDS = ["lock", "simple", "fair", "write"]
+
+
+def json_line(path):
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        if line.strip().startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                pass
+    return None
+
+
+def rb_p50_us(path):
+    """redis-benchmark --csv: the p50 latency column, in microseconds."""
+    try:
+        rows = list(csv.DictReader(open(path)))
+    except OSError:
+        return None
+    for r in rows:
+        for k, v in r.items():
+            if k and "p50" in k:
+                return float(v) * 1000.0
+    return None
+
+
+def loads(out):
+    """row name -> the 1-minute load average logged before it."""
+    res = {}
+    try:
+        for line in open(os.path.join(out, "commands.txt")):
+            m = re.match(r"^(\S+): \(load ([0-9.]+)\)", line)
+            if m:
+                res[m.group(1)] = m.group(2)
+    except OSError:
+        pass
+    return res
+
+
+def peers(out):
+    libs = {}
+    for name in ("node.json", "python.json"):
+        try:
+            libs.update(json.load(open(os.path.join(out, "peers", name))).get("libs", {}))
+        except (OSError, ValueError):
+            pass
+    return libs
+
+
+def best(libs, pick, allow_floor=False):
+    """(label, value) of the highest value pick(lib, tests) yields among the libraries."""
+    top = (None, None)
+    for lib, tests in libs.items():
+        if not allow_floor and (lib.startswith("raw") or lib.startswith("floor")):
+            continue
+        for label, v in pick(lib, tests):
+            if v is not None and (top[1] is None or v > top[1]):
+                top = (label, v)
+    return top
+
+
+def f(v, digits=0):
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def verdict(ok):
+    return "-" if ok is None else ("met" if ok else "**not met**")
+
+
+def main():
+    out = sys.argv[1]
+    libs, load = peers(out), loads(out)
+    rows = []  # (target, row, measured, bar, ratio, verdict, load)
+
+    def row(name):
+        return json_line(os.path.join(out, name + ".txt"))
+
+    # A: the pair against two PING round trips measured right before it.
+    for k in KINDS:
+        a, ping = row(f"A_{k}"), rb_p50_us(os.path.join(out, f"rb_ping_c1_p1_before_A_{k}.txt"))
+        if not a or not ping:
+            continue
+        r = a["pair_p50_us"] / (2 * ping)
+        rows.append(("A <= 1.10 x 2 PING", f"A {k}", f"pair p50 {f(a['pair_p50_us'])} us",
+                     f"2 x {f(ping)} us", f"{r:.2f} x", verdict(r <= 1.10), load.get(f"A_{k}")))
+
+    # B: against the best peer's B (raw ioredis counts here: the issue's bar).
+    pb_label, pb = best(libs, lambda lib, t: [(lib, t.get("B", {}).get("pairs_per_s"))],
+                        allow_floor=True)
+    for k in KINDS:
+        for suffix, note in (("_async", "async"), ("", "threads")):
+            b = row(f"B_{k}{suffix}")
+            if not b or not pb:
+                continue
+            r = b["ops_per_s"] / pb
+            # The target is set on the async row (one client, 50 workers on its I/O thread);
+            # the thread-per-worker row is shown beside it.
+            rows.append(("B >= 2 x best peer", f"B {k} ({note})", f"{f(b['ops_per_s'])} pairs/s",
+                         f"{pb_label} {f(pb)}", f"{r:.2f} x",
+                         verdict(r >= 2.0) if suffix else "(not the target's row)",
+                         load.get(f"B_{k}{suffix}")))
+
+    # C: against the best peer's C that kept its counter exact.
+    pc_label, pc = best(libs, lambda lib, t: [
+        (f"{lib}/{n[2:]}", v.get("ops_per_s")) for n, v in t.items()
+        if n.startswith("C_") and v.get("counter_exact")])
+    for k in KINDS:
+        for suffix, note in (("", "one client"), ("_own_clients", "a client per worker")):
+            c = row(f"C_{k}{suffix}")
+            if not c or not pc:
+                continue
+            r = c["ops_per_s"] / pc
+            share = c.get("per_worker_min", 0) / (c.get("ops", 0) / 8) if c.get("ops") else None
+            ok = r >= 2.5 and c.get("counter_exact") and share is not None and share >= 0.5
+            rows.append(("C >= 2.5 x best peer, exact, fair", f"C {k} ({note})",
+                         f"{f(c['ops_per_s'])} ops/s, exact {'yes' if c.get('counter_exact') else 'NO'}, "
+                         f"min worker {share:.0%} of fair" if share is not None else "-",
+                         f"{pc_label} {f(pc)}", f"{r:.2f} x", verdict(ok), load.get(f"C_{k}{suffix}")))
+
+    # D: the hand-off across clients against the BLPOP floor.
+    floor = libs.get("floor-blpop", {})
+    fd = next((v.get("p50_us") for n, v in floor.items() if n.startswith("D_")), None)
+    for k in KINDS:
+        d = row(f"D_{k}_own_clients")
+        if not d or not fd:
+            continue
+        r = d["handoff_p50_us"] / fd
+        rows.append(("D <= 1.2 x BLPOP floor", f"D {k} (a client per worker)",
+                     f"hand-off p50 {f(d['handoff_p50_us'])} us", f"BLPOP {f(fd)} us",
+                     f"{r:.2f} x", verdict(r <= 1.2), load.get(f"D_{k}_own_clients")))
+
+    # hold: renewal scripts per 100 locks per period, and memory per lock.
+    h = row("hold_10000")
+    if h and h.get("renewal_periods"):
+        per = h["renewal_batches"] / h["renewal_periods"] / (h["locks"] / 100)
+        rows.append(("hold: 1 script / 100 locks / period", "hold 10,000",
+                     f"{h['renewal_batches']} scripts in {h['renewal_periods']} periods",
+                     "100 per period", f"{per:.2f} per 100 locks", verdict(per <= 1.0),
+                     load.get("hold_10000")))
+        rows.append(("hold: <= 1 KiB per lock", "hold 10,000",
+                     f"{f(h['client_rss_bytes_per_lock'])} B per lock", "1,024 B", "",
+                     verdict(h["client_rss_bytes_per_lock"] <= 1024), load.get("hold_10000")))
+
+    print("| target | row | measured | bar | ratio | verdict | load before |")
+    print("|---|---|---|---|---|---|---|")
+    for t in rows:
+        print("| " + " | ".join(x if x is not None else "-" for x in t) + " |")
+    print()
+
+
+if __name__ == "__main__":
+    main()
