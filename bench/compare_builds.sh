@@ -11,6 +11,7 @@
 #               instead of 300 (hold is unchanged).
 #   OUT=dir     where results go (default /tmp/dlock-compare-<time>).
 #   ROWS=regex  only the rows whose name matches (default: all), e.g. ROWS='^(A|B)_'.
+#   KINDS=list  the lock kinds of the A-D rows (default "lock simple"; also fair, write, read).
 #
 # Procedure (the pinning of ../shared/bench/peers/README.md and bench/run_side_by_side.sh):
 # its own redis-server (no persistence, temp dir, free loopback port) pinned with `taskset -c 1`,
@@ -152,7 +153,7 @@ done
 
 for round in $(seq 1 "$ROUNDS"); do
   echo "== round $round/$ROUNDS ($([ $((round % 2)) -eq 1 ] && echo 'OLD first' || echo 'NEW first'), $(( $(date +%s) - t_start )) s in) =="
-  for kind in lock simple; do
+  for kind in ${KINDS:-lock simple}; do
     ping_unit "A_$kind" "$round"
     pair "A_$kind" "$round" A --kind $kind --seconds $SECS
     ping_unit "A_${kind}_io_thread" "$round"

@@ -19,20 +19,28 @@
 -- the others' places. The scores stay epoch milliseconds, which Redisson's scripts read.
 -- Unlike Redisson, an acquisition does not lower the other waiters' deadlines: each of ours
 -- refreshes its own place on every attempt (a Redisson waiter's deadline is a later bound).
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-while true do
-    local first = redis.call('lindex', KEYS[2], 0)
-    if not first then break end
+-- The queue is cleaned first: heads whose place ran out are dropped. An empty queue (no waiter:
+-- the common, uncontended case) costs one LINDEX and no TIME; `first` is the head after the
+-- cleanup, read again by nothing below (only KEYS[1] is read or written before the queue is).
+local now
+local function clock()
+    if not now then
+        local t = redis.call('time')
+        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    return now
+end
+local first = redis.call('lindex', KEYS[2], 0)
+while first do
     local deadline = redis.call('zscore', KEYS[3], first)
-    if deadline and tonumber(deadline) > now then break end
+    if deadline and tonumber(deadline) > clock() then break end
     redis.call('zrem', KEYS[3], first)
     redis.call('lpop', KEYS[2])
+    first = redis.call('lindex', KEYS[2], 0)
 end
 if redis.call('exists', KEYS[1]) == 0 then
-    local head = redis.call('lindex', KEYS[2], 0)
-    if not head or head == ARGV[2] then
-        if head then redis.call('lpop', KEYS[2]) end
+    if not first or first == ARGV[2] then
+        if first then redis.call('lpop', KEYS[2]) end
         redis.call('zrem', KEYS[3], ARGV[2])
         local token = redis.call('incr', KEYS[4])
         redis.call('hset', KEYS[1], ARGV[2], 1)
@@ -51,13 +59,12 @@ if retry <= 0 then
     -- Free, and another waiter is the head: a live head takes it within moments (it was woken,
     -- or its timer ran out with the holder's lease), a dead one is dropped when its place
     -- expires. Look again soon, but not in a loop: every 1/64 of the place timeout.
-    local head = redis.call('lindex', KEYS[2], 0)
-    local deadline = head and redis.call('zscore', KEYS[3], head)
+    local deadline = first and redis.call('zscore', KEYS[3], first)
     retry = math.max(2, math.floor(place / 64))
-    if deadline then retry = math.min(retry, tonumber(deadline) - now + 1) end
+    if deadline then retry = math.min(retry, tonumber(deadline) - clock() + 1) end
 end
 if ARGV[4] == '1' then
-    if redis.call('zadd', KEYS[3], now + place, ARGV[2]) == 1 then
+    if redis.call('zadd', KEYS[3], clock() + place, ARGV[2]) == 1 then
         redis.call('rpush', KEYS[2], ARGV[2])
     end
 end

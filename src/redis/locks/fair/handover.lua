@@ -16,26 +16,28 @@
 --          {2, token}  handed over: the waiter was the head; N = {ARGV[3]: 1} with its lease
 --          1           released; the head (another waiter) was woken on its own channel
 -- The releasing owner's field goes whatever its count (see reentrant/handover.lua).
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-while true do
-    local first = redis.call('lindex', KEYS[2], 0)
-    if not first then break end
-    local deadline = redis.call('zscore', KEYS[3], first)
+-- The queue is cleaned first, as in fair/release.lua; `head` is the head after the cleanup (only
+-- KEYS[1] is touched before it is used).
+local now
+local head = redis.call('lindex', KEYS[2], 0)
+while head do
+    if not now then
+        local t = redis.call('time')
+        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    local deadline = redis.call('zscore', KEYS[3], head)
     if deadline and tonumber(deadline) > now then break end
-    redis.call('zrem', KEYS[3], first)
+    redis.call('zrem', KEYS[3], head)
     redis.call('lpop', KEYS[2])
+    head = redis.call('lindex', KEYS[2], 0)
 end
-local head
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-    if redis.call('exists', KEYS[1]) == 0 then
-        head = redis.call('lindex', KEYS[2], 0)
-        if head then redis.call(ARGV[2], KEYS[4] .. ':' .. head, '0') end
+    if head and redis.call('exists', KEYS[1]) == 0 then
+        redis.call(ARGV[2], KEYS[4] .. ':' .. head, '0')
     end
     return nil
 end
 redis.call('del', KEYS[1])
-head = redis.call('lindex', KEYS[2], 0)
 if head and head == ARGV[3] then
     redis.call('lpop', KEYS[2])
     redis.call('zrem', KEYS[3], head)

@@ -13,15 +13,21 @@
 --          1    released; the head of the queue (if any) was woken on its own channel
 -- Redisson's fair unlock answers 1 when N no longer exists; we answer nil, as for RLock: the
 -- hold was lost and its owner must hear it.
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-while true do
-    local first = redis.call('lindex', KEYS[2], 0)
-    if not first then break end
+-- The queue is cleaned first, as on acquisition; an empty queue costs one LINDEX and no TIME.
+-- `first` is the head after the cleanup: only KEYS[1] is written below, so it is the head to
+-- wake.
+local now
+local first = redis.call('lindex', KEYS[2], 0)
+while first do
+    if not now then
+        local t = redis.call('time')
+        now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
     local deadline = redis.call('zscore', KEYS[3], first)
     if deadline and tonumber(deadline) > now then break end
     redis.call('zrem', KEYS[3], first)
     redis.call('lpop', KEYS[2])
+    first = redis.call('lindex', KEYS[2], 0)
 end
 local held = redis.call('hget', KEYS[1], ARGV[3])
 if held then
@@ -35,7 +41,6 @@ if held then
 elseif redis.call('exists', KEYS[1]) == 1 then
     return nil
 end
-local head = redis.call('lindex', KEYS[2], 0)
-if head then redis.call(ARGV[4], KEYS[4] .. ':' .. head, ARGV[1]) end
+if first then redis.call(ARGV[4], KEYS[4] .. ':' .. first, ARGV[1]) end
 if held then return 1 end
 return nil

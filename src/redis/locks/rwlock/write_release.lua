@@ -13,15 +13,15 @@
 --                 (Redisson publishes only on delete; waiting readers may join a read mode too)
 --                 and n connections received it (the polite release, ARCHITECTURE.md; one
 --                 integer, not {1, n}: a table costs the server about 0.5 us more per release)
+-- Calls: HMGET reads the mode and this owner's count at once, and HLEN before the write: a hash
+-- of the mode and this writer alone is deleted whole (the common case: three calls and the
+-- publish), with the owner's read holds in it only the write field goes and mode becomes read.
 local writer = ARGV[3] .. ':write'
-if redis.call('hget', KEYS[1], 'mode') ~= 'write' then
+local got = redis.call('hmget', KEYS[1], 'mode', writer)
+if got[1] ~= 'write' or not got[2] then
     return nil
 end
-local held = redis.call('hget', KEYS[1], writer)
-if not held then
-    return nil
-end
-local count = tonumber(held) - 1
+local count = tonumber(got[2]) - 1
 if count > 0 then
     redis.call('hset', KEYS[1], writer, count)
     if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then
@@ -29,10 +29,10 @@ if count > 0 then
     end
     return 0
 end
-redis.call('hdel', KEYS[1], writer)
-if redis.call('hlen', KEYS[1]) == 1 then
+if redis.call('hlen', KEYS[1]) == 2 then
     redis.call('del', KEYS[1])
 else
+    redis.call('hdel', KEYS[1], writer)
     redis.call('hset', KEYS[1], 'mode', 'read')
 end
 return 1 + redis.call(ARGV[4], KEYS[2], ARGV[1])
