@@ -54,6 +54,18 @@ def rb_p50_us(path):
     return None
 
 
+def rb_mean_us(path):
+    """redis-benchmark --csv with -c 1 -P 1: the mean round trip, 1e6 / requests per second
+    (not bucketed, unlike its percentiles: redis-benchmark's p50 comes in 8 us steps here)."""
+    try:
+        for r in csv.DictReader(open(path)):
+            if r.get("rps"):
+                return 1e6 / float(r["rps"])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def loads(out):
     """row name -> the 1-minute load average logged before it."""
     res = {}
@@ -113,6 +125,22 @@ def main():
         r = a["pair_p50_us"] / (2 * ping)
         rows.append(("A <= 1.10 x 2 PING", f"A {k}", f"pair p50 {f(a['pair_p50_us'])} us",
                      f"2 x {f(ping)} us", f"{r:.2f} x", verdict(r <= 1.10), load.get(f"A_{k}")))
+
+    # A's floors, on means (not bucketed): A's mean pair (1 / pairs per second) against two
+    # PING round trips and against the round trips of the kind's own two commands
+    # (redis-benchmark -c 1 -P 1 of the same SET / scripts; rows for the lock and the simple lock).
+    floors = []
+    own = {"simple": ("rb_setnx_c1_p1", "rb_srelease_c1_p1"),
+           "lock": ("rb_acquire_c1_p1", "rb_release_c1_p1")}
+    for k in KINDS:
+        a = row(f"A_{k}")
+        ping = rb_mean_us(os.path.join(out, f"rb_ping_c1_p1_before_A_{k}.txt"))
+        if not a or not ping:
+            continue
+        pair = 1e6 / a["ops_per_s"]
+        cmds = [rb_mean_us(os.path.join(out, n + ".txt")) for n in own.get(k, ())]
+        floor = sum(cmds) if cmds and all(cmds) else None
+        floors.append((k, pair, ping, floor))
 
     # B: against the best peer's B (raw ioredis counts here: the issue's bar).
     pb_label, pb = best(libs, lambda lib, t: [(lib, t.get("B", {}).get("pairs_per_s"))],
@@ -176,6 +204,60 @@ def main():
     for t in rows:
         print("| " + " | ".join(x if x is not None else "-" for x in t) + " |")
     print()
+    if floors:
+        print("A on means (1 / pairs per second; redis-benchmark's 1 / requests per second): the "
+              "floor is the round trips of the kind's own two commands, one at a time on one "
+              "connection (redis-benchmark -c 1 -P 1: for the lock and the simple lock; its "
+              "release runs on a random key, so the lock's floor is its not-owner path, a little "
+              "cheaper than a release).\n")
+        print("| row | mean pair us | 2 x PING mean us | pair / 2 PING | floor us | pair / floor |")
+        print("|---|---|---|---|---|---|")
+        for k, pair, ping, floor in floors:
+            print(f"| A {k} | {f(pair, 1)} | {f(2 * ping, 1)} | {pair / (2 * ping):.2f} "
+                  f"| {f(floor, 1)} | {f(pair / floor, 2) if floor else '-'} |")
+        print()
+    # C's floor: what the critical section needs whatever the client: with one client a
+    # release hands the lock to a waiter of the same client in one script, so a critical
+    # section is three round trips (the hand-over, GET, SET); with a client per worker the
+    # lock goes from client to client, at best as fast as the BLPOP floor's hand-off, and then
+    # GET and SET. Round trips are PING's mean (redis-benchmark -c 1 -P 1, before A_lock).
+    ping = rb_mean_us(os.path.join(out, "rb_ping_c1_p1.txt"))
+    if ping and pc:
+        cs = []
+        for k in KINDS:
+            for suffix, note, per_cs in (("", "one client", 3 * ping),
+                                         ("_own_clients", "a client per worker",
+                                          (fd or 0) + 2 * ping)):
+                c = row(f"C_{k}{suffix}")
+                if c and per_cs:
+                    floor = 1e6 / per_cs
+                    cs.append(f"| C {k} ({note}) | {f(c['ops_per_s'])} | {f(floor)} "
+                              f"| {c['ops_per_s'] / floor:.0%} | {f(2.5 * pc)} "
+                              f"| {2.5 * pc / floor:.0%} |")
+        print(f"C against its floor (one client: 3 PING round trips of {f(ping, 1)} us per critical "
+              f"section; a client per worker: the BLPOP floor's hand-off p50 {f(fd)} us and 2 round "
+              "trips), and where the target (2.5 x the best peer) lies against that floor.\n")
+        print("| row | ops/s | floor ops/s | of the floor | target ops/s | target / floor |")
+        print("|---|---|---|---|---|---|")
+        print("\n".join(cs) + "\n")
+    # B is bound by the server's CPU when the scripts cost it more than the client: the
+    # server's CPU per pair (INFO's used_cpu deltas over the run, lock_bench's
+    # server_cpu_us_per_op) gives the pairs per second a fully busy server would do.
+    bs = []
+    for k in KINDS:
+        b = row(f"B_{k}_async")
+        if b and b.get("server_cpu_us_per_op"):
+            cap = 1e6 / b["server_cpu_us_per_op"]
+            bs.append(f"| B {k} (async) | {f(b['ops_per_s'])} | {f(b.get('server_cmds_per_op'), 1)} "
+                      f"| {f(b['server_cpu_us_per_op'], 2)} | {f(cap)} | {b['ops_per_s'] / cap:.0%} "
+                      f"| {f(b.get('client_cpu_us_per_op'), 2)} |")
+    if bs:
+        print("B and the server's CPU: the server's CPU time per pair over the run, the pairs per "
+              "second it would serve at 100 % of its core, and how busy it was.\n")
+        print("| row | pairs/s | server cmds per pair | server CPU us per pair | server's ceiling "
+              "pairs/s | server busy | client CPU us per pair |")
+        print("|---|---|---|---|---|---|---|")
+        print("\n".join(bs) + "\n")
 
 
 if __name__ == "__main__":
