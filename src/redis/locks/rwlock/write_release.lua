@@ -13,15 +13,19 @@
 --                 (Redisson publishes only on delete; waiting readers may join a read mode too)
 --                 and n connections received it (the polite release, ARCHITECTURE.md; one
 --                 integer, not {1, n}: a table costs the server about 0.5 us more per release)
--- Calls: HMGET reads the mode and this owner's count at once, and HLEN before the write: a hash
--- of the mode and this writer alone is deleted whole (the common case: three calls and the
--- publish), with the owner's read holds in it only the write field goes and mode becomes read.
+-- HLEN before the write: a hash of the mode and this writer alone is deleted whole (the common
+-- case: HGET, HGET, HLEN, DEL and the publish); with the owner's read holds in it only the write
+-- field goes and mode becomes read. (No HMGET: the least-privileged ACL in README.md lists the
+-- commands the scripts call, and a new one would break a deployment that set it.)
 local writer = ARGV[3] .. ':write'
-local got = redis.call('hmget', KEYS[1], 'mode', writer)
-if got[1] ~= 'write' or not got[2] then
+if redis.call('hget', KEYS[1], 'mode') ~= 'write' then
     return nil
 end
-local count = tonumber(got[2]) - 1
+local held = redis.call('hget', KEYS[1], writer)
+if not held then
+    return nil
+end
+local count = tonumber(held) - 1
 if count > 0 then
     redis.call('hset', KEYS[1], writer, count)
     if redis.call('pttl', KEYS[1]) < tonumber(ARGV[2]) then
