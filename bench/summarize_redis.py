@@ -19,26 +19,15 @@ The targets (the brief; ../shared/bench/peers/README.md defines A-D):
 floors, not peers, except in B, where the issue sets raw ioredis (SET NX + EVALSHA) as the bar.
 """
 import csv
-import json
 import os
 import re
 import sys
 
-KINDS = ["lock", "simple", "fair", "write"]
+# The run's files are read as bench/charts.py reads them (it draws the charts of the same run).
+from charts import KINDS, peers as peer_list, read_json_line
 
-
-def json_line(path):
-    try:
-        lines = open(path).read().splitlines()
-    except OSError:
-        return None
-    for line in reversed(lines):
-        if line.strip().startswith("{"):
-            try:
-                return json.loads(line)
-            except ValueError:
-                pass
-    return None
+# C runs 8 workers (bench/run_side_by_side.sh, the peers' README): a worker's fair share.
+C_WORKERS = 8
 
 
 def rb_p50_us(path):
@@ -80,13 +69,8 @@ def loads(out):
 
 
 def peers(out):
-    libs = {}
-    for name in ("node.json", "python.json"):
-        try:
-            libs.update(json.load(open(os.path.join(out, "peers", name))).get("libs", {}))
-        except (OSError, ValueError):
-            pass
-    return libs
+    """library -> its tests, from the peers' harness results (charts.peers)."""
+    return {lib: tests for lib, _floor, tests in peer_list(out)}
 
 
 def best(libs, pick, allow_floor=False):
@@ -115,7 +99,7 @@ def main():
     rows = []  # (target, row, measured, bar, ratio, verdict, load)
 
     def row(name):
-        return json_line(os.path.join(out, name + ".txt"))
+        return read_json_line(os.path.join(out, name + ".txt"))
 
     # A: the pair against two PING round trips measured right before it.
     for k in KINDS:
@@ -168,7 +152,7 @@ def main():
             if not c or not pc:
                 continue
             r = c["ops_per_s"] / pc
-            share = c.get("per_worker_min", 0) / (c.get("ops", 0) / 8) if c.get("ops") else None
+            share = c.get("per_worker_min", 0) / (c.get("ops", 0) / C_WORKERS) if c.get("ops") else None
             ok = r >= 2.5 and c.get("counter_exact") and share is not None and share >= 0.5
             rows.append(("C >= 2.5 x best peer, exact, fair", f"C {k} ({note})",
                          f"{f(c['ops_per_s'])} ops/s, exact {'yes' if c.get('counter_exact') else 'NO'}, "
@@ -227,7 +211,7 @@ def main():
         for k in KINDS:
             for suffix, note, per_cs in (("", "one client", 3 * ping),
                                          ("_own_clients", "a client per worker",
-                                          (fd or 0) + 2 * ping)):
+                                          fd + 2 * ping if fd else None)):
                 c = row(f"C_{k}{suffix}")
                 if c and per_cs:
                     floor = 1e6 / per_cs
