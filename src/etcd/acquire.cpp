@@ -214,6 +214,7 @@ void acquisition::wait_in_line(std::int64_t read_at) {
     waiting_ = true;
     settled_ = false;
     gone_.clear();
+    if (watch_) watch_->cancel();
     // From etcd's current revision (0), not from read_at + 1: a watch from a revision already
     // passed (another client wrote since the read, as busy semaphores do) waits for etcd's
     // catch-up loop, up to 100 ms, before its first event.
@@ -242,7 +243,7 @@ void acquisition::wait_in_line(std::int64_t read_at) {
         if (a->ahead_.erase(key) != 0 && a->settled_ && a->ahead_.size() < a->permits_)
             a->granted(rev);
     });
-    watch_->probe(backend_->executor(), probe_every);
+    watch_->probe(probe_every);
     watch_->start();
 }
 
@@ -264,6 +265,7 @@ void acquisition::next_predecessor() {
 void acquisition::wait_for(const std::string& key, std::int64_t read_at, std::int64_t created) {
     const auto gen = ++gen_;
     waiting_ = true;
+    if (watch_) watch_->cancel(); // a recheck's answer may come while it is still open
     watch_ = std::make_shared<key_watch>(
         backend_->client(), key, 0, [w = weak_from_this(), gen](key_watch::result) {
             auto a = w.lock();
@@ -275,7 +277,7 @@ void acquisition::wait_for(const std::string& key, std::int64_t read_at, std::in
         if (!a || a->finished_ || gen != a->gen_ || at <= read_at) return;
         a->recheck(gen, key, created); // written to since the read: is the key still there?
     });
-    watch_->probe(backend_->executor(), probe_every);
+    watch_->probe(probe_every);
     watch_->start();
 }
 

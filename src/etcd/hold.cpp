@@ -44,6 +44,7 @@ void etcd_hold::watch(std::int64_t from) {
     auto* b = live();
     if (!b || lost() || released()) return;
     std::weak_ptr<hold> w = weak_from_this();
+    if (watch_) watch_->cancel();
     watch_ = std::make_shared<key_watch>(b->client(), key_, from, [w](key_watch::result r) {
         auto h = std::static_pointer_cast<etcd_hold>(w.lock());
         if (!h || h->lost() || h->released() || h->releasing_) return;

@@ -109,6 +109,7 @@ private:
 
     void watch(const std::string& key, std::string end, std::int64_t from) {
         if (!wanted(gen_)) return;
+        if (watch_) watch_->cancel();
         watch_ = std::make_shared<key_watch>(
             raw_->client(), key, from,
             [w = weak_from_this(), gen = gen_](key_watch::result) {

@@ -1,5 +1,7 @@
 #include "etcd/rpc.hpp"
 
+#include "etcd/watch_hub.hpp"
+
 #include <dlock/error.hpp>
 
 #include <arpa/inet.h>
@@ -152,7 +154,8 @@ bool transient(const grpc::Status& s) {
 
 rpc::rpc(const etcd_url& url, asio::any_io_executor ex, std::error_code& ec, std::string& why)
     : url_(url)
-    , d_(std::make_shared<delivery>(std::move(ex))) {
+    , d_(std::make_shared<delivery>(ex))
+    , hub_(std::make_shared<watch_hub>(*this, ex)) {
     ec.clear();
     pin_callback_queue();
     const auto target = channel_target(url_);
@@ -199,6 +202,11 @@ rpc::rpc(const etcd_url& url, asio::any_io_executor ex, std::error_code& ec, std
 
 rpc::~rpc() {
     close();
+}
+
+void rpc::close() {
+    d_->close();
+    hub_->close();
 }
 
 void rpc::prepare(grpc::ClientContext& ctx, bool stream) const {

@@ -153,6 +153,8 @@ private:
 using watch_stream = stream<pb::WatchRequest, pb::WatchResponse>;
 using keepalive_stream = stream<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>;
 
+class watch_hub;
+
 class rpc {
 public:
     template <class Resp>
@@ -179,8 +181,11 @@ public:
     void open_keepalive(keepalive_stream::read_fn on_read, keepalive_stream::end_fn on_end,
                         std::function<void(std::shared_ptr<keepalive_stream>)> opened);
 
-    /// Any thread: answers after this are dropped.
-    void close() { d_->close(); }
+    /// The client's one Watch stream, shared by all its watches (watch_hub.hpp).
+    const std::shared_ptr<watch_hub>& watches() const noexcept { return hub_; }
+
+    /// Any thread: answers after this are dropped; the watch stream ends.
+    void close();
     const std::shared_ptr<delivery>& deliver() const noexcept { return d_; }
     /// Requests sent (metrics' `commands`).
     std::uint64_t requests() const noexcept { return requests_.load(std::memory_order_relaxed); }
@@ -198,6 +203,7 @@ private:
 
     etcd_url url_;
     std::shared_ptr<delivery> d_;
+    std::shared_ptr<watch_hub> hub_;
     std::shared_ptr<grpc::Channel> channel_;
     std::unique_ptr<pb::KV::Stub> kv_;
     std::unique_ptr<pb::Watch::Stub> watch_;

@@ -12,10 +12,9 @@ namespace dlock::detail::etcd {
 namespace {
 
 constexpr std::chrono::milliseconds reopen_delay{200};
-/// A keep-alive unanswered this long (or a stream not open after it) makes its stream silent;
-/// checked this often (session.hpp).
+/// A keep-alive unanswered this long (or a stream not open after it) makes its stream silent
+/// (session.hpp).
 constexpr std::chrono::milliseconds silence{500};
-constexpr std::chrono::milliseconds check_every{250};
 
 } // namespace
 
@@ -71,6 +70,7 @@ void lease_session::open_stream() {
     if (ended() || cur_.s || cur_.opening_since) return;
     const auto gen = ++next_gen_;
     cur_ = lane{.gen = gen, .opening_since = clock::now()};
+    arm(); // its silence is due if it does not open
     std::weak_ptr<lease_session> w = weak_from_this();
     rpc_.open_keepalive(
         [w, gen](pb::LeaseKeepAliveResponse&& a) {
@@ -87,6 +87,7 @@ void lease_session::open_stream() {
             l->opening_since.reset();
             l->s = std::move(s);
             self->send(*l); // a fresh stream (at start, or after a broken one) renews at once
+            self->arm();
         });
 }
 
@@ -139,7 +140,23 @@ void lease_session::tick() {
         send(cur_);
         send(spare_);
     }
-    tick_timer_.expires_after(std::min(every, check_every));
+    next_tick_ = clock::time_point::max();
+    arm();
+}
+
+void lease_session::arm() {
+    if (ended()) return;
+    const auto every =
+        std::max(std::chrono::milliseconds(ttl_) / 3, std::chrono::milliseconds(100));
+    const auto after = std::min(every * 9 / 10, silence);
+    auto wake = last_sent_ + every;
+    if (cur_.s && !cur_.sent.empty())
+        wake = std::min(wake, cur_.sent.front() + after);
+    else if (!cur_.s && cur_.opening_since)
+        wake = std::min(wake, *cur_.opening_since + after);
+    if (wake >= next_tick_) return; // armed sooner already
+    next_tick_ = wake;
+    tick_timer_.expires_at(wake);
     tick_timer_.async_wait([w = weak_from_this()](std::error_code ec) {
         if (auto self = w.lock(); self && !ec) self->tick();
     });

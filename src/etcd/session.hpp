@@ -12,15 +12,16 @@
 // that every 200 ms, on whatever member the channel picks; the deadline decides the loss. A
 // stream that is open but silent (its member frozen or cut off: TCP stays up, nothing answers;
 // HTTP/2 pings would find it only after 6 + 2 s, rpc.cpp) is set aside when a keep-alive has
-// been unanswered for 500 ms (or the stream has not opened by then; at most 0.9 x ttl/3; checked
-// every 250 ms), and a new one is opened at once (the channel's round robin puts it on the next
-// member; a fresh stream renews at once). The silent one is kept as a spare, still sent
-// keep-alives, until the new one answers: a follower forwards a renewal to the leader it knows
-// and waits up to etcd's request timeout (6 s here) when that leader froze, so it answers late,
-// not never, and the next member may be the frozen one. Whichever answers first renews; a spare
-// that answers again while the current is silent becomes current. A healthy answer takes about
-// a millisecond; a false alarm under load costs one stream.
-// revoke(): the client's shutdown (the keys go with the lease, as Session.Close does).
+// been unanswered for 500 ms (or the stream has not opened by then; at most 0.9 x ttl/3; the
+// session wakes for that only while a keep-alive is unanswered or a stream opening, so an idle
+// client wakes twice per ttl/3, not every 250 ms as it did), and a new one is opened at once (the
+// channel's round robin puts it on the next member; a fresh stream renews at once). The silent one
+// is kept as a spare, still sent keep-alives, until the new one answers: a follower forwards a
+// renewal to the leader it knows and waits up to etcd's request timeout (6 s here) when that leader
+// froze, so it answers late, not never, and the next member may be the frozen one. Whichever
+// answers first renews; a spare that answers again while the current is silent becomes current. A
+// healthy answer takes about a millisecond; a false alarm under load costs one stream. revoke():
+// the client's shutdown (the keys go with the lease, as Session.Close does).
 //
 // Connections (core/log.hpp, core/metrics.hpp): a stream's first answer is a connect (the
 // session's first stream: metrics' connects and a debug "connected" naming the member; a later
@@ -99,6 +100,8 @@ private:
 
     void open_stream();
     void tick();
+    /// Wakes tick() at the next send, or sooner when the current stream's silence is due.
+    void arm();
     lane* lane_of(std::uint64_t gen);
     void send(lane& l);
     void drop(lane& l);
@@ -129,6 +132,7 @@ private:
     bool answered_ = false;         ///< a stream of this session answered (connects vs reconnects)
     bool lost_logged_ = false;      ///< "connection lost" said; "reconnected" at the next answer
     clock::time_point last_sent_{}; ///< the last tick that sent keep-alives
+    clock::time_point next_tick_ = clock::time_point::max(); ///< when tick_timer_ fires
     std::vector<std::weak_ptr<lease_observer>> observers_{};
 };
 

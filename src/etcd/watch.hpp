@@ -1,42 +1,41 @@
 // etcd/watch.hpp: waiting for the deletion of one key (or of any key of a range), or for any
-// change of it (watch_changes()), by a Watch stream (never polling).
+// change of it (watch_changes()), by a watch on the client's one Watch stream (watch_hub.hpp;
+// never polling).
 //
-// A key_watch opens its own Watch stream and watches `key` (with `range_end`: every key in
-// [key, range_end)) from `start_revision` (the revision after the one at which the caller read
-// it: a deletion after that read is never missed, and etcd serves a watch that starts past its
-// current revision at once, not from its 100 ms catch-up loop). `done` runs once on the I/O
-// thread:
+// A key_watch watches `key` (with `range_end`: every key in [key, range_end)) from
+// `start_revision` (0: etcd's current revision; a watch from a revision already passed is
+// served by etcd's catch-up loop, every 100 ms). `done` runs once on the I/O thread:
 // - deleted: a DELETE event of the key (of a key in the range) arrived;
 // - changed (after watch_changes(), an election observer's watch): any event, a put included;
-// - broken: the stream ended or the server cancelled the watch (a member died or lost its
-//   leader, the revision was compacted): the caller reads the state again and decides.
-// cancel() ends it without calling `done`.
+// - broken: the stream ended or went silent, or the server cancelled the watch (a member died
+//   or lost its leader, the revision was compacted): the caller reads the state again and
+//   decides.
+// cancel() ends it without calling `done`. An owner cancels a watch before it drops or
+// replaces it.
 //
 // each_deletion(f), before start(): every DELETE event goes to `f` (key, revision) instead of
 // ending the watch, which then ends only when broken or cancelled (a semaphore waiter keeps one
 // watch for its whole wait and counts the deletions itself). `f` may cancel the watch.
 // on_created(f): `f` gets the revision of the creation's answer. A watch from revision 0 starts
-// at etcd's current revision, synced: one from a revision already passed waits for etcd's
-// catch-up loop (every 100 ms).
+// at etcd's current revision, synced.
 //
-// probe(ex, every), before start(): a waiter's watch also proves its member alive. Every `every`
-// it asks for a progress answer (WatchProgressRequest); when nothing at all (no creation, no
-// event, no progress) arrived since the last ask, the watch is `broken`. A frozen or cut-off
-// member is then left within 2 x `every` instead of the 8 s of HTTP/2 pings (rpc.cpp). Holds'
-// watches do not probe (their lease's stream has its own rule, session.hpp): one ask per
-// second per held lock would be the keep-alive's cost many times over.
+// probe(every), before start(): a waiter's watch also proves its member alive: while it is
+// registered, the hub asks for a progress answer every `every` and gives the stream up when
+// nothing at all arrived since the last ask (a frozen or cut-off member is then left within
+// 2 x `every` instead of the 8 s of HTTP/2 pings, rpc.cpp). Holds' watches do not ask for it:
+// their lease's stream has its own rule (session.hpp).
 #pragma once
 
 #include "etcd/rpc.hpp"
 
-#include <asio/any_io_executor.hpp>
-#include <asio/steady_timer.hpp>
-
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 
 namespace dlock::detail::etcd {
+
+class watch_hub;
 
 class key_watch : public std::enable_shared_from_this<key_watch> {
 public:
@@ -44,7 +43,7 @@ public:
 
     key_watch(rpc& r, std::string key, std::int64_t start_revision,
               std::function<void(result)> done, std::string range_end = {});
-    void probe(asio::any_io_executor ex, std::chrono::milliseconds every);
+    void probe(std::chrono::milliseconds every) noexcept { probe_every_ = every; }
     /// Before start(): puts end the watch too (result::changed).
     void watch_changes() noexcept { changes_ = true; }
     /// Before start(): deletions go to `f` and do not end the watch.
@@ -58,23 +57,23 @@ public:
     void cancel();
 
 private:
-    void arm_probe();
+    friend class watch_hub;
     void on_answer(const pb::WatchResponse& a);
+    void stream_broken() { finish(result::broken); }
     void finish(result r);
+    void unregister();
 
-    rpc& rpc_;
+    std::weak_ptr<watch_hub> hub_;
+    std::int64_t id_ = 0; ///< on the hub's stream; 0 before start()
     std::string key_;
     std::string range_end_; ///< empty: the key alone
     std::int64_t start_revision_;
     std::function<void(result)> done_;
-    std::shared_ptr<watch_stream> stream_{};
     bool finished_ = false;
     bool changes_ = false; ///< puts count too
     std::function<void(const std::string&, std::int64_t)> on_delete_{};
     std::function<void(std::int64_t)> on_created_{};
-    std::unique_ptr<asio::steady_timer> probe_timer_{};
     std::chrono::milliseconds probe_every_{0};
-    bool answered_ = false; ///< something arrived since the last probe
 };
 
 } // namespace dlock::detail::etcd
