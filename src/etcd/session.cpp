@@ -189,6 +189,11 @@ void lease_session::lost_stream(const lane& l, std::string_view why) {
     if (l.peer.empty() || ended() || lost_logged_) return; // never answered, or said already
     lost_logged_ = true;
     log_connection_lost(m_.log(), "etcd", l.peer, "keepalive", why);
+    // The keep-alive renews every hold of the client: it is not being answered now.
+    const auto holds = static_cast<std::size_t>(std::count_if(
+        observers_.begin(), observers_.end(), [](const auto& w) { return !w.expired(); }));
+    log_renewal_failed(m_.log(), holds, {}, {},
+                       std::string("the lease's keep-alive: ") + std::string(why));
 }
 
 void lease_session::on_stream_end(std::uint64_t gen, const std::string& error) {

@@ -1,6 +1,7 @@
 // postgres/advisory_sessions.cpp: the holding sessions of advisory locks (advisory_sessions.hpp).
 #include "postgres/advisory_sessions.hpp"
 
+#include "core/log.hpp"
 #include "postgres/advisory_impl.hpp"
 
 #include <algorithm>
@@ -67,7 +68,7 @@ void holding_session::add(const std::string& id, const std::shared_ptr<advisory_
         conn_->on_closed([w = weak_from_this()](std::error_code) {
             if (auto s = w.lock()) s->fail_all(loss_cause::gone);
         });
-        arm_tick();
+        arm_tick(e_.config().check_period / 2);
     }
 }
 
@@ -82,20 +83,32 @@ void holding_session::drop(const std::string& id, statement unlock) {
                });
 }
 
-void holding_session::arm_tick() {
+void holding_session::arm_tick(std::chrono::steady_clock::duration after) {
     ticking_ = true;
-    tick_.expires_after(e_.config().check_period / 2);
+    tick_.expires_after(after);
     tick_.async_wait([w = weak_from_this()](std::error_code ec) {
         if (auto s = w.lock(); s && !ec) s->on_tick();
     });
 }
 
+// A check every check_period / 2; the tick after one comes a quarter period later, and finds
+// it answered (the answer armed the next check instead: no extra wake-up) or late: then the
+// renewal is failing, which is logged, and the next tick is the deadline.
 void holding_session::on_tick() {
     ticking_ = false;
     if (left_) return;
-    if (clock::now() >= valid_until_) return fail_all(loss_cause::deadline);
-    if (!checking_) check([](std::error_code) {});
-    arm_tick();
+    const auto now = clock::now();
+    if (now >= valid_until_) return fail_all(loss_cause::deadline);
+    if (checking_) {
+        log_renewal_failed(e_.metrics().log(), keys_.size(),
+                           keys_.empty() ? std::string_view{} : keys_.begin()->second.name,
+                           "advisory",
+                           "the session check is not answered; its locks are lost at the end "
+                           "of dlock_check");
+        return arm_tick(valid_until_ - now);
+    }
+    check([](std::error_code) {});
+    arm_tick(e_.config().check_period / 4);
 }
 
 void holding_session::check(std::function<void(std::error_code)> done) {
@@ -115,6 +128,7 @@ void holding_session::check(std::function<void(std::error_code)> done) {
                 return done(make_error_code(errc::not_owner));
             }
             s->valid_until_ = std::max(s->valid_until_, sent + period);
+            s->arm_tick(sent + period / 2 - clock::now()); // the next check
             // Holds may end in proven(); copy first.
             std::vector<std::shared_ptr<advisory_hold>> hs;
             for (auto& [id, x] : s->keys_)

@@ -103,7 +103,7 @@ private:
         std::string name{};
         advisory_key key{};
     };
-    void arm_tick();
+    void arm_tick(std::chrono::steady_clock::duration after);
     void on_tick();
     void leave_if_empty();
 

@@ -67,8 +67,8 @@ void renewal_service::arm_tick() {
 void renewal_service::tick() {
     ticks_.fetch_add(1, std::memory_order_relaxed);
     // A previous round still unanswered (server stalled): do not pile up more; the deadlines
-    // decide loss.
-    if (inflight_ != 0) return;
+    // decide loss. Said once per round: its holds are not being renewed.
+    if (inflight_ != 0) return stalled();
     // One batch per (node, slot where the topology needs it, kind): a script's keys must be
     // on one node (and, on a Cluster, in one slot), and one script renews one kind.
     struct group_key {
@@ -110,7 +110,7 @@ void renewal_service::tick() {
             op->sent_at = std::chrono::steady_clock::now();
             op->deadline = op->sent_at + c_.options().command_timeout;
             op->done = [this, lease](renew_op& o, std::error_code ec, resp3::value&& v) {
-                --inflight_;
+                if (--inflight_ == 0) stall_logged_ = false;
                 if (lock_protocol::read_renew(ec, v, o.holds.size(), o.ok)) {
                     const auto until = o.sent_at + lease - drift_for(lease);
                     std::uint64_t renewed = 0;
@@ -140,6 +140,20 @@ void renewal_service::tick() {
             group.where->conn().submit(*op);
         }
     }
+}
+
+void renewal_service::stalled() {
+    const auto& log_opts = c_.options().log;
+    if (std::exchange(stall_logged_, true) || !log_enabled(log_opts, log_level::warning)) return;
+    std::size_t holds = 0;
+    const redis_hold* first = nullptr;
+    watch_.for_each([&](const std::shared_ptr<redis_hold>& h) {
+        if (!h->watchdog || !active(*h)) return;
+        if (holds++ == 0) first = h.get();
+    });
+    if (first != nullptr)
+        log_renewal_failed(log_opts, holds, first->keys.key, first->protocol->name(),
+                           "the last renewal, sent a third of the lease ago, is not answered");
 }
 
 void renewal_service::renewal_failed(const std::vector<std::shared_ptr<redis_hold>>& holds,

@@ -62,6 +62,8 @@ private:
     };
     void arm_tick();
     void tick();
+    /// A tick found the last round unanswered: "lock renewal failed", once per round.
+    void stalled();
     /// A batch failed (transport error, error reply, malformed reply): metrics and a warning.
     void renewal_failed(const std::vector<std::shared_ptr<redis_hold>>& holds, std::error_code ec,
                         const resp3::value& v);
@@ -69,6 +71,7 @@ private:
     redis_client& c_;
     asio::steady_timer tick_timer_; // I/O thread
     std::size_t inflight_ = 0;      // I/O thread: renewal batches awaiting replies
+    bool stall_logged_ = false;     // I/O thread: the unanswered round was logged
     deadline_watch<redis_hold, expiry> watch_;
     std::atomic<std::uint64_t> batches_{0};
     std::atomic<std::uint64_t> ticks_{0};

@@ -113,9 +113,10 @@ std::string start_once(Url url) {
 
 /// Redis test clients: short connect/command bounds and a 1.5 s watchdog lease (renewed
 /// every 500 ms), so a forced unlock is seen within about half a second.
-std::unique_ptr<client> redis_client(const std::string& url) {
+std::unique_ptr<client> redis_client(const std::string& url, const log_options& log) {
     auto o = test::fast_options(url);
     o.watchdog_lease = 1500ms;
+    o.log = log;
     return std::make_unique<client>(std::move(o));
 }
 
@@ -136,17 +137,19 @@ std::string redlock_url(test::redis_masters& m) {
 
 /// Redlock test clients: each master with the Redis test clients' bounds, and their watchdog
 /// lease (1.5 s, extended every 500 ms).
-std::unique_ptr<client> redlock_client(const std::string& url) {
+std::unique_ptr<client> redlock_client(const std::string& url, const log_options& log) {
     auto o = redlock::parse_url(url);
-    for (auto& m : o.masters)
+    for (auto& m : o.masters) {
         m = test::fast_options("redis://" + m.endpoints.at(0).host + ":" +
                                std::to_string(m.endpoints.at(0).port));
+        m.log = log;
+    }
     o.watchdog_lease = 1500ms;
     return std::make_unique<client>(o);
 }
 
-std::unique_ptr<client> url_client(const std::string& url) {
-    return std::make_unique<client>(url);
+std::unique_ptr<client> url_client(const std::string& url, const log_options& log) {
+    return std::make_unique<client>(url, log);
 }
 
 #if defined(DLOCK_WITH_ETCD) && DLOCK_WITH_ETCD

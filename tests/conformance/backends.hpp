@@ -77,8 +77,9 @@ struct backend_entry {
     /// Starts the backend's server(s) on the first call (kept for the whole test process) and
     /// returns the URL; throws what the fixture throws when a server does not come up.
     std::function<std::string()> start;
-    /// A client on `url`, with whatever bounds the backend's test clients use.
-    std::function<std::unique_ptr<client>(const std::string& url)> connect;
+    /// A client on `url`, with whatever bounds the backend's test clients use, and `log`.
+    std::function<std::unique_ptr<client>(const std::string& url, const log_options& log)>
+        make_client;
     /// A URL of the backend's scheme that must fail with errc::configuration_error.
     std::string bad_url;
     /// The kinds it offers; every other lock_kind must fail with errc::unsupported.
@@ -87,6 +88,10 @@ struct backend_entry {
     /// test covers the same code, said in `own_covered_by`.
     std::function<own_server()> start_own{};
     std::string own_covered_by{};
+
+    std::unique_ptr<client> connect(const std::string& url, const log_options& log = {}) const {
+        return make_client(url, log);
+    }
 };
 
 /// Every backend of this build, in one list (backends.cpp).

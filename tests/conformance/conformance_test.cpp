@@ -450,21 +450,39 @@ struct ends_log {
         std::lock_guard g(mu);
         seen.emplace_back(what, clock::now());
     }
+    /// The client's log records' messages, in order.
+    std::vector<std::string> logged; // guarded by mu
+    log_options sink() {
+        return {.sink =
+                    [this](const log_record& r) {
+                        std::lock_guard g(mu);
+                        logged.emplace_back(r.message);
+                    },
+                .level = log_level::warning};
+    }
+    /// Where `message` was first logged (logged.size(): never).
+    std::size_t first(std::string_view message) {
+        std::lock_guard g(mu);
+        return static_cast<std::size_t>(std::find(logged.begin(), logged.end(), message) -
+                                        logged.begin());
+    }
 };
 
 // A lease that cannot renew (its server paused) warns, and then is lost, in that order and
-// apart by about the margin; while renewals work it does not warn.
+// apart by about the margin; while renewals work it does not warn. The client's log says
+// "lock renewal failed" before "lock lost", whatever renews the hold (Redis's batch script,
+// Redlock's quorum, ZooKeeper's session ping, etcd's keep-alive, PostgreSQL's session check).
 TEST_P(backend, a_lease_that_cannot_renew_warns_before_it_is_lost) {
     const auto& b = *GetParam();
     if (!b.available()) GTEST_SKIP() << b.label << ": server binaries not installed";
     if (!b.start_own) GTEST_SKIP() << b.label << ": covered by " << b.own_covered_by;
     auto s = b.start_own();
-    auto c = b.connect(s.url);
+    ends_log log;
+    auto c = b.connect(s.url, log.sink());
     constexpr auto margin = 400ms;
     auto l = c->acquire(fresh_name("warn"),
                         {.wait = 10s, .kind = b.kinds.front().kind, .warn_margin = margin});
     ASSERT_TRUE(l);
-    ends_log log;
     log.watch(l);
     auto& mu = log.mu;
     auto& seen = log.seen;
@@ -484,12 +502,16 @@ TEST_P(backend, a_lease_that_cannot_renew_warns_before_it_is_lost) {
         30s);
     s.resume();
     ASSERT_TRUE(lost);
+    const auto failed = log.first("lock renewal failed; the locks are lost if it keeps failing");
+    const auto lost_at = log.first("lock lost");
     std::lock_guard g(mu);
     ASSERT_EQ(seen.size(), 2u);
     EXPECT_EQ(seen[0].first, "warning");
     EXPECT_EQ(seen[1].first, "lost");
     EXPECT_GE(seen[1].second - seen[0].second, margin / 2) << "the warning came with the loss";
     EXPECT_TRUE(l.warning_token().stop_requested());
+    EXPECT_LT(failed, log.logged.size()) << "no \"lock renewal failed\" record";
+    EXPECT_LT(failed, lost_at) << "\"lock renewal failed\" came after \"lock lost\"";
 }
 
 // acquire_options::max_hold (docs/design/warning.md): a lease warns a margin before grant +

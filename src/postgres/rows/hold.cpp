@@ -1,6 +1,7 @@
 // The lease rows' shared machinery (rows.hpp): one hold class (row_hold) and one attempt loop
 // (row_attempt) for every row kind, driven by the kind's statements (rows/sql.hpp).
 #include "core/drift.hpp"
+#include "core/log.hpp"
 #include "core/random.hpp"
 #include "postgres/errors.hpp"
 #include "postgres/rows/sql.hpp"
@@ -105,6 +106,7 @@ private:
                         now_lease = std::min(lease, self->lease_);
                     }
                     self->lease_ = now_lease;
+                    self->extend_failing_ = false;
                     self->next_extend_ = sent + now_lease / 3;
                     self->engine_->metrics().renewal_slack(self->valid_until());
                     self->set_valid_until(sent + now_lease - drift_for(now_lease));
@@ -114,9 +116,14 @@ private:
                 // No answer or an error: the watchdog tries again soon, until the deadline.
                 self->next_extend_ = clock::now() + std::max(self->lease_ / 20, milliseconds(10));
                 self->arm();
-                done(ec ? ec
-                        : make_error_code(r.empty() ? errc::unavailable
-                                                    : classify_sqlstate(r[0].sqlstate())));
+                const auto failed =
+                    ec ? ec
+                       : make_error_code(r.empty() ? errc::unavailable
+                                                   : classify_sqlstate(r[0].sqlstate()));
+                if (!std::exchange(self->extend_failing_, true)) // once until one succeeds
+                    log_renewal_failed(self->engine_->metrics().log(), 1, self->name_,
+                                       self->kind_label(), failed.message());
+                done(failed);
             });
     }
 
@@ -175,6 +182,7 @@ private:
     clock::time_point acquired_at_{};
     clock::time_point next_extend_{};
     bool extending_ = false;
+    bool extend_failing_ = false; ///< "lock renewal failed" logged since the last success
     bool releasing_ = false;
     bool ended_ = false;
     std::int64_t version_; ///< clock-free: the row's version, replaced by each heartbeat

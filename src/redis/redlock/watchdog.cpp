@@ -80,10 +80,18 @@ void redlock_impl::arm_tick() {
 
 void redlock_impl::tick() {
     std::vector<std::shared_ptr<redlock_hold>> due;
+    std::size_t late = 0; // still in the round of the last tick: no quorum answered yet
+    const redlock_hold* first_late = nullptr;
     const bool open = watch_.for_each([&](const std::shared_ptr<redlock_hold>& h) {
-        if (h->watchdog() && !h->extending() && !h->releasing()) due.push_back(h);
+        if (!h->watchdog() || h->releasing()) return;
+        if (!h->extending()) return due.push_back(h);
+        if (late++ == 0) first_late = h.get();
     });
     if (!open) return;
+    if (first_late != nullptr)
+        log_renewal_failed(metrics_.log(), late, first_late->ref().keys.key, "simple",
+                           "no quorum of masters answered the last renewal, sent a third of the "
+                           "lease ago");
     // One fan-out per batch of up to batch_size holds: every master gets one renew script
     // over the batch's keys, and each hold is decided by its own quorum round.
     for (std::size_t first = 0; first < due.size(); first += batch_size) {
@@ -91,7 +99,26 @@ void redlock_impl::tick() {
         std::vector<std::shared_ptr<redlock_hold>> batch(
             due.begin() + static_cast<std::ptrdiff_t>(first),
             due.begin() + static_cast<std::ptrdiff_t>(last));
-        extend_all(*this, std::move(batch), opts_.watchdog_lease, {}, [this] { watch_.check(); });
+        // Holds no quorum renewed (masters unreachable or silent): "lock renewal failed".
+        struct failures {
+            std::size_t count = 0;
+            std::string first;
+        };
+        auto failed = std::make_shared<failures>();
+        auto names = std::make_shared<std::vector<std::string>>();
+        for (const auto& h : batch)
+            names->push_back(h->ref().keys.key);
+        extend_all(
+            *this, std::move(batch), opts_.watchdog_lease,
+            [failed, names](std::size_t k, std::error_code ec) {
+                if (ec != errc::unavailable) return;
+                if (failed->count++ == 0) failed->first = (*names)[k];
+            },
+            [this, failed] {
+                log_renewal_failed(metrics_.log(), failed->count, failed->first, "simple",
+                                   "no quorum of masters renewed it");
+                watch_.check();
+            });
     }
 }
 
