@@ -15,7 +15,9 @@ judges the merged histories. Modes:
         Every worker reaches the server through its own fault-proxy route (the proxy passes
         ZooKeeper's bytes through untouched; they are not RESP), so one worker can be cut.
   ZKE = a 3-server ensemble (Z06), every server behind one route per worker.
-        (Z07 gives each worker a session timeout of its own.)
+        (Z07 gives each worker a session timeout of its own; in Z09 worker 1's URL names the
+        two followers only, and it holds with --watchdog: it acts on the valid_until() its
+        session's renewals push forward.)
   PGA = PostgreSQL advisory lock (`simple`: pg_advisory_lock on a session of its own, the
         token from the sequence dlock_fence), fixed lease = dlock_check = 1 s, so the granted
         valid_until is the reply time + 1 s.
@@ -28,7 +30,8 @@ judges the merged histories. Modes:
         (`lock`), the token the key's create revision; as ZooKeeper, no fixed lease: the
         client's lease (TTL 2 s) is the lease, --ttl-ms its TTL; every worker through its own
         fault-proxy route (gRPC's bytes pass untouched).
-  ETC = a 3-member etcd cluster (E04), every member behind one route per worker.
+  ETC = a 3-member etcd cluster (E04), every member behind one route per worker (E05
+        partitions the leader, E06 a follower).
 PostgreSQL connections are direct (the server's TCP keepalive must see a cut-off client
 itself: a proxy in between would keep the server's side of the connection alive).
 Every scenario here runs in the extended tier only (ctest label `extended`).
@@ -223,9 +226,10 @@ LET_EXPIRE = ["--expire-pct", "100"]
 
 
 def zk_setup(run, ensemble=False, session_ms=ZK_SESSION_MS, worker_extra_1=(), own_uids=False,
-             **kw):
+             followers_1=False, **kw):
     """ZooKeeper server(s), one proxy route per (worker, server), workers on a zk:// URL of
-    their routes with the session timeout as their TTL."""
+    their routes with the session timeout as their TTL. `followers_1`: worker 1's URL names
+    the ensemble's followers only (its session is on a follower: Z09)."""
     if ensemble:
         servers = zk_ensemble(run, own_uids)
     else:
@@ -236,9 +240,12 @@ def zk_setup(run, ensemble=False, session_ms=ZK_SESSION_MS, worker_extra_1=(), o
     routes = {"w%d-l%d" % (w, i): s.port for w in range(1, workers + 1)
               for i, s in enumerate(servers)}
     run.proxy = F.Proxy(run, routes)
+    leader = [s.mode() == "leader" for s in servers] if followers_1 else [False] * len(servers)
+    if followers_1 and leader.count(True) != 1:
+        raise F.HarnessError("no single leader in the ensemble: %s" % [s.mode() for s in servers])
     urls = {w: "zk://%s?session_timeout=%d&connect_timeout=1000" % (",".join(
-        "127.0.0.1:%d" % run.proxy.ports["w%d-l%d" % (w, i)] for i in range(len(servers))),
-        session_ms) for w in range(1, workers + 1)}
+        "127.0.0.1:%d" % run.proxy.ports["w%d-l%d" % (w, i)] for i in range(len(servers))
+        if not (w == 1 and leader[i])), session_ms) for w in range(1, workers + 1)}
     kw.setdefault("hold_ms", 300)
     kw.setdefault("duration_ms", 8000)
     run.setup(workers=workers, ttl_ms=session_ms, resource="file", lock_url=urls,
@@ -394,9 +401,22 @@ def probe_count(run, name, items, least=1):
     run.probe(name, len(items) >= least, "%d" % len(items))
 
 
-def probe_no_write_after(run, w, hold):
+def probe_no_write_after(run, w, hold, renewed=False):
     """The faulted hold's critical section did not write after its granted deadline (the
-    checker judges this too; said here with the numbers)."""
+    checker judges this too; said here with the numbers). `renewed`: a --watchdog hold, whose
+    uses (every op up to its release) each count against the latest deadline it saw renewed
+    before the write (its extend ok events)."""
+    if renewed:
+        end = min([e["op"] for e in w.events() if e.get("f") == "release" and
+                   e["op"] > hold["op"]] or [1 << 62])
+        seen = [e for e in w.events() if e.get("f") == "extend" and e.get("type") == "ok" and
+                hold["op"] < e["op"] < end]
+        late = [e for e in w.events() if e.get("f") == "use" and e["type"] == "ok" and
+                hold["op"] < e["op"] < end and e["t"] > max(
+                    [hold["deadline"]] + [x["deadline"] for x in seen if x["t"] <= e["t"]])]
+        run.probe("the faulted holder wrote nothing after its deadline", not late,
+                  "%d late writes (%d renewals seen)" % (len(late), len(seen)))
+        return
     late = [e for e in w.events() if e.get("f") == "use" and e["type"] == "ok" and
             e["op"] == hold["op"] + 1 and e["t"] > hold["deadline"]]
     run.probe("the faulted holder wrote nothing after its deadline", not late,
@@ -639,6 +659,72 @@ def z08(run):
     run.wait_for(lambda: leader.mode() == "follower", 30, "the old leader back as a follower")
     run.wait_workers()
     probe_no_write_after(run, w, hold)
+    probe_count(run, "acquisitions during the partition", acquisitions(run, after=t, before=t1))
+    probe_count(run, "acquisitions after the heal", acquisitions(run, after=t1), 3)
+
+
+def zk_route_of(run, servers, w):
+    """The server worker w's session is connected to: the one whose proxy route from w has a
+    live connection (the C client keeps one); None while that is not exactly one."""
+    live = [s for i, s in enumerate(servers) if int(run.proxy.ctl(
+        "stats w%d-l%d" % (w, i)).split("sessions=")[1].split()[0]) > 0]
+    return live[0] if len(live) == 1 else None
+
+
+@scenario("Z09", "ZooKeeper ensemble (3 servers): the follower the holder's session is "
+          "connected to (worker 1's URL names the two followers only) partitioned from the "
+          "other two (nft, in the run's own network namespace: its quorum and election ports, "
+          "and every packet its uid sends to theirs) while worker 1 holds through its "
+          "session's renewals (--watchdog), until it dropped out of the quorum and a worker "
+          "acquired, then healed",
+          "the leader keeps its quorum and locking goes on; the isolated follower stops serving "
+          "and closes its clients' connections: their sessions move to the majority or expire, "
+          "a holder's belief ends at its valid_until() or at the loss signal; no overlap",
+          ["ZKE"], outcome={"ZKE": ZK_SAFE}, timeout=150)
+def z09(run):
+    if os.geteuid() != 0:
+        skip("needs root: each server runs as a uid of its own")
+    run.netns = F.Netns(run)
+    run.netns.enter()
+    # Worker 1 holds through its session's renewals (--watchdog: it reads valid_until() before
+    # each of 16 uses, about 4 s, and logs every renewal it sees), so that its hold outlasts
+    # the follower's drop-out (about syncLimit x tickTime = 2 s) and what its client tells it
+    # then is judged.
+    servers = zk_setup(run, ensemble=True, own_uids=True, followers_1=True, duration_ms=16000,
+                       wait_ms=4000, worker_extra_1=["--watchdog", "--uses", "16"])
+    w, hold = start_with_victim_holding(run)
+    leader = next((s for s in servers if s.mode() == "leader"), None)
+    if leader is None:
+        raise F.HarnessError("no leader in the ensemble")
+    follower = run.wait_for(lambda: zk_route_of(run, servers, w.id), 5,
+                            "the server worker 1's session is connected to")
+    if follower is leader:
+        raise F.HarnessError("worker 1's session is on the leader (its URL names the followers)")
+    others = [s for s in servers if s is not follower]
+    own = "{ %d, %d }" % follower.quorum_ports
+    theirs = "{ %s }" % ", ".join(str(p) for s in others for p in s.quorum_ports)
+    run.netns.rules("tcp dport %s" % own, "tcp sport %s" % own,
+                    "meta skuid %d tcp dport %s" % (follower.uid, theirs))
+    t = F.mono_ns()
+    run.nemesis("partitioned", follower.name, "follower of %s; holder w%d's server, deadline in "
+                "%.0f ms" % (leader.name, w.id, (hold["deadline"] - t) / 1e6))
+    run.wait_for(lambda: follower.mode() not in ("leader", "follower"), 30,
+                 "the isolated follower out of the quorum")
+    t_out = F.mono_ns()
+    run.nemesis("out-of-quorum", follower.name, "not serving after %.0f ms" % ((t_out - t) / 1e6))
+    run.wait_for(lambda: acquisitions(run, after=t_out), 15,
+                 "an acquisition after the follower dropped out")
+    kept, out = leader.mode() == "leader", follower.mode()
+    dropped = run.netns.heal()
+    t1 = F.mono_ns()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.probe("the isolated follower stopped serving (until the heal)",
+              out not in ("leader", "follower"), "out after %.0f ms; %s at the heal" % (
+                  (t_out - t) / 1e6, out or "not serving"))
+    run.probe("the leader kept leading", kept, leader.mode())
+    run.wait_for(lambda: follower.mode() == "follower", 30, "the follower back in the quorum")
+    run.wait_workers()
+    probe_no_write_after(run, w, hold, renewed=True)
     probe_count(run, "acquisitions during the partition", acquisitions(run, after=t, before=t1))
     probe_count(run, "acquisitions after the heal", acquisitions(run, after=t1), 3)
 
@@ -942,15 +1028,24 @@ class Etcd(ServerProcess):
                                                      p.stderr.decode(errors="replace")[-300:]))
         return p.stdout.decode()
 
-    def is_leader(self):
+    def status(self):
+        """The member's own status (its header and the leader it knows), {} when it does not
+        answer. Zero fields are left out of the JSON: no "leader" while there is none."""
         try:
             st = json.loads(self.ctl("endpoint", "status", "-w", "json", timeout=5))
         except (F.HarnessError, ValueError, subprocess.SubprocessError):
-            return False
-        # Zero fields are left out of the JSON: no "leader" while there is none.
-        status = st[0].get("Status", {}) if st else {}
+            return {}
+        return st[0].get("Status", {}) if st else {}
+
+    def is_leader(self):
+        status = self.status()
         me = status.get("header", {}).get("member_id")
         return me is not None and me == status.get("leader")
+
+    def knows_leader(self):
+        """True while the member follows (or is) a leader; False once it has none (an isolated
+        member campaigns after the election timeout) or does not answer."""
+        return bool(self.status().get("leader"))
 
 
 
@@ -1174,6 +1269,49 @@ def e05(run):
     t1 = F.mono_ns()
     run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
     run.probe("the isolated leader stepped down", stepped_down)
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    probe_count(run, "acquisitions during the partition", acquisitions(run, after=t, before=t1))
+    probe_count(run, "acquisitions after the heal", acquisitions(run, after=t1), 3)
+
+
+@scenario("E06", "etcd cluster (3 members): a follower (either one: every worker's client reaches "
+          "every member, round robin) partitioned from the other two (nft, in the run's own "
+          "network namespace: its peer port, and every packet its uid sends to theirs) while a "
+          "worker holds, until it lost its leader and a worker acquired through the majority, "
+          "then healed",
+          "the leader keeps its quorum; the isolated follower cannot forward requests or "
+          "keep-alives and ends its streams once it has no leader; clients whose member went "
+          "silent move to another one and keep their lease; no overlap, locking goes on",
+          ["ETC"], outcome={"ETC": ET_SAFE}, expect={"ETC": ET_DEADLINE}, timeout=150)
+def e06(run):
+    if os.geteuid() != 0:
+        skip("needs root: each member runs as a uid of its own")
+    run.netns = F.Netns(run)
+    run.netns.enter()
+    servers = etcd_setup(run, members=3, own_uids=True, duration_ms=14000, wait_ms=4000)
+    w, hold = start_with_victim_holding(run)
+    leader = run.wait_for(lambda: next((s for s in servers if s.is_leader()), None), 10,
+                          "the etcd leader")
+    follower = next(s for s in servers if s is not leader)
+    others = [s for s in servers if s is not follower]
+    theirs = "{ %s }" % ", ".join(str(s.peer) for s in others)
+    run.netns.rules("tcp dport %d" % follower.peer, "tcp sport %d" % follower.peer,
+                    "meta skuid %d tcp dport %s" % (follower.uid, theirs))
+    t = F.mono_ns()
+    run.nemesis("partitioned", follower.name, "follower of %s; holder w%d" % (leader.name, w.id))
+    run.wait_for(lambda: not follower.knows_leader(), 15, "the isolated follower without a leader")
+    t_lost = F.mono_ns()
+    run.nemesis("no-leader", follower.name, "after %.0f ms" % ((t_lost - t) / 1e6))
+    run.wait_for(lambda: acquisitions(run, after=t_lost), 15,
+                 "an acquisition through the majority")
+    kept, lost = leader.is_leader(), not follower.knows_leader()
+    dropped = run.netns.heal()
+    t1 = F.mono_ns()
+    run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
+    run.probe("the isolated follower lost its leader (until the heal)", lost,
+              "after %.0f ms" % ((t_lost - t) / 1e6))
+    run.probe("the leader kept leading through the partition", kept)
     run.wait_workers()
     probe_no_write_after(run, w, hold)
     probe_count(run, "acquisitions during the partition", acquisitions(run, after=t, before=t1))
