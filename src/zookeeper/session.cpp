@@ -126,7 +126,8 @@ session::session(asio::any_io_executor ex, zk_url url, log_options log)
     : ex_(std::move(ex))
     , url_(std::move(url))
     , log_(std::move(log))
-    , timer_(std::in_place, ex_) {}
+    , timer_(std::in_place, ex_)
+    , touches_(url_.server_lag, clock::now()) {} // before zookeeper_init2: the creation is later
 
 session::~session() {
     close();
@@ -288,20 +289,28 @@ void session::add_observer(std::weak_ptr<session_observer> o) {
 }
 
 void session::answered(clock::time_point sent) {
+    const auto proven = touches_.answered(sent);
     const auto timeout = negotiated();
     if (timeout <= 0ms) return;
-    const auto until = sent + timeout - drift_for(timeout);
+    const auto until = proven + timeout - drift_for(timeout);
     if (until.time_since_epoch().count() <= valid_until_.load(std::memory_order_acquire)) return;
     valid_until_.store(until.time_since_epoch().count(), std::memory_order_release);
     for (auto& o : observers_)
         if (auto p = o.lock()) p->session_valid_until(until);
 }
 
+std::chrono::milliseconds session::ping_period() const {
+    const auto timeout = negotiated() > 0ms ? negotiated() : url_.session_timeout;
+    const auto lag = url_.server_lag;
+    if (lag <= 0ms) return timeout / 3;
+    return std::max(std::chrono::milliseconds(50), (timeout - lag - lag / 8) / 4);
+}
+
 void session::schedule_tick() {
     if (ended() || !timer_) return;
-    const auto timeout = negotiated() > 0ms ? negotiated() : url_.session_timeout;
-    auto next = clock::now() + timeout / 3;
-    if (connected() && !ping_in_flight_) next = std::min(next, last_ping_ + timeout / 3);
+    const auto every = ping_period();
+    auto next = clock::now() + every;
+    if (connected() && !ping_in_flight_) next = std::min(next, last_ping_ + every);
     if (const auto vu = valid_until(); vu.time_since_epoch().count() != 0)
         next = std::min(next, vu);
     timer_->expires_at(next);
@@ -320,8 +329,7 @@ void session::tick() {
         end(session_end::deadline);
         return;
     }
-    const auto timeout = negotiated();
-    if (connected() && !ping_in_flight_ && now >= last_ping_ + timeout / 3) {
+    if (connected() && !ping_in_flight_ && now >= last_ping_ + ping_period()) {
         ping_in_flight_ = true;
         last_ping_ = now;
         exists("/", {}, [w = weak_from_this()](reply&&) {

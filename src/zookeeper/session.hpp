@@ -5,11 +5,15 @@
 // and never call back into the client: they copy the result and post it to the backend's Asio
 // executor, where the lock logic runs. Requests are made on that executor too.
 //
-// Lease of the session (zookeeper-sql.md §3): valid_until = send time of the last request the
-// server answered + negotiated session timeout - drift_for(timeout) (core/drift.hpp: timeout/100 +
-// 2 ms), on the steady clock. The server expires a session `timeout` after the last packet it
-// received, which is after that send, so the bound is never later than the server's own. A ping
-// (exists on the chroot) every timeout/3 keeps it fresh while connected; when it passes while
+// Lease of the session (zookeeper-sql.md §3): valid_until = the latest time the leader surely
+// saw the session (touches.hpp) + negotiated session timeout - drift_for(timeout)
+// (core/drift.hpp: timeout/100 + 2 ms), on the steady clock. On a standalone server
+// (`server_lag` 0) that is the send time of the last request it answered: it expires a session
+// `timeout` after the last packet it received, which is after that send. In an ensemble a
+// follower cut off from the leader goes on answering for up to syncLimit x tickTime, so an
+// answer proves only requests sent `server_lag` before it (Z09, docs/design/zookeeper.md). A
+// ping (exists on the chroot) every timeout/3 (with a lag: (timeout - 9/8 lag) / 4, so that
+// renewals land with half of what is left) keeps it fresh while connected; when it passes while
 // disconnected the observers are told (their locks count as lost), without waiting for the server's
 // Expired event that a partitioned client never gets.
 //
@@ -21,6 +25,7 @@
 // except id(), negotiated(), connected() and valid_until() (atomics, any thread).
 #pragma once
 
+#include "zookeeper/touches.hpp"
 #include "zookeeper/url.hpp"
 
 #include <dlock/log.hpp>
@@ -166,6 +171,8 @@ private:
     void complete(op* o, reply&& r);
     void answered(clock::time_point sent);
     void end(session_end why);
+    /// How often the session pings while connected (the lease's renewal).
+    std::chrono::milliseconds ping_period() const;
     void schedule_tick();
     void tick();
     void note_error(std::string m);
@@ -185,6 +192,7 @@ private:
     std::atomic<std::uint64_t> requests_{0};
     clock::time_point last_ping_{};
     bool ping_in_flight_ = false;
+    touches touches_; ///< I/O thread: what the answers prove the leader saw
     bool ever_connected_ = false;
     std::vector<std::function<void(std::error_code)>> connect_waiters_{};
     std::vector<std::weak_ptr<session_observer>> observers_{};

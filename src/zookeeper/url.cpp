@@ -96,12 +96,24 @@ zk_url parse_zk_url(std::string_view url, std::error_code& ec, std::string* why)
                 std::chrono::milliseconds(v);
         } else if (key == "deterministic") {
             u.deterministic = v != 0;
+        } else if (key == "server_lag") {
+            if (v < 0 || v > 3'600'000)
+                return fail(errc::configuration_error,
+                            "zk:// URL parameter server_lag must be 0..3600000 ms");
+            u.server_lag = std::chrono::milliseconds(v);
         } else {
             return fail(errc::configuration_error,
                         "unknown zk:// URL parameter '" + std::string(key) +
-                            "' (known: session_timeout, connect_timeout, deterministic)");
+                            "' (known: session_timeout, connect_timeout, server_lag, "
+                            "deterministic)");
         }
     }
+    if (2 * u.session_timeout <= 3 * u.server_lag)
+        return fail(errc::configuration_error, "zk:// session_timeout (" +
+                                                   std::to_string(u.session_timeout.count()) +
+                                                   " ms) must be more than 1.5 x server_lag (" +
+                                                   std::to_string(u.server_lag.count()) +
+                                                   " ms): a session's lease leaves the lag out");
     return u;
 }
 

@@ -36,6 +36,10 @@ TEST(zk_url, hosts_chroot_and_parameters) {
     EXPECT_EQ(u.session_timeout, 4000ms);
     EXPECT_EQ(u.connect_timeout, 700ms);
     EXPECT_EQ(u.connect_string(), "a:1,b:2,[::1]:3/locks/x");
+    EXPECT_EQ(u.server_lag, 0ms) << "standalone unless told";
+    u = parse_zk_url("zk://a:1,b:2?session_timeout=4000&server_lag=2600", ec, &why);
+    ASSERT_FALSE(ec) << why;
+    EXPECT_EQ(u.server_lag, 2600ms);
 
     u = parse_zk_url("zk://h", ec, &why);
     ASSERT_FALSE(ec);
@@ -65,6 +69,10 @@ TEST(zk_url, bad_inputs_are_typed_errors) {
     expect("zk://h:1?session_timeout=abc", errc::configuration_error);
     expect("zk://h:1?session_timeout=0", errc::configuration_error);
     expect("zk://h:1?colour=blue", errc::configuration_error);
+    expect("zk://h:1?server_lag=-1", errc::configuration_error);
+    // The lease leaves the lag out: a session must outlast 1.5 x it.
+    expect("zk://h:1?server_lag=7000", errc::configuration_error); // the default 10 s session
+    expect("zk://h:1?session_timeout=4000&server_lag=2700", errc::configuration_error);
     // TLS and SASL: Debian's C client has neither.
     expect("zks://h:1", errc::unsupported);
     expect("zk://user:secret@h:1", errc::unsupported);
