@@ -84,16 +84,16 @@ belief ends before the server frees the lock, whether the holder is killed (Z01)
 (Z02), cut off (Z03, Z05) or the server is restarted (Z04; sessions survive a restart) or an
 ensemble's leader is lost (Z06) or partitioned into a minority (Z08: it stops serving, the
 majority elects a leader and goes on); a waiter whose predecessor's node expires reads the queue again
-and does not jump it (Z07). **Not kept when the follower a holder's session is on is
-partitioned away (Z09; a bug, open):** the isolated follower answers its clients' reads (dlock's
-pings are `exists` calls) from its own copy and touches their sessions locally for up to
-syncLimit x tickTime (2 s in the suite) before it drops out of the quorum, while the leader,
-which expires sessions, hears nothing of them; the client counts those answers as renewals, so
-`valid_until()` moves past the instant the leader expires the session and frees the lock, and a
-holder that reads it before each use (Z09's `--watchdog` holder) still believes, until the
-follower closes its connection, after another client was granted (overlaps of 0.14-0.19 s in
-each of Z09's 5 runs of 2026-11-28). A holder that acts on the
-deadline it was granted (every other Z row) is not affected. The token (`lease::token()`) is the node's czxid: it strictly
+and does not jump it (Z07). **In an ensemble, set the URL's `server_lag`** to (syncLimit + 1) x tickTime
+(Z09): a follower partitioned away answers its clients' reads (dlock's pings are `exists`
+calls) from its own copy for up to syncLimit x tickTime before it drops out of the quorum,
+while the leader, which expires sessions, hears nothing of them. With `server_lag` an answer
+proves only the requests sent at least that long before it, so `valid_until()` stays before
+the leader's expiry (Z09: 5 of 5 with it, on a 4 s session and a 2.2 s lag). Without it (the
+default 0, right for a standalone server) every answer counted at once: each of Z09's 5 runs
+of 2026-11-28 before the parameter existed overlapped by 0.14-0.19 s
+(`docs/fault-results/2026-11-28-z09-before-server-lag/`); a holder that acts on the deadline
+it was granted rather than reading `valid_until()` again was not affected. The token (`lease::token()`) is the node's czxid: it strictly
 increases per ensemble. `dlock::zookeeper::fenced_set` makes the server check the holder's node
 in the same transaction as the write. What is not promised: a holder paused past its session
 and resumed acts on a lock it lost unless it checks `valid_until()` (or writes through
@@ -350,10 +350,11 @@ DEPLOYMENTS = [
      "leader is lost or partitioned; no queue jumping; the token (czxid) strictly increases "
      "per ensemble; `fenced_set` checks the holder's node in the write's transaction",
      "no fixed lease; a holder paused past its session and resumed acts on a lost lock unless "
-     "it checks `valid_until()` or writes through `fenced_set`; a holder whose session is on a "
-     "follower partitioned away reads a `valid_until()` its answers pushed past the leader's "
-     "expiry of the session (Z09: a bug, open)",
-     "session timeout within tickTime x 2 .. x 20 (the negotiated one is used); transaction "
+     "it checks `valid_until()` or writes through `fenced_set`; an ensemble without "
+     "`server_lag` lets a follower partitioned away stretch `valid_until()` past the leader's "
+     "expiry of the session (Z09)",
+     "an ensemble: the URL's `server_lag` = (syncLimit + 1) x tickTime and a session timeout "
+     "above 1.5 x it; session timeout within tickTime x 2 .. x 20 (the negotiated one is used); transaction "
      "log kept (`forceSync=yes`, the default); an ensemble needs a quorum; clocks do not "
      "matter"),
     ("etcd (`etcd://`, the Mutex recipe)", ("ET", "ETC"),
@@ -762,7 +763,8 @@ BACKEND_INTRO = (
 COMMAND = ("python3 tests/fault/faultrun.py safety-doc --random docs/fault-results/"
            "2026-11-24-random --random docs/fault-results/2026-11-27-random --tests "
            "docs/fault-results/coverage-tests.json docs/fault-results/2026-11-27-* "
-           "docs/fault-results/2026-11-28-followers > docs/SAFETY.md")
+           "docs/fault-results/2026-11-28-followers "
+           "docs/fault-results/2026-11-28-z09-server-lag > docs/SAFETY.md")
 
 
 def render(results_dirs, scenarios, random_dir=None, tests_path=None):
