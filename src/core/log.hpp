@@ -10,9 +10,12 @@
 
 #include <dlock/log.hpp>
 
+#include <algorithm>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dlock::detail {
 
@@ -63,6 +66,19 @@ inline void log_renewal_failed(const log_options& o, std::size_t locks, std::str
     const auto count = std::to_string(locks);
     log(o, log_level::warning, log_message::renewal_failed,
         {{"locks", count}, {"first_lock", first_lock}, {"kind", kind}, {"error", error}});
+}
+
+/// The renewal of a client-wide session or lease (ZooKeeper's session, etcd's lease) is not
+/// answered: "lock renewal failed" for the holds that observe it (`observers`, the live ones
+/// counted; nothing when none lives), with no lock or kind named.
+template <class T>
+void log_session_renewal_failed(const log_options& o,
+                                const std::vector<std::weak_ptr<T>>& observers,
+                                std::string_view error) {
+    if (!log_enabled(o, log_level::warning)) return;
+    const auto holds = static_cast<std::size_t>(std::count_if(
+        observers.begin(), observers.end(), [](const auto& w) { return !w.expired(); }));
+    log_renewal_failed(o, holds, {}, {}, error);
 }
 
 /// At most `max` bytes of `s` (server error texts are the server's, bounded for a log line).

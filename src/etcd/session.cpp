@@ -117,11 +117,17 @@ bool lease_session::silent(const lane& l, std::chrono::milliseconds after) {
     return l.opening_since && now - *l.opening_since >= after;
 }
 
+std::chrono::milliseconds lease_session::every() const {
+    return std::max(std::chrono::milliseconds(ttl_) / 3, std::chrono::milliseconds(100));
+}
+
+std::chrono::milliseconds lease_session::silent_after() const {
+    return std::min(every() * 9 / 10, silence);
+}
+
 void lease_session::tick() {
     if (ended()) return;
-    const auto every =
-        std::max(std::chrono::milliseconds(ttl_) / 3, std::chrono::milliseconds(100));
-    const auto after = std::min(every * 9 / 10, silence);
+    const auto after = silent_after();
     if (silent(cur_, after)) {
         if (spare_.s && !silent(spare_, after)) { // the spare answers again: it is current
             drop(cur_);
@@ -135,7 +141,7 @@ void lease_session::tick() {
         }
     }
     const auto now = clock::now();
-    if (now - last_sent_ >= every * 9 / 10) { // a tick's timer may fire a little early
+    if (now - last_sent_ >= every() * 9 / 10) { // a tick's timer may fire a little early
         last_sent_ = now;
         send(cur_);
         send(spare_);
@@ -146,10 +152,8 @@ void lease_session::tick() {
 
 void lease_session::arm() {
     if (ended()) return;
-    const auto every =
-        std::max(std::chrono::milliseconds(ttl_) / 3, std::chrono::milliseconds(100));
-    const auto after = std::min(every * 9 / 10, silence);
-    auto wake = last_sent_ + every;
+    const auto after = silent_after();
+    auto wake = last_sent_ + every();
     if (cur_.s && !cur_.sent.empty())
         wake = std::min(wake, cur_.sent.front() + after);
     else if (!cur_.s && cur_.opening_since)
@@ -190,10 +194,8 @@ void lease_session::lost_stream(const lane& l, std::string_view why) {
     lost_logged_ = true;
     log_connection_lost(m_.log(), "etcd", l.peer, "keepalive", why);
     // The keep-alive renews every hold of the client: it is not being answered now.
-    const auto holds = static_cast<std::size_t>(std::count_if(
-        observers_.begin(), observers_.end(), [](const auto& w) { return !w.expired(); }));
-    log_renewal_failed(m_.log(), holds, {}, {},
-                       std::string("the lease's keep-alive: ") + std::string(why));
+    log_session_renewal_failed(m_.log(), observers_,
+                               std::string("the lease's keep-alive: ") + std::string(why));
 }
 
 void lease_session::on_stream_end(std::uint64_t gen, const std::string& error) {

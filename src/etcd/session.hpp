@@ -100,6 +100,10 @@ private:
 
     void open_stream();
     void tick();
+    /// How often keep-alives go (ttl/3, at least 100 ms), and how long an unanswered one (or a
+    /// stream not open) takes to make its stream silent.
+    std::chrono::milliseconds every() const;
+    std::chrono::milliseconds silent_after() const;
     /// Wakes tick() at the next send, or sooner when the current stream's silence is due.
     void arm();
     lane* lane_of(std::uint64_t gen);

@@ -240,11 +240,9 @@ void session::on_state(int state) {
         note_error("disconnected from ZooKeeper " + url_.display() + ", reconnecting");
         log_connection_lost(log_, "zookeeper", url_.display(), "session", "disconnected");
         // The session's ping is what renews every hold on it: it cannot be answered now.
-        const auto holds = static_cast<std::size_t>(std::count_if(
-            observers_.begin(), observers_.end(), [](const auto& w) { return !w.expired(); }));
-        log_renewal_failed(log_, holds, {}, {},
-                           "disconnected from the session's server; the locks are lost when "
-                           "the session timeout passes without a reconnect");
+        log_session_renewal_failed(log_, observers_,
+                                   "disconnected from the session's server; the locks are lost "
+                                   "when the session timeout passes without a reconnect");
     }
     connected_.store(false, std::memory_order_release);
 }

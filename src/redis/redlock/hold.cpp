@@ -98,7 +98,7 @@ void redlock_hold::run_extension(redlock_impl& r, std::chrono::milliseconds leas
     std::vector<std::shared_ptr<redlock_hold>> one{
         std::static_pointer_cast<redlock_hold>(shared_from_this())};
     extend_all(r, std::move(one), lease,
-               [done = std::move(done)](std::size_t, std::error_code ec) {
+               [done = std::move(done)](const redlock_hold&, std::error_code ec) {
                    if (done) done(ec);
                },
                {});

@@ -261,11 +261,12 @@ class redlock_hold;
 /// One extension fan-out for `holds` (at most batch_size; I/O thread): every master gets one
 /// simple/renew.lua call over all their keys, and each hold has its own round. A won round
 /// sets the hold's valid_until; a refusal by a quorum makes it lost (not_owner); anything else
-/// leaves it as it was (errc::unavailable). `each(k, ec)` runs when hold k's round is decided,
+/// leaves it as it was (errc::unavailable). `each(h, ec)` runs when hold h's round is decided,
 /// `all()` once every round is (both may be empty).
 void extend_all(redlock_impl& r, std::vector<std::shared_ptr<redlock_hold>> holds,
                 std::chrono::milliseconds lease,
-                std::function<void(std::size_t, std::error_code)> each, std::function<void()> all);
+                std::function<void(const redlock_hold&, std::error_code)> each,
+                std::function<void()> all);
 
 // ---- the hold behind a lease -----------------------------------------------------------------
 

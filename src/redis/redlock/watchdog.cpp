@@ -6,7 +6,8 @@ namespace dlock::detail {
 
 void extend_all(redlock_impl& r, std::vector<std::shared_ptr<redlock_hold>> holds,
                 std::chrono::milliseconds lease,
-                std::function<void(std::size_t, std::error_code)> each, std::function<void()> all) {
+                std::function<void(const redlock_hold&, std::error_code)> each,
+                std::function<void()> all) {
     struct batch {
         std::vector<std::shared_ptr<redlock_hold>> holds;
         std::size_t open = 0;
@@ -47,7 +48,7 @@ void extend_all(redlock_impl& r, std::vector<std::shared_ptr<redlock_hold>> hold
             } else {
                 ec = make_error_code(errc::unavailable);
             }
-            if (each) each(k, ec);
+            if (each) each(h, ec);
             if (--b->open == 0 && all) all();
         },
         [b](fanout& f, std::size_t k, std::size_t i) { b->holds[k]->set_vote(f.vote_of(k, i)); });
@@ -105,14 +106,11 @@ void redlock_impl::tick() {
             std::string first;
         };
         auto failed = std::make_shared<failures>();
-        auto names = std::make_shared<std::vector<std::string>>();
-        for (const auto& h : batch)
-            names->push_back(h->ref().keys.key);
         extend_all(
             *this, std::move(batch), opts_.watchdog_lease,
-            [failed, names](std::size_t k, std::error_code ec) {
+            [failed](const redlock_hold& h, std::error_code ec) {
                 if (ec != errc::unavailable) return;
-                if (failed->count++ == 0) failed->first = (*names)[k];
+                if (failed->count++ == 0) failed->first = h.ref().keys.key;
             },
             [this, failed] {
                 log_renewal_failed(metrics_.log(), failed->count, failed->first, "simple",
