@@ -77,7 +77,6 @@ void watch_hub::send(pb::WatchRequest r) {
 void watch_hub::open() {
     opening_ = true;
     const auto gen = ++gen_;
-    ++opened_;
     std::weak_ptr<watch_hub> h = weak_from_this();
     rpc_.open_watch(
         [h, gen](pb::WatchResponse&& a) {

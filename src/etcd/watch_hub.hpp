@@ -53,11 +53,6 @@ public:
     /// Any thread: ends the stream; no new one opens.
     void close();
 
-    /// Streams opened so far (tests).
-    std::uint64_t streams_opened() const noexcept { return opened_; }
-    /// Watches registered on the current stream (tests).
-    std::size_t size() const noexcept { return watches_.size(); }
-
 private:
     struct entry {
         std::weak_ptr<key_watch> w;
@@ -86,7 +81,6 @@ private:
     std::vector<pb::WatchRequest> pending_{}; ///< written once the stream is open
     std::unordered_map<std::int64_t, entry> watches_{};
     std::int64_t next_id_ = 0;
-    std::uint64_t opened_ = 0;
     std::size_t probing_ = 0; ///< watches on the current stream that asked for probing
     std::chrono::milliseconds probe_every_{0};
     bool probe_armed_ = false;

@@ -49,9 +49,6 @@ public:
         return proven_;
     }
 
-    clock::time_point proven() const noexcept { return proven_; }
-    std::chrono::milliseconds lag() const noexcept { return lag_; }
-
 private:
     std::chrono::milliseconds lag_;
     clock::time_point proven_;
