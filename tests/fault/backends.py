@@ -459,6 +459,24 @@ def probe_first_grant_after(run, w, hold, t_fault, least_ms=None, most_ms=None, 
     return t
 
 
+def own_netns(run, who):
+    """The run's own network namespace, entered. Root only: each server (`who`) runs as a uid
+    of its own, which nft tells apart (Z08, Z09, E05, E06)."""
+    if os.geteuid() != 0:
+        skip("needs root: each %s runs as a uid of its own" % who)
+    run.netns = F.Netns(run)
+    run.netns.enter()
+
+
+def cut_off(run, server, ports, their_ports):
+    """nft: drop every packet to and from `server`'s `ports` and every packet its uid sends to
+    the others' `their_ports` (its quorum or peer traffic), so it is partitioned from them."""
+    own = "{ %s }" % ", ".join(str(p) for p in ports)
+    theirs = "{ %s }" % ", ".join(str(p) for p in their_ports)
+    run.netns.rules("tcp dport %s" % own, "tcp sport %s" % own,
+                    "meta skuid %d tcp dport %s" % (server.uid, theirs))
+
+
 def start_with_victim_holding(run):
     """Worker 1 starts alone and the others follow once it holds (its first acquisition meets
     a free lock); returns worker 1's hold. The fault is applied by the caller at once."""
@@ -643,20 +661,14 @@ def z06(run):
           "sessions move or expire, a holder stops at its deadline; no overlap", ["ZKE"],
           outcome={"ZKE": ZK_SAFE}, timeout=150)
 def z08(run):
-    if os.geteuid() != 0:
-        skip("needs root: each server runs as a uid of its own")
-    run.netns = F.Netns(run)
-    run.netns.enter()
+    own_netns(run, "server")
     servers = zk_setup(run, ensemble=True, own_uids=True, duration_ms=16000, wait_ms=4000)
     w, hold = start_with_victim_holding(run)
     leader = next((s for s in servers if s.mode() == "leader"), None)
     if leader is None:
         raise F.HarnessError("no leader in the ensemble")
     others = [s for s in servers if s is not leader]
-    own = "{ %d, %d }" % leader.quorum_ports
-    theirs = "{ %s }" % ", ".join(str(p) for s in others for p in s.quorum_ports)
-    run.netns.rules("tcp dport %s" % own, "tcp sport %s" % own,
-                    "meta skuid %d tcp dport %s" % (leader.uid, theirs))
+    cut_off(run, leader, leader.quorum_ports, [p for s in others for p in s.quorum_ports])
     t = F.mono_ns()
     new = run.wait_for(lambda: next((s for s in others if s.mode() == "leader"), None), 30,
                        "a new leader among the majority")
@@ -694,10 +706,7 @@ def zk_route_of(run, servers, w):
           "a holder's belief ends at its valid_until() or at the loss signal; no overlap",
           ["ZKE"], outcome={"ZKE": ZK_SAFE}, expect={"ZKE": ZK_LAG_DEADLINE}, timeout=150)
 def z09(run):
-    if os.geteuid() != 0:
-        skip("needs root: each server runs as a uid of its own")
-    run.netns = F.Netns(run)
-    run.netns.enter()
+    own_netns(run, "server")
     # Worker 1 holds through its session's renewals (--watchdog: it reads valid_until() before
     # each of 16 uses, about 4 s, and logs every renewal it sees), so that its hold outlasts
     # the follower's drop-out (about syncLimit x tickTime = 2 s) and what its client tells it
@@ -716,10 +725,7 @@ def z09(run):
     if follower is leader:
         raise F.HarnessError("worker 1's session is on the leader (its URL names the followers)")
     others = [s for s in servers if s is not follower]
-    own = "{ %d, %d }" % follower.quorum_ports
-    theirs = "{ %s }" % ", ".join(str(p) for s in others for p in s.quorum_ports)
-    run.netns.rules("tcp dport %s" % own, "tcp sport %s" % own,
-                    "meta skuid %d tcp dport %s" % (follower.uid, theirs))
+    cut_off(run, follower, follower.quorum_ports, [p for s in others for p in s.quorum_ports])
     t = F.mono_ns()
     run.nemesis("partitioned", follower.name, "follower of %s; holder w%d's server, deadline in "
                 "%.0f ms" % (leader.name, w.id, (hold["deadline"] - t) / 1e6))
@@ -1260,18 +1266,13 @@ def p06(run):
           "locking goes on", ["ETC"], outcome={"ETC": ET_SAFE}, expect={"ETC": ET_DEADLINE},
           timeout=150)
 def e05(run):
-    if os.geteuid() != 0:
-        skip("needs root: each member runs as a uid of its own")
-    run.netns = F.Netns(run)
-    run.netns.enter()
+    own_netns(run, "member")
     servers = etcd_setup(run, members=3, own_uids=True, duration_ms=14000, wait_ms=4000)
     w, hold = start_with_victim_holding(run)
     leader = run.wait_for(lambda: next((s for s in servers if s.is_leader()), None), 10,
                           "the etcd leader")
     others = [s for s in servers if s is not leader]
-    theirs = "{ %s }" % ", ".join(str(s.peer) for s in others)
-    run.netns.rules("tcp dport %d" % leader.peer, "tcp sport %d" % leader.peer,
-                    "meta skuid %d tcp dport %s" % (leader.uid, theirs))
+    cut_off(run, leader, [leader.peer], [s.peer for s in others])
     t = F.mono_ns()
     new = run.wait_for(lambda: next((s for s in others if s.is_leader()), None), 30,
                        "a new leader among the majority")
@@ -1300,19 +1301,14 @@ def e05(run):
           "silent move to another one and keep their lease; no overlap, locking goes on",
           ["ETC"], outcome={"ETC": ET_SAFE}, expect={"ETC": ET_DEADLINE}, timeout=150)
 def e06(run):
-    if os.geteuid() != 0:
-        skip("needs root: each member runs as a uid of its own")
-    run.netns = F.Netns(run)
-    run.netns.enter()
+    own_netns(run, "member")
     servers = etcd_setup(run, members=3, own_uids=True, duration_ms=14000, wait_ms=4000)
     w, hold = start_with_victim_holding(run)
     leader = run.wait_for(lambda: next((s for s in servers if s.is_leader()), None), 10,
                           "the etcd leader")
     follower = next(s for s in servers if s is not leader)
     others = [s for s in servers if s is not follower]
-    theirs = "{ %s }" % ", ".join(str(s.peer) for s in others)
-    run.netns.rules("tcp dport %d" % follower.peer, "tcp sport %d" % follower.peer,
-                    "meta skuid %d tcp dport %s" % (follower.uid, theirs))
+    cut_off(run, follower, [follower.peer], [s.peer for s in others])
     t = F.mono_ns()
     run.nemesis("partitioned", follower.name, "follower of %s; holder w%d" % (leader.name, w.id))
     run.wait_for(lambda: not follower.knows_leader(), 15, "the isolated follower without a leader")
