@@ -4,7 +4,8 @@
 //   bench_servers zk|zk3|pg|etcd|redis
 //
 // redis: a private redis-server (the tests' redis_fixture); zk:  a standalone ZooKeeper server;
-// zk3: a 3-node ensemble (tickTime 2000 ms, ZooKeeper's sample value, for both); pg: a private
+// zk3: a 3-node ensemble (tickTime 2000 ms, ZooKeeper's sample value, for both; its URL carries
+// the ensemble's server_lag and the longest session it allows); pg: a private
 // PostgreSQL (initdb in a temporary directory); etcd: one etcd member (the tests' etcd_fixture).
 // Prints the URL on one line (zk://..., postgresql://..., etcd://...) and, for ZooKeeper, the
 // connect string Curator takes on a second line ("connect: HOST:PORT,..."), then runs until
@@ -30,7 +31,7 @@ void wait_for_stop(const sigset_t& set) {
 
 std::string connect_string(const std::string& url) {
     auto s = url.substr(url.find("://") + 3);
-    return s.substr(0, s.find('/'));
+    return s.substr(0, s.find_first_of("/?"));
 }
 
 } // namespace
@@ -57,7 +58,11 @@ int main(int argc, char** argv) {
                 url = one->url();
             } else {
                 three = std::make_unique<dlock::test::zk_ensemble>(opts);
-                url = three->url();
+                // The longest session the servers allow (20 x tickTime, as Curator's 60 s
+                // default is clamped to) and the ensemble's server_lag, which it must exceed
+                // 1.5 x: an ensemble's URL without a lag is refused.
+                url = three->url() + "?session_timeout=" + std::to_string(20 * opts.tick_ms) +
+                      "&server_lag=" + std::to_string(three->server_lag().count());
             }
             std::cout << url << "\nconnect: " << connect_string(url) << std::endl;
             wait_for_stop(set);

@@ -8,6 +8,7 @@
 #include "zookeeper/acquire.hpp"
 #include "zookeeper/backend_call.hpp"
 #include "zookeeper/semaphore.hpp"
+#include "zookeeper/server_lag.hpp"
 
 #include <dlock/error.hpp>
 
@@ -121,7 +122,7 @@ void zk_backend::with_session(std::function<void(std::error_code, std::shared_pt
         }
         std::lock_guard lk(mu_);
         session_ = s;
-        chroot_checked_ = false;
+        session_checked_ = false;
     }
     struct state {
         std::function<void(std::error_code, std::shared_ptr<session>)> fn;
@@ -149,22 +150,44 @@ void zk_backend::with_session(std::function<void(std::error_code, std::shared_pt
             set_error("ZooKeeper session on " + url_.display() + " ended: " + s->last_error());
             return st->finish(make_error_code(errc::unavailable), nullptr);
         }
-        if (chroot_checked_ && current_session() == s) return st->finish({}, s);
-        s->exists("/", {}, [this, st, s](reply&& r) {
+        if (session_checked_ && current_session() == s) return st->finish({}, s);
+        check_session(s, [this, st, s](std::error_code checked) {
             if (st->done) return;
-            if (r.rc == ZOK) {
-                if (current_session() == s) chroot_checked_ = true;
-                return st->finish({}, s);
-            }
-            if (r.rc == ZNONODE) {
-                set_error("the chroot " + url_.chroot + " does not exist on ZooKeeper " +
-                          url_.display() + " (create it first)");
-                return st->finish(make_error_code(errc::configuration_error), nullptr);
-            }
-            set_error(std::string("ZooKeeper ") + url_.display() + ": " + zerror(r.rc));
-            st->finish(
+            if (!checked && current_session() == s) session_checked_ = true;
+            st->finish(checked, checked ? nullptr : s);
+        });
+    });
+}
+
+void zk_backend::check_session(const std::shared_ptr<session>& s,
+                               std::function<void(std::error_code)> done) {
+    using finish_fn = std::function<void(std::error_code, std::string)>;
+    auto finish = std::make_shared<finish_fn>(
+        [this, done = std::move(done)](std::error_code ec, std::string why) {
+            if (ec) set_error(std::move(why));
+            done(ec);
+        });
+    // The lag that fits the negotiated timeout, or the session is refused (and so is every
+    // later one: it is shut down).
+    const auto settle = [this](session& z, const config_answer* config, const finish_fn& fin) {
+        auto c = choose_server_lag(url_, config, z.negotiated());
+        if (c.ec == errc::configuration_error) z.shut_down();
+        if (!c.ec && !z.lag_settled()) z.settle_lag(c.lag);
+        fin(c.ec, std::move(c.why));
+    };
+    s->exists("/", {}, [this, s, finish, settle](reply&& r) {
+        if (r.rc == ZNONODE)
+            return (*finish)(make_error_code(errc::configuration_error),
+                             "the chroot " + url_.chroot + " does not exist on ZooKeeper " +
+                                 url_.display() + " (create it first)");
+        if (r.rc != ZOK)
+            return (*finish)(
                 make_error_code(transport_loss(r.rc) ? errc::unavailable : errc::server_error),
-                nullptr);
+                std::string("ZooKeeper ") + url_.display() + ": " + zerror(r.rc));
+        if (url_.server_lag) return settle(*s, nullptr, *finish);
+        s->get_config([s, finish, settle](reply&& c) {
+            const config_answer config{c.rc, std::move(c.data)};
+            settle(*s, &config, *finish);
         });
     });
 }

@@ -131,6 +131,11 @@ private:
                                                          std::chrono::milliseconds period,
                                                          std::int64_t release_slot,
                                                          std::string token, std::error_code& ec);
+    /// A new session's checks, once connected (I/O thread): the chroot exists, and its
+    /// server_lag (server_lag.hpp; a read of /zookeeper/config when the URL gives none) fits
+    /// the negotiated timeout. `done` gets {} or the error, with set_error's line.
+    void check_session(const std::shared_ptr<session>& s,
+                       std::function<void(std::error_code)> done);
     void snapshot_dir(const std::string& dir, bool stats,
                       std::function<void(std::error_code, lock_status)> done);
     /// A semaphore's directory (semaphore.hpp): its leases and the queue on its gate.
@@ -145,7 +150,7 @@ private:
     client_metrics metrics_{};
     mutable std::mutex mu_;
     std::shared_ptr<session> session_{}; // guarded by mu_ (written on the I/O thread)
-    bool chroot_checked_ = false;        // for session_ (I/O thread)
+    bool session_checked_ = false;       // for session_: check_session passed (I/O thread)
     std::string last_error_{};           // guarded by mu_
     std::atomic<std::uint64_t> old_connects_{0};
     std::atomic<std::uint64_t> old_reconnects_{0};

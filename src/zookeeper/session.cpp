@@ -127,7 +127,9 @@ session::session(asio::any_io_executor ex, zk_url url, log_options log)
     , url_(std::move(url))
     , log_(std::move(log))
     , timer_(std::in_place, ex_)
-    , touches_(url_.server_lag, clock::now()) {} // before zookeeper_init2: the creation is later
+    , created_(clock::now()) { // before zookeeper_init2: the creation is later
+    if (url_.server_lag) settle_lag(*url_.server_lag);
+}
 
 session::~session() {
     close();
@@ -286,8 +288,18 @@ void session::add_observer(std::weak_ptr<session_observer> o) {
     observers_.push_back(std::move(o));
 }
 
+void session::settle_lag(std::chrono::milliseconds lag) {
+    lag_ = lag;
+    touches_.emplace(lag, created_);
+    if (answered_unsettled_ != clock::time_point{}) answered(answered_unsettled_);
+}
+
 void session::answered(clock::time_point sent) {
-    const auto proven = touches_.answered(sent);
+    if (!touches_) {
+        answered_unsettled_ = std::max(answered_unsettled_, sent);
+        return;
+    }
+    const auto proven = touches_->answered(sent);
     const auto timeout = negotiated();
     if (timeout <= 0ms) return;
     const auto until = proven + timeout - drift_for(timeout);
@@ -299,7 +311,7 @@ void session::answered(clock::time_point sent) {
 
 std::chrono::milliseconds session::ping_period() const {
     const auto timeout = negotiated() > 0ms ? negotiated() : url_.session_timeout;
-    const auto lag = url_.server_lag;
+    const auto lag = lag_;
     if (lag <= 0ms) return timeout / 3;
     return std::max(std::chrono::milliseconds(50), (timeout - lag - lag / 8) / 4);
 }
@@ -432,6 +444,12 @@ void session::get(const std::string& path, watch_fn watch, callback done) {
     add_watch(o, path, false, std::move(watch));
     submit(o,
            zoo_awget(zh_, path.c_str(), &session::path_watcher, this, &session_access::on_data, o));
+}
+
+void session::get_config(callback done) {
+    auto* o = make_op(std::move(done));
+    if (!zh_) return submit(o, ZSESSIONEXPIRED);
+    submit(o, zoo_agetconfig(zh_, 0, &session_access::on_data, o));
 }
 
 void session::set(const std::string& path, const std::string& data, int version, callback done) {

@@ -11,7 +11,9 @@
 // (`server_lag` 0) that is the send time of the last request it answered: it expires a session
 // `timeout` after the last packet it received, which is after that send. In an ensemble a
 // follower cut off from the leader goes on answering for up to syncLimit x tickTime, so an
-// answer proves only requests sent `server_lag` before it (Z09, docs/design/zookeeper.md). A
+// answer proves only requests sent `server_lag` before it (Z09, docs/design/zookeeper.md): the
+// URL's, or what the backend settles from /zookeeper/config (server_lag.hpp) before the session
+// serves a lock; the answers before that count as if answered then. A
 // ping (exists on the chroot) every timeout/3 (with a lag: (timeout - 9/8 lag) / 4, so that
 // renewals land with half of what is left) keeps it fresh while connected; when it passes while
 // disconnected the observers are told (their locks count as lost), without waiting for the server's
@@ -123,6 +125,14 @@ public:
     /// reply.results each operation's code.
     void multi(std::vector<multi_op> ops, callback done);
 
+    /// Reads /zookeeper/config (the ensemble's membership: "" outside quorum mode), which the
+    /// C client reads outside the chroot.
+    void get_config(callback done);
+    /// The server_lag the lease uses (server_lag.hpp). A session whose URL gives none has no
+    /// lease until it is settled: the answers before count from then, as if answered then.
+    void settle_lag(std::chrono::milliseconds lag);
+    bool lag_settled() const noexcept { return touches_.has_value(); }
+
     /// Runs `fn` with {} once connected (at once when connected), or with errc::unavailable
     /// when the session ended first.
     void when_connected(std::function<void(std::error_code)> fn);
@@ -192,7 +202,11 @@ private:
     std::atomic<std::uint64_t> requests_{0};
     clock::time_point last_ping_{};
     bool ping_in_flight_ = false;
-    touches touches_; ///< I/O thread: what the answers prove the leader saw
+    clock::time_point created_;
+    /// I/O thread: what the answers prove the leader saw; none until the lag is settled
+    std::optional<touches> touches_{};
+    std::chrono::milliseconds lag_{0};       ///< settled (0 before: pings as without a lag)
+    clock::time_point answered_unsettled_{}; ///< the newest answered send before that
     bool ever_connected_ = false;
     std::vector<std::function<void(std::error_code)>> connect_waiters_{};
     std::vector<std::weak_ptr<session_observer>> observers_{};

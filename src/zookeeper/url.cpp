@@ -108,11 +108,11 @@ zk_url parse_zk_url(std::string_view url, std::error_code& ec, std::string* why)
                             "deterministic)");
         }
     }
-    if (2 * u.session_timeout <= 3 * u.server_lag)
+    if (u.server_lag && 2 * u.session_timeout <= 3 * *u.server_lag)
         return fail(errc::configuration_error, "zk:// session_timeout (" +
                                                    std::to_string(u.session_timeout.count()) +
                                                    " ms) must be more than 1.5 x server_lag (" +
-                                                   std::to_string(u.server_lag.count()) +
+                                                   std::to_string(u.server_lag->count()) +
                                                    " ms): a session's lease leaves the lag out");
     return u;
 }

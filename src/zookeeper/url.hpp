@@ -5,9 +5,10 @@
 // and the negotiated value is what counts), connect_timeout (ms, default 5000: how long a first
 // connect or a request may wait for a server), deterministic=1 (try hosts in the given order;
 // the C client keeps this setting process-wide, so it then holds for every session),
-// server_lag (ms, default 0: a standalone server; for an ensemble (syncLimit + 1) x tickTime,
-// how long a follower cut off from its leader may go on answering, which the session's lease
-// leaves out: touches.hpp; the session timeout must be more than 1.5 x it).
+// server_lag (ms: (syncLimit + 1) x tickTime of an ensemble, how long a follower cut off from
+// its leader may go on answering, which the session's lease leaves out: touches.hpp; 0 for a
+// standalone server; the session timeout must be more than 1.5 x it; when omitted, each
+// session asks the server: server_lag.hpp).
 // Refused with errc::unsupported: zks:// and tls=..., user:password@ and sasl=/auth=... (the
 // C client Debian ships, libzookeeper-mt 3.8.0, is built without TLS and SASL). Anything else
 // malformed is errc::configuration_error with one line in `why`.
@@ -17,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -30,7 +32,7 @@ struct zk_url {
     std::string chroot{}; ///< "" or "/a/b" (no trailing slash)
     std::chrono::milliseconds session_timeout{10000};
     std::chrono::milliseconds connect_timeout{5000};
-    std::chrono::milliseconds server_lag{0};
+    std::optional<std::chrono::milliseconds> server_lag{}; ///< none: ask the server
     bool deterministic = false;
 
     /// "h1:p1,h2:p2/chroot", the C client's connect string.

@@ -107,7 +107,7 @@ void zk_server::write_config(const std::vector<std::string>& quorum_lines) {
         << "4lw.commands.whitelist=ruok,srvr,stat,mntr,cons\n"
         << "maxClientCnxns=0\n";
     if (!quorum_lines.empty()) {
-        cfg << "initLimit=20\nsyncLimit=10\n";
+        cfg << "initLimit=20\nsyncLimit=10\n"; // zk_ensemble::server_lag() counts on 10
         for (const auto& l : quorum_lines)
             cfg << l << "\n";
         std::ofstream(dir_ / "data" / "myid") << myid_ << "\n";
@@ -179,7 +179,8 @@ std::string zk_server::four_letter(const std::string& word) const {
     return loopback_exchange(port_, word);
 }
 
-zk_ensemble::zk_ensemble(zk_options opts) {
+zk_ensemble::zk_ensemble(zk_options opts)
+    : tick_ms_(opts.tick_ms) {
     const char* base = std::getenv("TMPDIR");
     std::string tmpl = std::string(base && *base ? base : "/tmp") + "/dlock-zkq-XXXXXX";
     if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");

@@ -86,6 +86,11 @@ public:
     zk_server& server(std::size_t i) { return *servers_.at(i); }
     /// "zk://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3" + chroot
     std::string url(const std::string& chroot = {}) const;
+    /// How long a follower cut off from the leader may go on answering, (syncLimit + 1) x
+    /// tickTime: the zk:// URL's server_lag for this ensemble.
+    std::chrono::milliseconds server_lag() const {
+        return std::chrono::milliseconds(11 * tick_ms_);
+    }
     /// The index of the server whose `srvr` says leader, if any.
     std::optional<std::size_t> leader() const;
     /// Waits (budget) until the running servers have a leader; returns its index.
@@ -93,6 +98,7 @@ public:
 
 private:
     std::filesystem::path dir_{};
+    int tick_ms_ = 200;
     std::vector<std::unique_ptr<zk_server>> servers_{};
 };
 

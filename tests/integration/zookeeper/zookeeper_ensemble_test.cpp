@@ -12,7 +12,8 @@ namespace {
 TEST(zk_ensemble, leader_kill_keeps_held_and_waited_locks) {
     DLOCK_SKIP_WITHOUT_ZOOKEEPER();
     zk_ensemble ens;
-    const auto url = ens.url() + "?session_timeout=4000&connect_timeout=4000";
+    const auto url = ens.url() + "?session_timeout=4000&connect_timeout=4000&server_lag=" +
+                     std::to_string(ens.server_lag().count());
     auto a = zk_backend_for(url);
     auto b = zk_backend_for(url);
     std::error_code ec;
@@ -51,6 +52,26 @@ TEST(zk_ensemble, leader_kill_keeps_held_and_waited_locks) {
     ASSERT_TRUE(h3);
     EXPECT_GT(*h3->fencing_token() >> 32, first_token >> 32) << "a new epoch after the election";
     EXPECT_GE(a->metrics().reconnects + b->metrics().reconnects, 1u);
+}
+
+// An ensemble (its /zookeeper/config names its servers) whose URL omits server_lag is assumed
+// to lag as ZooKeeper's sample zoo.cfg, 12 s, which the fixture's 4 s sessions cannot carry:
+// refused, with what to set; given, it locks.
+TEST(zk_ensemble, an_ensemble_without_server_lag_is_refused_with_what_to_set) {
+    DLOCK_SKIP_WITHOUT_ZOOKEEPER();
+    zk_ensemble ens;
+    auto a = zk_backend_for(ens.url() + "?session_timeout=4000&connect_timeout=4000");
+    std::error_code ec;
+    EXPECT_FALSE(a->acquire("ens/lag", waiting(2s), ec));
+    EXPECT_EQ(ec, make_error_code(errc::configuration_error));
+    const auto why = a->last_error_detail();
+    EXPECT_NE(why.find("is an ensemble (quorum mode)"), std::string::npos) << why;
+    EXPECT_NE(why.find("server_lag"), std::string::npos) << why;
+    auto b = zk_backend_for(ens.url() + "?session_timeout=4000&connect_timeout=4000&server_lag=" +
+                            std::to_string(ens.server_lag().count()));
+    auto h = b->acquire("ens/lag", waiting(5s), ec);
+    ASSERT_TRUE(h) << b->last_error_detail();
+    EXPECT_FALSE(h->lost());
 }
 
 } // namespace

@@ -427,5 +427,32 @@ TEST_F(zk_lock, negotiated_session_timeout_is_reported_and_clamped) {
     EXPECT_LE(h->valid_until(), std::chrono::steady_clock::now() + 4000ms);
 }
 
+// A URL without server_lag has the server asked (server_lag.hpp): a standalone server, also
+// under a chroot (/zookeeper/config is read outside it), leaves the lease as it was; a lag the
+// negotiated timeout cannot carry is refused, with what to change.
+TEST_F(zk_lock, server_lag_is_read_from_a_standalone_server_and_checked_against_the_timeout) {
+    raw_zk raw(server_->host_port());
+    ASSERT_EQ(raw.create("/rooted"), ZOK);
+    auto a = zk_backend_for(server_->url("/rooted") + "?session_timeout=4000");
+    std::error_code ec;
+    const auto before = std::chrono::steady_clock::now();
+    auto h = a->acquire("lag", waiting(5s), ec);
+    ASSERT_TRUE(h) << a->last_error_detail();
+    // Lag 0: the lease counts from a request of this acquisition (with the ensemble's assumed
+    // 12 s the session would have been refused: 4 s is not above 18 s).
+    EXPECT_GT(h->valid_until(), before + 3900ms);
+    h->release_blocking(ec);
+    EXPECT_FALSE(ec);
+
+    // 3 s of lag fits the URL's 9 s, not the 4 s the server negotiates.
+    auto b = zk_backend_for(url("?session_timeout=9000&server_lag=3000"));
+    EXPECT_FALSE(b->acquire("lag", waiting(1s), ec));
+    EXPECT_EQ(ec, make_error_code(errc::configuration_error));
+    EXPECT_NE(b->last_error_detail().find("negotiated timeout (4000 ms)"), std::string::npos)
+        << b->last_error_detail();
+    EXPECT_FALSE(b->acquire("lag", waiting(1s), ec)) << "refused again, on a new session";
+    EXPECT_EQ(ec, make_error_code(errc::configuration_error));
+}
+
 } // namespace
 } // namespace dlock::test
