@@ -182,6 +182,20 @@ class ZooKeeper(ServerProcess):
         self.spawn()
         self.wait_ready(budget)
 
+    def cli(self, *args, timeout=30):
+        """ZooKeeper's own shell (ZooKeeperMain) runs one command against this server."""
+        cp = zk_jar()
+        if os.access("/usr/share/java/slf4j-simple.jar", os.R_OK):
+            cp += ":/usr/share/java/slf4j-simple.jar"
+        r = subprocess.run([zk_java(), "-Xmx64m", "-XX:TieredStopAtLevel=1", "-cp", cp,
+                            "org.apache.zookeeper.ZooKeeperMain", "-server",
+                            "127.0.0.1:%d" % self.port] + list(args),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=timeout)
+        if r.returncode != 0:
+            raise F.HarnessError("zkCli %s: %s" % (" ".join(args), r.stdout[-300:]))
+        return r.stdout
+
     def mode(self):
         """"leader", "follower", "standalone" or "" (not serving)."""
         for line in four_letter(self.port, "srvr").splitlines():
@@ -248,7 +262,7 @@ def zk_setup(run, ensemble=False, worker_extra_1=(), own_uids=False, followers_1
     workers = kw.pop("workers", 3)
     routes = {"w%d-l%d" % (w, i): s.port for w in range(1, workers + 1)
               for i, s in enumerate(servers)}
-    run.proxy = F.Proxy(run, routes)
+    run.proxy = F.Proxy(run, routes, zk=True)
     leader = [s.mode() == "leader" for s in servers] if followers_1 else [False] * len(servers)
     if followers_1 and leader.count(True) != 1:
         raise F.HarnessError("no single leader in the ensemble: %s" % [s.mode() for s in servers])
@@ -769,7 +783,7 @@ def z07(run):
     zk = ZooKeeper(run, "zk0")
     run.extra_servers.append(zk)
     zk.start()
-    run.proxy = F.Proxy(run, {"w%d-l0" % w: zk.port for w in (1, 2, 3)})
+    run.proxy = F.Proxy(run, {"w%d-l0" % w: zk.port for w in (1, 2, 3)}, zk=True)
 
     def url(w, session_ms):
         return "zk://127.0.0.1:%d?session_timeout=%d&connect_timeout=1000" % (
@@ -808,6 +822,50 @@ def z07(run):
               first3 and first3[0][1]["t"] > end1,
               "%.0f ms after" % ((first3[0][1]["t"] - end1) / 1e6) if first3 else "no grant")
     probe_count(run, "acquisitions after the kill", acquisitions(run, after=t_kill), 3)
+
+
+@scenario("Z10", "ZooKeeper: the answer to worker 1's create of its lock node lost 3 times under "
+          "contention (the fault proxy forwards the CREATE2 of a `-lock-` node and discards "
+          "every reply of that connection, so the node is made and the client, hearing "
+          "nothing, drops the connection at 2/3 of its session timeout and reconnects)",
+          "protected mode: the client reconnects within its session, finds its node by its "
+          "_c_<uuid> prefix and adopts it; each faulted acquisition ends with the lock and no "
+          "node is left behind (an orphan would stall the queue: every worker acquires after "
+          "the faults); no overlap", ["ZK"], outcome={"ZK": "SAFE, LIVE (at once)"})
+def z10(run):
+    servers = zk_setup(run, duration_ms=9000, wait_ms=6000)
+    # The lock's directory made beforehand as a persistent node: a container parent can be
+    # missing (not made yet, or reaped while empty), and a create answered "no parent" makes
+    # no node, so its lost answer would show the retry, not the adoption.
+    out = servers[0].cli("create", "/" + run.lock)
+    run.probe("the lock's directory was made persistent", "Created /" in out, "")
+    t = F.mono_ns()
+    run.start_workers(arm=lambda _w1: run.proxy.ctl(
+        "rule w1-l0 drop cmd CREATE2 arg -lock- count 3"))
+    # A reset instead of drop can close the server's side before it reads the create: the
+    # node is then never made, and the run shows only the retry, not the adoption.
+    run.wait_for(lambda: run.proxy.triggered("w1-l0") >= 3, 20, "3 lost create answers")
+    t_last = F.mono_ns()
+    run.wait_workers()
+    run.probe("worker 1's create answer was lost 3 times", run.proxy.triggered("w1-l0") == 3,
+              "%d" % run.proxy.triggered("w1-l0"))
+    with open(run.proxy.log) as f:
+        drops = [json.loads(x)["t"] for x in f if '"proxy-drop"' in x]
+    w1 = run.workers[0]
+    acq = [e for e in w1.events() if e.get("f") == "acquire"]
+    # The acquisition each lost answer belonged to: worker 1's last acquire invoked before it.
+    hit = [max((e for e in acq if e["type"] == "invoke" and e["t"] <= d), key=lambda e: e["t"],
+               default=None) for d in drops]
+    ops = sorted({e["op"] for e in hit if e})
+    ends = {e["op"]: e["type"] for e in acq if e["type"] != "invoke" and e["op"] in ops}
+    # Adopted, each faulted acquisition makes one node: a second create (the node not found)
+    # would meet the rule again, and the 3 losses would fall in fewer acquisitions.
+    run.probe("worker 1's 3 lost answers fell in 3 acquisitions, each ended with the lock",
+              len(drops) == 3 and len(ops) == 3 and all(ends.get(o) == "ok" for o in ops),
+              "ops %s: %s" % (ops, [ends.get(o) for o in ops]))
+    for w in run.workers:
+        probe_count(run, "worker %d's acquisitions after the last fault" % w.id,
+                    acquisitions(run, workers=[w.id], after=t_last), 2)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -252,16 +252,17 @@ class Redis(ServerProcess):
 
 
 class Proxy:
-    """dlock_fault_proxy with one route per (worker, server)."""
+    """dlock_fault_proxy with one route per (worker, server). `zk`: the routes carry ZooKeeper
+    requests (rules match the operation, e.g. CREATE2, and its path), not RESP."""
 
-    def __init__(self, run, routes):
+    def __init__(self, run, routes, zk=False):
         self.run = run
         self.log = os.path.join(run.out, "proxy.jsonl")
         self.fwd_log = os.path.join(run.out, "forwards.jsonl")
         args = [run.env.proxy, "--log", self.log, "--fwd-log", self.fwd_log,
                 "--max-seconds", "600"]
         for name, port in routes.items():
-            args += ["--route", "%s=%d" % (name, port)]
+            args += ["--route", "%s=%d%s" % (name, port, "/zk" if zk else "")]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True)
         self.ports, self.control = {}, None

@@ -89,8 +89,10 @@ and does not jump it (Z07). **In an ensemble, set the URL's `server_lag`** to (s
 calls) from its own copy for up to syncLimit x tickTime before it drops out of the quorum,
 while the leader, which expires sessions, hears nothing of them. With `server_lag` an answer
 proves only the requests sent at least that long before it, so `valid_until()` stays before
-the leader's expiry (Z09: 5 of 5 with it, on a 4 s session and a 2.2 s lag). Without it (the
-default 0, right for a standalone server) every answer counted at once: each of Z09's 5 runs
+the leader's expiry (Z09, on a 4 s session and a 2.2 s lag: every run as expected). A URL without it
+has the server asked: a standalone server lags 0; an ensemble is assumed to lag 12 s
+(ZooKeeper's sample zoo.cfg) and refused unless its session outlasts 18 s, so it never runs
+without a lag unless `server_lag=0` is given. With lag 0 every answer counted at once: each of Z09's 5 runs
 of 2026-11-28 before the parameter existed overlapped by 0.14-0.19 s
 (`docs/fault-results/2026-11-28-z09-before-server-lag/`); a holder that acts on the deadline
 it was granted rather than reading `valid_until()` again was not affected. The token (`lease::token()`) is the node's czxid: it strictly
@@ -350,9 +352,10 @@ DEPLOYMENTS = [
      "leader is lost or partitioned; no queue jumping; the token (czxid) strictly increases "
      "per ensemble; `fenced_set` checks the holder's node in the write's transaction",
      "no fixed lease; a holder paused past its session and resumed acts on a lost lock unless "
-     "it checks `valid_until()` or writes through `fenced_set`; an ensemble without "
-     "`server_lag` lets a follower partitioned away stretch `valid_until()` past the leader's "
-     "expiry of the session (Z09)",
+     "it checks `valid_until()` or writes through `fenced_set`; an ensemble given "
+     "`server_lag=0`, or a lag below its (syncLimit + 1) x tickTime, lets a follower "
+     "partitioned away stretch `valid_until()` past the leader's expiry of the session (Z09; "
+     "without `server_lag` an ensemble is assumed to lag 12 s, ZooKeeper's sample zoo.cfg)",
      "an ensemble: the URL's `server_lag` = (syncLimit + 1) x tickTime and a session timeout "
      "above 1.5 x it; session timeout within tickTime x 2 .. x 20 (the negotiated one is used); transaction "
      "log kept (`forceSync=yes`, the default); an ensemble needs a quorum; clocks do not "

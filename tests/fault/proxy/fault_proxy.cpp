@@ -3,8 +3,11 @@
 // routes, one per (worker, server) pair; each route listens on a free 127.0.0.1 port and
 // forwards to one target port. The test process steers it over a line-based control socket.
 //
-//   dlock_fault_proxy --route NAME=TARGET_PORT... [--log FILE] [--fwd-log FILE] [--max-seconds N]
+//   dlock_fault_proxy --route NAME=TARGET_PORT[/zk]... [--log FILE] [--fwd-log FILE]
+//                     [--max-seconds N]
 //   stdout: "control PORT", then "route NAME PORT" per route, then "ready".
+//   A route's requests are RESP commands, or ZooKeeper requests with /zk (zk_request.hpp: the
+//   operation, e.g. CREATE2, as `cmd`, its path as the argument `arg` matches).
 //
 // Control commands (one line each, answered by one line "ok ..." or "err ..."):
 //   rule ROUTE FAULT [ARG] [cmd A|B...] [arg SUBSTR] [count N]
@@ -27,6 +30,7 @@
 
 #include "checker/history.hpp"
 #include "resp_request.hpp"
+#include "zk_request.hpp"
 
 #include <asio.hpp>
 
@@ -158,6 +162,7 @@ struct route {
     std::string name;
     tcp::acceptor acceptor;
     tcp::endpoint target;
+    bool zk = false; ///< ZooKeeper requests (zk_request.hpp), not RESP
     rule r;
     std::vector<std::weak_ptr<session>> sessions;
 
@@ -300,7 +305,9 @@ private:
         // Bounded: each pass consumes at least one byte of pending_ or stops.
         while (!pending_.empty()) {
             dlock::fault::resp_request req;
-            auto st = dlock::fault::split_request(pending_, req);
+            auto st = rt_.zk ? dlock::fault::split_zk_request(pending_, zk_first_, req)
+                             : dlock::fault::split_request(pending_, req);
+            if (st == dlock::fault::split_status::complete) zk_first_ = false;
             if (st == dlock::fault::split_status::partial) break;
             if (st == dlock::fault::split_status::not_resp) {
                 std::string raw;
@@ -440,6 +447,7 @@ private:
     tcp::socket server_;
     bool connected_ = false;
     bool closed_ = false;
+    bool zk_first_ = true; // a ZooKeeper route: the connection's first frame is CONNECT
     bool dropping_ = false;
     bool broken_ = false;       // some bytes of this connection were discarded
     bool client_reset_ = false; // the client side was reset after a request (fault reset)
@@ -457,8 +465,9 @@ public:
         : io_(io)
         , control_(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {}
 
-    void add_route(const std::string& name, std::uint16_t target) {
+    void add_route(const std::string& name, std::uint16_t target, bool zk) {
         routes_[name] = std::make_unique<route>(io_, name, target);
+        routes_[name]->zk = zk;
     }
 
     void start() {
@@ -603,7 +612,7 @@ private:
 
 int usage(const std::string& why) {
     std::cerr << "dlock_fault_proxy: " << why << "\n"
-              << "usage: dlock_fault_proxy --route NAME=TARGET_PORT... [--log FILE]"
+              << "usage: dlock_fault_proxy --route NAME=TARGET_PORT[/zk]... [--log FILE]"
                  " [--fwd-log FILE] [--max-seconds N]\n";
     return 64;
 }
@@ -622,9 +631,12 @@ int run(int argc, char** argv) {
             if (a == "--route") {
                 auto eq = v.find('=');
                 if (eq == std::string::npos || eq == 0) return usage("bad --route \"" + v + "\"");
-                long port = std::stol(v.substr(eq + 1));
+                std::string target = v.substr(eq + 1);
+                const bool zk = target.ends_with("/zk");
+                if (zk) target.resize(target.size() - 3);
+                long port = std::stol(target);
                 if (port <= 0 || port > 65535) return usage("bad port in \"" + v + "\"");
-                p.add_route(v.substr(0, eq), static_cast<std::uint16_t>(port));
+                p.add_route(v.substr(0, eq), static_cast<std::uint16_t>(port), zk);
                 ++routes;
             } else if (a == "--log") {
                 log_fd = ::open(v.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
