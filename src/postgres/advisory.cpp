@@ -285,6 +285,25 @@ const char* advisory_kind_name(lock_kind kind) noexcept {
 
 namespace {
 
+/// The try of `a` on a holding session with nothing in flight, or on another session;
+/// false: every one is busy and the pool full (choose_session), nothing sent.
+bool dispatch_try(const std::shared_ptr<attempt>& a) {
+    const auto& e = a->eng;
+    const auto pick = pick_session(*e, key_id(a->key));
+    if (pick.wait) return false;
+    if (pick.session) {
+        try_on(a, pick.session);
+        return true;
+    }
+    ++e->holding_opening;
+    e->get_session([a](std::error_code ec, std::shared_ptr<connection> s) {
+        --a->eng->holding_opening;
+        if (ec) return a->finish(ec, nullptr);
+        try_on(a, join_session(*a->eng, std::move(s), false));
+    });
+    return true;
+}
+
 void start(const std::shared_ptr<attempt>& a) {
     const auto& e = a->eng;
     const auto& opts = a->opts;
@@ -313,13 +332,13 @@ void start(const std::shared_ptr<attempt>& a) {
     // 8-20% to it, BENCHMARKS.md).
     if (e->holding.empty() && e->advisory_attempts == 1 && (!opts.wait || opts.wait->count() > 0))
         return wait_on_own(a);
-    if (auto hs = pick_session(*e, key_id(a->key))) return try_on(a, hs);
-    ++e->holding_opening;
-    e->get_session([a](std::error_code ec2, std::shared_ptr<connection> s) {
-        --a->eng->holding_opening;
-        if (ec2) return a->finish(ec2, nullptr);
-        try_on(a, join_session(*a->eng, std::move(s), false));
-    });
+    // In line behind earlier tries, or when every holding session is busy and the pool full.
+    if (!e->waiting_tries.empty() || !dispatch_try(a))
+        e->waiting_tries.push_back([a](bool cancelled) {
+            if (!cancelled) return dispatch_try(a);
+            a->finish(make_error_code(errc::cancelled), nullptr);
+            return true;
+        });
 }
 
 } // namespace

@@ -8,8 +8,9 @@
 
 namespace dlock::detail::pg {
 
-std::optional<std::size_t> choose_session(const std::vector<session_load>& sessions,
-                                          std::size_t pool, std::size_t opening) {
+session_choice choose_session(const std::vector<session_load>& sessions, std::size_t pool,
+                              std::size_t opening) {
+    using action = session_choice::action;
     std::optional<std::size_t> best;
     for (std::size_t i = 0; i < sessions.size(); ++i) {
         const auto& s = sessions[i];
@@ -18,12 +19,15 @@ std::optional<std::size_t> choose_session(const std::vector<session_load>& sessi
                          std::tie(sessions[*best].in_flight, sessions[*best].keys))
             best = i;
     }
-    if (best && sessions[*best].in_flight == 0) return best;
+    if (best && sessions[*best].in_flight == 0) return {action::use, *best};
     std::size_t shared = 0;
     for (const auto& s : sessions)
         if (!s.exclusive) ++shared;
-    if (shared + opening < pool) return std::nullopt;
-    return best;
+    if (shared + opening < pool) return {action::open, 0};
+    if (best && sessions[*best].in_flight < max_batches_ahead + 1) return {action::use, *best};
+    // No session may take the key, and none being opened will free up for it: beyond the pool.
+    if (!best && opening == 0) return {action::open, 0};
+    return {action::wait, 0};
 }
 
 std::string key_id(const advisory_key& k) {
@@ -42,7 +46,10 @@ holding_session::holding_session(engine& e, std::shared_ptr<connection> c, bool 
     : e_(e)
     , conn_(std::move(c))
     , tick_(e.io())
-    , exclusive_(exclusive) {}
+    , exclusive_(exclusive) {
+    // A batch done here may free the session for a waiting try.
+    conn_->after_batch([&eng = e_] { eng.drain_tries(); });
+}
 
 session_load holding_session::load(const std::string& id) const {
     return {has(id), exclusive_, conn_->in_flight(), keys_.size()};
@@ -146,6 +153,7 @@ void holding_session::fail_all(loss_cause cause) {
     auto keys = std::move(keys_);
     keys_.clear();
     std::erase_if(e_.holding, [this](const auto& s) { return s.get() == this; });
+    e_.post([&eng = e_] { eng.drain_tries(); }); // room in the pool for a try in line
     conn_->on_closed(nullptr);
     const std::string why = conn_->error_text();
     conn_->close();
@@ -158,6 +166,8 @@ void holding_session::leave_if_empty() {
     left_ = true;
     tick_.cancel();
     std::erase_if(e_.holding, [this](const auto& s) { return s.get() == this; });
+    e_.post([&eng = e_] { eng.drain_tries(); }); // room in the pool for a try in line
+    conn_->after_batch(nullptr);
     if (conn_->idle())
         e_.put_session(conn_); // clears on_closed
     else {
@@ -173,13 +183,15 @@ void holding_session::names(
             out[{x.key.classid(), x.key.objid(), x.key.objsubid()}] = x.name;
 }
 
-std::shared_ptr<holding_session> pick_session(engine& e, const std::string& id) {
+session_pick pick_session(engine& e, const std::string& id) {
     std::vector<session_load> loads;
     loads.reserve(e.holding.size());
     for (const auto& s : e.holding)
         loads.push_back(s->load(id));
-    const auto i = choose_session(loads, e.config().pool, e.holding_opening);
-    return i ? e.holding[*i] : nullptr;
+    const auto c = choose_session(loads, e.config().pool, e.holding_opening);
+    using action = session_choice::action;
+    if (c.what == action::use) return {e.holding[c.index], false};
+    return {nullptr, c.what == action::wait};
 }
 
 std::shared_ptr<holding_session> join_session(engine& e, std::shared_ptr<connection> c,

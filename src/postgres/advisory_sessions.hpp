@@ -46,12 +46,32 @@ struct session_load {
     std::size_t keys = 0;      ///< keys on it
 };
 
+/// Where a try for a key goes.
+struct session_choice {
+    enum class action {
+        use,  ///< the session `index`
+        open, ///< another session
+        wait, ///< in line until a session finishes a batch (engine::waiting_tries)
+    };
+    action what = action::open;
+    std::size_t index = 0;
+    bool operator==(const session_choice&) const = default;
+};
+
+/// How many batches a try may be sent behind on a holding session.
+inline constexpr std::size_t max_batches_ahead = 1;
+
 /// The session a try for a key goes to: among those without the key and not exclusive, the
-/// least loaded (fewest batches in flight, then fewest keys, then the first). nullopt: open
-/// another session, when no session may take the key, or when the best one is busy and fewer
-/// than `pool` sessions are open or opening (`opening`).
-std::optional<std::size_t> choose_session(const std::vector<session_load>& sessions,
-                                          std::size_t pool, std::size_t opening);
+/// least loaded (fewest batches in flight, then fewest keys, then the first) when it has
+/// nothing in flight. Otherwise another session while fewer than `pool` are open or opening
+/// (`opening`); else the least loaded if at most max_batches_ahead are in flight there;
+/// another session when no session may take the key and none is being opened; else wait (a
+/// session frees up after a batch). A try never joins a long pipeline: a server backend with
+/// a queue of batches stays runnable and shares its CPU with the others by the scheduler's
+/// time slices (milliseconds each), while one batch ahead keeps the backend busy without
+/// that (B's p99, BENCHMARKS.md, docs/design/postgres.md).
+session_choice choose_session(const std::vector<session_load>& sessions, std::size_t pool,
+                              std::size_t opening);
 
 /// The identity of a key on a session: the form and value (the hashtext name for server-hashed
 /// keys), never the kind.
@@ -118,8 +138,13 @@ private:
     bool left_ = false;
 };
 
-/// I/O thread: the engine's holding session for a try of key `id`, or null (open another).
-std::shared_ptr<holding_session> pick_session(engine& e, const std::string& id);
+/// I/O thread: where a try of key `id` goes (choose_session over the engine's holding set):
+/// `session` set (use it), or `wait`, or neither (open another).
+struct session_pick {
+    std::shared_ptr<holding_session> session{};
+    bool wait = false;
+};
+session_pick pick_session(engine& e, const std::string& id);
 /// I/O thread: a new holding session on `c`, in the engine's set.
 std::shared_ptr<holding_session> join_session(engine& e, std::shared_ptr<connection> c,
                                               bool exclusive);

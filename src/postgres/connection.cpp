@@ -219,6 +219,10 @@ void connection::process_results() {
             last_ok_send_ = done.sent;
             arm_deadline();
             if (done.done) done.done({}, done.results);
+            if (after_batch_) {
+                auto after = after_batch_; // it may clear or replace the hook
+                after();
+            }
             continue;
         }
         if (!b.have_current && b.results.size() < b.count) {
@@ -326,10 +330,13 @@ void connection::finish(std::error_code ec, bool notify) {
     auto closed_cb = std::move(on_closed_);
     on_closed_ = nullptr;
     on_notify_ = nullptr;
+    auto after = std::move(after_batch_);
+    after_batch_ = nullptr;
     if (connect_done) connect_done(ec);
     for (auto& b : batches)
         if (b.done) b.done(ec, b.results);
     if (notify && closed_cb) closed_cb(ec);
+    if (after && !batches.empty()) after();
 }
 
 void connection::notice_receiver(void* self, const PGresult* r) {

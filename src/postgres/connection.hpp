@@ -94,6 +94,9 @@ public:
     void run(std::vector<statement> stmts, std::chrono::milliseconds timeout, batch_handler done);
     /// `cb` runs once when the session ends other than by close(): server or socket.
     void on_closed(std::function<void(std::error_code)> cb) { on_closed_ = std::move(cb); }
+    /// `cb` runs after every batch's handler (completed or failed): the holding sessions'
+    /// waiting tries go then (engine::drain_tries). Null to clear.
+    void after_batch(std::function<void()> cb) { after_batch_ = std::move(cb); }
     /// `cb(channel, payload)` runs for every NOTIFY this session receives (after LISTEN).
     void on_notify(std::function<void(std::string_view, std::string_view)> cb) {
         on_notify_ = std::move(cb);
@@ -139,6 +142,7 @@ private:
     asio::steady_timer timer_;
     std::function<void(std::error_code)> connect_done_{};
     std::function<void(std::error_code)> on_closed_{};
+    std::function<void()> after_batch_{};
     std::function<void(std::string_view, std::string_view)> on_notify_{};
     std::deque<batch> inflight_{};
     std::string error_text_{};

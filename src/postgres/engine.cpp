@@ -41,6 +41,17 @@ void engine::start() {
     });
 }
 
+void engine::drain_tries() {
+    while (!waiting_tries.empty() && !shut_down()) {
+        auto next = std::move(waiting_tries.front());
+        waiting_tries.pop_front();
+        if (!next(false)) {
+            waiting_tries.push_front(std::move(next));
+            return;
+        }
+    }
+}
+
 void engine::shutdown() noexcept {
     begin_shutdown();
     // On the I/O thread the loop is still running this very handler; the thread is joined
@@ -54,6 +65,10 @@ void engine::begin_shutdown() noexcept {
         for (auto& w : holds_)
             if (auto h = w.lock()) h->end_on_shutdown();
         holds_.clear();
+        auto tries = std::move(waiting_tries);
+        waiting_tries.clear();
+        for (auto& t : tries)
+            t(true);
         holding.clear();
         idle_.clear();
         auto queued = std::move(batches_);

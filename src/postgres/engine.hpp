@@ -144,6 +144,12 @@ public:
     /// are being opened for tries.
     std::vector<std::shared_ptr<holding_session>> holding{};
     std::size_t holding_opening = 0;
+    /// I/O thread: advisory tries in line for a holding session with nothing in flight (every
+    /// one busy and `dlock_pool` open: choose_session). drain_tries() calls them in order
+    /// after each batch a holding session finishes; one returns false to stay first in line.
+    /// Shutdown calls each with `cancelled` true, and it ends its attempt.
+    std::deque<std::function<bool(bool cancelled)>> waiting_tries{};
+    void drain_tries();
     /// I/O thread: advisory acquisitions started and not finished (advisory.cpp).
     std::size_t advisory_attempts = 0;
 

@@ -4,6 +4,7 @@
 #include "postgres_test_util.hpp"
 
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -137,6 +138,65 @@ TEST_F(pg_sessions, list_names_the_locks_this_client_holds_on_a_shared_session) 
     ASSERT_FALSE(ec);
     ASSERT_EQ(theirs.size(), 2U);
     EXPECT_EQ(theirs[0].name.substr(0, 4), "key ");
+}
+
+// A try waits on the client for a holding session with nothing in flight once `dlock_pool`
+// sessions are busy (choose_session): with a pool of 2 and 16 threads, every try and release
+// goes through, on at most 2 holding sessions, and a client shut down with tries still in
+// line ends each of them (cancelled or granted, never left hanging).
+TEST_F(pg_sessions, tries_wait_in_line_for_a_free_holding_session) {
+    auto b = backend("dlock_pool=2");
+    constexpr int threads = 16, rounds = 150;
+    std::atomic<int> granted_n{0}, failed{0}, most_pids{0};
+    std::atomic<bool> stop{false};
+    std::thread sampler([&] {
+        while (!stop) {
+            const int n = holding_pids();
+            int seen = most_pids.load();
+            while (n > seen && !most_pids.compare_exchange_weak(seen, n)) {
+            }
+        }
+    });
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; ++t)
+        ts.emplace_back([&, t] {
+            for (int i = 0; i < rounds; ++i) {
+                std::error_code e;
+                auto h = b->acquire("line:" + std::to_string(t), wait_for(0ms), e);
+                if (!h) {
+                    ++failed;
+                    continue;
+                }
+                ++granted_n;
+                h->release_blocking(e);
+                if (e) ++failed;
+            }
+        });
+    for (auto& t : ts)
+        t.join();
+    stop = true;
+    sampler.join();
+    EXPECT_EQ(granted_n, threads * rounds);
+    EXPECT_EQ(failed, 0);
+    EXPECT_LE(most_pids, 2) << "tries went beyond the pool's holding sessions";
+    EXPECT_EQ(granted(), 0);
+
+    // Shut down with tries in line: every callback comes, none hangs.
+    auto c = backend("dlock_pool=1");
+    std::atomic<int> answered{0};
+    std::vector<std::shared_ptr<detail::hold>> kept(64);
+    std::mutex mu;
+    for (int i = 0; i < 64; ++i)
+        c->async_acquire("burst:" + std::to_string(i), wait_for(0ms),
+                         [&, i](std::error_code e, std::shared_ptr<detail::hold> h) {
+                             EXPECT_TRUE(!e || e == make_error_code(errc::cancelled))
+                                 << e.message();
+                             std::lock_guard lk(mu);
+                             kept[static_cast<std::size_t>(i)] = std::move(h);
+                             ++answered;
+                         });
+    c->shutdown();
+    EXPECT_TRUE(eventually([&] { return answered == 64; }, 10s)) << answered;
 }
 
 /// A server that allows 20 connections (17 for clients).
