@@ -773,6 +773,7 @@ COMMAND = ("python3 tests/fault/faultrun.py safety-doc --random docs/fault-resul
            "docs/fault-results/2026-11-28-z09-server-lag "
            "docs/fault-results/2026-11-28-zk-server-lag-default "
            "docs/fault-results/2026-11-28-z10 docs/fault-results/2026-11-28-e07 "
+           "docs/fault-results/2026-11-28-pg-tries-wait "
            "> docs/SAFETY.md")
 
 
