@@ -285,8 +285,8 @@ const char* advisory_kind_name(lock_kind kind) noexcept {
 
 namespace {
 
-/// The try of `a` on a holding session with nothing in flight, or on another session;
-/// false: every one is busy and the pool full (choose_session), nothing sent.
+/// The try of `a` on a holding session (behind one batch at most) or on another session;
+/// false: every one is busier and the pool full (choose_session), nothing sent.
 bool dispatch_try(const std::shared_ptr<attempt>& a) {
     const auto& e = a->eng;
     const auto pick = pick_session(*e, key_id(a->key));
