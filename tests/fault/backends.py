@@ -225,7 +225,9 @@ ZK_UIDS = (61001, 61002, 61003)  # Z08: one uid per server (no name needed)
 def zk_ensemble(run, own_uids=False):
     """3 servers (QuorumPeerMain), started together; ready when every one serves as leader
     or follower. `own_uids`: each server runs as a uid of its own (root only)."""
-    ports = [(F.free_port(), F.free_port(), F.free_port()) for _ in range(3)]
+    # The quorum and election ports outside the ephemeral range: a member binds its quorum
+    # port only when it becomes the leader, maybe after a client connection took it.
+    ports = [(F.free_port(), F.free_listen_port(), F.free_listen_port()) for _ in range(3)]
     quorum = ["server.%d=127.0.0.1:%d:%d" % (i + 1, p[1], p[2]) for i, p in enumerate(ports)]
     servers = [ZooKeeper(run, "zk%d" % i, myid=i + 1, port=ports[i][0], quorum=quorum,
                          uid=ZK_UIDS[i] if own_uids else None)

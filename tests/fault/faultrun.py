@@ -53,6 +53,29 @@ def free_port(below=65536):
     raise HarnessError("no free port under %d" % below)
 
 
+def free_listen_port():
+    """A free loopback port outside the kernel's ephemeral range, for a port a server binds
+    late (a ZooKeeper member binds its quorum port only when it becomes the leader): a port
+    from that range may be handed to an outgoing connection in the meantime, and the bind then
+    fails (Z08 seed 12: "Address already in use", no leader for 30 s)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        lo, hi = 32768, 60999
+    candidates = [p for p in range(10000, 65536) if not lo <= p <= hi]
+    rng = random.Random()  # not the run's seed: which free port is no part of the schedule
+    for _ in range(200):
+        port = rng.choice(candidates)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise HarnessError("no free port outside the ephemeral range %d-%d" % (lo, hi))
+
+
 class HarnessError(Exception):
     """The harness itself failed (a server did not start, a fault did not take effect)."""
 
