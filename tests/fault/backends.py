@@ -122,6 +122,14 @@ def zk_jar():
     return os.environ.get("DLOCK_TEST_ZOOKEEPER_JAR") or "/usr/share/java/zookeeper.jar"
 
 
+def zk_classpath():
+    """ZooKeeper's jar, and Debian's slf4j binding when installed (its log lines then show)."""
+    cp = zk_jar()
+    if os.access("/usr/share/java/slf4j-simple.jar", os.R_OK):
+        cp += ":/usr/share/java/slf4j-simple.jar"
+    return cp
+
+
 def four_letter(port, word, timeout=1.0):
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
@@ -165,9 +173,7 @@ class ZooKeeper(ServerProcess):
         self.proc = None
 
     def spawn(self):
-        cp = zk_jar()
-        if os.access("/usr/share/java/slf4j-simple.jar", os.R_OK):
-            cp += ":/usr/share/java/slf4j-simple.jar"
+        cp = zk_classpath()
         main = ("org.apache.zookeeper.server.quorum.QuorumPeerMain" if self.myid
                 else "org.apache.zookeeper.server.ZooKeeperServerMain")
         with open(os.path.join(self.dir, "server.log"), "a") as log:
@@ -185,10 +191,7 @@ class ZooKeeper(ServerProcess):
 
     def cli(self, *args, timeout=30):
         """ZooKeeper's own shell (ZooKeeperMain) runs one command against this server."""
-        cp = zk_jar()
-        if os.access("/usr/share/java/slf4j-simple.jar", os.R_OK):
-            cp += ":/usr/share/java/slf4j-simple.jar"
-        r = subprocess.run([zk_java(), "-Xmx64m", "-XX:TieredStopAtLevel=1", "-cp", cp,
+        r = subprocess.run([zk_java(), "-Xmx64m", "-XX:TieredStopAtLevel=1", "-cp", zk_classpath(),
                             "org.apache.zookeeper.ZooKeeperMain", "-server",
                             "127.0.0.1:%d" % self.port] + list(args),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -852,8 +855,7 @@ def z10(run):
     run.wait_workers()
     run.probe("worker 1's create answer was lost 3 times", run.proxy.triggered("w1-l0") == 3,
               "%d" % run.proxy.triggered("w1-l0"))
-    with open(run.proxy.log) as f:
-        drops = [json.loads(x)["t"] for x in f if '"proxy-drop"' in x]
+    drops = [e["t"] for e in F.read_jsonl(run.proxy.log) if e.get("nemesis") == "proxy-drop"]
     w1 = run.workers[0]
     acq = [e for e in w1.events() if e.get("f") == "acquire"]
     # The acquisition each lost answer belonged to: worker 1's last acquire invoked before it.
