@@ -153,7 +153,8 @@ void holding_session::fail_all(loss_cause cause) {
     auto keys = std::move(keys_);
     keys_.clear();
     std::erase_if(e_.holding, [this](const auto& s) { return s.get() == this; });
-    e_.post([&eng = e_] { eng.drain_tries(); }); // room in the pool for a try in line
+    if (!e_.waiting_tries.empty()) // room in the pool for a try in line
+        e_.post([&eng = e_] { eng.drain_tries(); });
     conn_->on_closed(nullptr);
     const std::string why = conn_->error_text();
     conn_->close();
@@ -166,7 +167,8 @@ void holding_session::leave_if_empty() {
     left_ = true;
     tick_.cancel();
     std::erase_if(e_.holding, [this](const auto& s) { return s.get() == this; });
-    e_.post([&eng = e_] { eng.drain_tries(); }); // room in the pool for a try in line
+    if (!e_.waiting_tries.empty()) // room in the pool for a try in line
+        e_.post([&eng = e_] { eng.drain_tries(); });
     conn_->after_batch(nullptr);
     if (conn_->idle())
         e_.put_session(conn_); // clears on_closed
