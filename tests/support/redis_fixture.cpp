@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 namespace dlock::test {
 namespace {
@@ -147,11 +149,34 @@ bool sentinel_available() {
     return redis_available() && !sentinel_binary().empty();
 }
 
+namespace {
+
+/// The kernel's ephemeral port range (outgoing connections take their local port from it).
+std::pair<int, int> ephemeral_range() {
+    std::ifstream f("/proc/sys/net/ipv4/ip_local_port_range");
+    int lo = 0;
+    int hi = 0;
+    if (f >> lo >> hi && lo > 0 && hi >= lo) return {lo, hi};
+    return {32768, 60999};
+}
+
+} // namespace
+
 std::uint16_t free_port(bool with_bus) {
+    // Outside the ephemeral range: a port from it can be handed to an outgoing connection
+    // between this check and the server's bind, and some servers bind late (a ZooKeeper
+    // member binds its quorum port only when it becomes the leader; the fault suite's
+    // free_listen_port() has the same rule, after Z08 seed 12 found the port taken).
+    static const auto [lo, hi] = ephemeral_range();
+    const auto outside = [](int p) { return p < lo || p > hi; };
+    std::vector<int> candidates;
+    for (int p = 10000; p < 65536 - (with_bus ? 10000 : 0); ++p)
+        if (outside(p) && (!with_bus || outside(p + 10000))) candidates.push_back(p);
+    if (candidates.empty()) throw std::runtime_error("no port outside the ephemeral range");
     thread_local std::mt19937 rng{std::random_device{}() ^ static_cast<unsigned>(::getpid())};
-    std::uniform_int_distribution<int> dist(20000, 39999);
+    std::uniform_int_distribution<std::size_t> dist(0, candidates.size() - 1);
     for (int i = 0; i < 500; ++i) {
-        const auto p = static_cast<std::uint16_t>(dist(rng));
+        const auto p = static_cast<std::uint16_t>(candidates[dist(rng)]);
         if (port_free(p) && (!with_bus || port_free(static_cast<std::uint16_t>(p + 10000))))
             return p;
     }

@@ -53,7 +53,8 @@ struct server_options {
     std::optional<int> cpu{};                ///< pin the server to this CPU (benchmarks)
 };
 
-/// Picks a free loopback TCP port in [20000, 40000) (and port+10000 when `with_bus`).
+/// Picks a free loopback TCP port from 10000 up, outside the kernel's ephemeral range (and
+/// port+10000 when `with_bus`, also outside it).
 std::uint16_t free_port(bool with_bus = false);
 
 class redis_server {
