@@ -35,7 +35,7 @@ if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DDLOCK_BUILD_TESTS=ON -DDLOCK_BUILD_EXAMPLES=OFF \
     -DDLOCK_BUILD_BENCH=ON -DDLOCK_BUILD_TOOLS=ON >/dev/null
 fi
-cmake --build "$BUILD" -j"$(nproc)" --target lock_bench pipeline_bench bench_servers dlock_cli_main >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target lock_bench pipeline_bench blocking_pair bench_servers dlock_cli_main >/dev/null
 
 quiet() { # waits for the load average to settle after a build or the previous part
   local limit=${QUIET:-0.5} t

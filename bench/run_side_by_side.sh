@@ -29,10 +29,11 @@ if [ -z "${BUILD:-}" ]; then
   BUILD=build/bench
   cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DDLOCK_BUILD_TESTS=OFF \
     -DDLOCK_BUILD_EXAMPLES=OFF -DDLOCK_BUILD_BENCH=ON -DDLOCK_BUILD_TOOLS=ON >/dev/null
-  cmake --build build/bench -j"$(nproc)" --target lock_bench pipeline_bench dlock_cli_main >/dev/null
+  cmake --build build/bench -j"$(nproc)" --target lock_bench pipeline_bench blocking_pair dlock_cli_main >/dev/null
 fi
 LB=$BUILD/bench/lock_bench PB=$BUILD/bench/pipeline_bench DL=$BUILD/tools/dlock/dlock
-for b in "$LB" "$PB" "$DL"; do
+BP=$BUILD/bench/blocking_pair
+for b in "$LB" "$PB" "$DL" "$BP"; do
   [ -x "$b" ] || { echo "$b not built" >&2; exit 66; }
 done
 {
@@ -93,6 +94,28 @@ rb acquire_c50 400000 -c 50 -P 1 EVALSHA "$ACQ" 2 'L:__rand_int__' "$L_TOKEN" 30
 rb release_c50 400000 -c 50 -P 1 EVALSHA "$REL" 2 'L:__rand_int__' "$L_CHANNEL" 0 30000 'owner:1' PUBLISH 0
 rb setnx_c50 400000 -c 50 -P 1 SET 'S:__rand_int__' tok NX PX 30000
 rb srelease_c50 400000 -c 50 -P 1 EVALSHA "$SREL" 2 'S:__rand_int__' "$S_CHANNEL" tok PUBLISH
+# The same floors as the plainest client sees them (bench/blocking_pair: one blocking socket,
+# no library): the kinds' own acquire and release on one key and token (the owner's path), and
+# two PINGs with and without epoll_ctl calls around each wait (BENCHMARKS.md: on this VM they
+# alone make a round trip faster, and redis-benchmark makes them).
+S_FIXED=S:blocking-pair L_FIXED=L:blocking-pair
+run bp_simple $C0 $BP $port 3 SET $S_FIXED tok NX PX 30000 -- EVALSHA "$SREL" 2 $S_FIXED \
+  "$(field simple $S_FIXED channel)" tok PUBLISH
+run bp_lock $C0 $BP $port 3 EVALSHA "$ACQ" 2 $L_FIXED "$(field lock $L_FIXED fencing)" 30000 \
+  owner:1 -- EVALSHA "$REL" 2 $L_FIXED "$(field lock $L_FIXED channel)" 0 30000 owner:1 PUBLISH 0
+F_FIXED=F:blocking-pair W_FIXED=W:blocking-pair
+FACQ=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/fair/acquire.lua)")
+FREL=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/fair/release.lua)")
+WACQ=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/rwlock/write_acquire.lua)")
+WREL=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/rwlock/write_release.lua)")
+run bp_fair $C0 $BP $port 3 EVALSHA "$FACQ" 4 $F_FIXED "$(field fair $F_FIXED queue)" \
+  "$(field fair $F_FIXED timeouts)" "$(field fair $F_FIXED fencing)" 30000 owner:1 5000 1 -- \
+  EVALSHA "$FREL" 4 $F_FIXED "$(field fair $F_FIXED queue)" "$(field fair $F_FIXED timeouts)" \
+  "$(field fair $F_FIXED channel)" 0 30000 owner:1 PUBLISH
+run bp_write $C0 $BP $port 3 EVALSHA "$WACQ" 3 $W_FIXED "$(field write $W_FIXED fencing)" \
+  "$(field write $W_FIXED intent)" 30000 owner:1 2000 -- \
+  EVALSHA "$WREL" 2 $W_FIXED "$(field write $W_FIXED channel)" 1 30000 owner:1 PUBLISH
+run bp_ping_churn $C0 $BP $port 3 --churn PING -- PING
 redis-cli -p $port FLUSHALL >/dev/null
 
 echo "== dlock pipeline_bench (one connection) =="
@@ -108,6 +131,7 @@ for kind in lock simple fair write; do
   # A's unit (two PING round trips) measured right next to A, and the server's own time per
   # command during A (INFO commandstats: a script costs the server more than a PING).
   rb "ping_c1_p1_before_A_$kind" 30000 -c 1 -P 1 PING
+  run "bp_ping_before_A_$kind" $C0 $BP $port 3 PING -- PING
   redis-cli -p $port CONFIG RESETSTAT >/dev/null
   run "A_$kind" $C0 $LB $URL A --kind $kind --seconds 3
   redis-cli -p $port INFO commandstats > "$OUT/A_${kind}_commandstats.txt"

@@ -109,6 +109,14 @@ def main():
         r = a["pair_p50_us"] / (2 * ping)
         rows.append(("A <= 1.10 x 2 PING", f"A {k}", f"pair p50 {f(a['pair_p50_us'])} us",
                      f"2 x {f(ping)} us", f"{r:.2f} x", verdict(r <= 1.10), load.get(f"A_{k}")))
+        # The same two PINGs as a plain blocking client sees them (bench/blocking_pair).
+        bp = row(f"bp_ping_before_A_{k}")
+        if bp:
+            r = a["pair_p50_us"] / bp["pair_p50_us"]
+            rows.append(("A <= 1.10 x 2 PING, plain client", f"A {k}",
+                         f"pair p50 {f(a['pair_p50_us'])} us",
+                         f"PING+PING {f(bp['pair_p50_us'])} us", f"{r:.2f} x", verdict(r <= 1.10),
+                         load.get(f"A_{k}")))
 
     # A's floors, on means (not bucketed): A's mean pair (1 / pairs per second) against two
     # PING round trips and against the round trips of the kind's own two commands
@@ -124,7 +132,9 @@ def main():
         pair = 1e6 / a["ops_per_s"]
         cmds = [rb_mean_us(os.path.join(out, n + ".txt")) for n in own.get(k, ())]
         floor = sum(cmds) if cmds and all(cmds) else None
-        floors.append((k, pair, ping, floor))
+        bp_ping, bp_own = row(f"bp_ping_before_A_{k}"), row(f"bp_{k}")
+        floors.append((k, pair, ping, floor, bp_ping and bp_ping["pair_mean_us"],
+                       bp_own and bp_own["pair_mean_us"]))
 
     # B: against the best peer's B (raw ioredis counts here: the bar).
     pb_label, pb = best(libs, lambda lib, t: [(lib, t.get("B", {}).get("pairs_per_s"))],
@@ -194,11 +204,22 @@ def main():
               "connection (redis-benchmark -c 1 -P 1: for the lock and the simple lock; its "
               "release runs on a random key, so the lock's floor is its not-owner path, a little "
               "cheaper than a release).\n")
-        print("| row | mean pair us | 2 x PING mean us | pair / 2 PING | floor us | pair / floor |")
-        print("|---|---|---|---|---|---|")
-        for k, pair, ping, floor in floors:
+        print("The plain client's columns: bench/blocking_pair, the same two PINGs and the kind's "
+              "own acquire and release (one key and token, the owner's path) on one blocking "
+              "socket with no library.\n")
+        print("| row | mean pair us | 2 x PING mean us | pair / 2 PING | floor us | pair / floor "
+              "| plain PING+PING us | pair / it | plain own pair us | pair / it |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for k, pair, ping, floor, bp_ping, bp_own in floors:
             print(f"| A {k} | {f(pair, 1)} | {f(2 * ping, 1)} | {pair / (2 * ping):.2f} "
-                  f"| {f(floor, 1)} | {f(pair / floor, 2) if floor else '-'} |")
+                  f"| {f(floor, 1)} | {f(pair / floor, 2) if floor else '-'} "
+                  f"| {f(bp_ping, 1)} | {f(pair / bp_ping, 2) if bp_ping else '-'} "
+                  f"| {f(bp_own, 1)} | {f(pair / bp_own, 2) if bp_own else '-'} |")
+        churn = row("bp_ping_churn")
+        if churn:
+            print(f"\nThe plain client's PING+PING with an epoll_ctl ADD and DEL before each wait "
+                  f"(--churn): mean {f(churn['pair_mean_us'], 1)} us, p50 "
+                  f"{f(churn['pair_p50_us'], 1)} us.")
         print()
     # C's floor: what the critical section needs whatever the client: with one client a
     # release hands the lock to a waiter of the same client in one script, so a critical
