@@ -143,6 +143,13 @@ struct metrics_snapshot {
     std::uint64_t commands = 0;
     std::uint64_t scripts = 0;            ///< EVALSHA / EVAL sent
     std::uint64_t noscript_fallbacks = 0; ///< EVALSHA answered NOSCRIPT and re-sent as EVAL
+    /// Server-side watches the server cancelled (etcd: a compaction past the revision the
+    /// watch starts from, or another cancel); each was read again and watched anew. Zero on
+    /// backends whose watches the server does not cancel.
+    std::uint64_t watches_cancelled = 0;
+    /// Watch streams that ended or went silent (etcd: a member gone, its leader lost); every
+    /// watch on one was read again and watched anew on a new stream.
+    std::uint64_t watch_streams_broken = 0;
 
     /// The counts of `kind` (an empty entry with that name when there is none).
     kind_counts kind(std::string_view name) const;

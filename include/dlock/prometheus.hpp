@@ -25,7 +25,8 @@
 //   dlock_releases_total{outcome=released|not_owner|failed}                     counter
 //   dlock_ambiguous_total, dlock_connects_total, dlock_reconnects_total,
 //   dlock_topology_changes_total, dlock_commands_total, dlock_scripts_total,
-//   dlock_noscript_fallbacks_total                                              counter
+//   dlock_noscript_fallbacks_total, dlock_watches_cancelled_total,
+//   dlock_watch_streams_broken_total                                            counter
 // dlock/metrics.hpp says what each one measures.
 #pragma once
 

@@ -6,6 +6,7 @@
 #include "core/random.hpp"
 #include "etcd/acquire.hpp"
 #include "etcd/layout.hpp"
+#include "etcd/watch_hub.hpp"
 
 #include <dlock/error.hpp>
 
@@ -47,6 +48,10 @@ std::shared_ptr<lease_session> etcd_backend::current_lease() const {
 metrics_snapshot etcd_backend::metrics() const {
     auto s = metrics_.snapshot();
     s.commands = rpc_ ? rpc_->requests() : 0;
+    if (rpc_ && rpc_->watches()) {
+        s.watches_cancelled = rpc_->watches()->cancelled();
+        s.watch_streams_broken = rpc_->watches()->streams_broken();
+    }
     return s;
 }
 

@@ -36,13 +36,18 @@ void key_watch::on_answer(const pb::WatchResponse& a) {
             on_delete_(ev.kv().key(), ev.kv().mod_revision());
             if (finished_) return; // cancelled by `on_delete_`
         }
-        if (a.canceled() || a.compact_revision() != 0) finish(result::broken);
+        if (a.canceled() || a.compact_revision() != 0) cancelled_by_server();
         return;
     }
     for (const auto& ev : a.events())
         if (ev.type() == mvccpb::Event::DELETE && (!range_end_.empty() || ev.kv().key() == key_))
             return finish(result::deleted);
-    if (a.canceled() || a.compact_revision() != 0) finish(result::broken);
+    if (a.canceled() || a.compact_revision() != 0) cancelled_by_server();
+}
+
+void key_watch::cancelled_by_server() {
+    if (auto hub = hub_.lock()) hub->count_cancelled();
+    finish(result::broken);
 }
 
 void key_watch::unregister() {

@@ -60,6 +60,7 @@ private:
     friend class watch_hub;
     void on_answer(const pb::WatchResponse& a);
     void stream_broken() { finish(result::broken); }
+    void cancelled_by_server();
     void finish(result r);
     void unregister();
 

@@ -115,11 +115,14 @@ void watch_hub::fail(std::uint64_t gen) {
     ++gen_; // what the old stream still delivers is dropped
     opening_ = false;
     std::shared_ptr<watch_stream> s;
+    bool closing = false;
     {
         std::lock_guard lk(mu_);
         s = std::exchange(stream_, nullptr);
+        closing = closed_;
     }
     if (s) s->cancel();
+    if (!closing) streams_broken_.fetch_add(1, std::memory_order_relaxed);
     pending_.clear();
     probing_ = 0;
     stop_probe();

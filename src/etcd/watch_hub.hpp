@@ -26,6 +26,7 @@
 #include <asio/any_io_executor.hpp>
 #include <asio/steady_timer.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -52,6 +53,14 @@ public:
     void remove(std::int64_t id);
     /// Any thread: ends the stream; no new one opens.
     void close();
+
+    /// A watch's answer said the server cancelled it (key_watch::on_answer).
+    void count_cancelled() noexcept { cancelled_.fetch_add(1, std::memory_order_relaxed); }
+    /// Any thread: watches the server cancelled, streams broken (client::metrics()).
+    std::uint64_t cancelled() const noexcept { return cancelled_.load(std::memory_order_relaxed); }
+    std::uint64_t streams_broken() const noexcept {
+        return streams_broken_.load(std::memory_order_relaxed);
+    }
 
 private:
     struct entry {
@@ -86,6 +95,8 @@ private:
     bool probe_armed_ = false;
     bool answered_ = false; ///< something arrived since the last progress ask
     std::shared_ptr<asio::steady_timer> probe_timer_{};
+    std::atomic<std::uint64_t> cancelled_{0};
+    std::atomic<std::uint64_t> streams_broken_{0};
 };
 
 } // namespace dlock::detail::etcd

@@ -147,6 +147,12 @@ std::vector<MetricFamily> prometheus_families(const metrics_snapshot& s,
     b.counter("dlock_scripts_total", "EVALSHA and EVAL commands sent", s.scripts);
     b.counter("dlock_noscript_fallbacks_total", "EVALSHA answered NOSCRIPT and re-sent as EVAL",
               s.noscript_fallbacks);
+    b.counter("dlock_watches_cancelled_total",
+              "Server-side watches the server cancelled (etcd: compaction), watched anew",
+              s.watches_cancelled);
+    b.counter("dlock_watch_streams_broken_total",
+              "Watch streams that ended or went silent, their watches set up anew",
+              s.watch_streams_broken);
     return out;
 }
 

@@ -374,6 +374,15 @@ class Worker:
     def events(self):
         return read_jsonl(self.log)
 
+    def metrics(self):
+        """The counters the worker wrote at its end (fault_worker's write_metrics), or None
+        (killed, or not ended yet)."""
+        try:
+            with open(self.log + ".metrics.json") as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
 
 # ---------------------------------------------------------------------------------------------
 # one run

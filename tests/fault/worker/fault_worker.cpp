@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fcntl.h>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -209,6 +210,7 @@ public:
             else
                 one_round(end);
         }
+        write_metrics();
         // F08: stay alive (clients and their I/O threads with us) while the orchestrator looks
         // for keys a destroyed handle would still renew.
         std::this_thread::sleep_for(ms(c_.linger_ms));
@@ -216,6 +218,18 @@ public:
     }
 
 private:
+    /// <log>.metrics.json: a few of the lock client's counters at the end of the run, for
+    /// scenarios that assert what the history cannot show (E07: watches etcd cancelled).
+    void write_metrics() const {
+        if (!lock_.client) return;
+        const auto m = lock_.client->metrics();
+        std::ofstream f(c_.log + ".metrics.json");
+        f << "{\"watches_cancelled\":" << m.watches_cancelled
+          << ",\"watch_streams_broken\":" << m.watch_streams_broken
+          << ",\"reconnects\":" << m.reconnects << ",\"losses\":" << m.losses_total()
+          << ",\"enabled\":" << (m.enabled ? "true" : "false") << "}\n";
+    }
+
     locker make_locker() const {
         locker k;
         if (c_.mode == "R") {

@@ -1,10 +1,19 @@
 // src/etcd/watch_hub: every watch of a client on one Watch stream, against a real etcd member,
 // counted on the member's own metrics (etcd_debugging_mvcc_watch_stream_total: open Watch
 // streams; etcd_debugging_mvcc_watcher_total: watches).
+#include "etcd/rpc.hpp"
+#include "etcd/url.hpp"
+#include "etcd/watch.hpp"
+#include "etcd/watch_hub.hpp"
 #include "etcd_test_util.hpp"
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
 
 #include <algorithm>
 #include <future>
+#include <thread>
 
 namespace {
 
@@ -102,16 +111,80 @@ TEST_F(etcd_watch_hub, holds_watch_again_on_a_new_stream_after_the_member_restar
     auto a = connect(), b = connect();
     auto held = hold(*a, "again-", 5);
     ASSERT_FALSE(HasFailure());
+    EXPECT_EQ(a->metrics().watch_streams_broken, 0u);
     etcd_->member(0).stop();
     etcd_->member(0).start();
     ASSERT_TRUE(wait_until([&] { return watchers() == 5; }, 10s))
         << watchers() << " watches after the restart";
     EXPECT_EQ(streams(), 1);
+    EXPECT_GE(a->metrics().watch_streams_broken, 1u);
+    EXPECT_EQ(a->metrics().watches_cancelled, 0u) << "a broken stream cancels no watch";
     for (auto& l : held)
         EXPECT_FALSE(l.lost());
     ASSERT_TRUE(b->force_unlock("again-2", dlock::lock_kind::reentrant));
     EXPECT_TRUE(wait_until([&] { return held[2].lost(); }, 2s));
     EXPECT_FALSE(held[1].lost());
+}
+
+/// An Asio loop on a thread of its own for the backend's internals (rpc, key_watch), stopped
+/// and joined at the end of the scope.
+struct io_thread {
+    asio::io_context io;
+    asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(io);
+    std::thread t{[this] { io.run(); }};
+    io_thread() = default;
+    io_thread(const io_thread&) = delete;
+    io_thread& operator=(const io_thread&) = delete;
+    ~io_thread() {
+        work.reset();
+        io.stop();
+        t.join();
+    }
+};
+
+// A watch from a revision etcd has compacted away is created and then cancelled by etcd
+// (compact_revision set in its answer): it ends `broken`, which its owner answers by reading
+// again and watching anew, and the client counts it (metrics' watches_cancelled; fault row
+// E07 asserts it under compactions). The stream itself is not broken by it.
+TEST_F(etcd_watch_hub, a_watch_from_a_compacted_revision_ends_broken_and_is_counted) {
+    namespace etcd = dlock::detail::etcd;
+    for (int i = 0; i < 3; ++i)
+        ASSERT_EQ(etcd_->etcdctl({"put", "compacted", std::to_string(i)}).second, 0);
+    const auto [json, rc] = etcd_->etcdctl({"get", "compacted", "-w", "json"});
+    ASSERT_EQ(rc, 0) << json;
+    std::smatch rev;
+    ASSERT_TRUE(std::regex_search(json, rev, std::regex(R"("revision":(\d+))"))) << json;
+    ASSERT_EQ(etcd_->etcdctl({"compact", rev[1].str()}).second, 0);
+
+    std::error_code ec;
+    std::string why;
+    const auto url = etcd::parse_etcd_url(etcd_->url(), ec, &why);
+    ASSERT_FALSE(ec) << why;
+    io_thread loop;
+    etcd::rpc r(url, loop.io.get_executor(), ec, why);
+    ASSERT_FALSE(ec) << why;
+    std::promise<etcd::key_watch::result> ended;
+    auto w = std::make_shared<etcd::key_watch>(r, "compacted", 1,
+                                               [&](auto res) { ended.set_value(res); });
+    asio::post(loop.io, [w] { w->start(); });
+    auto f = ended.get_future();
+    ASSERT_EQ(f.wait_for(5s), std::future_status::ready) << "no answer to a compacted watch";
+    EXPECT_EQ(f.get(), etcd::key_watch::result::broken);
+    EXPECT_EQ(r.watches()->cancelled(), 1u);
+    EXPECT_EQ(r.watches()->streams_broken(), 0u);
+
+    // Watched from past the compaction the same key is not cancelled: its deletion ends it.
+    std::promise<etcd::key_watch::result> deleted;
+    auto w2 = std::make_shared<etcd::key_watch>(r, "compacted", std::stoll(rev[1].str()) + 1,
+                                                [&](auto res) { deleted.set_value(res); });
+    asio::post(loop.io, [w2] { w2->start(); });
+    ASSERT_TRUE(wait_until([&] { return watchers() == 1; }, 5s)) << watchers();
+    ASSERT_EQ(etcd_->etcdctl({"del", "compacted"}).second, 0);
+    auto g = deleted.get_future();
+    ASSERT_EQ(g.wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(g.get(), etcd::key_watch::result::deleted);
+    EXPECT_EQ(r.watches()->cancelled(), 1u);
+    r.close();
 }
 
 } // namespace
