@@ -178,7 +178,10 @@ resp3::value redis_client::run(node& n, std::span<const std::string_view> args, 
         return {};
     }
     const auto deadline = std::chrono::steady_clock::now() + opts_.command_timeout;
-    if (auto* lane = lane_for(n)) {
+    // The lane whether or not acquisitions of this client wait (lane_for() is for a first
+    // attempt, which must not pass them): a command here is no attempt, and a release that
+    // could hand the lock to one of them does not come here (release.cpp).
+    if (auto* lane = n.lane()) {
         ec.clear();
         resp3::value out;
         // A master that moved answers READONLY (or LOADING...) here before the shared

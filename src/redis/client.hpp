@@ -54,13 +54,14 @@ public:
     /// counts it and tells the log sink (warning "topology changed", field `address`).
     void note_topology_change(std::string_view new_address = {});
 
-    /// The sync lane of `n` when a blocking call may use it now (see sync_lane.hpp and
-    /// ARCHITECTURE.md: not while an acquisition of this client waits).
+    /// The sync lane of `n` when a first acquisition attempt may use it now (see
+    /// sync_lane.hpp: not while an acquisition of this client waits, which it must not pass).
     net::sync_lane* lane_for(node& n) noexcept {
         return registry_.has_waiters() ? nullptr : n.lane();
     }
-    /// Runs a command on `n` synchronously (sync lane when allowed, else the shared
-    /// connection). Errors: errc::invalid_argument when called on the I/O thread.
+    /// Runs a command on `n` synchronously (the sync lane when it takes the call, even while
+    /// acquisitions of this client wait; else the shared connection). Errors:
+    /// errc::invalid_argument when called on the I/O thread.
     resp3::value run(node& n, std::span<const std::string_view> args, std::error_code& ec,
                      std::string_view eval_fallback = {});
     resp3::value run(node& n, const command& c, std::error_code& ec) {
