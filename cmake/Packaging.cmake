@@ -28,12 +28,12 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # headers are needed by Asio's and its libraries are linked by the consumer.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libasio-dev, libssl-dev")
 # A consumer of the static library links the backends' client libraries too (dlock.pc, -lpq
-# -lzookeeper_mt): their -dev packages hold the link-time files.
+# -lzookeeper_st): their -dev packages hold the link-time files.
 if(DLOCK_HAS_POSTGRES)
   string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libpq-dev")
 endif()
 if(DLOCK_HAS_ZOOKEEPER)
-  string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libzookeeper-mt-dev")
+  string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libzookeeper-st-dev")
 endif()
 if(DLOCK_HAS_ETCD)
   string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libgrpc++-dev, libprotobuf-dev")

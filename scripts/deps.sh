@@ -9,7 +9,7 @@ packages=(
   prometheus-cpp-dev
   redis-server redis-tools redis-sentinel openssl
   libpq-dev postgresql libpostgresql-jdbc-java default-jre-headless iproute2 nftables
-  zookeeper libzookeeper-mt-dev libcurator-recipes-java python3-kazoo
+  zookeeper libzookeeper-st-dev libcurator-recipes-java python3-kazoo
   etcd-server etcd-client libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   clang libclang-rt-14-dev clang-format clang-tidy
   doxygen file dpkg-dev

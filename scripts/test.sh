@@ -138,7 +138,7 @@ bash scripts/package_test.sh build/ci
 
 step "5/7 ASan+UBSan build (background; waiting for it) and test"
 await_part asan
-# tests/sanitizers/lsan.supp: the one leak suppressed, inside the ZooKeeper C client, and why.
+# tests/sanitizers/lsan.supp: the leak suppressions (none at present) and why.
 # The suites of scripts/extended.sh's asan_extended are left to the extended run for time
 # (docs/design/ci.md; the tree above does not build them, -E keeps them out of a full tree too);
 # the conformance suite still runs every backend here.

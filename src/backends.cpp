@@ -73,7 +73,7 @@ std::shared_ptr<lock_backend> missing(std::string_view, std::error_code& ec, std
     return nullptr;
 }
 [[maybe_unused]] constexpr char zookeeper_name[] = "ZooKeeper";
-[[maybe_unused]] constexpr char zookeeper_package[] = "libzookeeper-mt-dev";
+[[maybe_unused]] constexpr char zookeeper_package[] = "libzookeeper-st-dev";
 [[maybe_unused]] constexpr char postgres_name[] = "PostgreSQL";
 [[maybe_unused]] constexpr char postgres_package[] = "libpq-dev";
 [[maybe_unused]] constexpr char etcd_name[] = "etcd";

@@ -72,7 +72,7 @@ public:
     /// reads from text; a sink is a function, so it comes beside the URL.
     /// Errors: dlock::error(errc::configuration_error) for a bad URL or unsupported topology
     /// (a Redlock master that is not a standalone server, no masters, invalid durations),
-    /// errc::unsupported for a backend this build lacks (zk:// without libzookeeper-mt).
+    /// errc::unsupported for a backend this build lacks (zk:// without libzookeeper-st).
     explicit client(std::string_view url);
     client(std::string_view url, log_options log);
     explicit client(client_options opts);

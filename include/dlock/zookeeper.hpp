@@ -1,6 +1,6 @@
 // dlock/zookeeper.hpp: what only a ZooKeeper client has, as free functions over a dlock::client.
 //
-// A ZooKeeper client is made from a zk:// URL (when this build has libzookeeper-mt); its lock
+// A ZooKeeper client is made from a zk:// URL (when this build has libzookeeper-st); its lock
 // objects, leases, multi-locks, inspect/list and force_unlock are the neutral client's
 // (dlock/client.hpp), with the kinds of lock_kind that ZooKeeper offers (reentrant, read, write,
 // semaphore). What ZooKeeper alone has is its fenced write, here in namespace dlock::zookeeper.

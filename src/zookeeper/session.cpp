@@ -17,12 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The C client's log lines (it calls this from its own threads) are dropped: messages carry
-// dlock's own words (session::last_error()), and nothing is written to stderr. A ZooKeeper
-// client has no dlock log sink yet (client_options::log is Redis's); when it gets one, these
-// lines go there.
-void log_sink(const char*) {}
-
 /// True when the server answered (the rc says something about the data, not the transport).
 bool server_answered(int rc) {
     return rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT && rc != ZCLOSING &&
@@ -66,7 +60,8 @@ struct session::op {
     std::uint64_t watch_id = 0;
 };
 
-// C-client completions (its completion thread): copy, then post to the I/O thread.
+// C-client completions (run by zookeeper_process on the I/O thread): copy, then post to the
+// same executor, so that the lock logic never runs inside the C client.
 struct session_access {
     static void post(session::op* o, reply&& r) {
         asio::post(o->ex, [o, r = std::move(r)]() mutable {
@@ -127,49 +122,13 @@ session::session(asio::any_io_executor ex, zk_url url, log_options log)
     , url_(std::move(url))
     , log_(std::move(log))
     , timer_(std::in_place, ex_)
+    , io_timer_(std::in_place, ex_)
     , created_(clock::now()) { // before zookeeper_init2: the creation is later
     if (url_.server_lag) settle_lag(*url_.server_lag);
 }
 
 session::~session() {
     close();
-}
-
-std::shared_ptr<session> session::start(asio::any_io_executor ex, const zk_url& url,
-                                        std::error_code& ec, std::string* why,
-                                        const log_options& log) {
-    ec.clear();
-    std::shared_ptr<session> s(new session(std::move(ex), url, log));
-    if (url.deterministic) zoo_deterministic_conn_order(1);
-    const auto cs = url.connect_string();
-    errno = 0;
-    s->zh_ = zookeeper_init2(cs.c_str(), &session::global_watcher,
-                             static_cast<int>(url.session_timeout.count()), nullptr, s.get(), 0,
-                             &log_sink);
-    if (!s->zh_) {
-        ec = errc::unavailable;
-        if (why)
-            *why = "cannot open a ZooKeeper session to " + cs + ": " +
-                   (errno ? std::error_code(errno, std::generic_category()).message()
-                          : std::string("the C client refused the host list"));
-        s->ended_ = true;
-        return nullptr;
-    }
-    // The C client resolves the host list again each time it polls its socket by default (a
-    // getaddrinfo with a netlink dump per request and reply: most of a lock pair's client
-    // CPU); once a second still follows DNS changes.
-    zoo_set_servers_resolution_delay(s->zh_, 1000);
-    s->schedule_tick();
-    return s;
-}
-
-void session::close() noexcept {
-    if (!zh_) return;
-    auto* zh = zh_;
-    zh_ = nullptr;
-    ended_.store(true, std::memory_order_release);
-    connected_.store(false, std::memory_order_release);
-    zookeeper_close(zh); // joins the C client's threads: no callback after this
 }
 
 void session::global_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
@@ -367,7 +326,10 @@ void session::add_watch(op* o, const std::string& path, bool child, watch_fn wat
 }
 
 void session::submit(op* o, int rc) {
-    if (rc == ZOK) return; // the completion will come
+    if (rc == ZOK) { // sent, or queued until connected: the completion will come
+        pump();
+        return;
+    }
     reply r;
     r.rc = rc;
     session_access::post(o, std::move(r));

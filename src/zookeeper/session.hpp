@@ -1,9 +1,12 @@
-// zookeeper/session.hpp: one ZooKeeper session over Apache's C client (libzookeeper-mt), with
-// every completion and watch delivered on dlock's own I/O thread.
+// zookeeper/session.hpp: one ZooKeeper session over Apache's C client, its single-threaded
+// library (libzookeeper_st), driven from dlock's own I/O thread (session_io.cpp).
 //
-// The C client runs two threads of its own (I/O and completions). Its callbacks never block
-// and never call back into the client: they copy the result and post it to the backend's Asio
-// executor, where the lock logic runs. Requests are made on that executor too.
+// The C client runs no thread of its own: the I/O thread asks it which socket events and which
+// time it waits for (zookeeper_interest), waits for them with Asio, and lets it read, write and
+// run its completions (zookeeper_process). A request is sent by the call that makes it, and its
+// answer is read and completed on the I/O thread: no thread hop between dlock and the server.
+// The callbacks never call back into the client: they copy the result and post it to the same
+// executor, where the lock logic runs.
 //
 // Lease of the session (zookeeper-sql.md §3): valid_until = the latest time the leader surely
 // saw the session (touches.hpp) + negotiated session timeout - drift_for(timeout)
@@ -33,6 +36,7 @@
 #include <dlock/log.hpp>
 
 #include <asio/any_io_executor.hpp>
+#include <asio/posix/stream_descriptor.hpp>
 #include <asio/steady_timer.hpp>
 
 #include <atomic>
@@ -186,12 +190,26 @@ private:
     void schedule_tick();
     void tick();
     void note_error(std::string m);
+    // The C client's I/O (session_io.cpp): what it waits for, and its turns.
+    void pump();
+    void arm(int event); ///< waits for ZOOKEEPER_READ or ZOOKEEPER_WRITE on the socket
+    void on_io(int events);
+    void watch_socket(int fd);
+    void drop_socket() noexcept;
 
     asio::any_io_executor ex_;
     zk_url url_;
     log_options log_;
     zhandle_t* zh_ = nullptr;
     std::optional<asio::steady_timer> timer_; ///< dropped by end(): a hold may keep the session
+    // The C client's socket and its next deadline (I/O thread; dropped with the handle).
+    std::optional<asio::posix::stream_descriptor> socket_{};
+    std::optional<asio::steady_timer> io_timer_{};
+    clock::time_point io_deadline_ = clock::time_point::max();
+    int socket_fd_ = -1;
+    std::uint64_t socket_gen_ = 0; ///< bumped when the socket is watched anew: stale waits end
+    bool read_armed_ = false;
+    bool write_armed_ = false;
     std::atomic<bool> ended_{false};
     std::atomic<bool> connected_{false};
     std::atomic<std::int64_t> id_{0};

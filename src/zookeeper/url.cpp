@@ -10,7 +10,7 @@ namespace dlock::detail::zk {
 namespace {
 
 constexpr std::string_view no_tls_sasl =
-    "; the ZooKeeper C client Debian ships (libzookeeper-mt 3.8.0) is built without TLS and "
+    "; the ZooKeeper C client Debian ships (libzookeeper 3.8.0) is built without TLS and "
     "SASL, so dlock cannot offer them";
 
 } // namespace

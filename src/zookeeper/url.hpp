@@ -10,7 +10,7 @@
 // standalone server; the session timeout must be more than 1.5 x it; when omitted, each
 // session asks the server: server_lag.hpp).
 // Refused with errc::unsupported: zks:// and tls=..., user:password@ and sasl=/auth=... (the
-// C client Debian ships, libzookeeper-mt 3.8.0, is built without TLS and SASL). Anything else
+// C client Debian ships, libzookeeper 3.8.0, is built without TLS and SASL). Anything else
 // malformed is errc::configuration_error with one line in `why`.
 #pragma once
 

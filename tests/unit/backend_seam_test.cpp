@@ -424,7 +424,7 @@ TEST(seam_redis, inspect_and_list_go_to_the_redis_server_and_other_kinds_are_ref
 
 TEST(seam_urls, a_backend_this_build_lacks_is_unsupported_with_the_package_named) {
     for (const auto& [url, package, name] :
-         {std::tuple{"zk://127.0.0.1:1/locks", "libzookeeper-mt-dev", "zookeeper"},
+         {std::tuple{"zk://127.0.0.1:1/locks", "libzookeeper-st-dev", "zookeeper"},
           std::tuple{"postgresql://127.0.0.1:1/db", "libpq-dev", "postgresql"}}) {
         try {
             dlock::client k(url);

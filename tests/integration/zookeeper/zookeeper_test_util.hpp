@@ -1,5 +1,6 @@
 // Helpers of the ZooKeeper backend's integration tests: a backend from a URL, a raw C-client
 // handle for arranging server state (stray nodes, session expiry), bounded condition waits.
+// The C client is dlock's, libzookeeper_st: the raw handle is driven here, on the test's thread.
 #pragma once
 
 #include "backends.hpp"
@@ -9,10 +10,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <poll.h>
+#include <stdexcept>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -76,13 +80,47 @@ inline int run_processes(int n, const std::function<bool()>& body) {
     return failed;
 }
 
-/// A plain C-client handle (sync API), connected within 10 s, closed on destruction.
+/// Turns a C-client handle (libzookeeper_st: no thread of its own) until `pred` holds or
+/// `budget` passed: the loop zookeeper_interest / poll / zookeeper_process, as the library's
+/// own command-line client runs it. Returns pred().
+inline bool drive_zk(zhandle_t* zh, const std::function<bool()>& pred,
+                     std::chrono::milliseconds budget) {
+    const auto until = std::chrono::steady_clock::now() + budget;
+    while (!pred()) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            until - std::chrono::steady_clock::now());
+        if (left <= 0ms) return false;
+        int fd = -1;
+        int interest = 0;
+        timeval tv{};
+        const int rc = zookeeper_interest(zh, &fd, &interest, &tv);
+        if (rc == ZINVALIDSTATE) return pred(); // expired or refused for good
+        auto wait_ms = static_cast<int>(
+            std::min<long long>({tv.tv_sec * 1000LL + tv.tv_usec / 1000, left.count(), 50LL}));
+        pollfd p{fd, 0, 0};
+        if (interest & ZOOKEEPER_READ) p.events |= POLLIN;
+        if (interest & ZOOKEEPER_WRITE) p.events |= POLLOUT;
+        int events = 0;
+        if (fd >= 0 && p.events && ::poll(&p, 1, wait_ms) > 0) {
+            if (p.revents & (POLLIN | POLLHUP | POLLERR)) events |= ZOOKEEPER_READ;
+            if (p.revents & (POLLOUT | POLLHUP | POLLERR)) events |= ZOOKEEPER_WRITE;
+        } else if (fd < 0 || !p.events) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(std::max(wait_ms, 1)));
+        }
+        zookeeper_process(zh, events);
+    }
+    return true;
+}
+
+/// A plain C-client handle for arranging server state: each call waits (driving the handle)
+/// up to 10 s for its answer. Connected within 10 s; closed on destruction.
 class raw_zk {
 public:
     explicit raw_zk(const std::string& host_port, const clientid_t* cid = nullptr) {
         zh_ =
             zookeeper_init2(host_port.c_str(), &ignore_events, 10000, cid, nullptr, 0, &ignore_log);
-        if (!zh_ || !eventually([&] { return zoo_state(zh_) == ZOO_CONNECTED_STATE; }))
+        if (!zh_ || !drive_zk(
+                        zh_, [&] { return zoo_state(zh_) == ZOO_CONNECTED_STATE; }, 10s))
             throw std::runtime_error("raw ZooKeeper client did not connect to " + host_port);
     }
     ~raw_zk() {
@@ -92,35 +130,76 @@ public:
     raw_zk& operator=(const raw_zk&) = delete;
 
     int create(const std::string& path, int mode = ZOO_PERSISTENT, const std::string& data = {}) {
-        return zoo_create(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
-                          &ZOO_OPEN_ACL_UNSAFE, mode, nullptr, 0);
+        answer a;
+        return wait(a, zoo_acreate(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
+                                   &ZOO_OPEN_ACL_UNSAFE, mode, &on_string, &a));
     }
     std::vector<std::string> children(const std::string& path) {
-        String_vector v{};
-        std::vector<std::string> out;
-        if (zoo_get_children(zh_, path.c_str(), 0, &v) != ZOK) return out;
-        for (int i = 0; i < v.count; ++i)
-            out.emplace_back(v.data[i]);
-        deallocate_String_vector(&v);
-        return out;
+        answer a;
+        if (wait(a, zoo_aget_children(zh_, path.c_str(), 0, &on_strings, &a)) != ZOK) return {};
+        return a.children;
     }
     bool exists(const std::string& path, Stat* st = nullptr) {
-        Stat s{};
-        return zoo_exists(zh_, path.c_str(), 0, st ? st : &s) == ZOK;
+        answer a;
+        const bool found = wait(a, zoo_aexists(zh_, path.c_str(), 0, &on_stat, &a)) == ZOK;
+        if (found && st) *st = a.stat;
+        return found;
     }
     std::string get(const std::string& path) {
-        char buf[512];
-        int len = sizeof buf;
-        Stat s{};
-        if (zoo_get(zh_, path.c_str(), 0, buf, &len, &s) != ZOK || len < 0) return {};
-        return std::string(buf, static_cast<std::size_t>(len));
+        answer a;
+        if (wait(a, zoo_aget(zh_, path.c_str(), 0, &on_data, &a)) != ZOK) return {};
+        return a.data;
     }
-    int remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1); }
+    int remove(const std::string& path) {
+        answer a;
+        return wait(a, zoo_adelete(zh_, path.c_str(), -1, &on_void, &a));
+    }
 
     static void ignore_events(zhandle_t*, int, int, const char*, void*) {}
     static void ignore_log(const char*) {}
 
 private:
+    struct answer {
+        bool done = false;
+        int rc = ZOK;
+        std::vector<std::string> children{};
+        std::string data{};
+        Stat stat{};
+    };
+    int wait(answer& a, int rc) {
+        if (rc != ZOK) return rc;
+        if (!drive_zk(
+                zh_, [&] { return a.done; }, 10s))
+            return ZOPERATIONTIMEOUT;
+        return a.rc;
+    }
+    static answer& of(const void* d) { return *static_cast<answer*>(const_cast<void*>(d)); }
+    static void on_string(int rc, const char*, const void* d) {
+        of(d).rc = rc;
+        of(d).done = true;
+    }
+    static void on_void(int rc, const void* d) {
+        of(d).rc = rc;
+        of(d).done = true;
+    }
+    static void on_stat(int rc, const Stat* st, const void* d) {
+        if (rc == ZOK && st) of(d).stat = *st;
+        of(d).rc = rc;
+        of(d).done = true;
+    }
+    static void on_data(int rc, const char* v, int len, const Stat*, const void* d) {
+        if (rc == ZOK && v && len > 0) of(d).data.assign(v, static_cast<std::size_t>(len));
+        of(d).rc = rc;
+        of(d).done = true;
+    }
+    static void on_strings(int rc, const String_vector* v, const void* d) {
+        if (rc == ZOK && v)
+            for (int i = 0; i < v->count; ++i)
+                of(d).children.emplace_back(v->data[i]);
+        of(d).rc = rc;
+        of(d).done = true;
+    }
+
     zhandle_t* zh_ = nullptr;
 };
 
@@ -142,7 +221,8 @@ inline void expire_session(const std::string& host_port, detail::zk::zk_backend&
                                         nullptr, 0, &raw_zk::ignore_log);
         ASSERT_NE(zh, nullptr);
         int state = 0;
-        eventually(
+        drive_zk(
+            zh,
             [&] {
                 state = zoo_state(zh);
                 return state == ZOO_CONNECTED_STATE || state == ZOO_EXPIRED_SESSION_STATE;
