@@ -142,6 +142,9 @@ zk_rounds() { # zk_rounds LABEL
     peer_scenarios "$r" "zk-$t" "$URL" curator "$CONNECT" "${CURATOR[@]}"
     # C with one shared client: releases hand over to local waiters (no Curator equivalent).
     run "zk-$t C dlock (one client)" "$r" "$LB" "$URL" C --workers 8 --ops 2000
+    # The server's floor for A and B: a pair's three requests on a raw C-client handle.
+    run "zk-$t-floor W A" "$r" "$LB" "$URL" W --workers 1 --seconds "$SECS"
+    run "zk-$t-floor W B" "$r" "$LB" "$URL" W --workers 50 --seconds "$SECS"
   done
 }
 

@@ -14,6 +14,9 @@
 // backend's own keepalive) for --seconds, client CPU per held lock per second.
 // W (etcd): the server's floor for A, sequential put + delete pairs of one key through dlock's
 //   own gRPC stubs, no lock logic (bench/etcd_floor.hpp).
+// W (zk): the server's floor for A (--workers 1) and B (--workers 50): each worker's chain of
+//   the three requests of a lock pair on one raw C-client handle, no dlock code
+//   (bench/zk_floor.hpp).
 // --kind semaphore [--permits N]: each pair takes one permit of a semaphore of N (default 1).
 // --redisson-scripts (Redis, --kind semaphore, A and B): each pair runs Redisson's own
 //   RPermitExpirableSemaphore scripts instead of dlock's (the server cost of Redisson's layout).
@@ -32,6 +35,7 @@
 #include "redis/client.hpp"
 #include "redis/renewal.hpp"
 #include "scenarios.hpp"
+#include "zk_floor.hpp"
 
 #include <dlock/dlock.hpp>
 
@@ -363,6 +367,8 @@ int main(int argc, char** argv) {
         }
     }
     if (which == "hold") return hold_many(o.url, locks, watchdog);
+    if (which == "W" && o.url.rfind("zk://", 0) == 0)
+        return dlock::bench::zk_floor(o.url, o.workers, o.duration);
     if (which == "W") return dlock::bench::etcd_floor(o.url, o.duration);
     if (which == "K") return keepalive_cost(o.url, o.kind, locks, o.duration);
     if (which == "R") return read_mostly(o.url, o.kind, o.duration);

@@ -133,6 +133,24 @@ def peer_ratios(rows, prefix, peer_row, peer, where):
     print()
 
 
+def zk_floor(rows, t):
+    """The server's floor for A and B (lock_bench W on zk://) beside dlock's and Curator's rows."""
+    parts = []
+    for sc in "AB":
+        floor = med(rows, f"zk-{t}-floor W {sc}", "ops_per_s")
+        if not floor:
+            continue
+        d, c = med(rows, f"zk-{t} {sc} dlock", "ops_per_s"), med(rows, f"zk-{t} {sc} curator", "ops_per_s")
+        parts.append(f"{sc}: {f(floor)} pairs/s; dlock is {f(d / floor if d else None, 2)} of it, Curator "
+                     f"{f(c / floor if c else None, 2)}, so 1.2 x Curator is {f(1.2 * c / floor if c else None, 2)} "
+                     f"of the floor")
+    if parts:
+        print(f"The server's floor (lock_bench W: each worker's chain of a pair's three requests, create "
+              f"a protected EPHEMERAL_SEQUENTIAL node, read the directory's children, delete it, on one "
+              f"raw C-client handle, no lock logic; 1 worker for A, 50 on 50 directories for B): "
+              + "; ".join(parts) + ".\n")
+
+
 def targets(rows):
     """The standing targets of the brief and issue 25 for these backends, one line each."""
     lines = []
@@ -187,6 +205,7 @@ def main():
         if not names:
             continue
         scenario_table(rows, names, f"ZooKeeper {t}")
+        zk_floor(rows, t)
         peer_ratios(rows, f"zk-{t}", "curator", "Curator", t)
     names = [r for r in order if r.startswith("etcd ")]
     if names:
