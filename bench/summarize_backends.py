@@ -145,9 +145,11 @@ def zk_floor(rows, t):
                      f"{f(c / floor if c else None, 2)}, so 1.2 x Curator is {f(1.2 * c / floor if c else None, 2)} "
                      f"of the floor")
     if parts:
-        print(f"The server's floor (lock_bench W: each worker's chain of a pair's three requests, create "
-              f"a protected EPHEMERAL_SEQUENTIAL node, read the directory's children, delete it, on one "
-              f"raw C-client handle, no lock logic; 1 worker for A, 50 on 50 directories for B): "
+        print(f"The server's floor (lock_bench W: each worker's chain of a pair's three requests one "
+              f"after another, as Curator sends them: create a protected EPHEMERAL_SEQUENTIAL node, read "
+              f"the directory's children, delete the node; on one raw C-client handle, no lock logic; 1 "
+              f"worker for A, 50 on 50 directories for B. dlock sends the listing with the create, so its "
+              f"A can pass this floor; B is bound by the server's work, the same three requests): "
               + "; ".join(parts) + ".\n")
 
 

@@ -113,6 +113,11 @@ void acquisition::create() {
                          }
                          self->on_created(std::move(r));
                      });
+    // Pipelined with the create: the directory's children as the server has them right after
+    // it (a session's requests are answered in order, and its reads follow its own writes), so
+    // an uncontended acquisition costs two round trips, not three. The listing's answer decides
+    // only when the create succeeded: on_created() drops it otherwise (gen_).
+    list();
 }
 
 void acquisition::on_created(reply&& r) {
@@ -123,8 +128,9 @@ void acquisition::on_created(reply&& r) {
             // Not ours (CURATOR-604): never adopt a node of another session.
             return restart();
         }
-        return list();
+        return; // the listing sent with the create answers next, and decides
     }
+    ++gen_; // the listing sent with the create is of no use: drop its answer
     if (r.rc == ZNONODE) {
         if (++parent_rounds_ > max_parent_rounds)
             return fail(make_error_code(errc::server_error),

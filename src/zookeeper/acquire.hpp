@@ -4,7 +4,10 @@
 // States: connect (backend::with_session) -> create the protected node (parents made as
 // CONTAINERs on NONODE; after a connection loss, find the node by its "_c_<uuid>-" prefix
 // before creating again: protected mode) -> list the children and decide (names.hpp) ->
-// hold, or getData+watch the predecessor and list again when the watch fires.
+// hold, or getData+watch the predecessor and list again when the watch fires. The first
+// listing is sent with the create, without waiting for its answer (the server answers a
+// session's requests in order): two round trips when the lock is free, where Curator takes
+// three; its answer counts only when the create succeeded.
 // The wait deadline (opts.wait) ends a watch at once; a request in flight at the deadline may
 // still grant the lock at its decision, otherwise the node is deleted (guaranteed) and the
 // result is "not acquired". A hard deadline of wait + connect_timeout bounds requests that get

@@ -80,34 +80,41 @@ inline int run_processes(int n, const std::function<bool()>& body) {
     return failed;
 }
 
-/// Turns a C-client handle (libzookeeper_st: no thread of its own) until `pred` holds or
-/// `budget` passed: the loop zookeeper_interest / poll / zookeeper_process, as the library's
-/// own command-line client runs it. Returns pred().
+/// One turn of a C-client handle (libzookeeper_st: no thread of its own), as the library's
+/// own command-line client runs it: zookeeper_interest, poll for at most `max_wait`,
+/// zookeeper_process. Returns false when the handle is unrecoverable (expired, refused).
+inline bool turn_zk(zhandle_t* zh, std::chrono::milliseconds max_wait) {
+    int fd = -1;
+    int interest = 0;
+    timeval tv{};
+    if (zookeeper_interest(zh, &fd, &interest, &tv) == ZINVALIDSTATE) return false;
+    const auto wait_ms = static_cast<int>(
+        std::min<long long>(tv.tv_sec * 1000LL + tv.tv_usec / 1000, max_wait.count()));
+    pollfd p{fd, 0, 0};
+    if (interest & ZOOKEEPER_READ) p.events |= POLLIN;
+    if (interest & ZOOKEEPER_WRITE) p.events |= POLLOUT;
+    int events = 0;
+    if (fd >= 0 && p.events) {
+        if (::poll(&p, 1, wait_ms) > 0) {
+            if (p.revents & (POLLIN | POLLHUP | POLLERR)) events |= ZOOKEEPER_READ;
+            if (p.revents & (POLLOUT | POLLHUP | POLLERR)) events |= ZOOKEEPER_WRITE;
+        }
+    } else if (wait_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms)); // a reconnect's delay
+    }
+    zookeeper_process(zh, events);
+    return true;
+}
+
+/// Turns `zh` until `pred` holds or `budget` passed. Returns pred().
 inline bool drive_zk(zhandle_t* zh, const std::function<bool()>& pred,
                      std::chrono::milliseconds budget) {
     const auto until = std::chrono::steady_clock::now() + budget;
     while (!pred()) {
         const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
             until - std::chrono::steady_clock::now());
-        if (left <= 0ms) return false;
-        int fd = -1;
-        int interest = 0;
-        timeval tv{};
-        const int rc = zookeeper_interest(zh, &fd, &interest, &tv);
-        if (rc == ZINVALIDSTATE) return pred(); // expired or refused for good
-        auto wait_ms = static_cast<int>(
-            std::min<long long>({tv.tv_sec * 1000LL + tv.tv_usec / 1000, left.count(), 50LL}));
-        pollfd p{fd, 0, 0};
-        if (interest & ZOOKEEPER_READ) p.events |= POLLIN;
-        if (interest & ZOOKEEPER_WRITE) p.events |= POLLOUT;
-        int events = 0;
-        if (fd >= 0 && p.events && ::poll(&p, 1, wait_ms) > 0) {
-            if (p.revents & (POLLIN | POLLHUP | POLLERR)) events |= ZOOKEEPER_READ;
-            if (p.revents & (POLLOUT | POLLHUP | POLLERR)) events |= ZOOKEEPER_WRITE;
-        } else if (fd < 0 || !p.events) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(std::max(wait_ms, 1)));
-        }
-        zookeeper_process(zh, events);
+        if (left <= 0ms || !turn_zk(zh, std::min<std::chrono::milliseconds>(left, 50ms)))
+            return pred();
     }
     return true;
 }
@@ -116,12 +123,9 @@ inline bool drive_zk(zhandle_t* zh, const std::function<bool()>& pred,
 /// up to 10 s for its answer. Connected within 10 s; closed on destruction.
 class raw_zk {
 public:
-    explicit raw_zk(const std::string& host_port, const clientid_t* cid = nullptr) {
-        zh_ =
-            zookeeper_init2(host_port.c_str(), &ignore_events, 10000, cid, nullptr, 0, &ignore_log);
-        if (!zh_ || !drive_zk(
-                        zh_, [&] { return zoo_state(zh_) == ZOO_CONNECTED_STATE; }, 10s))
-            throw std::runtime_error("raw ZooKeeper client did not connect to " + host_port);
+    explicit raw_zk(std::string host_port)
+        : host_port_(std::move(host_port)) {
+        open();
     }
     ~raw_zk() {
         if (zh_) zookeeper_close(zh_);
@@ -131,28 +135,29 @@ public:
 
     int create(const std::string& path, int mode = ZOO_PERSISTENT, const std::string& data = {}) {
         answer a;
-        return wait(a, zoo_acreate(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
-                                   &ZOO_OPEN_ACL_UNSAFE, mode, &on_string, &a));
+        return wait(a,
+                    zoo_acreate(ready(), path.c_str(), data.data(), static_cast<int>(data.size()),
+                                &ZOO_OPEN_ACL_UNSAFE, mode, &on_string, &a));
     }
     std::vector<std::string> children(const std::string& path) {
         answer a;
-        if (wait(a, zoo_aget_children(zh_, path.c_str(), 0, &on_strings, &a)) != ZOK) return {};
+        if (wait(a, zoo_aget_children(ready(), path.c_str(), 0, &on_strings, &a)) != ZOK) return {};
         return a.children;
     }
     bool exists(const std::string& path, Stat* st = nullptr) {
         answer a;
-        const bool found = wait(a, zoo_aexists(zh_, path.c_str(), 0, &on_stat, &a)) == ZOK;
+        const bool found = wait(a, zoo_aexists(ready(), path.c_str(), 0, &on_stat, &a)) == ZOK;
         if (found && st) *st = a.stat;
         return found;
     }
     std::string get(const std::string& path) {
         answer a;
-        if (wait(a, zoo_aget(zh_, path.c_str(), 0, &on_data, &a)) != ZOK) return {};
+        if (wait(a, zoo_aget(ready(), path.c_str(), 0, &on_data, &a)) != ZOK) return {};
         return a.data;
     }
     int remove(const std::string& path) {
         answer a;
-        return wait(a, zoo_adelete(zh_, path.c_str(), -1, &on_void, &a));
+        return wait(a, zoo_adelete(ready(), path.c_str(), -1, &on_void, &a));
     }
 
     static void ignore_events(zhandle_t*, int, int, const char*, void*) {}
@@ -166,6 +171,25 @@ private:
         std::string data{};
         Stat stat{};
     };
+    void open() {
+        if (zh_) zookeeper_close(zh_);
+        zh_ = zookeeper_init2(host_port_.c_str(), &ignore_events, 10000, nullptr, nullptr, 0,
+                              &ignore_log);
+        if (!zh_ || !drive_zk(
+                        zh_, [&] { return zoo_state(zh_) == ZOO_CONNECTED_STATE; }, 10s))
+            throw std::runtime_error("raw ZooKeeper client did not connect to " + host_port_);
+    }
+    /// Nobody turned the handle while the test did other things: let it notice a connection
+    /// it let time out (it reconnects within its session) or a session the server expired
+    /// (a new one), so that the request goes out on a live connection.
+    zhandle_t* ready() {
+        turn_zk(zh_, 0ms);
+        if (zoo_state(zh_) == ZOO_EXPIRED_SESSION_STATE ||
+            !drive_zk(
+                zh_, [&] { return zoo_state(zh_) == ZOO_CONNECTED_STATE; }, 10s))
+            open();
+        return zh_;
+    }
     int wait(answer& a, int rc) {
         if (rc != ZOK) return rc;
         if (!drive_zk(
@@ -200,6 +224,7 @@ private:
         of(d).done = true;
     }
 
+    std::string host_port_;
     zhandle_t* zh_ = nullptr;
 };
 
