@@ -253,6 +253,7 @@ void acquisition::on_children(reply&& r) {
     }
     const auto d = decide(sorted, own_);
     if (!d.found) return restart(); // deleted under us (unlock --force, expiry)
+    queue_ = sorted;
     if (permits_ != 0) {
         // InterProcessSemaphoreV2: held while the leases (own included) are at most permits.
         if (sorted.size() <= permits_) return granted();
@@ -273,23 +274,31 @@ void acquisition::watch(const std::string& child) {
     std::weak_ptr<acquisition> w = shared_from_this();
     session_->get(
         dir_ + "/" + child,
-        [w, gen](int) {
+        [w, gen, child](int type) {
             auto self = w.lock();
             if (!self || self->finished_ || gen != self->gen_) return;
             ++self->wakes_;
             self->backend_->note_wake();
-            self->list();
+            self->predecessor_went(type == ZOO_DELETED_EVENT ? child : std::string());
         },
-        [w, gen](reply&& r) {
+        [w, gen, child](reply&& r) {
             auto self = w.lock();
             if (!self || self->finished_ || gen != self->gen_) return;
-            if (r.rc == ZOK) return self->backend_->note_wait(); // wait for the watch
-            if (r.rc == ZNONODE) return self->list();            // gone already
+            if (r.rc == ZOK) return self->backend_->note_wait();       // wait for the watch
+            if (r.rc == ZNONODE) return self->predecessor_went(child); // gone already
             if (transport_loss(r.rc)) return self->retry_when_connected(&acquisition::list);
             if (session_gone(r.rc)) return self->restart();
             self->fail(make_error_code(errc::server_error),
                        std::string("watch ") + self->dir_ + ": " + zerror(r.rc));
         });
+}
+
+void acquisition::predecessor_went(const std::string& child) {
+    // The queue as last listed, less the child that went: when that alone makes this node
+    // first, the lock is ours without another listing (names.hpp, decide_without), one round
+    // trip less per hand-off than Curator. Otherwise list again, as Curator does.
+    if (!child.empty() && decide_without(queue_, own_, child).holds) return granted();
+    list();
 }
 
 void acquisition::granted() {

@@ -4,7 +4,8 @@
 // States: connect (backend::with_session) -> create the protected node (parents made as
 // CONTAINERs on NONODE; after a connection loss, find the node by its "_c_<uuid>-" prefix
 // before creating again: protected mode) -> list the children and decide (names.hpp) ->
-// hold, or getData+watch the predecessor and list again when the watch fires. The first
+// hold, or getData+watch the predecessor and list again when the watch fires (or hold at
+// once when the listing showed that predecessor alone before this node). The first
 // listing is sent with the create, without waiting for its answer (the server answers a
 // session's requests in order): two round trips when the lock is free, where Curator takes
 // three; its answer counts only when the create succeeded.
@@ -29,10 +30,12 @@
 #pragma once
 
 #include "zookeeper/backend.hpp"
+#include "zookeeper/names.hpp"
 
 #include <asio/steady_timer.hpp>
 
 #include <optional>
+#include <vector>
 
 namespace dlock::detail::zk {
 
@@ -73,6 +76,8 @@ private:
     void list();
     void on_children(reply&& r);
     void watch(const std::string& child);
+    /// The watched child went (`child`), or changed (empty): take the lock or list again.
+    void predecessor_went(const std::string& child);
     void on_children_changed();
     void count(std::error_code ec, bool acquired);
     void granted();
@@ -97,8 +102,9 @@ private:
     asio::steady_timer wait_timer_;
     asio::steady_timer hard_timer_;
     std::shared_ptr<session> session_{};
-    std::string prefix_{}; ///< "_c_<uuid>-<infix>"
-    std::string own_{};    ///< own child name, once known
+    std::string prefix_{};           ///< "_c_<uuid>-<infix>"
+    std::string own_{};              ///< own child name, once known
+    std::vector<contender> queue_{}; ///< the directory as last listed (names.hpp), sorted
     std::int64_t czxid_ = 0;
     std::uint64_t gen_ = 0; ///< bumped per decision round: stale watches are ignored
     bool waiting_ = false;  ///< on a predecessor watch (lease mode: on the children watch)

@@ -136,6 +136,16 @@ decision decide(const std::vector<contender>& sorted, std::string_view own) {
     return d;
 }
 
+decision decide_without(std::vector<contender> sorted, std::string_view own,
+                        std::string_view gone) {
+    for (const auto& c : sorted) {
+        if (c.name == own) break;
+        if (c.name.find(write_infix) != std::string::npos) return {}; // may downgrade: list
+    }
+    std::erase_if(sorted, [&](const contender& c) { return c.name == gone; });
+    return decide(sorted, own);
+}
+
 std::optional<std::string> find_protected(const std::vector<std::string>& children,
                                           std::string_view prefix) {
     for (const auto& c : children)

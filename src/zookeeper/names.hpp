@@ -93,6 +93,15 @@ struct decision {
 /// Decides for the child named `own` of `sorted`.
 decision decide(const std::vector<contender>& sorted, std::string_view own);
 
+/// Decides for `own` on the queue `sorted` was, less the child `gone` whose deletion a watch
+/// reported: a waiter whose predecessor went takes the lock without listing again when this
+/// holds. A sequential child made since has a higher sequence (the directory cannot be reaped
+/// while `own` is in it), so it cannot stand before `own`, and a child deleted since only
+/// frees the way; so "holds" here is true of the queue the server has now. The one child made
+/// later at a lower sequence is a downgrade's read node, at its writer's sequence: so the
+/// answer is "list again" (holds false) when a write node stands before `own`.
+decision decide_without(std::vector<contender> sorted, std::string_view own, std::string_view gone);
+
 /// The child of `children` created with protection prefix `prefix` ("_c_<uuid>-"), if any
 /// (protected-mode recovery after a connection loss during create).
 std::optional<std::string> find_protected(const std::vector<std::string>& children,

@@ -776,6 +776,7 @@ COMMAND = ("python3 tests/fault/faultrun.py safety-doc --random docs/fault-resul
            "docs/fault-results/2026-11-28-pg-tries-wait "
            "docs/fault-results/2026-11-28-e07-watch-counter "
            "docs/fault-results/2026-11-28-zk-single-thread "
+           "docs/fault-results/2026-11-28-zk-pipelined "
            "> docs/SAFETY.md")
 
 

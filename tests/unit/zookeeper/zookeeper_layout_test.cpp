@@ -168,6 +168,25 @@ TEST(zk_names, mutex_holder_is_first_and_waiters_watch_their_predecessor) {
     EXPECT_FALSE(d.found);
 }
 
+TEST(zk_names, a_waiter_whose_predecessor_went_holds_without_listing_only_when_it_is_first) {
+    const std::vector<std::string> names{child(u1, mutex_infix, 0), child(u2, mutex_infix, 1),
+                                         child(u3, mutex_infix, 2)};
+    const auto sorted = sort_children(names);
+    auto d = decide_without(sorted, names[1], names[0]);
+    EXPECT_TRUE(d.found && d.holds) << "the holder went: the second is first";
+    EXPECT_FALSE(decide_without(sorted, names[2], names[1]).holds)
+        << "a waiter before it went: the holder is still there";
+    EXPECT_EQ(decide_without(sorted, names[2], names[1]).watch, names[0]);
+    EXPECT_FALSE(decide_without(sorted, "gone-0000000009", names[0]).found);
+    // A writer before it may have downgraded: its read node sits at the writer's sequence,
+    // made after the listing, so only a new listing can tell.
+    const std::vector<std::string> rw{child(u1, write_infix, 5), child(u2, write_infix, 6)};
+    const auto srw = sort_children(rw);
+    EXPECT_FALSE(decide_without(srw, rw[1], rw[0]).holds);
+    const std::vector<std::string> mixed{child(u1, write_infix, 5), child(u2, mutex_infix, 6)};
+    EXPECT_FALSE(decide_without(sort_children(mixed), mixed[1], mixed[0]).holds);
+}
+
 TEST(zk_names, read_write_rules_of_curator) {
     // READ 0, READ 1, WRIT 2, READ 3: both first readers hold, the writer waits for the reader
     // before it, the late reader waits for the writer (writers are not starved).
