@@ -82,6 +82,8 @@ TEST(cluster, a_killed_masters_slot_is_served_by_the_promoted_replica_to_waiters
     // The promoted replica never saw the hold: one of the two gets the lock there (the
     // overlap a failover without lock-delay allows) within node-timeout + a map refresh of the
     // promotion, not when the lost holder's 60 s lease would have ended; which one is a race.
+    // The waiter sleeps on a timer of that lease: only its subscription, followed to the
+    // promoted replica, can wake it in time, whether it is served first or after the release.
     auto one = first.wait_until(promoted_at + 4s) == std::future_status::ready ? &first : &second;
     auto other = one == &first ? &second : &first;
     ASSERT_EQ(one->wait_until(promoted_at + 4s), std::future_status::ready)
