@@ -2395,13 +2395,18 @@ def f27w(run):
 # its fencing token through a redis-cluster:// URL.
 
 
-def cluster_setup(run, **kw):
+def cluster_setup(run, replicas=0, query="", owner_first=False, **kw):
+    """3 masters (lock0-lock2) and, with `replicas`, that many replicas of each (lock3..; which
+    master a replica follows is redis-cli's choice: cluster_replicas_of() asks the nodes).
+    The workers' URL names the masters as seeds; with owner_first the lock's master first (the
+    seed a client loads its first slot map from and keeps its map connection on)."""
     nodes = []
-    for i in range(3):
+    for i in range(3 * (1 + replicas)):
         n = Redis(run, "lock%d" % i, extra=["cluster-enabled yes",
                                             "cluster-config-file nodes.conf",
                                             "cluster-node-timeout 2000",
-                                            "cluster-require-full-coverage yes"],
+                                            "cluster-require-full-coverage yes"] +
+                  (["repl-diskless-sync yes", "repl-diskless-sync-delay 0"] if replicas else []),
                   below=55536)
         n.start()
         run.lock_servers.append(n)
@@ -2410,15 +2415,39 @@ def cluster_setup(run, **kw):
     if not cli:
         raise Skipped("needs redis-cli (redis-tools) to create the cluster")
     p = subprocess.run([cli, "--cluster", "create"] + ["127.0.0.1:%d" % n.port for n in nodes] +
-                       ["--cluster-replicas", "0", "--cluster-yes"], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, timeout=60)
+                       ["--cluster-replicas", str(replicas), "--cluster-yes"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
     if p.returncode != 0:
         raise HarnessError("redis-cli --cluster create: %s" % p.stdout.decode()[-500:])
+    known = "cluster_known_nodes:%d" % len(nodes)
     run.wait_for(lambda: all("cluster_state:ok" in str(n.call("CLUSTER", "INFO")) and
-                             "cluster_known_nodes:3" in str(n.call("CLUSTER", "INFO"))
-                             for n in nodes), 30, "cluster_state:ok")
-    run.setup(lock_url="redis-cluster://" + ",".join("127.0.0.1:%d" % n.port for n in nodes),
-              lock_mode="F", resource="fenced", **kw)
+                             known in str(n.call("CLUSTER", "INFO")) for n in nodes), 30,
+                 "cluster_state:ok")
+    if replicas:
+        run.wait_for(lambda: all(info_field(n, "replication", "master_link_status") == "up"
+                                 for n in nodes[3:]), 30, "the replicas' links")
+    seeds = nodes[:3]
+    if owner_first:
+        owner = cluster_owner(run, nodes[0].call("CLUSTER", "KEYSLOT", run.lock))
+        seeds = [owner] + [n for n in seeds if n is not owner]
+    url = "redis-cluster://" + ",".join("127.0.0.1:%d" % n.port for n in seeds)
+    run.setup(lock_url=url + ("?" + query if query else ""), lock_mode="F", resource="fenced",
+              **kw)
+
+
+def cluster_owner(run, slot):
+    """The lock server that is the master serving `slot` now (in its own view)."""
+    return next(n for n in run.lock_servers
+                if any("myself" in line and "master" in line and slot_in(line, slot)
+                       for line in str(n.call("CLUSTER", "NODES")).splitlines()))
+
+
+def cluster_replicas_of(run, master):
+    """The lock servers that replicate `master` (by its node id)."""
+    mid = master.call("CLUSTER", "MYID")
+    return [n for n in run.lock_servers
+            if n is not master and any("myself" in line and mid in line.split()[3:4]
+                                       for line in str(n.call("CLUSTER", "NODES")).splitlines())]
 
 
 def migrate_slot(run, slot, src, dst, pause_ms=300):
@@ -2467,6 +2496,66 @@ def f28(run):
         run.sleep_ms(1500)
     run.wait_workers()
     run.min_acquisitions(5)
+
+
+# F25 on a Cluster: a lease of 10 s held whole, so that the promoted replica (about 4 s after
+# the kill: cluster-node-timeout 2 s, then the replica's election) can grant the lock while
+# the lost holder still believes it.
+F25C_KW = dict(ttl_ms=10000, hold_ms=300, wait_ms=15000, duration_ms=30000,
+               worker_extra={w: ["--expire-pct", "100"] for w in (1, 2, 3)})
+
+
+@scenario("F25C", "F25 on a Cluster: 3 masters with a replica each; the lock's replica stopped, "
+          "a fresh grant it misses, its master kill -9, the replica promoted, lock_delay=0",
+          "the promoted replica does not know the lock: a second holder overlaps (as F25 on "
+          "Sentinel)", "", ext=["FO"],
+          expect={"FO": {"MUTEX": "violated", "FENCE": "any", "RESOURCE": "any",
+                         "USE_WITHIN_HOLD": "any"}},
+          outcome={"FO": "EXPECT-VIOL"}, timeout=150)
+def f25c(run):
+    cluster_setup(run, replicas=1, query="lock_delay=0", owner_first=True, **F25C_KW)
+    slot = run.lock_servers[0].call("CLUSTER", "KEYSLOT", run.lock)
+    master = cluster_owner(run, slot)
+    replicas = cluster_replicas_of(run, master)
+    run.probe("the lock's master has a replica", replicas,
+              "%s: %s" % (master.name, ",".join(r.name for r in replicas)))
+    if not replicas:
+        raise HarnessError("no replica of %s" % master.name)
+    names = ",".join(r.name for r in replicas)
+    run.start_workers()
+    run.sleep_ms(1000)
+    for r in replicas:
+        r.signal(signal.SIGSTOP)
+    run.nemesis("sigstop", names, "the lock's replica")
+    # The master drops its replica links: else the grant would wait in the socket buffers.
+    master.call("CLIENT", "KILL", "TYPE", "replica")
+    run.nemesis("client-kill", master.name, "replica links")
+    t = mono_ns()
+    run.wait_for(lambda: run.acquired_since(t), 14, "an acquisition the replica misses")
+    master.kill9()
+    t_kill = mono_ns()
+    run.nemesis("kill-9", master.name, "the lock's master")
+    for r in replicas:
+        r.signal(signal.SIGCONT)
+    run.nemesis("sigcont", names, "the lock's replica")
+
+    def promoted():
+        for r in replicas:
+            role = r.call("ROLE")
+            if isinstance(role, list) and role and role[0] == "master" and \
+                    "cluster_state:ok" in str(r.call("CLUSTER", "INFO")):
+                return r
+        return None
+    new = run.wait_for(promoted, 30, "the replica's promotion")
+    # The promoted replica's fence counter: the lost grant's INCR never reached it, so its next
+    # grant repeats the lost holder's fence (FENCE is reported, not asserted).
+    run.nemesis("failover", new.name, "promoted %.0f ms after the kill, fence counter %s" % (
+        (mono_ns() - t_kill) / 1e6, new.call("GET", "redisson_lock_token:{%s}" % run.lock)))
+    t_new = mono_ns()
+    first = run.wait_for(lambda: run.acquired_since(t_new), 25, "a grant by the new master")
+    run.nemesis("first-grant", "worker %d" % first[0].id, "%.0f ms after the kill, fence %s" % (
+        (first[1]["t"] - t_kill) / 1e6, first[1].get("fence")))
+    run.wait_workers()
 
 
 def slot_in(nodes_line, slot):

@@ -45,7 +45,7 @@ bare quorum (2 of 3) does not (F20q, and F23 R for a rollback), nor does a quoru
 every grant. Pauses and delays affect it exactly as a single master.
 
 **Failover-based deployments (Sentinel, Cluster).** An asynchronous failover can lose a lock
-that was not yet replicated (F25 shows the overlap); `wait=N` (WAIT) and the lock-delay only
+that was not yet replicated (F25 shows the overlap on Sentinel, F25C on a Cluster); `wait=N` (WAIT) and the lock-delay only
 narrow that window (F26 and F25L are safe in their schedules, not in general), and
 nothing helps when the old master keeps serving clients that cannot see the failover (F27);
 `min-replicas-to-write 1` with `min-replicas-max-lag N` bounds that old master's grants to N + 2 s
@@ -152,16 +152,6 @@ key's create revision: it strictly increases per cluster.
 """
 
 NOT_COVERED = [
-    ("F25 Cluster", "a Cluster failover with an unreplicated lock (EXPECT-VIOL, as F25 on "
-     "Sentinel)", "not built yet: the Cluster of F28 has no replicas. A trial (3 masters with "
-     "a replica each, F25's stopped-replica grant, 10 s leases held whole, the master kill -9) "
-     "promoted the replica 3.8 s after the kill, but no client was granted the lock there "
-     "before the lost holder's lease ended: one waited its 15 s and timed out, one failed "
-     "with server_unavailable, and the new master's first grant came 14 s after the kill, "
-     "with fence 4 where the replica's counter stood at 1 (not explained yet). The Cluster "
-     "client's "
-     "recovery after a failover needs a look before this row can show the overlap; F25 shows "
-     "the loss on Sentinel, whose replication is the same"),
     ("P (issue 24)", "PostgreSQL: a standby promoted after the old primary stopped (P06 "
      "keeps it serving worker 1, a split brain); row kinds across a failover (synchronous "
      "standby); a misconfigured `dlock_check` >= keepalive bound",
@@ -337,10 +327,12 @@ DEPLOYMENTS = [
      "clients that cannot see the failover grants again; fencing tokens can regress",
      "each data node as a single master; `wait=N` (with `min-replicas-to-write`, as F26 runs "
      "it) and the lock-delay (default: one lease) narrow the window, they do not close it"),
-    ("Redis Cluster (`redis-cluster://`)", ("FO:F28",),
+    ("Redis Cluster (`redis-cluster://`)", ("FO:F28", "FO:F25C"),
      "every key of a lock (and its fence counter) in one slot: resharding a held lock's slot "
-     "moves them together; MOVED and ASK are followed",
-     "mutual exclusion across a failover (as Sentinel: replication is asynchronous)",
+     "moves them together; MOVED and ASK are followed; after a master's failover the client "
+     "follows the promoted replica (F25C: its first grant there within 0.2 s of the promotion)",
+     "mutual exclusion across a failover (as Sentinel: replication is asynchronous; F25C shows "
+     "the overlap); fencing tokens can repeat there",
      "each master as a single master"),
     ("Redlock (`redlock://`, N independent masters)", ("R", "RW"),
      "mutual exclusion of beliefs while a majority of the masters keep their keys",
@@ -644,15 +636,18 @@ def bad_runs(keys, rows):
     return out or ["None."]
 
 
+CLUSTER_ROWS = ("F28", "F25C")  # mode FO on a redis-cluster:// URL, not on Sentinel
+
+
 def deployment_rows(spec, scenarios):
-    """The (ID, mode) rows of one deployment: "FO" is every FO row but F28 (the Cluster's),
-    "FO:F28" only F28's."""
+    """The (ID, mode) rows of one deployment: "FO" is every FO row but the Cluster's (F28,
+    F25C), "FO:F28" only F28's."""
     keys = []
     for m in spec:
         mode, _, only = m.partition(":")
         for sid, sc in scenarios.items():
             if mode in sc.modes + sc.ext_modes and (sid == only if only else
-                                                    not (mode == "FO" and sid == "F28")):
+                                                    not (mode == "FO" and sid in CLUSTER_ROWS)):
                 keys.append((sid, mode))
     return sorted(keys, key=row_key)
 
@@ -679,7 +674,7 @@ def deployment_table(rows, scenarios):
 
 
 TEST_NAME = re.compile(r"`([a-z0-9_]+\.[a-z0-9_]+)`")
-FAULT_ID = re.compile(r"\b(F\d\d[a-zL]?)\b")
+FAULT_ID = re.compile(r"\b(F\d\d[a-zA-Z]?)\b")
 
 
 def coverage_tests(covered_by):
@@ -741,7 +736,8 @@ REDIS_INTRO = (
     "workers, replicas and sentinels all go through it and a fault on the master's route "
     "hits the master for everyone: a blackhole is a partition that fails over; F27 "
     "instead cuts by source address with nftables; F28: a 3-master "
-    "Cluster through a `redis-cluster://` URL, reentrant lock with `fenced_set`); SW, FW, RW, "
+    "Cluster through a `redis-cluster://` URL, reentrant lock with `fenced_set`; F25C: the "
+    "same with a replica per master); SW, FW, RW, "
     "FOW: the same with the worker's watchdog (auto-renewed leases, checker rule LOSS). "
     "Checks in brackets are asserted as stated; every other check must "
     "be ok. Mode \"(ext)\": a mode CI leaves out for time (`ctest -L extended`). Probes are "
@@ -777,6 +773,7 @@ COMMAND = ("python3 tests/fault/faultrun.py safety-doc --random docs/fault-resul
            "docs/fault-results/2026-11-28-e07-watch-counter "
            "docs/fault-results/2026-11-28-zk-single-thread "
            "docs/fault-results/2026-11-28-zk-pipelined "
+           "docs/fault-results/2026-11-28-f25-cluster "
            "> docs/SAFETY.md")
 
 
