@@ -113,11 +113,14 @@ void acquisition::create() {
                          }
                          self->on_created(std::move(r));
                      });
-    // Pipelined with the create: the directory's children as the server has them right after
-    // it (a session's requests are answered in order, and its reads follow its own writes), so
-    // an uncontended acquisition costs two round trips, not three. The listing's answer decides
-    // only when the create succeeded: on_created() drops it otherwise (gen_).
-    list();
+    // On a standalone server the listing goes with the create: the directory's children as the
+    // server has them right after it (a session's requests are answered in order, and its reads
+    // follow its own writes), so a free lock costs two round trips, not three. The listing's
+    // answer decides only when the create succeeded: on_created() drops it otherwise (gen_).
+    // Not in an ensemble: there the read waits at the follower for the write's commit anyway,
+    // and a session's queued reads held its later requests back (B 0.85 x; zookeeper.md).
+    listed_with_create_ = session_->standalone();
+    if (listed_with_create_) list();
 }
 
 void acquisition::on_created(reply&& r) {
@@ -128,7 +131,8 @@ void acquisition::on_created(reply&& r) {
             // Not ours (CURATOR-604): never adopt a node of another session.
             return restart();
         }
-        return; // the listing sent with the create answers next, and decides
+        if (listed_with_create_) return; // the listing sent with it answers next, and decides
+        return list();
     }
     ++gen_; // the listing sent with the create is of no use: drop its answer
     if (r.rc == ZNONODE) {

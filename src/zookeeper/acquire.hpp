@@ -5,10 +5,10 @@
 // CONTAINERs on NONODE; after a connection loss, find the node by its "_c_<uuid>-" prefix
 // before creating again: protected mode) -> list the children and decide (names.hpp) ->
 // hold, or getData+watch the predecessor and list again when the watch fires (or hold at
-// once when the listing showed that predecessor alone before this node). The first
-// listing is sent with the create, without waiting for its answer (the server answers a
-// session's requests in order): two round trips when the lock is free, where Curator takes
-// three; its answer counts only when the create succeeded.
+// once when the listing showed that predecessor alone before this node). On a standalone
+// server the first listing is sent with the create, without waiting for its answer (the
+// server answers a session's requests in order): two round trips when the lock is free,
+// where Curator takes three; its answer counts only when the create succeeded.
 // The wait deadline (opts.wait) ends a watch at once; a request in flight at the deadline may
 // still grant the lock at its decision, otherwise the node is deleted (guaranteed) and the
 // result is "not acquired". A hard deadline of wait + connect_timeout bounds requests that get
@@ -110,6 +110,7 @@ private:
     bool waiting_ = false;  ///< on a predecessor watch (lease mode: on the children watch)
     bool changed_ = false;  ///< lease mode: the children watch fired before its answer
     bool create_in_flight_ = false;
+    bool listed_with_create_ = false; ///< the first listing was sent with the create
     bool finished_ = false;
     bool late_ = false; ///< the wait deadline passed while a request was in flight
     int restarts_ = 0;

@@ -136,6 +136,9 @@ public:
     /// lease until it is settled: the answers before count from then, as if answered then.
     void settle_lag(std::chrono::milliseconds lag);
     bool lag_settled() const noexcept { return touches_.has_value(); }
+    /// A standalone server, as far as the session knows: the lag is settled at 0 (the URL's
+    /// `server_lag=0`, or an empty /zookeeper/config). I/O thread.
+    bool standalone() const noexcept { return touches_.has_value() && lag_.count() == 0; }
 
     /// Runs `fn` with {} once connected (at once when connected), or with errc::unavailable
     /// when the session ended first.
