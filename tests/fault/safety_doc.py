@@ -773,6 +773,7 @@ COMMAND = ("python3 tests/fault/faultrun.py safety-doc --random docs/fault-resul
            "docs/fault-results/2026-11-28-e07-watch-counter "
            "docs/fault-results/2026-11-28-zk-single-thread "
            "docs/fault-results/2026-11-28-zk-pipelined "
+           "docs/fault-results/2026-11-28-zk-handoff "
            "docs/fault-results/2026-11-28-f25-cluster "
            "> docs/SAFETY.md")
 
