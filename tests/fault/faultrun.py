@@ -2501,8 +2501,7 @@ def f28(run):
 # F25 on a Cluster: a lease of 10 s held whole, so that the promoted replica (about 4 s after
 # the kill: cluster-node-timeout 2 s, then the replica's election) can grant the lock while
 # the lost holder still believes it.
-F25C_KW = dict(ttl_ms=10000, hold_ms=300, wait_ms=15000, duration_ms=30000,
-               worker_extra={w: ["--expire-pct", "100"] for w in (1, 2, 3)})
+F25C_KW = dict(FO_KW, ttl_ms=10000, wait_ms=15000, duration_ms=30000)
 
 
 @scenario("F25C", "F25 on a Cluster: 3 masters with a replica each; the lock's replica stopped, "
