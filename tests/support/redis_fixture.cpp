@@ -160,6 +160,20 @@ std::pair<int, int> ephemeral_range() {
     return {32768, 60999};
 }
 
+/// The last `lines_wanted` lines of a log file.
+std::string file_tail(const fs::path& file, std::size_t lines_wanted) {
+    std::ifstream f(file);
+    std::deque<std::string> lines;
+    for (std::string l; std::getline(f, l);) {
+        lines.push_back(l);
+        if (lines.size() > lines_wanted) lines.pop_front();
+    }
+    std::string s;
+    for (auto& l : lines)
+        s += l + "\n";
+    return s;
+}
+
 } // namespace
 
 std::uint16_t free_port(bool with_bus) {
@@ -287,16 +301,7 @@ void redis_server::wait_ready(std::chrono::milliseconds budget) {
 }
 
 std::string redis_server::log_tail() const {
-    std::ifstream f(dir_ / "redis.log");
-    std::deque<std::string> lines;
-    for (std::string l; std::getline(f, l);) {
-        lines.push_back(l);
-        if (lines.size() > 20) lines.pop_front();
-    }
-    std::string s;
-    for (auto& l : lines)
-        s += l + "\n";
-    return s;
+    return file_tail(dir_ / "redis.log", 20);
 }
 
 void redis_server::kill() {
@@ -352,26 +357,8 @@ redis_sentinel_group::redis_sentinel_group(server_options opts, std::string sent
     try {
         const auto bin = sentinel_binary();
         if (bin.empty()) throw std::runtime_error("redis-sentinel not found");
-        for (int i = 0; i < 3; ++i) {
-            sentinel s;
-            s.dir = make_temp_dir();
-            s.port = free_port();
-            std::ostringstream c;
-            c << "port " << s.port << "\nbind 127.0.0.1\ndaemonize no\n"
-              << "dir " << s.dir.string() << "\nlogfile " << (s.dir / "sentinel.log").string()
-              << "\nsentinel monitor mymaster 127.0.0.1 " << master_port << " 2\n"
-              << "sentinel down-after-milliseconds mymaster 1000\n"
-              << "sentinel failover-timeout mymaster 3000\n"
-              << "sentinel parallel-syncs mymaster 1\n";
-            if (!opts.password.empty())
-                c << "sentinel auth-pass mymaster " << opts.password << "\n";
-            if (!sentinel_password_.empty())
-                c << "requirepass " << sentinel_password_ << "\nsentinel sentinel-pass "
-                  << sentinel_password_ << "\n";
-            write_file(s.dir / "sentinel.conf", c.str());
-            s.pid = spawn_child({bin, (s.dir / "sentinel.conf").string()}, s.dir / "stdout.log");
-            sentinels_.push_back(s);
-        }
+        for (int i = 0; i < 3; ++i)
+            sentinels_.push_back(start_sentinel(bin, master_port, opts.password));
         // Ready: replicas linked, every sentinel sees 2 replicas and 2 other sentinels.
         const bool ok = eventually(
             [&] {
@@ -394,11 +381,79 @@ redis_sentinel_group::redis_sentinel_group(server_options opts, std::string sent
                 return true;
             },
             30s);
-        if (!ok) throw std::runtime_error("sentinel group did not become ready in 30 s");
+        if (!ok)
+            throw std::runtime_error("sentinel group did not become ready in 30 s:\n" +
+                                     readiness_report());
     } catch (...) {
         stop_sentinels();
         throw;
     }
+}
+
+redis_sentinel_group::sentinel
+redis_sentinel_group::start_sentinel(const std::string& bin, const std::string& master_port,
+                                     const std::string& master_password) {
+    for (int attempt = 1;; ++attempt) {
+        sentinel s;
+        s.dir = make_temp_dir();
+        s.port = free_port();
+        std::ostringstream c;
+        c << "port " << s.port << "\nbind 127.0.0.1\ndaemonize no\n"
+          << "dir " << s.dir.string() << "\nlogfile " << (s.dir / "sentinel.log").string()
+          << "\nsentinel monitor mymaster 127.0.0.1 " << master_port << " 2\n"
+          << "sentinel down-after-milliseconds mymaster 1000\n"
+          << "sentinel failover-timeout mymaster 3000\n"
+          << "sentinel parallel-syncs mymaster 1\n";
+        if (!master_password.empty())
+            c << "sentinel auth-pass mymaster " << master_password << "\n";
+        if (!sentinel_password_.empty())
+            c << "requirepass " << sentinel_password_ << "\nsentinel sentinel-pass "
+              << sentinel_password_ << "\n";
+        write_file(s.dir / "sentinel.conf", c.str());
+        s.pid = spawn_child({bin, (s.dir / "sentinel.conf").string()}, s.dir / "stdout.log");
+        // Up when it answers (NOAUTH too). A sentinel that exits lost its port to another
+        // test's server between free_port() and its bind (as redis_server does): another port.
+        bool up = false;
+        bool exited = false;
+        eventually(
+            [&] {
+                int status = 0;
+                if (::waitpid(s.pid, &status, WNOHANG) == s.pid) return exited = true;
+                const auto out = run_capture({cli_binary(), "-h", "127.0.0.1", "-p",
+                                              std::to_string(s.port), "PING"})
+                                     .first;
+                up = out.find("PONG") != std::string::npos ||
+                     out.find("NOAUTH") != std::string::npos ||
+                     out.find("Authentication required") != std::string::npos;
+                return up;
+            },
+            10s);
+        if (up) return s;
+        const auto log = file_tail(s.dir / "sentinel.log", 20);
+        if (exited) s.pid = -1;
+        terminate(s.pid, SIGKILL);
+        std::error_code ec;
+        fs::remove_all(s.dir, ec);
+        if (!exited || attempt == 5 || log.find("Address already in use") == std::string::npos)
+            throw std::runtime_error("redis-sentinel did not start on port " +
+                                     std::to_string(s.port) + ":\n" + log);
+    }
+}
+
+std::string redis_sentinel_group::readiness_report() const {
+    std::string r;
+    for (std::size_t i = 1; i < nodes_.size(); ++i) {
+        const auto info = nodes_[i]->cli({"INFO", "replication"});
+        r += "replica " + std::to_string(i) + ": " +
+             (info.find("master_link_status:up") != std::string::npos ? "link up" : "link down") +
+             "\n";
+    }
+    for (std::size_t i = 0; i < sentinels_.size(); ++i) {
+        r += "sentinel " + std::to_string(sentinels_[i].port) + ":\n" +
+             sentinel_cli(i, {"SENTINEL", "MASTER", "mymaster"}) + "log:\n" +
+             file_tail(sentinels_[i].dir / "sentinel.log", 10);
+    }
+    return r;
 }
 
 redis_sentinel_group::~redis_sentinel_group() {

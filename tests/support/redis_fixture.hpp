@@ -139,6 +139,10 @@ private:
         pid_t pid = -1;
         std::filesystem::path dir;
     };
+    sentinel start_sentinel(const std::string& bin, const std::string& master_port,
+                            const std::string& master_password);
+    /// Why the group is not ready: each replica's link, each sentinel's view and log tail.
+    std::string readiness_report() const;
     void stop_sentinels();
     std::vector<std::unique_ptr<redis_server>> nodes_{};
     std::vector<sentinel> sentinels_{};
