@@ -296,11 +296,17 @@ def pg_bin(name):
 
 
 class Postgres(ServerProcess):
-    def __init__(self, run, name, listen="127.0.0.1", initdb=True):
+    # No durability (the tests' servers): every scenario but P07, whose primary commits only
+    # once its synchronous standby has the commit (`settings` override these).
+    SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
+                "max_connections": "200"}
+
+    def __init__(self, run, name, listen="127.0.0.1", initdb=True, settings=None):
         for b in ("initdb", "postgres", "psql"):
             if not pg_bin(b):
                 skip("needs PostgreSQL's %s" % b)
         self.run, self.name, self.listen = run, name, listen
+        self.settings = dict(self.SETTINGS, listen_addresses=listen, **(settings or {}))
         self.ids = None
         if os.geteuid() == 0:
             try:
@@ -333,9 +339,8 @@ class Postgres(ServerProcess):
     def start(self, budget=30.0):
         args = [pg_bin("postgres"), "-D", os.path.join(self.dir, "data"), "-p", str(self.port),
                 "-k", self.dir]
-        for s in ("listen_addresses=%s" % self.listen, "fsync=off", "synchronous_commit=off",
-                  "full_page_writes=off", "max_connections=200"):
-            args += ["-c", s]
+        for k, v in self.settings.items():
+            args += ["-c", "%s=%s" % (k, v)]
         with open(os.path.join(self.dir, "server.log"), "a") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True, **self.as_server())
@@ -1306,6 +1311,24 @@ def e04(run):
 # PostgreSQL failover: advisory locks are not replicated
 
 
+def pg_standby(run, primary, name="pg1"):
+    """A streaming standby of `primary` (pg_basebackup -R -X stream), started; a standby
+    whose data directory came from the primary (its postgresql.auto.conf names the primary)."""
+    standby = Postgres(run, name, initdb=False)
+    run.extra_servers.append(standby)
+    p = subprocess.run([pg_bin("pg_basebackup") or "pg_basebackup", "-h", primary.dir, "-p",
+                        str(primary.port), "-U", "postgres", "-D",
+                        os.path.join(standby.dir, "data"), "-R", "-X", "stream"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
+                       **standby.as_server())
+    if p.returncode != 0:
+        raise F.HarnessError("pg_basebackup: %s" % p.stdout.decode(errors="replace")[-500:])
+    standby.start()
+    if standby.psql("SELECT pg_is_in_recovery()") != "t":
+        raise F.HarnessError("%s is not a standby" % name)
+    return standby
+
+
 @scenario("P06", "PostgreSQL: a streaming standby promoted (pg_promote) while the old primary "
           "keeps serving worker 1 (split brain: worker 1 still reaches the old primary, the "
           "others only the new one)",
@@ -1320,18 +1343,7 @@ def p06(run):
     primary = Postgres(run, "pg0")
     run.extra_servers.append(primary)
     primary.start()
-    standby = Postgres(run, "pg1", initdb=False)
-    run.extra_servers.append(standby)
-    p = subprocess.run([pg_bin("pg_basebackup") or "pg_basebackup", "-h", primary.dir, "-p",
-                        str(primary.port), "-U", "postgres", "-D",
-                        os.path.join(standby.dir, "data"), "-R", "-X", "stream"],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120,
-                       **standby.as_server())
-    if p.returncode != 0:
-        raise F.HarnessError("pg_basebackup: %s" % p.stdout.decode(errors="replace")[-500:])
-    standby.start()
-    if standby.psql("SELECT pg_is_in_recovery()") != "t":
-        raise F.HarnessError("pg1 is not a standby")
+    standby = pg_standby(run, primary)
     # Workers 2 and 3 accept only a read-write server, and reach only the standby: refused
     # until it is promoted. Worker 1 reaches only the old primary.
     rw = standby.url() + "&target_session_attrs=read-write"
@@ -1352,6 +1364,70 @@ def p06(run):
     probe_count(run, "worker 1 still acquired on the old primary after the promotion",
                 acquisitions(run, workers=[1], after=t))
 
+
+
+# The token each row kind's sequence hands out (PGS has none: its row is looked for instead).
+PG_TOKEN_SEQUENCE = {"PGA": "dlock_fence", "PGL": "dlock_fence", "PGV": "locks_rvn"}
+
+
+@scenario("P07", "PostgreSQL: the primary crashed (kill -9 of every process) while worker 1 "
+          "holds, then its synchronous streaming standby promoted (pg_promote); workers 2 and 3 "
+          "name both servers (target_session_attrs=read-write), worker 1 the primary only",
+          "rows: a commit is acknowledged only once the standby has it, so the holder's row and "
+          "the token sequence survive the failover: nobody is granted before the row's lease "
+          "ran out (versioned: was taken over), tokens keep increasing, locking goes on on the "
+          "new primary; advisory: the lock goes with the crashed session, the holder is told by "
+          "its socket and writes nothing more; the promotion comes after its granted deadline "
+          "(a promotion within dlock_check of the crash could overlap beliefs: the advisory "
+          "overlap window), and the token sequence survives", PG_MODES, timeout=150,
+          outcome={"PGA": "SAFE (promoted after the holder's deadline), LIVE after the "
+                   "promotion", "PGL": "SAFE, LIVE(TTL) after the promotion",
+                   "PGS": "SAFE, LIVE(TTL) after the promotion",
+                   "PGV": "SAFE, LIVE(2 TTL) after the promotion"})
+def p07(run):
+    primary = Postgres(run, "pg0", settings={"synchronous_commit": "on",
+                                             "synchronous_standby_names": "*"})
+    run.extra_servers.append(primary)
+    primary.start()
+    standby = pg_standby(run, primary)
+    run.wait_for(lambda: primary.psql("SELECT sync_state FROM pg_stat_replication") == "sync",
+                 20, "the standby streaming as the synchronous one")
+    both = primary.url().replace("127.0.0.1:%d" % primary.port, "127.0.0.1:%d,127.0.0.1:%d" % (
+        primary.port, standby.port)) + "&target_session_attrs=read-write"
+    run.setup(workers=3, ttl_ms=PG_TTL_MS, resource="file", hold_ms=300, duration_ms=9000,
+              lock_url={1: primary.url(), 2: both, 3: both},
+              worker_extra={w: ["--kind", PG_KIND[run.mode]] for w in (1, 2, 3)})
+    w, hold = start_with_victim_holding(run)
+    os.killpg(primary.proc.pid, signal.SIGKILL)
+    primary.proc.wait(timeout=10)
+    t = F.mono_ns()
+    run.nemesis("kill-9", primary.name, "every process, holder w%d" % w.id)
+    if run.mode == "PGA":
+        run.sleep_ms(max(0, (hold["deadline"] - F.mono_ns()) / 1e6 + 50))
+    standby.psql("SELECT pg_promote(true, 30)", timeout=40)
+    t1 = F.mono_ns()
+    run.nemesis("promote", standby.name, "%.0f ms after the crash" % ((t1 - t) / 1e6))
+    seq = PG_TOKEN_SEQUENCE.get(run.mode)
+    if seq:
+        last = standby.psql("SELECT last_value FROM %s" % seq)
+        run.probe("the promoted standby's %s is at least the holder's token %s" % (
+            seq, hold.get("fence")), hold.get("fence") is not None and
+            int(last) >= hold["fence"], "last_value %s" % last)
+    else:
+        rows = standby.psql("SELECT count(*) FROM shedlock")
+        run.probe("the holder's ShedLock row is on the promoted standby", rows == "1",
+                  "%s rows" % rows)
+    run.wait_workers()
+    probe_no_write_after(run, w, hold)
+    if run.mode == "PGA":
+        use = [e for e in w.events() if e.get("f") == "use" and e["type"] != "invoke" and
+               e["op"] == hold["op"] + 1]
+        run.probe("the crashed primary's holder did not write", use and use[0]["type"] != "ok",
+                  use[0].get("err", use[0]["type"]) if use else "no use event")
+        probe_first_grant_after(run, w, hold, t)
+    else:
+        probe_first_grant_after(run, w, hold, t, most_ms=(t1 - t) / 1e6 + row_free_ms(run.mode))
+    probe_count(run, "acquisitions on the promoted standby", acquisitions(run, after=t1), 3)
 
 @scenario("E05", "etcd cluster (3 members): the leader partitioned from the other two (nft, in "
           "the run's own network namespace: its peer port, and every packet its uid sends to "

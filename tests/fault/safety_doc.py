@@ -122,11 +122,16 @@ URL parser rejects `dlock_check >= server_bound()`. A holder paused (SIGSTOP, GC
 session, so nobody else is granted until it resumes (P02 PGA). **Advisory locks are not
 replicated**: a failover to a standby loses every lock (two holders: P06 shows it, with the
 old primary still serving its holder), and `dlock_fence` on a promoted standby may regress
-(P06 saw FENCE violated too); transaction-mode poolers (PgBouncer) break session locks.
+(P06 saw FENCE violated too). When the primary crashed instead (P07 PGA), the holder is told by
+its socket and writes nothing more, and a synchronous standby keeps `dlock_fence`; a promotion
+within `dlock_check` of the crash could still overlap beliefs, so P07 promotes only after the
+holder's deadline. Transaction-mode poolers (PgBouncer) break session locks.
 *Lease rows* (`lock_kind::lease`, `dlock_lease`): the row expires on the database clock after
 the lease; rows outlive sessions and restarts (P01-P05 PGL); a holder's `valid_until()` is the
 send time + lease - drift, before the database's expiry unless the database clock is stepped
-forward; a failover that loses the row (asynchronous standby) means two holders. ShedLock rows
+forward; a failover to a synchronous standby keeps the row and the token sequence (P07: the
+holder's row on the promoted standby, nobody granted before its lease ran out, tokens go on
+increasing), and one that loses the row (asynchronous standby) means two holders. ShedLock rows
 (PGS) have the same clock and no token; versioned rows (PGV, pglock's) have no clock in the
 table but assume equal clock rates and the same lease on every side, and a dead holder's row is
 taken over only a whole lease after a waiter first saw its version (up to two leases, P01 PGV).
@@ -152,11 +157,12 @@ key's create revision: it strictly increases per cluster.
 """
 
 NOT_COVERED = [
-    ("P (issue 24)", "PostgreSQL: a standby promoted after the old primary stopped (P06 "
-     "keeps it serving worker 1, a split brain); row kinds across a failover (synchronous "
-     "standby); a misconfigured `dlock_check` >= keepalive bound",
-     "not built yet; the misconfiguration cannot be run: the URL parser now rejects it "
-     "(`pg_settings.a_check_period_not_shorter_than_the_keepalive_bound_is_rejected`)"),
+    ("P (issue 24)", "PostgreSQL: a misconfigured `dlock_check` >= keepalive bound; row kinds "
+     "across a failover to an asynchronous standby that lost the holder's row",
+     "the misconfiguration cannot be run: the URL parser rejects it "
+     "(`pg_settings.a_check_period_not_shorter_than_the_keepalive_bound_is_rejected`); the "
+     "lost row is documented (two holders, as an advisory lock in P06), not run: P07 runs the "
+     "supported setup, a synchronous standby"),
     ("E07 waiters", "etcd: a compaction that cancels a waiter's watch",
      "cannot happen: a waiter watches its predecessor from etcd's current revision (and reads "
      "the key again when the watch was created past its read), a synced watch that compaction "
