@@ -781,6 +781,7 @@ COMMAND = ("python3 tests/fault/faultrun.py safety-doc --random docs/fault-resul
            "docs/fault-results/2026-11-28-zk-pipelined "
            "docs/fault-results/2026-11-28-zk-handoff "
            "docs/fault-results/2026-11-28-f25-cluster "
+           "docs/fault-results/2026-11-28-pg-failover "
            "> docs/SAFETY.md")
 
 
