@@ -76,8 +76,10 @@ public:
         if constexpr (metrics_enabled) woken_at_ = now;
         resume({.type = wait_fsm::event_type::wake, .now = now});
     }
-    /// Cluster: the channel's slot left the node we subscribed on. Load the map again, join
-    /// the channel on the slot's node now, and try at once (a release may have come between).
+    /// Cluster: the channel's slot left the node we subscribed on; or the server refused the
+    /// subscription (an error reply). Load the map again, join the channel on the slot's node
+    /// now, and try at once (a release may have come between): a sleeper is woken, and a waiter
+    /// still waiting for its confirmation makes the attempt it would make on it.
     void on_dropped() override {
         joined_ = nullptr; // the subscriber already forgot us
         auto again = [w = weak_from_this()](bool) {
@@ -86,7 +88,9 @@ public:
             self->reroute();
             self->joined_ = &self->req_.where->subscriber();
             self->joined_->add(self->channel_, self.get(), self->req_.protocol->wake_rule());
-            self->resume({.type = wait_fsm::event_type::wake});
+            // Each event is ignored in the other's state (subscribing / sleeping).
+            self->resume({.type = wait_fsm::event_type::active});
+            if (!self->finished_) self->resume({.type = wait_fsm::event_type::wake});
         };
         if (auto* cl = c_->router().cluster_map())
             cl->refresh(std::move(again));

@@ -91,6 +91,19 @@ public:
         return {false, true};
     }
 
+    /// An error answered one of our (un)subscribe commands; errors name no channel, so every
+    /// channel with waiters that is not confirmed may be the refused one: those channels are
+    /// forgotten (as dropped) and their waiters returned, to join again.
+    std::vector<W*> unconfirmed() {
+        std::vector<W*> out;
+        std::erase_if(channels_, [&](const auto& c) {
+            if (c.second.active || c.second.waiters.empty()) return false;
+            out.insert(out.end(), c.second.waiters.begin(), c.second.waiters.end());
+            return true;
+        });
+        return out;
+    }
+
     /// The server dropped `channel` on its own (Cluster: `sunsubscribe` when the channel's slot
     /// left the node). Forgets the channel; returns its waiters (in order), who must join again
     /// where the slot is now.

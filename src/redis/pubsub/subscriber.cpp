@@ -1,5 +1,9 @@
 #include "redis/pubsub/subscriber.hpp"
 
+#include "redis/net/wire.hpp"
+
+#include <algorithm>
+
 namespace dlock::pubsub {
 
 subscriber::subscriber(asio::io_context& io, const client_options& opts, net::target where, mode m,
@@ -8,7 +12,8 @@ subscriber::subscriber(asio::io_context& io, const client_options& opts, net::ta
     , conn_(std::make_shared<net::connection>(io, opts, std::move(where),
                                               net::connection::mode::pubsub, std::move(source)))
     , mode_(m)
-    , sweep_timer_(io) {
+    , sweep_timer_(io)
+    , rejoin_timer_(io) {
     conn_->set_push_handler([this](const resp3::value& v) { on_push(v); });
     conn_->set_state_handler([this](bool up) { on_state(up); });
 }
@@ -22,6 +27,8 @@ subscriber::~subscriber() {
 
 void subscriber::stop() {
     sweep_timer_.cancel();
+    rejoin_timer_.cancel();
+    rejoin_.clear();
     if (conn_) conn_->stop();
 }
 
@@ -70,7 +77,27 @@ void subscriber::on_state(bool connected) {
         [this](const std::string& channel) { send(subscribe_command(mode_), channel); });
 }
 
+void subscriber::on_refused(const resp3::value& error) {
+    const bool armed = !rejoin_.empty();
+    for (auto* w : table_.unconfirmed())
+        if (std::none_of(rejoin_.begin(), rejoin_.end(),
+                         [w](const auto& r) { return r.get() == w; }))
+            rejoin_.push_back(w->share()); // alive until it joined again (or gave up meanwhile)
+    if (armed || rejoin_.empty()) return;
+    using std::chrono::milliseconds;
+    rejoin_timer_.expires_after(net::cluster_redirect(error) ? milliseconds(50)
+                                                             : milliseconds(1000));
+    rejoin_timer_.async_wait([this](std::error_code ec) {
+        if (ec) return; // cancelled by stop()
+        const auto again = std::move(rejoin_);
+        rejoin_.clear();
+        for (const auto& w : again)
+            w->on_dropped(); // it checks whether it still waits
+    });
+}
+
 void subscriber::on_push(const resp3::value& v) {
+    if (v.is_error()) return on_refused(v);
     // RESP3 push or RESP2 array: [kind, channel, payload-or-count]
     if (!v.is_aggregate() || v.elements.size() < 3) return;
     const std::string& kind = v.elements[0].str;

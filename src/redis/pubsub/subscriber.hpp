@@ -2,6 +2,10 @@
 // pure part: reference counts, linger, confirmation, permits, wake rules; see
 // channel_table.hpp). This class only turns the table's answers into SUBSCRIBE/UNSUBSCRIBE,
 // calls the waiters it names, runs the linger sweep timer and resubscribes after a reconnect.
+// An error reply to a SUBSCRIBE (a Cluster's MOVED, ASK, CLUSTERDOWN or TRYAGAIN to an
+// SSUBSCRIBE during a migration or failover; NOPERM) sends the waiters of every unconfirmed
+// channel back to join again (waiter::on_dropped) after a pause: 50 ms for a Cluster's
+// redirection, 1 s otherwise. Without it they would wait for a confirmation until their deadline.
 //
 // Thread safety: every member function runs on the client's I/O thread.
 #pragma once
@@ -56,6 +60,7 @@ public:
 private:
     void arm_sweep();
     void on_push(const resp3::value& v);
+    void on_refused(const resp3::value& error);
     void on_state(bool connected);
     void send(std::string_view cmd, const std::string& channel);
 
@@ -65,6 +70,8 @@ private:
     table table_;
     asio::steady_timer sweep_timer_;
     bool sweep_armed_ = false;
+    asio::steady_timer rejoin_timer_;
+    std::vector<std::shared_ptr<waiter>> rejoin_; // refused, to join again when the timer fires
     bool started_ = false;
     std::vector<waiter*> notify_, wake_; // scratch, reused
     std::vector<std::string> gone_;      // scratch, reused

@@ -237,3 +237,39 @@ TEST(lock, a_client_that_releases_and_locks_again_lets_another_clients_waiter_in
         EXPECT_FALSE(reg.polite_until(proto, name, alone));
     }
 }
+
+TEST(lock, a_waiter_whose_subscription_is_refused_joins_again_and_is_not_stranded) {
+    // The server answers the waiter's SUBSCRIBE with an error (here NOPERM: its ACL user may
+    // not use the lock's channel; on a Cluster, MOVED or CLUSTERDOWN to an SSUBSCRIBE during a
+    // migration or failover). The error names no channel; every unconfirmed channel's waiters
+    // leave it and join again after a pause, trying once more each time, so a release is seen
+    // within that pause instead of at the waiter's deadline.
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s({.acl_lines = {"user nosub on >pw ~* &* +@all -subscribe "
+                                  "-ssubscribe"}});
+    dlock::client holder(fast_options(s.url()));
+    auto url = s.url();
+    url.insert(url.find("//") + 2, "nosub:pw@");
+    dlock::client c(fast_options(url));
+    dlock::mutex m = holder.make_mutex("refused");
+    m.lock(dlock::fixed_lease{60s});
+    bool got = false;
+    std::chrono::steady_clock::duration waited{};
+    std::thread waiter([&] {
+        dlock::mutex w = c.make_mutex("refused");
+        const auto t0 = std::chrono::steady_clock::now();
+        got = w.try_lock_for(20s, dlock::fixed_lease{10s});
+        waited = std::chrono::steady_clock::now() - t0;
+        if (got) w.unlock();
+    });
+    // Released once the server refused the waiter's SUBSCRIBE (the ACL log says so).
+    EXPECT_TRUE(eventually(
+        [&] {
+            return s.cli({"ACL", "LOG"}).find("subscribe") != std::string::npos;
+        },
+        5s));
+    m.unlock();
+    waiter.join();
+    EXPECT_TRUE(got);
+    EXPECT_LT(waited, 10s); // not its deadline (20 s), nor the holder's lease (60 s)
+}

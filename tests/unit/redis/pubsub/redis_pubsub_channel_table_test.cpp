@@ -522,3 +522,23 @@ TEST(channel_table, a_channel_the_server_dropped_is_forgotten_and_its_waiters_re
     EXPECT_TRUE(t.add(ch, &a, wake_one).subscribe);
     EXPECT_TRUE(t.dropped("redisson_lock__channel:{other}").empty());
 }
+
+TEST(channel_table, a_refused_subscription_forgets_every_unconfirmed_channel_with_waiters) {
+    table t;
+    fake_waiter a{1}, b{2}, c{3};
+    const std::string other = "redisson_lock__channel:{other}";
+    t.add(ch, &a, wake_one);
+    t.add(ch, &b, wake_one);
+    t.add(other, &c, wake_one); // confirmed: an error cannot be its answer
+    confirm(t, other, t0);
+    auto refused = t.unconfirmed();
+    std::sort(refused.begin(), refused.end(), [](auto* x, auto* y) { return x->id < y->id; });
+    EXPECT_EQ(refused, (waiters{&a, &b}));
+    EXPECT_FALSE(t.registered_any(ch));
+    EXPECT_TRUE(t.registered(other, &c));
+    EXPECT_EQ(channels(t), (std::vector<std::string>{other}));
+    // Joining again sends SUBSCRIBE anew; nothing is unconfirmed twice.
+    EXPECT_TRUE(t.add(ch, &a, wake_one).subscribe);
+    EXPECT_EQ(t.unconfirmed(), (waiters{&a}));
+    EXPECT_TRUE(t.unconfirmed().empty());
+}
