@@ -79,7 +79,8 @@ struct cluster::map_request final : request {
 cluster::cluster(asio::io_context& io, const client_options& opts)
     : io_(io)
     , opts_(opts)
-    , slots_(std::make_unique<std::array<std::atomic<node*>, 16384>>()) {
+    , slots_(std::make_unique<std::array<std::atomic<node*>, 16384>>())
+    , gap_timer_(io) {
     if (opts.endpoints.empty())
         throw error(errc::configuration_error, "dlock: a Cluster client needs seed endpoints");
     std::vector<net::target> seeds;
@@ -147,6 +148,7 @@ void cluster::stop() {
     asio::post(io_, [this] {
         for (auto& t : retry_timers_)
             t->cancel();
+        gap_timer_.cancel();
     });
 }
 
@@ -189,8 +191,18 @@ std::vector<node*> cluster::masters() {
 
 void cluster::refresh(std::function<void(bool)> done) {
     if (done) refresh_waiting_.push_back(std::move(done));
-    if (loading_) return;
+    if (loading_ || gap_armed_) return;
     if (stopped_.load(std::memory_order_acquire)) return finish_refresh(false);
+    if (std::chrono::steady_clock::now() < next_load_) {
+        gap_armed_ = true;
+        gap_timer_.expires_at(next_load_);
+        gap_timer_.async_wait([this](std::error_code ec) {
+            gap_armed_ = false;
+            if (ec) return finish_refresh(false); // stopped: nobody waits for ever
+            refresh();
+        });
+        return;
+    }
     loading_ = true;
     auto* q = new map_request;
     q->c = this;
@@ -217,6 +229,7 @@ void cluster::map_answered(bool shards_cmd, std::error_code ec, const resp3::val
 
 void cluster::finish_refresh(bool ok) {
     loading_ = false;
+    next_load_ = std::chrono::steady_clock::now() + min_refresh_gap;
     refreshes_.fetch_add(1, std::memory_order_relaxed);
     if (ok) {
         std::lock_guard lk(ready_mu_);

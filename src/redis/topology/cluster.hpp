@@ -91,7 +91,13 @@ public:
     /// with the new master's "host:port". Set before start().
     void on_master_change(std::function<void(const std::string&)> f) { on_change_ = std::move(f); }
 
-    /// I/O thread: loads the map again (coalesced with one in flight); `done` after it.
+    /// At most one map load starts per this gap: while a master is down, every failed
+    /// reconnect asks for a refresh, and the map then names the dead master until the cluster
+    /// fails over (without the gap, a load per reconnect attempt of every node).
+    static constexpr std::chrono::milliseconds min_refresh_gap{100};
+
+    /// I/O thread: loads the map again (coalesced with one in flight, and started no sooner
+    /// than min_refresh_gap after the last one ended); `done` after it.
     void refresh(std::function<void(bool ok)> done = {});
 
 private:
@@ -121,6 +127,9 @@ private:
 
     // I/O thread only.
     bool loading_ = false;
+    bool gap_armed_ = false;                            // a load waits for gap_timer_
+    std::chrono::steady_clock::time_point next_load_{}; // the last load's end + the gap
+    asio::steady_timer gap_timer_;
     bool use_slots_ = false; // CLUSTER SHARDS is not known: use CLUSTER SLOTS
     std::vector<std::function<void(bool)>> refresh_waiting_;
     std::vector<std::shared_ptr<asio::steady_timer>> retry_timers_; // CLUSTERDOWN / TRYAGAIN

@@ -3,8 +3,13 @@
 // fixture's three masters with a replica each). Checks the client's recovery: once the replica
 // is promoted, a waiter that slept through the outage and an acquisition started during it
 // are served by the promoted replica within a cluster-node-timeout plus a map refresh, and
-// neither fails with errc::unavailable while its wait allows retrying.
+// neither fails with errc::unavailable while its wait allows retrying. And while the dead
+// master is not replaced, the client's reconnects load the slot map at most once per
+// cluster::min_refresh_gap.
+#include "redis/client.hpp"
 #include "redis/locks/names.hpp"
+#include "redis/topology/cluster.hpp"
+#include "redis/topology/router.hpp"
 #include "test_util.hpp"
 
 #include <dlock/dlock.hpp>
@@ -100,4 +105,29 @@ TEST(cluster, a_killed_masters_slot_is_served_by_the_promoted_replica_to_waiters
     EXPECT_FALSE(next.ec);
     EXPECT_LT(next.at - released_at, 2s);
     EXPECT_EQ(c.node(replica).cli({"EXISTS", name}), "1");
+}
+
+TEST(cluster, reconnects_to_a_dead_master_load_the_map_at_most_once_per_gap) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_cluster c;
+    dlock::client cl(fast_options(c.url())); // reconnects every 5-50 ms
+    const std::string name = "c-dead";
+    const auto master = c.master_of(dlock::detail::key_slot(name));
+    c.node(c.replica_of(master)).pause(); // no failover during the measurement
+    ASSERT_TRUE(cl.acquire(name, {.wait = 0ms, .lease = 1s}));
+    auto* map = dlock::detail::access::impl(cl)->router().cluster_map();
+    c.node(master).kill();
+    const auto before = map->refreshes();
+    const auto t0 = clock_type::now();
+    std::error_code ec;
+    auto l = cl.acquire(name, {.wait = 2s}, ec); // its node refuses every connect
+    const auto elapsed = clock_type::now() - t0;
+    const auto loads = map->refreshes() - before;
+    EXPECT_FALSE(l);
+    EXPECT_TRUE(ec);
+    EXPECT_GE(loads, 2u); // it did look again
+    EXPECT_LE(loads,
+              2u + static_cast<std::uint64_t>(elapsed / dlock::detail::cluster::min_refresh_gap))
+        << "over " << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()
+        << " ms";
 }
