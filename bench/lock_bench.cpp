@@ -46,6 +46,7 @@
 #include <iostream>
 #include <sys/resource.h>
 #include <thread>
+#include <time.h>
 
 namespace {
 
@@ -68,9 +69,34 @@ double cpu_seconds() {
            static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
+/// The process's voluntary context switches so far: how often its threads went to sleep (and
+/// so were woken again).
+long wakeups() {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return u.ru_nvcsw;
+}
+
+/// The floor of any keepalive: the CPU time one wake-up of a thread that does nothing else
+/// costs on this machine (8 sleeps of 500 ms, as long as a keepalive sleeps; the thread's own
+/// clock). On this VM it is tens to hundreds of microseconds (waking a halted vCPU), so a
+/// client that wakes twice a second spends that much whatever its code does.
+double idle_wakeup_cpu_us() {
+    timespec a{}, b{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    for (int i = 0; i < 8; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    return (static_cast<double>(b.tv_sec - a.tv_sec) * 1e9 +
+            static_cast<double>(b.tv_nsec - a.tv_nsec)) /
+           1e3 / 8.0;
+}
+
 /// K: `n` locks of `kind` held by one client for `d` with the default lease (kept alive by
 /// the watchdog, or by the backend's own keepalive); the client's CPU time per lock per second,
-/// and the resident memory the held locks added (after one warm-up acquisition).
+/// and the resident memory the held locks added (after one warm-up acquisition). Also how often
+/// the client woke per second, and what a bare wake-up costs (idle_wakeup_cpu_us, measured
+/// right before): wakeups x that cost is the keepalive's floor.
 int keepalive_cost(const std::string& url, dlock::lock_kind kind, std::size_t n,
                    std::chrono::milliseconds d) {
     dlock::client c(url);
@@ -91,9 +117,12 @@ int keepalive_cost(const std::string& url, dlock::lock_kind kind, std::size_t n,
         }
     }
     const long after = rss_kib();
+    const double idle_wake = idle_wakeup_cpu_us();
     const double cpu0 = cpu_seconds();
+    const long woken0 = wakeups();
     std::this_thread::sleep_for(d);
     const double cpu = cpu_seconds() - cpu0;
+    const long woken = wakeups() - woken0 - 1; // less this thread's own sleep
     std::size_t lost = 0;
     for (auto& l : held)
         lost += l.lost() ? 1u : 0u;
@@ -101,7 +130,9 @@ int keepalive_cost(const std::string& url, dlock::lock_kind kind, std::size_t n,
     std::cout << "{\"scenario\":\"K\",\"backend\":\"" << c.backend_name() << "\",\"locks\":" << n
               << ",\"seconds\":" << secs
               << ",\"client_cpu_us_per_lock_per_s\":" << cpu * 1e6 / static_cast<double>(n) / secs
-              << ",\"lost\":" << lost << ",\"client_rss_bytes_per_lock\":"
+              << ",\"client_wakeups_per_s\":" << static_cast<double>(woken) / secs
+              << ",\"idle_wakeup_cpu_us\":" << idle_wake << ",\"lost\":" << lost
+              << ",\"client_rss_bytes_per_lock\":"
               << static_cast<double>(after - before) * 1024.0 / static_cast<double>(n)
               << ",\"vmhwm_kib\":" << status_kib("VmHWM:")
               << ",\"rss_anon_kib\":" << status_kib("RssAnon:") << "}\n";

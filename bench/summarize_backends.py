@@ -240,13 +240,17 @@ def main():
     names = [r for r in order if r.startswith("keepalive")]
     if names:
         print("### The keepalive: 100 locks held by one client\n")
-        print("| row | rounds | client CPU us per lock per s | client RSS bytes per lock | lost | load before |")
-        print("|---|---|---|---|---|---|")
+        print("| row | rounds | client CPU us per lock per s | client wake-ups per s | a bare wake-up's CPU us | client RSS bytes per lock | lost | load before |")
+        print("|---|---|---|---|---|---|---|---|")
         for row in names:
             print(f"| {row} | {len(rows[row])} | {f(med(rows, row, 'client_cpu_us_per_lock_per_s'), 1)} "
+                  f"| {f(med(rows, row, 'client_wakeups_per_s'), 1)} | {f(med(rows, row, 'idle_wakeup_cpu_us'))} "
                   f"| {f(med(rows, row, 'client_rss_bytes_per_lock'))} | {f(med(rows, row, 'lost'))} "
                   f"| {load_of(row)} |")
-        print()
+        print("\nWake-ups: the client process's voluntary context switches per second while it holds (each "
+              "one a sleep and a wake-up of one of its threads); a bare wake-up's CPU: what one costs a "
+              "thread that does nothing else on this machine, measured by lock_bench right before "
+              "(8 sleeps of 500 ms).\n")
     hf = out / "oneshot.json"
     if hf.exists():
         print("### One-shot process (hyperfine, 40 runs, pinned to CPU 0)\n")
