@@ -163,6 +163,25 @@ NOT_COVERED = [
      "never cancels; E07 compacts under a hand-over load, where a holder's watch of its own key "
      "(from the grant's revision + 1) can be cancelled, and asserts that at least one was "
      "(the client's watches_cancelled)"),
+    ("F31 FO", "BUSY (a 400 ms script) on a Sentinel master",
+     "not run: Sentinel itself sends SCRIPT KILL to a master that answers its pings with BUSY "
+     "while subjectively down, so the row's \"no SCRIPT KILL\" is not dlock's to keep there "
+     "(measured; see F31's scenario); BUSY is shown on one master (F31 S, F, R)"),
+    ("F33 FO", "demotion of a Sentinel master (READONLY)",
+     "not run: a Sentinel master that changes role is a failover (F11, F24, F25, F25L, F26 "
+     "FO); a demotion the sentinels did not make is one they undo, and a Sentinel client "
+     "follows READONLY to the new master instead of reporting it"),
+    ("F34 FO", "credentials rotated on a Sentinel deployment",
+     "not run: the harness's Sentinel nodes have no ACL users; a cell needs the lock user on "
+     "every node and replicas and sentinels with users of their own that the rotation leaves "
+     "alone (else it cuts replication and the sentinels' pings: a failover). The typed "
+     "auth_failed, the paced retries and the redaction are the connection's, in every "
+     "topology (F34 S, F, R)"),
+    ("F35 FO", "MASTERDOWN and LOADING on a Sentinel master",
+     "not run: a Sentinel client retries MASTERDOWN and LOADING within its wait instead of "
+     "reporting them, so the row's probes (told server_busy at once) do not apply (the retry "
+     "is covered by integration tests), and a master made a replica of a dead server is a role "
+     "change the sentinels revert"),
 ]
 
 
