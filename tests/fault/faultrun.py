@@ -1786,10 +1786,13 @@ def f34(run):
           "a typed error (readonly / server_busy), never 'not acquired', never a hold across "
           "them (a single-node client reports them at once; Sentinel and Cluster clients retry "
           "them within the wait: integration tests, with TRYAGAIN and CLUSTERDOWN)", "SF",
-          ext="R", outcome={m: "SAFE" for m in "SFR"})
-# (Not in mode FO: a Sentinel client retries MASTERDOWN and LOADING within its wait instead of
-# reporting them, so the probes of this row (told server_busy, typed) do not apply; and a
-# master made a replica of a dead server is a role change the sentinels revert.)
+          ext=["R", "FO"],
+          outcome=dict({m: "SAFE" for m in "SFR"},
+                       FO="SAFE; LOADING only (a master made a replica is a role change the "
+                       "sentinels revert): retried within the wait, an acquisition that met "
+                       "it is granted after it, none contended; no failover, asserted"))
+# FO: a Sentinel client retries LOADING within its wait instead of reporting it, so the row's
+# "told server_busy" becomes "granted after the reload"; the MASTERDOWN phase is left out.
 def f35(run):
     run.setup(poll_ms=30, lock_extra=["enable-debug-command local", "key-load-delay 20",
                                       "loading-process-events-interval-bytes 1024"])
@@ -1801,16 +1804,17 @@ def f35(run):
         rd.read()
     run.start_workers()
     run.sleep_ms(800)
-    srv.call("CONFIG", "SET", "replica-serve-stale-data", "no")
-    srv.call("REPLICAOF", "127.0.0.1", str(free_port()))
     t0 = mono_ns()
-    run.nemesis("masterdown", srv.name, "replica of a dead master")
-    r = srv.call("GET", "probe")
-    run.probe("the server answers MASTERDOWN", str(r).startswith("MASTERDOWN"), repr(r))
-    run.sleep_ms(1.5 * run.ttl_ms)
-    srv.call("REPLICAOF", "NO", "ONE")
-    run.nemesis("master", srv.name, "master again")
-    run.sleep_ms(500)
+    if run.mode != "FO":  # FO: a master made a replica is a role change the sentinels revert
+        srv.call("CONFIG", "SET", "replica-serve-stale-data", "no")
+        srv.call("REPLICAOF", "127.0.0.1", str(free_port()))
+        run.nemesis("masterdown", srv.name, "replica of a dead master")
+        r = srv.call("GET", "probe")
+        run.probe("the server answers MASTERDOWN", str(r).startswith("MASTERDOWN"), repr(r))
+        run.sleep_ms(1.5 * run.ttl_ms)
+        srv.call("REPLICAOF", "NO", "ONE")
+        run.nemesis("master", srv.name, "master again")
+        run.sleep_ms(500)
     seen = []
 
     def probe_loading():
@@ -1819,7 +1823,7 @@ def f35(run):
             try:
                 r = srv.call("PING", timeout=1)
                 if str(r).startswith("LOADING"):
-                    seen.append(r)
+                    seen.append(mono_ns())
             except OSError:
                 pass
             time.sleep(0.02)
@@ -1831,12 +1835,26 @@ def f35(run):
     r = srv.call("DEBUG", "RELOAD", timeout=30)
     took = time.monotonic() - t
     th.join(10)
+    t_loaded = mono_ns()
     run.nemesis("loaded", srv.name, "%.0f ms" % (took * 1000))
     run.probe("the server answered LOADING during the reload", seen and r == "OK",
               "reload %r in %.0f ms" % (r, took * 1000))
     t1 = mono_ns()
     run.wait_workers()
-    if run.mode != "R":  # Redlock counts such a master as a failed vote
+    if run.mode == "FO":  # a Sentinel client retries LOADING within its wait (no error)
+        run.fo_no_failover()
+        met = [e for e in read_jsonl(run.proxy.fwd_log) if e["cmd"] == "SET"
+               and seen and seen[0] <= e["t"] <= t_loaded]
+        run.probe("lock requests reached the master while it answered LOADING", met,
+                  "%d SETs forwarded" % len(met))
+        inv = {(e["w"], e["op"]): e["t"] for e in worker_events(run, "acquire")
+               if e["type"] == "invoke"}
+        retried = [e for e in worker_events(run, "acquire") if e["type"] == "ok"
+                   and e["t"] > t1 and t0 <= inv.get((e["w"], e["op"]), 0) <= t1]
+        run.probe("an acquisition invoked during the reload was granted after it (retried)",
+                  retried, "%d acquisitions" % len(retried))
+        none_contended(run, t0, t1)
+    elif run.mode != "R":  # Redlock counts such a master as a failed vote
         busy = [e for e in worker_events(run, "acquire") if t0 <= e["t"] <= t1
                 and "busy" in e.get("err", "")]
         run.probe("a worker was told server_busy (LOADING)", busy, "%d acquisitions" % len(busy))
