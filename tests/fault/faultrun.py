@@ -443,9 +443,8 @@ class Run:
         (fo_setup: the workers find it through the sentinels; every data node behind its own
         proxy route; lock_servers[0] is the master)."""
         if self.mode == "FO" and lock_url is None:
-            assert not lock_auth
-            return fo_setup(self, lock_extra=lock_extra, lock_skew=lock_skew, workers=workers,
-                            ttl_ms=ttl_ms,
+            return fo_setup(self, lock_extra=lock_extra, lock_skew=lock_skew,
+                            lock_auth=lock_auth, workers=workers, ttl_ms=ttl_ms,
                             resource=resource, hold_ms=hold_ms, duration_ms=duration_ms,
                             command_timeout_ms=command_timeout_ms, wait_ms=wait_ms,
                             poll_ms=poll_ms, worker_extra=worker_extra, worker_skew=worker_skew,
@@ -1732,12 +1731,12 @@ def acl_auth_failures(srv):
 @scenario("F34", "credentials rotated: the lock user's password changed and its connections "
           "killed (ACL SETUSER resetpass, CLIENT KILL USER) for 1.5 x TTL, then restored",
           "auth_failed is typed; no retry storm; the password never appears in any output; "
-          "holders lose at their deadline", "SF", ext="R", outcome={m: "SAFE" for m in "SFR"})
-# (Not in mode FO: fo_setup's data nodes have no ACL users; an FO cell needs the lock user on
-# every node and replicas and sentinels with users of their own, which the rotation leaves
-# alone, else the rotation cuts replication and the sentinels' pings and fails over. The
-# typed auth_failed, the paced retries and the redaction are the connection's, shared by
-# every topology.)
+          "holders lose at their deadline", "SF", ext=["R", "FO"],
+          outcome=dict({m: "SAFE" for m in "SFR"},
+                       FO="SAFE as S: the lock user rotated on every data node (the replicas "
+                       "and sentinels connect as the default user, untouched: no failover, "
+                       "asserted); a Sentinel client is told auth_failed as a single-node one "
+                       "(a refused handshake fails the connection's pending calls)"))
 def f34(run):
     pw, new = "CANARY-%d" % run.rng.randrange(10 ** 9), "ROTATED-%d" % run.rng.randrange(10 ** 9)
     run.setup(poll_ms=30, lock_auth="locker:%s@" % pw,
@@ -1758,6 +1757,7 @@ def f34(run):
     t1 = mono_ns()
     run.nemesis("acl-restore", "all lock servers", "password back")
     run.wait_workers()
+    run.fo_no_failover()
     run.probe("the rotation took effect (AUTH refused)", sum(denied) > 0, "%r" % denied)
     # No storm: per worker and server at most one AUTH per 20 ms (the failed-call pause).
     bound = len(run.workers) * int(window / 20 + 2)
@@ -2227,7 +2227,7 @@ class Sentinel(Redis):
 
 
 def fo_setup(run, query="", lock_extra=None, split=False, persistence="none",
-             resource_via_proxy=False, workers=3, lock_skew=None, **kw):
+             resource_via_proxy=False, workers=3, lock_skew=None, lock_auth="", **kw):
     """Master lock0, replicas lock1 and lock2, sentinels s0-s2, each data node behind its
     proxy route (above); ready when both replicas are linked and every sentinel sees 2
     replicas and 2 other sentinels. With `split`, no node proxies: replicas and sentinels
@@ -2235,7 +2235,9 @@ def fo_setup(run, query="", lock_extra=None, split=False, persistence="none",
     and not from the workers (F27); worker 1 then reaches the sentinels through proxy routes
     w1-s0..2. `persistence` applies to every data node; with resource_via_proxy the
     resource server gets its per-worker routes w1-res.. on the same proxy. `lock_skew` as in
-    Run.setup: node i's clock shim (F15b, F16, F18 move the master's, lock0)."""
+    Run.setup: node i's clock shim (F15b, F16, F18 move the master's, lock0). `lock_auth`
+    ("user:password@") goes into the workers' URL, for the data nodes only (F34: the replicas
+    and sentinels connect as the default user)."""
     sync = ["repl-diskless-sync yes", "repl-diskless-sync-delay 0"] + (lock_extra or [])
     src = ["bind-source-addr 127.0.0.2"] if split else []
     nodes = [Redis(run, "lock%d" % i, persistence=persistence, skew=(lock_skew or {}).get(i))
@@ -2285,8 +2287,8 @@ def fo_setup(run, query="", lock_extra=None, split=False, persistence="none",
                   names == {run.proxy.ports["l%d" % i] for i in range(3)}, "%r" % sorted(names))
 
     def url(ports):
-        return "redis-sentinel://%s/mymaster%s" % (",".join("127.0.0.1:%d" % p for p in ports),
-                                                   "?" + query if query else "")
+        return "redis-sentinel://%s%s/mymaster%s" % (
+            lock_auth, ",".join("127.0.0.1:%d" % p for p in ports), "?" + query if query else "")
     if split:
         run.proxy = Proxy(run, {"w1-s%d" % i: s.port for i, s in enumerate(run.extra_servers)})
         kw["worker_extra"] = {1: ["--url", url(run.proxy.ports["w1-s%d" % i]

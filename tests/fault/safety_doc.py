@@ -171,12 +171,6 @@ NOT_COVERED = [
      "not run: a Sentinel master that changes role is a failover (F11, F24, F25, F25L, F26 "
      "FO); a demotion the sentinels did not make is one they undo, and a Sentinel client "
      "follows READONLY to the new master instead of reporting it"),
-    ("F34 FO", "credentials rotated on a Sentinel deployment",
-     "not run: the harness's Sentinel nodes have no ACL users; a cell needs the lock user on "
-     "every node and replicas and sentinels with users of their own that the rotation leaves "
-     "alone (else it cuts replication and the sentinels' pings: a failover). The typed "
-     "auth_failed, the paced retries and the redaction are the connection's, in every "
-     "topology (F34 S, F, R)"),
     ("F35 FO, MASTERDOWN phase", "a Sentinel master made a replica of a dead server",
      "not run: a role change the sentinels revert (F35 FO runs the LOADING phase only, where "
      "a Sentinel client retries within its wait instead of reporting server_busy)"),
