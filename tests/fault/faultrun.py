@@ -1676,12 +1676,16 @@ def none_contended(run, t0, t1):
 @scenario("F33", "demotion mid-run: lock server 0 becomes a replica (a controlled switch to a "
           "synced replica) for 1.5 x TTL, then master again",
           "READONLY is a typed error (never 'not acquired'); no hold across the demotion; "
-          "fences survive (the replica had every write)", "SF", ext="R",
-          outcome={m: "SAFE" for m in "SFR"})
-# (Not in mode FO: a Sentinel master that changes role is a failover, the FO rows F11, F24,
-# F25, F25L and F26; a demotion the sentinels did not make is one they undo, and a client of a
-# Sentinel master follows READONLY to the new master instead of reporting it.)
+          "fences survive (the replica had every write)", "SF",
+          ext=["R", "FO"],
+          outcome=dict({m: "SAFE" for m in "SFR"},
+                       FO="SAFE: the switch is the sentinels' own (SENTINEL FAILOVER to a synced "
+                       "replica; a demotion they did not make is one they undo); the clients "
+                       "follow the master, none contended, the lock is taken again after the "
+                       "switch, and the old master answers READONLY once demoted"))
 def f33(run):
+    if run.mode == "FO":
+        return f33_fo(run)
     nodelay = ["repl-diskless-sync-delay 0"]  # Redis 7.0 waits 5 s for more replicas
     run.setup(poll_ms=30, lock_extra=nodelay)
     srv = run.lock_servers[0]
@@ -1714,6 +1718,32 @@ def f33(run):
               and e["type"] in ("fail", "info") and "read" in e.get("err", "").lower()]
         run.probe("a worker was told the server is read-only", ro, "%d acquisitions" % len(ro))
         none_contended(run, t0, t1)
+    run.min_acquisitions(5)
+
+
+def f33_fo(run):
+    """F33 on a Sentinel master: a controlled switch (SENTINEL FAILOVER) while the workers
+    run. A Sentinel client follows READONLY to the new master instead of reporting it (no
+    "told read-only" probe here); the lock-delay covers the switch as in F11 FO."""
+    run.setup(poll_ms=30, duration_ms=8000)
+    run.start_workers()
+    run.sleep_ms(800)
+    s0, old = run.extra_servers[0], run.lock_servers[0]
+    before = s0.master_port_now()
+    t0 = mono_ns()
+    r = s0.call("SENTINEL", "FAILOVER", "mymaster")
+    run.nemesis("sentinel-failover", s0.name, "controlled switch: %r" % r)
+    run.probe("SENTINEL FAILOVER accepted", r == "OK", repr(r))
+    port = run.wait_for(lambda: (lambda p: p if p and p != before else None)(
+        s0.master_port_now()), 15, "the switch")
+    t1 = mono_ns()
+    run.nemesis("failover", "sentinels", "new master on port %d" % port)
+    ro = run.wait_for(lambda: (lambda x: x if str(x).startswith("READONLY") else None)(
+        old.call("SET", "probe", "x")), 15, "the old master demoted")
+    run.probe("the old master answers READONLY once demoted", ro, repr(ro))
+    run.wait_workers()
+    none_contended(run, t0, t1)
+    run.holder_after(t1, "the switch")
     run.min_acquisitions(5)
 
 

@@ -167,10 +167,6 @@ NOT_COVERED = [
      "not run: Sentinel itself sends SCRIPT KILL to a master that answers its pings with BUSY "
      "while subjectively down, so the row's \"no SCRIPT KILL\" is not dlock's to keep there "
      "(measured; see F31's scenario); BUSY is shown on one master (F31 S, F, R)"),
-    ("F33 FO", "demotion of a Sentinel master (READONLY)",
-     "not run: a Sentinel master that changes role is a failover (F11, F24, F25, F25L, F26 "
-     "FO); a demotion the sentinels did not make is one they undo, and a Sentinel client "
-     "follows READONLY to the new master instead of reporting it"),
     ("F35 FO, MASTERDOWN phase", "a Sentinel master made a replica of a dead server",
      "not run: a role change the sentinels revert (F35 FO runs the LOADING phase only, where "
      "a Sentinel client retries within its wait instead of reporting server_busy)"),
