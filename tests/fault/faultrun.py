@@ -1819,10 +1819,12 @@ def f34(run):
           ext=["R", "FO"],
           outcome=dict({m: "SAFE" for m in "SFR"},
                        FO="SAFE; LOADING only (a master made a replica is a role change the "
-                       "sentinels revert): retried within the wait, an acquisition that met "
-                       "it is granted after it, none contended; no failover, asserted"))
+                       "sentinels revert): retried within the wait, no acquisition in "
+                       "flight told an error, one granted after it, none contended; no "
+                       "failover, asserted"))
 # FO: a Sentinel client retries LOADING within its wait instead of reporting it, so the row's
-# "told server_busy" becomes "granted after the reload"; the MASTERDOWN phase is left out.
+# "told server_busy" becomes "no acquisition in flight told an error, one granted after the
+# reload"; the MASTERDOWN phase is left out.
 def f35(run):
     run.setup(poll_ms=30, lock_extra=["enable-debug-command local", "key-load-delay 20",
                                       "loading-process-events-interval-bytes 1024"])
@@ -1834,10 +1836,11 @@ def f35(run):
         rd.read()
     run.start_workers()
     run.sleep_ms(800)
-    t0 = mono_ns()
+    t0 = mono_ns()  # FO: the fault is the reload
     if run.mode != "FO":  # FO: a master made a replica is a role change the sentinels revert
         srv.call("CONFIG", "SET", "replica-serve-stale-data", "no")
         srv.call("REPLICAOF", "127.0.0.1", str(free_port()))
+        t0 = mono_ns()
         run.nemesis("masterdown", srv.name, "replica of a dead master")
         r = srv.call("GET", "probe")
         run.probe("the server answers MASTERDOWN", str(r).startswith("MASTERDOWN"), repr(r))
@@ -1877,12 +1880,17 @@ def f35(run):
                and seen and seen[0] <= e["t"] <= t_loaded]
         run.probe("lock requests reached the master while it answered LOADING", met,
                   "%d SETs forwarded" % len(met))
+        # Every acquisition in flight while it answered LOADING (its polls met it) is retried
+        # within its wait: none is told an error, and one is granted after the reload.
         inv = {(e["w"], e["op"]): e["t"] for e in worker_events(run, "acquire")
                if e["type"] == "invoke"}
-        retried = [e for e in worker_events(run, "acquire") if e["type"] == "ok"
-                   and e["t"] > t1 and t0 <= inv.get((e["w"], e["op"]), 0) <= t1]
-        run.probe("an acquisition invoked during the reload was granted after it (retried)",
-                  retried, "%d acquisitions" % len(retried))
+        span = [e for e in worker_events(run, "acquire") if e["type"] != "invoke" and seen
+                and inv.get((e["w"], e["op"]), t_loaded + 1) <= t_loaded and e["t"] >= seen[0]]
+        errs = ["w%d op %d: %s" % (e["w"], e["op"], e["err"]) for e in span if e.get("err")]
+        after = sum(1 for e in span if e["type"] == "ok" and e["t"] >= t_loaded)
+        run.probe("acquisitions in flight during LOADING: none told an error, one granted after",
+                  span and not errs and after, "%d in flight, %d granted after; %s" % (
+                      len(span), after, "; ".join(errs[:3]) or "no error"))
         none_contended(run, t0, t1)
     elif run.mode != "R":  # Redlock counts such a master as a failed vote
         busy = [e for e in worker_events(run, "acquire") if t0 <= e["t"] <= t1
