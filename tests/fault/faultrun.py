@@ -350,6 +350,8 @@ class Worker:
         self.args = [run.env.worker, "--id", str(wid), "--log", self.log] + args
         self.proc = None
         self.crashed = False
+        self.gid = None  # F14 FO: a group of its own, so that nft can match its packets
+
 
     def start(self):
         env = dict(os.environ)
@@ -357,7 +359,7 @@ class Worker:
             env.update(LD_PRELOAD=self.run.env.skew, DLOCK_SKEW_FILE=self.skew_file)
         with open(self.log + ".err", "w") as err:
             self.proc = subprocess.Popen(self.args, stdout=subprocess.DEVNULL, stderr=err,
-                                         start_new_session=True, env=env)
+                                         start_new_session=True, env=env, group=self.gid)
 
     def pid(self):
         return self.proc.pid
@@ -441,8 +443,8 @@ class Run:
         (fo_setup: the workers find it through the sentinels; every data node behind its own
         proxy route; lock_servers[0] is the master)."""
         if self.mode == "FO" and lock_url is None:
-            assert not (lock_skew or lock_auth)
-            return fo_setup(self, lock_extra=lock_extra, workers=workers, ttl_ms=ttl_ms,
+            return fo_setup(self, lock_extra=lock_extra, lock_skew=lock_skew,
+                            lock_auth=lock_auth, workers=workers, ttl_ms=ttl_ms,
                             resource=resource, hold_ms=hold_ms, duration_ms=duration_ms,
                             command_timeout_ms=command_timeout_ms, wait_ms=wait_ms,
                             poll_ms=poll_ms, worker_extra=worker_extra, worker_skew=worker_skew,
@@ -719,6 +721,13 @@ class Run:
                                                                  else "no failover"))
         print("FO: master on port %s: %s" % (port, "failed over" if moved else "no failover"))
         return port
+
+    def fo_no_failover(self):
+        """FO: probe that the sentinels kept the master (lock0): a fault that is not the
+        master's loss (a clock fault on it, one client cut) must not fail over."""
+        if self.mode == "FO":
+            self.probe("no failover", self.fo_master_note() == self.announced(
+                self.lock_servers[0]))
 
     def min_acquisitions(self, n):
         """At least n acquisitions; in a watchdog mode at least half as many (at least 2): a
@@ -1274,6 +1283,7 @@ def f15(run, rate, careless_writer=False):
     else:
         run.start_workers()
     run.wait_workers()
+    run.fo_no_failover()
     run.min_acquisitions(3)
     if careless_writer:
         writes = [e for e in run.workers[0].events() if e.get("f") == "use" and "value" in e]
@@ -1291,49 +1301,62 @@ def f15a(run):
 
 
 @scenario("F15b", "server clock runs 5 % fast (rate 1.05; Redlock: 2 of 3 masters)",
-          "overlap iff rate - 1 > drift factor: the checker must see it", "SFR",
+          "overlap iff rate - 1 > drift factor: the checker must see it", "SFR", ext=["FO"],
           expect={"S": {"MUTEX": "violated"},
                   "F": {"MUTEX": "violated", "USE_WITHIN_HOLD": "any"},
-                  "R": {"MUTEX": "violated"}},
+                  "R": {"MUTEX": "violated"}, "FO": {"MUTEX": "violated"}},
           outcome={"S": "EXPECT-VIOL", "F": "beliefs EXPECT-VIOL; RES-SAFE (worker 1 writes "
                    "carelessly past its lease: the fence takes or refuses each write)",
-                   "R": "EXPECT-VIOL (2 of 3 fast)"})
+                   "R": "EXPECT-VIOL (2 of 3 fast)",
+                   "FO": "EXPECT-VIOL as S (the master's clock runs fast; the replicas and "
+                   "sentinels change nothing; no failover, asserted)"})
 def f15b(run):
     f15(run, 1.05, careless_writer=run.mode == "F")
 
 
 @scenario("F16", "server clock stepped forward 3 s (> TTL) while the lock is held",
           "a step expires the key at once: a second holder overlaps (Redlock: one master "
-          "stepped is safe)", "SFR",
+          "stepped is safe)", "SFR", ext=["FO"],
           expect={"S": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"},
-                  "F": {"MUTEX": "violated", "USE_WITHIN_HOLD": "any"}, "R": SAFE},
+                  "F": {"MUTEX": "violated", "USE_WITHIN_HOLD": "any"}, "R": SAFE,
+                  "FO": {"MUTEX": "violated", "RESOURCE": "any", "USE_WITHIN_HOLD": "any"}},
           outcome={"S": "EXPECT-VIOL", "F": "beliefs EXPECT-VIOL; RES-SAFE",
-                   "R": "SAFE (holder on all 3, one stepped)"})
+                   "R": "SAFE (holder on all 3, one stepped)",
+                   "FO": "EXPECT-VIOL as S (the master's clock is stepped: its key expires at "
+                   "once, a second holder overlaps; no failover, asserted)"})
 def f16(run):
     run.setup(ttl_ms=2000, hold_ms=1500, poll_ms=30, lock_skew={0: "0 1.0"})
     run.start_workers()
     run.sleep_ms(800)
     t = mono_ns()
     run.wait_for(lambda: run.acquired_since(t), 5, "an acquisition")
-    run.lock_servers[0].set_skew(3000)
+    run.lock_servers[0].set_skew(3000)  # FO: the master (lock0)
     t_step = mono_ns()
     run.wait_workers()
+    run.fo_no_failover()
     if run.mode == "R":  # SAFE only if the lock was taken again after the step
         run.holder_after(t_step, "the step")
 
 
 @scenario("F18", "server clock stepped back 5 s mid-run",
-          "keys outlive their TTL: no safety issue, liveness degraded", "SR", ext=["F"],
-          expect={m: {"ORPHANS": "any"} for m in "SFR"},
-          outcome={m: "SAFE, LIVE degraded (keys outlive TTL: ORPHANS not asserted)"
-                   for m in "SFR"})
+          "keys outlive their TTL: no safety issue, liveness degraded", "SR", ext=["F", "FO"],
+          expect={m: {"ORPHANS": "any"} for m in FO_MODES},
+          outcome=dict({m: "SAFE, LIVE degraded (keys outlive TTL: ORPHANS not asserted)"
+                        for m in "SFR"}, FO="SAFE, LIVE degraded as S (the master's clock "
+                       "stepped back; ORPHANS not asserted); no failover, asserted"))
 def f18(run):
     run.setup(ttl_ms=1000, poll_ms=30, lock_skew={0: "0 1.0"},
               worker_extra={w: ["--expire-pct", "30"] for w in (1, 2, 3)})
     run.start_workers()
     run.sleep_ms(1500)
-    run.lock_servers[0].set_skew(-5000)
+    srv = run.lock_servers[0]  # FO: the master (lock0)
+    srv.set_skew(-5000)
+    sec, usec = (int(x) for x in srv.call("TIME"))
+    behind = time.time() * 1000 - (sec * 1000 + usec / 1000)
+    run.probe("the server's clock stepped back (TIME about 5 s behind)",
+              4000 <= behind <= 6000, "%.0f ms behind" % behind)
     run.wait_workers()
+    run.fo_no_failover()
     # A key left to expire outlives its TTL by 5 s after the step: a 6 s run may see only the
     # acquisitions before it and one after (2 seen in a CI run; 3 was a timing flake).
     run.min_acquisitions(2)
@@ -1653,9 +1676,16 @@ def none_contended(run, t0, t1):
 @scenario("F33", "demotion mid-run: lock server 0 becomes a replica (a controlled switch to a "
           "synced replica) for 1.5 x TTL, then master again",
           "READONLY is a typed error (never 'not acquired'); no hold across the demotion; "
-          "fences survive (the replica had every write)", "SF", ext="R",
-          outcome={m: "SAFE" for m in "SFR"})
+          "fences survive (the replica had every write)", "SF",
+          ext=["R", "FO"],
+          outcome=dict({m: "SAFE" for m in "SFR"},
+                       FO="SAFE: the switch is the sentinels' own (SENTINEL FAILOVER to a synced "
+                       "replica; a demotion they did not make is one they undo); the clients "
+                       "follow the master, none contended, the lock is taken again after the "
+                       "switch, and the old master answers READONLY once demoted"))
 def f33(run):
+    if run.mode == "FO":
+        return f33_fo(run)
     nodelay = ["repl-diskless-sync-delay 0"]  # Redis 7.0 waits 5 s for more replicas
     run.setup(poll_ms=30, lock_extra=nodelay)
     srv = run.lock_servers[0]
@@ -1691,6 +1721,32 @@ def f33(run):
     run.min_acquisitions(5)
 
 
+def f33_fo(run):
+    """F33 on a Sentinel master: a controlled switch (SENTINEL FAILOVER) while the workers
+    run. A Sentinel client follows READONLY to the new master instead of reporting it (no
+    "told read-only" probe here); the lock-delay covers the switch as in F11 FO."""
+    run.setup(poll_ms=30, duration_ms=8000)
+    run.start_workers()
+    run.sleep_ms(800)
+    s0, old = run.extra_servers[0], run.lock_servers[0]
+    before = s0.master_port_now()
+    t0 = mono_ns()
+    r = s0.call("SENTINEL", "FAILOVER", "mymaster")
+    run.nemesis("sentinel-failover", s0.name, "controlled switch: %r" % r)
+    run.probe("SENTINEL FAILOVER accepted", r == "OK", repr(r))
+    port = run.wait_for(lambda: (lambda p: p if p and p != before else None)(
+        s0.master_port_now()), 15, "the switch")
+    t1 = mono_ns()
+    run.nemesis("failover", "sentinels", "new master on port %d" % port)
+    ro = run.wait_for(lambda: (lambda x: x if str(x).startswith("READONLY") else None)(
+        old.call("SET", "probe", "x")), 15, "the old master demoted")
+    run.probe("the old master answers READONLY once demoted", ro, repr(ro))
+    run.wait_workers()
+    none_contended(run, t0, t1)
+    run.holder_after(t1, "the switch")
+    run.min_acquisitions(5)
+
+
 def acl_auth_failures(srv):
     """Refused AUTH/HELLO so far: the counts of ACL LOG's `auth` entries (Redis 7.0 has no
     INFO field for them; the log keeps 128 entries, similar ones aggregated)."""
@@ -1705,7 +1761,12 @@ def acl_auth_failures(srv):
 @scenario("F34", "credentials rotated: the lock user's password changed and its connections "
           "killed (ACL SETUSER resetpass, CLIENT KILL USER) for 1.5 x TTL, then restored",
           "auth_failed is typed; no retry storm; the password never appears in any output; "
-          "holders lose at their deadline", "SF", ext="R", outcome={m: "SAFE" for m in "SFR"})
+          "holders lose at their deadline", "SF", ext=["R", "FO"],
+          outcome=dict({m: "SAFE" for m in "SFR"},
+                       FO="SAFE as S: the lock user rotated on every data node (the replicas "
+                       "and sentinels connect as the default user, untouched: no failover, "
+                       "asserted); a Sentinel client is told auth_failed as a single-node one "
+                       "(a refused handshake fails the connection's pending calls)"))
 def f34(run):
     pw, new = "CANARY-%d" % run.rng.randrange(10 ** 9), "ROTATED-%d" % run.rng.randrange(10 ** 9)
     run.setup(poll_ms=30, lock_auth="locker:%s@" % pw,
@@ -1726,6 +1787,7 @@ def f34(run):
     t1 = mono_ns()
     run.nemesis("acl-restore", "all lock servers", "password back")
     run.wait_workers()
+    run.fo_no_failover()
     run.probe("the rotation took effect (AUTH refused)", sum(denied) > 0, "%r" % denied)
     # No storm: per worker and server at most one AUTH per 20 ms (the failed-call pause).
     bound = len(run.workers) * int(window / 20 + 2)
@@ -1754,7 +1816,15 @@ def f34(run):
           "a typed error (readonly / server_busy), never 'not acquired', never a hold across "
           "them (a single-node client reports them at once; Sentinel and Cluster clients retry "
           "them within the wait: integration tests, with TRYAGAIN and CLUSTERDOWN)", "SF",
-          ext="R", outcome={m: "SAFE" for m in "SFR"})
+          ext=["R", "FO"],
+          outcome=dict({m: "SAFE" for m in "SFR"},
+                       FO="SAFE; LOADING only (a master made a replica is a role change the "
+                       "sentinels revert): retried within the wait, no acquisition in "
+                       "flight told an error, one granted after it, none contended; no "
+                       "failover, asserted"))
+# FO: a Sentinel client retries LOADING within its wait instead of reporting it, so the row's
+# "told server_busy" becomes "no acquisition in flight told an error, one granted after the
+# reload"; the MASTERDOWN phase is left out.
 def f35(run):
     run.setup(poll_ms=30, lock_extra=["enable-debug-command local", "key-load-delay 20",
                                       "loading-process-events-interval-bytes 1024"])
@@ -1766,16 +1836,18 @@ def f35(run):
         rd.read()
     run.start_workers()
     run.sleep_ms(800)
-    srv.call("CONFIG", "SET", "replica-serve-stale-data", "no")
-    srv.call("REPLICAOF", "127.0.0.1", str(free_port()))
-    t0 = mono_ns()
-    run.nemesis("masterdown", srv.name, "replica of a dead master")
-    r = srv.call("GET", "probe")
-    run.probe("the server answers MASTERDOWN", str(r).startswith("MASTERDOWN"), repr(r))
-    run.sleep_ms(1.5 * run.ttl_ms)
-    srv.call("REPLICAOF", "NO", "ONE")
-    run.nemesis("master", srv.name, "master again")
-    run.sleep_ms(500)
+    t0 = mono_ns()  # FO: the fault is the reload
+    if run.mode != "FO":  # FO: a master made a replica is a role change the sentinels revert
+        srv.call("CONFIG", "SET", "replica-serve-stale-data", "no")
+        srv.call("REPLICAOF", "127.0.0.1", str(free_port()))
+        t0 = mono_ns()
+        run.nemesis("masterdown", srv.name, "replica of a dead master")
+        r = srv.call("GET", "probe")
+        run.probe("the server answers MASTERDOWN", str(r).startswith("MASTERDOWN"), repr(r))
+        run.sleep_ms(1.5 * run.ttl_ms)
+        srv.call("REPLICAOF", "NO", "ONE")
+        run.nemesis("master", srv.name, "master again")
+        run.sleep_ms(500)
     seen = []
 
     def probe_loading():
@@ -1784,7 +1856,7 @@ def f35(run):
             try:
                 r = srv.call("PING", timeout=1)
                 if str(r).startswith("LOADING"):
-                    seen.append(r)
+                    seen.append(mono_ns())
             except OSError:
                 pass
             time.sleep(0.02)
@@ -1796,12 +1868,31 @@ def f35(run):
     r = srv.call("DEBUG", "RELOAD", timeout=30)
     took = time.monotonic() - t
     th.join(10)
+    t_loaded = mono_ns()
     run.nemesis("loaded", srv.name, "%.0f ms" % (took * 1000))
     run.probe("the server answered LOADING during the reload", seen and r == "OK",
               "reload %r in %.0f ms" % (r, took * 1000))
     t1 = mono_ns()
     run.wait_workers()
-    if run.mode != "R":  # Redlock counts such a master as a failed vote
+    if run.mode == "FO":  # a Sentinel client retries LOADING within its wait (no error)
+        run.fo_no_failover()
+        met = [e for e in read_jsonl(run.proxy.fwd_log) if e["cmd"] == "SET"
+               and seen and seen[0] <= e["t"] <= t_loaded]
+        run.probe("lock requests reached the master while it answered LOADING", met,
+                  "%d SETs forwarded" % len(met))
+        # Every acquisition in flight while it answered LOADING (its polls met it) is retried
+        # within its wait: none is told an error, and one is granted after the reload.
+        inv = {(e["w"], e["op"]): e["t"] for e in worker_events(run, "acquire")
+               if e["type"] == "invoke"}
+        span = [e for e in worker_events(run, "acquire") if e["type"] != "invoke" and seen
+                and inv.get((e["w"], e["op"]), t_loaded + 1) <= t_loaded and e["t"] >= seen[0]]
+        errs = ["w%d op %d: %s" % (e["w"], e["op"], e["err"]) for e in span if e.get("err")]
+        after = sum(1 for e in span if e["type"] == "ok" and e["t"] >= t_loaded)
+        run.probe("acquisitions in flight during LOADING: none told an error, one granted after",
+                  span and not errs and after, "%d in flight, %d granted after; %s" % (
+                      len(span), after, "; ".join(errs[:3]) or "no error"))
+        none_contended(run, t0, t1)
+    elif run.mode != "R":  # Redlock counts such a master as a failed vote
         busy = [e for e in worker_events(run, "acquire") if t0 <= e["t"] <= t1
                 and "busy" in e.get("err", "")]
         run.probe("a worker was told server_busy (LOADING)", busy, "%d acquisitions" % len(busy))
@@ -1956,33 +2047,50 @@ def netns_setup(run, **kw):
 @scenario("F12", "30 % packet loss (nft numgen random) both ways on every lock server's port for "
           "3 s, in the run's own network namespace",
           "TCP retransmits stretch calls: validity shrinks, a grant read after its validity is "
-          "no hold; every call bounded", "SR", ext="F", outcome={m: "SAFE" for m in "SFR"})
+          "no hold; every call bounded", "SR", ext=["F", "FO"],
+          outcome=dict({m: "SAFE" for m in "SFR"},
+                       FO="SAFE: the loss is on every data node's own port, so the replicas' "
+                       "and sentinels' traffic meets it too; a failover may follow (reported): "
+                       + FO_FAILOVER))
 def f12(run):
     netns_setup(run, wait_ms=2000, duration_ms=7500)
     run.start_workers()
     run.sleep_ms(700)
-    for s in run.lock_servers:
+    for s in run.lock_servers:  # FO: every data node, behind its proxy route
         run.netns.rules("tcp dport %d numgen random mod 100 < 30" % s.port,
                         "tcp sport %d numgen random mod 100 < 30" % s.port)
     run.sleep_ms(3000)
     dropped = run.netns.heal()
     run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
     run.wait_workers()
+    run.fo_master_note()  # FO: whether the loss failed the master over (both SAFE)
     # wait + command timeout + reconnect + slack, as F11; a SYN lost costs 1 s more
     run.bounded_latency(2000 + 500 + 500 + 1000 + 700)
     run.min_acquisitions(5)
+
+
+F14_GID = 4114  # F14 FO: worker 1's group, matched by the nft rules
 
 
 @scenario("F14", "the holder partitioned from its server(s) (nft drop both ways on its routes) for "
           "3 s, in the run's own network namespace",
           "the holder stops at its deadline (a careful holder does not write); the others get "
           "the lock after it expires; every call bounded", ["S", "SW"],
-          ext=["F", "R", "FW", "RW"],
+          ext=["F", "R", "FO", "FW", "RW"],
           outcome=dict({m: "SAFE, LIVE: another worker acquires during the 3 s cut, after TTL"
                         for m in "SFR"},
+                       FO="SAFE, LIVE as S (worker 1 alone cut from every data node; the "
+                       "sentinels still see the master: no failover, asserted)",
                        **{m: WATCHDOG_SAFE for m in ["SW", "FW", "RW"]}))
 def f14(run):
     netns_setup(run, wait_ms=2000, hold_ms=600, poll_ms=30, duration_ms=8000)
+    # FO: a data node's proxy route is everyone's (fo_setup), so a cut of its port would cut
+    # the replicas and sentinels too (a failover: F11 FO). Worker 1 runs in a group of its
+    # own instead, and only its packets to the data nodes' routes are dropped (nft sees the
+    # sending socket's group on the output hook; with its requests and acknowledgements gone,
+    # nothing comes back to it but retransmissions of replies sent before the cut).
+    if run.fo_proxied():
+        run.workers[0].gid = F14_GID
     # Worker 1 starts alone and is cut while it holds its first lock; the others follow. (Had
     # all three started together, worker 1 could lose the race for seconds, and a cut that
     # begins late in the workers' 8 s leaves them no time to acquire during it or to outlive a
@@ -1994,7 +2102,10 @@ def f14(run):
         run.wait_for(lambda: run.acquired_since(t, workers=[1]), 8, "worker 1 holding")
         ports = [run.proxy.ports[run.route(1, i)] for i in range(len(run.lock_servers))]
         for p in ports:
-            run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
+            if run.fo_proxied():
+                run.netns.rules("meta skgid %d tcp dport %d" % (F14_GID, p))
+            else:
+                run.netns.rules("tcp dport %d" % p, "tcp sport %d" % p)
         cut["t0"] = mono_ns()
 
     run.start_workers(arm=arm)
@@ -2004,6 +2115,7 @@ def f14(run):
     t1 = mono_ns()
     run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
     run.wait_workers()
+    run.fo_no_failover()
     # The others start after the cut, so any grant of theirs before the heal came while worker
     # 1 was cut off (MUTEX judges whether it came too early). Not from t0 + TTL: worker 1's key
     # can expire before that (it was granted before t0), and a watchdog hold that takes it then
@@ -2153,17 +2265,21 @@ class Sentinel(Redis):
 
 
 def fo_setup(run, query="", lock_extra=None, split=False, persistence="none",
-             resource_via_proxy=False, workers=3, **kw):
+             resource_via_proxy=False, workers=3, lock_skew=None, lock_auth="", **kw):
     """Master lock0, replicas lock1 and lock2, sentinels s0-s2, each data node behind its
     proxy route (above); ready when both replicas are linked and every sentinel sees 2
     replicas and 2 other sentinels. With `split`, no node proxies: replicas and sentinels
     connect from 127.0.0.2 (announcing 127.0.0.1), so that nft can cut the master from them
     and not from the workers (F27); worker 1 then reaches the sentinels through proxy routes
     w1-s0..2. `persistence` applies to every data node; with resource_via_proxy the
-    resource server gets its per-worker routes w1-res.. on the same proxy."""
+    resource server gets its per-worker routes w1-res.. on the same proxy. `lock_skew` as in
+    Run.setup: node i's clock shim (F15b, F16, F18 move the master's, lock0). `lock_auth`
+    ("user:password@") goes into the workers' URL, for the data nodes only (F34: the replicas
+    and sentinels connect as the default user)."""
     sync = ["repl-diskless-sync yes", "repl-diskless-sync-delay 0"] + (lock_extra or [])
     src = ["bind-source-addr 127.0.0.2"] if split else []
-    nodes = [Redis(run, "lock%d" % i, persistence=persistence) for i in range(3)]
+    nodes = [Redis(run, "lock%d" % i, persistence=persistence, skew=(lock_skew or {}).get(i))
+             for i in range(3)]
     if not split:
         routes = {"l%d" % i: n.port for i, n in enumerate(nodes)}
         if resource_via_proxy:
@@ -2209,8 +2325,8 @@ def fo_setup(run, query="", lock_extra=None, split=False, persistence="none",
                   names == {run.proxy.ports["l%d" % i] for i in range(3)}, "%r" % sorted(names))
 
     def url(ports):
-        return "redis-sentinel://%s/mymaster%s" % (",".join("127.0.0.1:%d" % p for p in ports),
-                                                   "?" + query if query else "")
+        return "redis-sentinel://%s%s/mymaster%s" % (
+            lock_auth, ",".join("127.0.0.1:%d" % p for p in ports), "?" + query if query else "")
     if split:
         run.proxy = Proxy(run, {"w1-s%d" % i: s.port for i, s in enumerate(run.extra_servers)})
         kw["worker_extra"] = {1: ["--url", url(run.proxy.ports["w1-s%d" % i]

@@ -53,7 +53,9 @@ after it lost its replicas (F27w).
 A master cut off from everyone (F11 FO: clients, replicas and sentinels alike) or stalled
 (F24 FO) past `down-after-milliseconds` fails over; the lock-delay outlasted every hold the old
 master had granted in those runs, but a client that has not yet seen the switch can still be
-granted by the old master while it serves.
+granted by the old master while it serves. A controlled switch (F33 FO: SENTINEL FAILOVER)
+and one client cut off alone (F14 FO) were safe; a clock fault on the master acts as on a
+single master (F15b, F16 FO overlap; F18 FO is safe).
 dlock does not promise mutual exclusion across a failover, and fencing tokens can regress
 there. Resharding a held lock's slot moves its keys and its fence counter together (F28).
 
@@ -65,7 +67,9 @@ it and tries again within the wait: F05, F09, F10 in mode FO); every call return
 wait plus one command timeout; a crashed holder's lock is free again after at most its lease. A
 server that cannot take the lock (read-only replica, LOADING, MASTERDOWN, BUSY, out of memory,
 refused credentials) gives a typed error, never "not acquired" (F30, F31, F33-F35); a
-single-node client reports it at once, Sentinel and Cluster clients retry it within the wait.
+single-node client reports it at once, Sentinel and Cluster clients retry it within the wait
+(F35 FO: LOADING), except refused credentials, which a Sentinel client reports at once too
+(F34 FO).
 
 **Operational requirements:** `maxmemory-policy noeviction`; persistence with `appendfsync
 always` or a restart delayed past the longest lease; NTP slewing only (no clock steps on the
@@ -169,6 +173,13 @@ NOT_COVERED = [
      "never cancels; E07 compacts under a hand-over load, where a holder's watch of its own key "
      "(from the grant's revision + 1) can be cancelled, and asserts that at least one was "
      "(the client's watches_cancelled)"),
+    ("F31 FO", "BUSY (a 400 ms script) on a Sentinel master",
+     "not run: Sentinel itself sends SCRIPT KILL to a master that answers its pings with BUSY "
+     "while subjectively down, so the row's \"no SCRIPT KILL\" is not dlock's to keep there "
+     "(measured; see F31's scenario); BUSY is shown on one master (F31 S, F, R)"),
+    ("F35 FO, MASTERDOWN phase", "a Sentinel master made a replica of a dead server",
+     "not run: a role change the sentinels revert (F35 FO runs the LOADING phase only, where "
+     "a Sentinel client retries within its wait instead of reporting server_busy)"),
 ]
 
 
@@ -782,6 +793,7 @@ COMMAND = ("python3 tests/fault/faultrun.py safety-doc --random docs/fault-resul
            "docs/fault-results/2026-11-28-zk-handoff "
            "docs/fault-results/2026-11-28-f25-cluster "
            "docs/fault-results/2026-11-28-pg-failover "
+           "docs/fault-results/2026-11-28-fo-cells "
            "> docs/SAFETY.md")
 
 
