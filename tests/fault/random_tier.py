@@ -36,7 +36,8 @@ quorum 2, down-after-milliseconds 1000, failover-timeout 3000) adds
                        then), CLIENT UNPAUSE (its paused writes meet READONLY). No acknowledged
                        write is missing on the new master, so SAFE is the model's promise. The
                        next failover picks whichever replica Sentinel selects (the old master
-                       included). (fired: the master the sentinels name changed)
+                       included). (fired: the master the sentinels name changed; a probe
+                       fails the run when a failover stopped short of one of its steps)
 An uncoordinated failover is not (a Sentinel failover loses a lock the replicas did not get:
 F25; the lock-delay narrows the window, F25L), so the FO schedule keeps the sentinels from
 starting one, and a probe fails the run if they did (+odown in a sentinel's log, more
@@ -243,8 +244,8 @@ def coordinated_failover(fr, run, rng, master):
         run.nemesis("sentinel-failover", s.name, r)
         if r != "OK":
             raise fr.HarnessError("SENTINEL FAILOVER: %r" % (r,))
-        new = run.wait_for(lambda: (lambda m: m if m is not None and m != master else None)(
-            fo_master(run)), 15, "the sentinels naming a new master")
+        new, = run.wait_for(lambda: (lambda m: (m,) if m is not None and m != master else None)(
+            fo_master(run)), 15, "the sentinels naming a new master")  # (0,): lock0 is truthy
         run.nemesis("failover", "sentinels", "new master %s on port %d" % (
             run.lock_servers[new].name, run.announced(run.lock_servers[new])))
         old.call("REPLICAOF", "127.0.0.1", str(run.announced(run.lock_servers[new])))
@@ -300,6 +301,7 @@ def random_run(fr, run, seconds):
     faults = []
     master = 0  # FO: the index of the master the sentinels name
     uncoordinated = []  # FO: master changes the schedule did not make
+    fo_errors = []  # FO: coordinated failovers that stopped short of a step
 
     def users(route):  # the workers (replacements included) whose URLs name this route
         port = str(run.proxy.ports[route])
@@ -392,6 +394,8 @@ def random_run(fr, run, seconds):
                 coordinated_failover(fr, run, rng, master)
         except (fr.HarnessError, OSError, subprocess.SubprocessError) as e:
             run.nemesis("note", "harness", "%s: %s" % (f, e))
+            if f == "failover":
+                fo_errors.append(str(e))
         if f == "failover":  # fired: the master the sentinels name changed (also after an error)
             now = fo_master(run)
             if now is not None and now != master:
@@ -436,7 +440,9 @@ def random_run(fr, run, seconds):
                   not uncoordinated and max(switches) == len(fw) and not any(odown),
                   "%d coordinated; +switch-master logged %s; +odown %s; unexpected %r" % (
                       len(fw), switches, odown, uncoordinated))
-        run.summary["failover"] = {"fired": len(fw), "windows_ms": fw,
+        run.probe("every coordinated failover went through its steps", not fo_errors,
+                  "; ".join(fo_errors))
+        run.summary["failover"] = {"fired": len(fw), "windows_ms": fw, "errors": fo_errors,
                                    "switch_master_logged": switches, "odown_logged": odown,
                                    "uncoordinated": len(uncoordinated),
                                    "final_master": "lock%d" % master}
