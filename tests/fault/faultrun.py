@@ -11,7 +11,7 @@ scenario's row of reliability.md §7.3 names; record seed, duration and verdicts
   faultrun.py [paths] run ID MODE [--seed N] [--results DIR] [--keep]
       MODE: S, F, R, FO, or SW, FW, RW, FOW: S, F, R, FO with watchdog leases (the worker's
       --watchdog: no fixed lease, the client renews it; judged by the checker's LOSS as well)
-  faultrun.py [paths] random --seconds S --seed N [--mode S|F|R]
+  faultrun.py [paths] random --seconds S --seed N [--mode S|F|R|FO]
   faultrun.py safety-doc [--random DIR] [--tests FILE] RESULTS_DIR... > docs/SAFETY.md
 
 Standard library only. Everything is bounded: every wait has a deadline, every process is
@@ -2884,7 +2884,7 @@ def main():
     rr = sub.add_parser("random")
     rr.add_argument("--seconds", type=float, default=180)
     rr.add_argument("--seed", type=int, required=True)
-    rr.add_argument("--mode", choices=["S", "F", "R"], default="F")
+    rr.add_argument("--mode", choices=["S", "F", "R", "FO"], default="F")
     rr.add_argument("--results")
     rr.add_argument("--keep", action="store_true")
     sub.add_parser("proxy-selftest")

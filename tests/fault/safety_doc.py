@@ -448,11 +448,15 @@ RANDOM_INTRO = (
     "nft partitions of a route or of a server, server stalls, worker kill -9 with a "
     "replacement, SCRIPT FLUSH, server kill -9 with `appendfsync always` (not for Redlock), "
     "server clocks stepped back and running 0.3 %% fast or slow, workers' wall clocks stepped "
-    "by an hour; no forward step and no failover, which are outside the model), judged as "
-    "SAFE. Each fault is counted when it fired (the proxy triggered, packets were dropped, "
-    "a call met the window, the server's TIME moved), not when it was scheduled; the liveness "
-    "bound asserts an acquisition in every %s of the time outside every fault and the %s after "
-    "it. The batch of 2026-11-24 predates both; its table is copied in its notes.")
+    "by an hour; no forward step, outside the model; in mode FO, a Sentinel-managed master, "
+    "coordinated failovers: writes paused until every replica caught up, then SENTINEL "
+    "FAILOVER, with the master's cuts kept under down-after-milliseconds and no server "
+    "restart or clock step, so that no uncoordinated failover, outside the model, happens), "
+    "judged as SAFE. Each fault is counted when it fired (the proxy triggered, packets were "
+    "dropped, a call met the window, the server's TIME moved, the sentinels named a new "
+    "master), not when it was scheduled; the liveness bound asserts an acquisition in every "
+    "%s of the time outside every fault and the %s after it (a failover: a lease more). The "
+    "batch of 2026-11-24 predates both; its table is copied in its notes.")
 
 
 def random_runs(random_dir):
