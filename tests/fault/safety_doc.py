@@ -784,7 +784,8 @@ BACKEND_INTRO = (
     "that others acquired during or after it (no vacuous SAFE).")
 
 COMMAND = ("python3 tests/fault/faultrun.py safety-doc --random docs/fault-results/"
-           "2026-11-24-random --random docs/fault-results/2026-11-27-random --tests "
+           "2026-11-24-random --random docs/fault-results/2026-11-27-random --random "
+           "docs/fault-results/2026-11-28-random-failover --tests "
            "docs/fault-results/coverage-tests.json docs/fault-results/2026-11-27-* "
            "docs/fault-results/2026-11-28-followers "
            "docs/fault-results/2026-11-28-z09-server-lag "
