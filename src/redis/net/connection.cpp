@@ -100,8 +100,14 @@ void connection::submit(detail::request& r) {
                  !io_.get_executor().running_in_this_thread()) {
             counters_.sent(r.args.empty() ? std::string_view{} : r.args.front());
             direct_write_locked(r);
+            sent_since_tick_ = true;
+            // The deadline tick sleeps until the idle check: bring the short one back (the
+            // queued path's flush() does it on the I/O thread).
+            if (std::exchange(tick_long_, false))
+                asio::post(io_, [self = shared_from_this()] { self->rearm_tick(); });
             return;
         } else {
+            sent_since_tick_ = true;
             counters_.sent(r.args.empty() ? std::string_view{} : r.args.front());
             const auto begin = pending_buf_.size();
             resp3::encode_command(pending_buf_, r.args);
@@ -254,6 +260,7 @@ void connection::on_read(std::error_code ec, std::size_t) {
 // ---- writing -----------------------------------------------------------------------------
 
 void connection::flush() {
+    bool wake_tick = false;
     {
         std::lock_guard lk(mu_);
         flush_scheduled_ = false;
@@ -265,7 +272,10 @@ void connection::flush() {
         for (auto& e : pending_)
             if (e.req) inflight_.push_back(e.req);
         pending_.clear();
+        sent_since_tick_ = true;
+        wake_tick = std::exchange(tick_long_, false);
     }
+    if (wake_tick) arm_deadline_tick();
     const auto gen = generation_;
     async_write_bytes([this, self = shared_from_this(), gen](std::error_code ec, std::size_t) {
         if (gen != generation_) return;

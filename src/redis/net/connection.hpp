@@ -194,6 +194,11 @@ private:
     std::string address() const; // "host:port" or "unix:/path", for messages
     void schedule_reconnect();
     void arm_deadline_tick();
+    /// I/O thread: a request went out while the tick waited for the idle check; the short
+    /// tick again (when connected: a connect arms it anyway).
+    void rearm_tick();
+    /// How long a deadline tick with nothing in flight may wait: until the idle check is due.
+    std::chrono::steady_clock::duration until_idle_check() const;
     void direct_write_locked(detail::request& r);
     int plain_fd();
     void record_peer_locked(); // mu_ held, I/O thread
@@ -245,7 +250,9 @@ private:
     socklen_t peer_len_ = 0;                // guarded by mu_: 0 = no address
     std::uint64_t epoch_ = 0;               // guarded by mu_: bumped by every completed handshake
     std::size_t requeued_ = 0;              // guarded by mu_: requests requeued by this drain
-    detail::wire_counters counters_;        // relaxed atomics, any thread
+    bool sent_since_tick_ = false;          // guarded by mu_: a request was written or queued since
+    bool tick_long_ = false;         // guarded by mu_: the deadline tick waits for the idle check
+    detail::wire_counters counters_; // relaxed atomics, any thread
 
     // I/O thread only.
     std::string write_buf_;

@@ -16,10 +16,21 @@ namespace dlock::net {
 void connection::arm_deadline_tick() {
     // While connected, a coarse periodic check (a tenth of the command timeout, 5-100 ms)
     // finds the oldest in-flight request past its deadline. A per-request timer would need a
-    // hop to this thread for every command written directly by a caller.
+    // hop to this thread for every command written directly by a caller. A tick that finds
+    // nothing in flight and nothing sent since the last one waits until the idle check is due
+    // instead (an idle client does not wake ten times a second); the next request brings the
+    // short tick back (submit(), flush()).
     const auto period = std::clamp(opts_.command_timeout / 10, std::chrono::milliseconds(5),
                                    std::chrono::milliseconds(100));
-    deadline_timer_.expires_after(period);
+    bool quiet = false;
+    {
+        std::lock_guard lk(mu_);
+        quiet = inflight_.empty() && pending_.empty() && !writing_ && !sent_since_tick_;
+        sent_since_tick_ = false;
+        tick_long_ = quiet;
+    }
+    deadline_timer_.expires_after(
+        quiet ? std::max<std::chrono::steady_clock::duration>(period, until_idle_check()) : period);
     const auto gen = generation_;
     deadline_timer_.async_wait([this, self = shared_from_this(), gen](std::error_code ec) {
         if (ec || gen != generation_) return;
@@ -35,6 +46,25 @@ void connection::arm_deadline_tick() {
         if (!check_idle()) return;
         arm_deadline_tick();
     });
+}
+
+void connection::rearm_tick() {
+    {
+        std::lock_guard lk(mu_);
+        if (!ready_ || stopped_) return;
+    }
+    arm_deadline_tick();
+}
+
+std::chrono::steady_clock::duration connection::until_idle_check() const {
+    using namespace std::chrono;
+    if (opts_.idle_timeout.count() <= 0) return hours(1); // no idle check: until a request
+    // When check_idle() acts next (a PING; on a subscriber, also giving up), and 1 ms past it.
+    auto due = last_read_ + opts_.idle_timeout;
+    if (mode_ == mode::pubsub)
+        due = std::min(std::max(due, last_ping_ + opts_.idle_timeout),
+                       last_read_ + 2 * opts_.idle_timeout + opts_.command_timeout);
+    return due - steady_clock::now() + milliseconds(1);
 }
 
 bool connection::check_idle() {

@@ -137,6 +137,38 @@ TEST(connection, a_killed_server_fails_commands_within_the_timeout_then_recovers
     EXPECT_TRUE(dlock::test::eventually([&] { return dlock::test::ping_ok(c); }, 10s));
 }
 
+TEST(connection, a_command_after_an_idle_spell_still_ends_at_its_deadline) {
+    // Idle, the deadline tick waits for the idle check (seconds); a command brings the short
+    // tick back, from a caller's thread (async_command writes directly) and from the I/O
+    // thread (a command queued behind it), so a server that stopped answering is found out at
+    // the command's deadline either way, not at the idle check.
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    auto o = fast_options(s.url());
+    o.command_timeout = 300ms;
+    dlock::client c(o);
+    ASSERT_EQ(dlock::redis::command(c, {"PING"}).str, "PONG");
+    std::this_thread::sleep_for(200ms); // an idle spell: several ticks with nothing sent
+    s.pause();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto first = dlock::redis::async_command(c, {"PING"}, asio::use_future);
+    auto second = dlock::redis::async_command(c, {"PING"}, asio::use_future);
+    ASSERT_EQ(first.wait_for(5s), std::future_status::ready);
+    ASSERT_EQ(second.wait_for(5s), std::future_status::ready);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    s.resume();
+    for (auto* f : {&first, &second}) {
+        try {
+            f->get();
+            ADD_FAILURE() << "a paused server answered";
+        } catch (const std::system_error& e) {
+            EXPECT_EQ(e.code(), errc::ambiguous) << e.what();
+        }
+    }
+    EXPECT_GE(took, 300ms);
+    EXPECT_LT(took, 2s); // the idle check would come after 15 s
+}
+
 TEST(connection, client_kill_is_survived) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
