@@ -26,6 +26,10 @@ judges the merged histories. Modes:
   PGS = ShedLock row (`shedlock`: database time, no token), fixed lease 1 s.
   PGV = versioned row (`versioned`: pglock's table, no clock in it, the version the token;
         a waiter takes a row over once its version stayed unchanged for a whole lease), 1 s.
+  PGAW, PGLW, PGSW, PGVW = the same kinds held with the worker's --watchdog (faultrun's
+        watchdog modes: no fixed lease; advisory locks stay proven by the session's checks,
+        rows are extended every third of dlock_lease = 1 s; the checker's LOSS rule too). P05
+        (cut off) and P07 (failover) run in them.
   ET  = one etcd member (3.4, heartbeat 50 ms, election timeout 500 ms), the Mutex recipe
         (`lock`), the token the key's create revision; as ZooKeeper, no fixed lease: the
         client's lease (TTL 2 s) is the lease, --ttl-ms its TTL; every worker through its own
@@ -73,6 +77,7 @@ ETCD_TTL_S = 2  # the client's lease (URL ttl=, whole seconds)
 MODES = ["ZK", "ZKE", "PGA", "PGL", "PGS", "PGV", "ET", "ETC"]
 PG_KIND = {"PGA": "simple", "PGL": "lease", "PGS": "shedlock", "PGV": "versioned"}
 PG_MODES = ["PGA", "PGL", "PGS", "PGV"]
+PG_WATCHDOG = [m + "W" for m in PG_MODES]  # faultrun.PG_WATCHDOG_MODES
 ROWS = ["PGL", "PGS", "PGV"]
 
 
@@ -367,9 +372,10 @@ class Postgres(ServerProcess):
         return p.stdout.decode().strip()
 
     def url(self, host="127.0.0.1"):
+        # dlock_lease: the rows' watchdog lease in the watchdog modes (a fixed lease wins).
         return ("postgresql://postgres@%s:%d/postgres?dlock_check=%d&dlock_timeout=1000"
-                "&dlock_connect_timeout=1000&dlock_keepalive=%s"
-                % (host, self.port, PG_TTL_MS, PG_KEEPALIVE))
+                "&dlock_connect_timeout=1000&dlock_keepalive=%s&dlock_lease=%d"
+                % (host, self.port, PG_TTL_MS, PG_KEEPALIVE, PG_TTL_MS))
 
     def stop(self, budget=10.0):
         """Fast shutdown (SIGINT: every session ended, a clean checkpoint), then kill -9."""
@@ -1008,10 +1014,13 @@ def p04(run):
           "advisory: the holder's checks go unanswered and its belief ends at most dlock_check "
           "(1 s) after the last proven one; the server ends the session at its keepalive "
           "bound (dlock_keepalive=1:1:2:3000: 3 s) and grants the next waiter, after that "
-          "deadline; rows: the row expires after its lease (versioned: is taken over)", PG_MODES,
-          outcome={"PGA": "SAFE (belief ended before the server freed the lock), "
-                   "LIVE(keepalive bound)", "PGL": "SAFE, LIVE(TTL)", "PGS": "SAFE, LIVE(TTL)",
-                   "PGV": "SAFE, LIVE(2 TTL)"})
+          "deadline; rows: the row expires after its lease (versioned: is taken over); with "
+          "the watchdog (PG*W) the holder's renewals fail and its loss is signalled by its last "
+          "proven deadline", PG_MODES + PG_WATCHDOG,
+          outcome=dict({"PGA": "SAFE (belief ended before the server freed the lock), "
+                        "LIVE(keepalive bound)", "PGL": "SAFE, LIVE(TTL)",
+                        "PGS": "SAFE, LIVE(TTL)", "PGV": "SAFE, LIVE(2 TTL)"},
+                       **{m: "SAFE, LOSS signalled, LIVE as " + m[:-1] for m in PG_WATCHDOG}))
 def p05(run):
     run.netns = F.Netns(run)
     run.netns.enter()
@@ -1035,7 +1044,8 @@ def p05(run):
     t1 = F.mono_ns()
     run.probe("packets were dropped", dropped > 0, "%d packets" % dropped)
     run.wait_workers()
-    probe_no_write_after(run, w, hold)
+    probe_no_write_after(run, w, hold, renewed=run.watchdog)
+    run.watchdog_probes(lost_by=(w.id, t))
     if run.mode == "PGA":
         probe_first_grant_after(run, w, hold, t, least_ms=PG_TTL_MS,
                                 most_ms=PG_SERVER_BOUND_MS + 1500)
@@ -1379,11 +1389,14 @@ PG_TOKEN_SEQUENCE = {"PGA": "dlock_fence", "PGL": "dlock_fence", "PGV": "locks_r
           "new primary; advisory: the lock goes with the crashed session, the holder is told by "
           "its socket and writes nothing more; the promotion comes after its granted deadline "
           "(a promotion within dlock_check of the crash could overlap beliefs: the advisory "
-          "overlap window), and the token sequence survives", PG_MODES, timeout=150,
-          outcome={"PGA": "SAFE (promoted after the holder's deadline), LIVE after the "
+          "overlap window), and the token sequence survives; with the watchdog (PG*W) worker "
+          "1's renewals fail after the crash and its loss is signalled by its last proven "
+          "deadline", PG_MODES + PG_WATCHDOG, timeout=150,
+          outcome=dict({"PGA": "SAFE (promoted after the holder's deadline), LIVE after the "
                    "promotion", "PGL": "SAFE, LIVE(TTL) after the promotion",
                    "PGS": "SAFE, LIVE(TTL) after the promotion",
-                   "PGV": "SAFE, LIVE(2 TTL) after the promotion"})
+                   "PGV": "SAFE, LIVE(2 TTL) after the promotion"},
+                       **{m: "SAFE, LOSS signalled, LIVE after the promotion" for m in PG_WATCHDOG}))
 def p07(run):
     primary = Postgres(run, "pg0", settings={"synchronous_commit": "on",
                                              "synchronous_standby_names": "*"})
@@ -1418,12 +1431,15 @@ def p07(run):
         run.probe("the holder's ShedLock row is on the promoted standby", rows == "1",
                   "%s rows" % rows)
     run.wait_workers()
-    probe_no_write_after(run, w, hold)
+    probe_no_write_after(run, w, hold, renewed=run.watchdog)
+    run.watchdog_probes(lost_by=(w.id, t))
     if run.mode == "PGA":
-        use = [e for e in w.events() if e.get("f") == "use" and e["type"] != "invoke" and
-               e["op"] == hold["op"] + 1]
-        run.probe("the crashed primary's holder did not write", use and use[0]["type"] != "ok",
-                  use[0].get("err", use[0]["type"]) if use else "no use event")
+        if not run.watchdog:  # with the watchdog its uses before the crash may have written
+            use = [e for e in w.events() if e.get("f") == "use" and e["type"] != "invoke" and
+                   e["op"] == hold["op"] + 1]
+            run.probe("the crashed primary's holder did not write",
+                      use and use[0]["type"] != "ok",
+                      use[0].get("err", use[0]["type"]) if use else "no use event")
         probe_first_grant_after(run, w, hold, t)
     else:
         probe_first_grant_after(run, w, hold, t, most_ms=(t1 - t) / 1e6 + row_free_ms(run.mode))

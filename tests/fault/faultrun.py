@@ -396,6 +396,8 @@ CHECKS = ["MUTEX", "EXTEND_EXPIRED", "DEADLINE", "USE_WITHIN_HOLD", "FENCE", "RE
 # for WATCHDOG_HOLD_TTLS x TTL of uses (so that the client renews it a few times, and a fault
 # that starts while it holds meets it holding), logs the renewals it sees and its loss signal.
 WATCHDOG_MODES = ["SW", "FW", "RW", "FOW"]
+# PostgreSQL's kinds with the watchdog (backends.py: PGAW, PGLW, PGSW, PGVW run PGA... bodies).
+PG_WATCHDOG_MODES = ["PGAW", "PGLW", "PGSW", "PGVW"]
 WATCHDOG_HOLD_TTLS = 1.5
 
 
@@ -405,7 +407,7 @@ class Run:
     def __init__(self, env, scenario, mode, seed, out):
         self.env, self.scenario, self.seed, self.out = env, scenario, seed, out
         # SW/FW/RW/FOW run the body of S/F/R/FO (every `run.mode` test sees the base mode).
-        self.watchdog = mode in WATCHDOG_MODES
+        self.watchdog = mode in WATCHDOG_MODES + PG_WATCHDOG_MODES
         self.mode = mode[:-1] if self.watchdog else mode
         self.rng = random.Random(seed)
         self.lock = "fault-%s" % scenario.id.lower()
@@ -2877,7 +2879,8 @@ def main():
     sub.add_parser("list")
     r = sub.add_parser("run")
     r.add_argument("id")
-    r.add_argument("mode", choices=["S", "F", "R", "FO"] + WATCHDOG_MODES + backends.MODES)
+    r.add_argument("mode", choices=["S", "F", "R", "FO"] + WATCHDOG_MODES + backends.MODES +
+                   PG_WATCHDOG_MODES)
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--results")
     r.add_argument("--keep", action="store_true")

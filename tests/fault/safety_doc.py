@@ -380,7 +380,7 @@ DEPLOYMENTS = [
      "no fixed lease; a revoked lease deletes the key at once and the holder learns it from "
      "its watch milliseconds later (check `valid_until()` before writing)",
      "a quorum of members (a cluster); docs/design/etcd.md states no other server setting"),
-    ("PostgreSQL advisory locks (`postgresql://`, the default kinds)", ("PGA",),
+    ("PostgreSQL advisory locks (`postgresql://`, the default kinds)", ("PGA", "PGAW"),
      "the lock belongs to a server session, freed the instant it ends; `valid_until()` is the "
      "last proven check + `dlock_check`; the URL parser rejects `dlock_check` >= the keepalive "
      "bound",
@@ -390,20 +390,20 @@ DEPLOYMENTS = [
      "the keepalive settings dlock sends (`tcp_keepalives_*`, `tcp_user_timeout`, "
      "`client_connection_check_interval`) kept; direct session-mode connections, no pooler or "
      "proxy keeping a dead client's session; no failover (the locks are not replicated)"),
-    ("PostgreSQL lease rows (`lock_kind::lease`, `dlock_lease`)", ("PGL",),
+    ("PostgreSQL lease rows (`lock_kind::lease`, `dlock_lease`)", ("PGL", "PGLW"),
      "the row expires on the database clock after the lease and outlives sessions and "
      "restarts; `valid_until()` = send time + lease - drift, before the database's expiry; a "
      "token from `dlock_fence`",
      "a database clock stepped forward; a failover that loses the row (asynchronous standby) "
      "means two holders, and the token may regress there",
      "the database clock not stepped; a synchronous standby (or no failover)"),
-    ("PostgreSQL ShedLock rows", ("PGS",),
+    ("PostgreSQL ShedLock rows", ("PGS", "PGSW"),
      "as lease rows (the database clock)",
      "no token; a forward clock step shortens leases; a row lost by an asynchronous failover "
      "means two holders",
      "as lease rows; no Java side on client time in a non-UTC zone (it breaks exclusion: "
      "docs/design/postgres.md)"),
-    ("PostgreSQL versioned rows (pglock's table)", ("PGV",),
+    ("PostgreSQL versioned rows (pglock's table)", ("PGV", "PGVW"),
      "no clock in the table; a dead holder's row is taken over only a whole lease after a "
      "waiter first saw its version (up to two leases)",
      "unequal clock rates or leases between clients; a holder paused past its lease is taken "
@@ -516,8 +516,9 @@ def random_section(random_dirs):
 
 
 MODE_ORDER = ["S", "F", "R", "FO", "SW", "FW", "RW", "FOW", "ZK", "ZKE", "PGA", "PGL", "PGS",
-              "PGV", "ET", "ETC"]
-BACKEND_MODES = ("ZK", "ZKE", "PGA", "PGL", "PGS", "PGV", "ET", "ETC")
+              "PGV", "PGAW", "PGLW", "PGSW", "PGVW", "ET", "ETC"]
+BACKEND_MODES = ("ZK", "ZKE", "PGA", "PGL", "PGS", "PGV", "PGAW", "PGLW", "PGSW", "PGVW", "ET",
+                 "ETC")
 RESULT_NAME = re.compile(r"^([A-Za-z0-9]+)-([A-Z]+)\.json$")
 ENOUGH = 5  # runs per row that issue 24 asks for
 
