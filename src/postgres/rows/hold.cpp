@@ -87,6 +87,7 @@ private:
     void extend_io(milliseconds lease, std::function<void(std::error_code)> done) override {
         if (ended_ || releasing_) return done(make_error_code(errc::not_owner));
         extending_ = true;
+        arm(); // the deadline still ends the hold while the extend is unanswered
         const auto sent = clock::now();
         engine_->query(
             {sql_.extend(engine_->config(), name_, id(), lease)},

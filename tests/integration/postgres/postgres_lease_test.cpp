@@ -143,6 +143,24 @@ TEST_F(pg_lease, an_expired_row_is_taken_over_and_its_old_holder_is_lost) {
     EXPECT_FALSE(second->lost());
 }
 
+TEST_F(pg_lease, a_watchdog_hold_whose_extend_goes_unanswered_is_lost_at_its_deadline) {
+    // The watchdog extends every third of the 600 ms lease; the server is paused, so an extend
+    // hangs for the statement budget (3 s). The hold is lost when its valid_until passes, not
+    // when that extend gives up (fault row P05 PGLW found it lost only then).
+    auto b = backend("dlock_lease=600&dlock_timeout=3000");
+    std::error_code ec;
+    auto h = b->acquire("lease:stalled", lease_kind(0ms), ec); // no fixed lease: the watchdog
+    ASSERT_TRUE(h) << ec.message();
+    ASSERT_TRUE(eventually([&] { return h->valid_until() > clock::now() + 450ms; }, 2s));
+    server().pause();
+    const auto paused = clock::now();
+    const bool lost = eventually([&] { return h->lost(); }, 5s);
+    const auto at = clock::now();
+    server().resume();
+    EXPECT_TRUE(lost);
+    EXPECT_LT(at - paused, 1500ms); // its deadline is at most 600 ms after the pause
+}
+
 TEST_F(pg_lease, force_unlock_expires_the_row_and_wakes_its_waiter) {
     auto b = backend();
     std::error_code ec;
