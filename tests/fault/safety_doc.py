@@ -136,7 +136,11 @@ send time + lease - drift, before the database's expiry unless the database cloc
 forward; a failover to a synchronous standby keeps the row and the token sequence (P07: the
 holder's row on the promoted standby, nobody granted before its lease ran out, tokens go on
 increasing), and one that loses the row (asynchronous standby) means two holders. ShedLock rows
-(PGS) have the same clock and no token; versioned rows (PGV, pglock's) have no clock in the
+(PGS) have the same clock and no token. Held with the watchdog (P05 and P07 in PGAW, PGLW,
+PGSW, PGVW), a holder cut off or left on a crashed primary renews nothing, and its loss is
+signalled by its last proven deadline (checker rule LOSS; P05 PGLW found a row's loss signalled
+only when its unanswered extend gave up, up to `dlock_timeout` late: fixed in db972d7);
+versioned rows (PGV, pglock's) have no clock in the
 table but assume equal clock rates and the same lease on every side, and a dead holder's row is
 taken over only a whole lease after a waiter first saw its version (up to two leases, P01 PGV).
 Server configuration: keep the keepalive settings
@@ -800,6 +804,7 @@ COMMAND = ("python3 tests/fault/faultrun.py safety-doc --random docs/fault-resul
            "docs/fault-results/2026-11-28-f25-cluster "
            "docs/fault-results/2026-11-28-pg-failover "
            "docs/fault-results/2026-11-28-fo-cells "
+           "docs/fault-results/2026-11-28-pg-watchdog "
            "> docs/SAFETY.md")
 
 
