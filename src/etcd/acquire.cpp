@@ -257,11 +257,7 @@ void acquisition::next_predecessor(bool with_own) {
         blockers_.empty() ? predecessor(range_, rev_) : last_before(blockers_, rev_),
         [self = shared_from_this(), gen, with_own](grpc::Status s, pb::RangeResponse&& r) {
             if (self->finished_ || gen != self->gen_) return;
-            if (!s.ok())
-                return self->failed(s,
-                                    with_own ? &acquisition::next_predecessor_with_own
-                                             : &acquisition::next_predecessor_again,
-                                    "range");
+            if (!s.ok()) return self->failed(s, &acquisition::next_predecessor_again, "range");
             if (with_own) {
                 self->line_answer_ = std::move(r);
                 return self->on_line_and_own();
@@ -274,7 +270,7 @@ void acquisition::next_predecessor(bool with_own) {
     backend_->client().range(
         one_key(key_), [self = shared_from_this(), gen](grpc::Status s, pb::RangeResponse&& r) {
             if (self->finished_ || gen != self->gen_) return;
-            if (!s.ok()) return self->failed(s, &acquisition::next_predecessor_with_own, "range");
+            if (!s.ok()) return self->failed(s, &acquisition::next_predecessor_again, "range");
             self->own_answer_ = std::move(r);
             self->on_line_and_own();
         });
@@ -282,12 +278,6 @@ void acquisition::next_predecessor(bool with_own) {
 
 void acquisition::next_predecessor_again() {
     next_predecessor();
-}
-
-void acquisition::next_predecessor_with_own() {
-    // A failed pair is sent again as a pair: read one after the other, a request that waits
-    // out its timeout on a frozen member could come twice where it came once.
-    next_predecessor(true);
 }
 
 void acquisition::on_line_and_own() {

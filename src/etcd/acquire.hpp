@@ -103,8 +103,7 @@ private:
     void wait_for(const std::string& key, std::int64_t read_at, std::int64_t created);
     void recheck(std::uint64_t gen, const std::string& key, std::int64_t created);
     void check_own();
-    void next_predecessor_again();    ///< next_predecessor(false), for a retry
-    void next_predecessor_with_own(); ///< next_predecessor(true), for a retry of the pair
+    void next_predecessor_again(); ///< next_predecessor(false), for a retry
     /// next_predecessor(true) has both answers (of the current gen_): hold, restart or wait.
     void on_line_and_own();
     void granted(std::int64_t seen_revision);
