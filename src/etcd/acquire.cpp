@@ -247,73 +247,31 @@ void acquisition::wait_in_line(std::int64_t read_at) {
     watch_->start();
 }
 
-void acquisition::next_predecessor(bool with_own) {
+void acquisition::next_predecessor() {
     if (permits_ != 0) return line();
     const auto gen = ++gen_;
     waiting_ = false;
-    line_answer_.reset();
-    own_answer_.reset();
     backend_->client().range(
         blockers_.empty() ? predecessor(range_, rev_) : last_before(blockers_, rev_),
-        [self = shared_from_this(), gen, with_own](grpc::Status s, pb::RangeResponse&& r) {
+        [self = shared_from_this(), gen](grpc::Status s, pb::RangeResponse&& r) {
             if (self->finished_ || gen != self->gen_) return;
-            if (!s.ok()) return self->failed(s, &acquisition::next_predecessor_again, "range");
-            if (with_own) {
-                self->line_answer_ = std::move(r);
-                return self->on_line_and_own();
-            }
+            if (!s.ok()) return self->failed(s, &acquisition::next_predecessor, "range");
             if (r.kvs().empty()) return self->check_own();
             if (self->wait_over()) return self->give_up();
             self->wait_for(r.kvs(0).key(), r.header().revision(), r.kvs(0).create_revision());
         });
-    if (!with_own) return;
-    backend_->client().range(
-        one_key(key_), [self = shared_from_this(), gen](grpc::Status s, pb::RangeResponse&& r) {
-            if (self->finished_ || gen != self->gen_) return;
-            if (!s.ok()) return self->failed(s, &acquisition::next_predecessor_again, "range");
-            self->own_answer_ = std::move(r);
-            self->on_line_and_own();
-        });
-}
-
-void acquisition::next_predecessor_again() {
-    next_predecessor();
-}
-
-void acquisition::on_line_and_own() {
-    if (!line_answer_ || !own_answer_) return; // the other answer is still on its way
-    const auto line = std::exchange(line_answer_, std::nullopt);
-    const auto own = std::exchange(own_answer_, std::nullopt);
-    std::optional<std::int64_t> own_created;
-    if (!own->kvs().empty()) own_created = own->kvs(0).create_revision();
-    switch (after_deletion(line->kvs().empty(), line->header().revision(), own_created,
-                           own->header().revision(), rev_)) {
-    case turn::wait:
-        if (wait_over()) return give_up();
-        return wait_for(line->kvs(0).key(), line->header().revision(),
-                        line->kvs(0).create_revision());
-    case turn::read_own_again:
-        return check_own();
-    case turn::restart:
-        return restart(); // gone with the lease, or forced away
-    case turn::hold:
-        return granted(own->header().revision());
-    }
 }
 
 void acquisition::wait_for(const std::string& key, std::int64_t read_at, std::int64_t created) {
     const auto gen = ++gen_;
     waiting_ = true;
     if (watch_) watch_->cancel(); // a recheck's answer may come while it is still open
-    watch_ = std::make_shared<key_watch>(backend_->client(), key, 0,
-                                         [w = weak_from_this(), gen](key_watch::result r) {
-                                             auto a = w.lock();
-                                             if (!a || a->finished_ || gen != a->gen_) return;
-                                             // Deleted, or broken: read again either way; after a
-                                             // deletion this waiter is probably next, so its own
-                                             // key is read at the same time.
-                                             a->next_predecessor(r == key_watch::result::deleted);
-                                         });
+    watch_ = std::make_shared<key_watch>(
+        backend_->client(), key, 0, [w = weak_from_this(), gen](key_watch::result) {
+            auto a = w.lock();
+            if (!a || a->finished_ || gen != a->gen_) return;
+            a->next_predecessor(); // deleted, or broken: read again either way
+        });
     watch_->on_created([w = weak_from_this(), gen, read_at, key, created](std::int64_t at) {
         auto a = w.lock();
         if (!a || a->finished_ || gen != a->gen_ || at <= read_at) return;
@@ -327,7 +285,7 @@ void acquisition::recheck(std::uint64_t gen, const std::string& key, std::int64_
     backend_->client().range(one_key(key), [self = shared_from_this(), gen,
                                             created](grpc::Status s, pb::RangeResponse&& r) {
         if (self->finished_ || gen != self->gen_) return;
-        if (!s.ok()) return self->failed(s, &acquisition::next_predecessor_again, "range");
+        if (!s.ok()) return self->failed(s, &acquisition::next_predecessor, "range");
         // Still there: the watch, created before this read, brings its deletion.
         if (!r.kvs().empty() && r.kvs(0).create_revision() == created) return;
         self->next_predecessor();

@@ -88,12 +88,7 @@ private:
     /// watch reads the line again. `read_at`: the revision `ahead_` was read at; a watch
     /// created later reads the line again (read_line(gen, true)) before it may grant.
     void wait_in_line(std::int64_t read_at);
-    /// Reads the newest key created before the own one: none left, holds (check_own()).
-    /// After the watched predecessor's deletion (`with_own`), the own key's read goes with it,
-    /// so that a waiter whose turn came holds one round trip after the event, not two; that
-    /// answer is used only when it was read at the predecessor read's revision or later (else
-    /// a deletion of the own key between them could go unseen, and check_own() reads it again).
-    void next_predecessor(bool with_own = false);
+    void next_predecessor();
     /// Watches `key` (created at revision `created`, read at `read_at`) for its deletion,
     /// then reads the next predecessor. The watch starts at etcd's current revision (0): one
     /// from a revision already passed, as read_at + 1 is once anyone wrote since the read, is
@@ -103,9 +98,6 @@ private:
     void wait_for(const std::string& key, std::int64_t read_at, std::int64_t created);
     void recheck(std::uint64_t gen, const std::string& key, std::int64_t created);
     void check_own();
-    void next_predecessor_again(); ///< next_predecessor(false), for a retry
-    /// next_predecessor(true) has both answers (of the current gen_): hold, restart or wait.
-    void on_line_and_own();
     void granted(std::int64_t seen_revision);
     void give_up();
     void restart();
@@ -142,9 +134,7 @@ private:
     std::uint64_t ticket_ = 0;
     bool queued_ = false;   ///< holds a ticket of the local queue
     std::uint64_t gen_ = 0; ///< bumped per step: stale answers are ignored
-    /// next_predecessor(true)'s two answers until both are in (gen_ tells whose).
-    std::optional<pb::RangeResponse> line_answer_, own_answer_;
-    bool waiting_ = false; ///< on a watch
+    bool waiting_ = false;  ///< on a watch
     bool finished_ = false;
     bool late_ = false; ///< the wait deadline passed while a request was in flight
     int restarts_ = 0;

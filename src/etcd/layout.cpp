@@ -136,12 +136,4 @@ std::optional<std::string> lock_of_key(std::string_view prefix, std::string_view
     return std::string(name);
 }
 
-turn after_deletion(bool line_empty, std::int64_t line_rev, std::optional<std::int64_t> own_created,
-                    std::int64_t own_rev, std::int64_t mine) noexcept {
-    if (!line_empty) return turn::wait;
-    if (own_rev < line_rev) return turn::read_own_again;
-    if (!own_created || *own_created != mine) return turn::restart;
-    return turn::hold;
-}
-
 } // namespace dlock::detail::etcd

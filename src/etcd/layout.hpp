@@ -96,15 +96,4 @@ std::string range_end(std::string_view prefix);
 /// otherwise (not a contender of a dlock-readable lock).
 std::optional<std::string> lock_of_key(std::string_view prefix, std::string_view key);
 
-/// What a Mutex waiter does with two reads sent together after its predecessor's deletion:
-/// the newest key before its own (`line_empty`: none, read at `line_rev`) and its own key
-/// (`own_created`: its create revision, nullopt when absent, read at `own_rev`).
-enum class turn { wait, hold, restart, read_own_again };
-/// wait: a predecessor is left. hold: none is left and the own key (of create revision
-/// `mine`) was there at the line read's revision or later. restart: it was gone or is
-/// another one (lease ended, forced away). read_own_again: the own key was read before the
-/// line was, so a deletion of it between the two reads could go unseen.
-turn after_deletion(bool line_empty, std::int64_t line_rev, std::optional<std::int64_t> own_created,
-                    std::int64_t own_rev, std::int64_t mine) noexcept;
-
 } // namespace dlock::detail::etcd

@@ -123,15 +123,3 @@ TEST(etcd_layout, the_offered_kinds) {
     EXPECT_TRUE(offered(lock_kind::semaphore));
     EXPECT_FALSE(offered(lock_kind::shedlock));
 }
-
-TEST(etcd_layout, a_waiter_holds_after_a_deletion_only_on_an_own_read_not_older_than_the_line) {
-    using dlock::detail::etcd::after_deletion;
-    using dlock::detail::etcd::turn;
-    EXPECT_EQ(after_deletion(false, 10, 7, 10, 7), turn::wait); // someone is still ahead
-    EXPECT_EQ(after_deletion(true, 10, 7, 10, 7), turn::hold);
-    EXPECT_EQ(after_deletion(true, 10, 7, 11, 7), turn::hold);
-    // Read before the line: the own key may have gone in between.
-    EXPECT_EQ(after_deletion(true, 11, 7, 10, 7), turn::read_own_again);
-    EXPECT_EQ(after_deletion(true, 10, std::nullopt, 10, 7), turn::restart); // lease ended
-    EXPECT_EQ(after_deletion(true, 10, 9, 10, 7), turn::restart); // put again: not this one
-}
