@@ -251,14 +251,22 @@ void acquisition::next_predecessor() {
     if (permits_ != 0) return line();
     const auto gen = ++gen_;
     waiting_ = false;
-    backend_->client().range(
-        blockers_.empty() ? predecessor(range_, rev_) : last_before(blockers_, rev_),
-        [self = shared_from_this(), gen](grpc::Status s, pb::RangeResponse&& r) {
+    // The own key and what is ahead of it, in one read: a waiter woken by a deletion holds
+    // after this one round trip.
+    backend_->client().txn(
+        still_mine_then(key_, rev_,
+                        blockers_.empty() ? predecessor(range_, rev_)
+                                          : last_before(blockers_, rev_)),
+        [self = shared_from_this(), gen](grpc::Status s, pb::TxnResponse&& r) {
             if (self->finished_ || gen != self->gen_) return;
-            if (!s.ok()) return self->failed(s, &acquisition::next_predecessor, "range");
-            if (r.kvs().empty()) return self->check_own();
+            if (!s.ok()) return self->failed(s, &acquisition::next_predecessor, "txn");
+            if (!r.succeeded()) return self->restart(); // gone with the lease, or forced away
+            if (r.responses_size() < 1)
+                return self->fail(make_error_code(errc::protocol_error), "waiter txn");
+            const auto& ahead = r.responses(0).response_range().kvs();
+            if (ahead.empty()) return self->granted(r.header().revision());
             if (self->wait_over()) return self->give_up();
-            self->wait_for(r.kvs(0).key(), r.header().revision(), r.kvs(0).create_revision());
+            self->wait_for(ahead[0].key(), r.header().revision(), ahead[0].create_revision());
         });
 }
 
@@ -290,18 +298,6 @@ void acquisition::recheck(std::uint64_t gen, const std::string& key, std::int64_
         if (!r.kvs().empty() && r.kvs(0).create_revision() == created) return;
         self->next_predecessor();
     });
-}
-
-void acquisition::check_own() {
-    const auto gen = ++gen_;
-    backend_->client().range(
-        one_key(key_), [self = shared_from_this(), gen](grpc::Status s, pb::RangeResponse&& r) {
-            if (self->finished_ || gen != self->gen_) return;
-            if (!s.ok()) return self->failed(s, &acquisition::check_own, "range");
-            if (r.kvs().empty() || r.kvs(0).create_revision() != self->rev_)
-                return self->restart(); // gone with the lease, or forced away
-            self->granted(r.header().revision());
-        });
 }
 
 void acquisition::granted(std::int64_t seen_revision) {

@@ -7,8 +7,9 @@
 // range's first key by create revision -> holds when that is the own key, else the wait:
 // read the range's last key created before the own one (sort by create revision descending,
 // limit 1, max_create_revision = own - 1) and watch it for its deletion from the read's
-// revision (key_watch), then read again; when none is left, read the own key (still there:
-// hold; gone with the lease: start again) -> an etcd_hold.
+// revision (key_watch), then read again. Each read is one read-only Txn that also compares the
+// own key's create revision (still_mine_then: gone with the lease, start again), so that a
+// waiter woken by its predecessor's deletion holds after one round trip -> an etcd_hold.
 // The wait deadline (opts.wait) ends a watch at once; a request in flight at the deadline may
 // still grant at its answer, otherwise the own key is deleted and the result is "not
 // acquired". Transient errors (no member, no leader) are retried every 100 ms up to the hard
@@ -97,7 +98,6 @@ private:
     /// read_at, the key is read again (recheck()): gone or put again, the next predecessor.
     void wait_for(const std::string& key, std::int64_t read_at, std::int64_t created);
     void recheck(std::uint64_t gen, const std::string& key, std::int64_t created);
-    void check_own();
     void granted(std::int64_t seen_revision);
     void give_up();
     void restart();

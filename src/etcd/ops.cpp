@@ -142,6 +142,13 @@ pb::TxnRequest once_release_txn(const std::string& key, const std::string& token
     return t;
 }
 
+pb::TxnRequest still_mine_then(const std::string& key, std::int64_t rev, pb::RangeRequest ahead) {
+    pb::TxnRequest t;
+    created_at(t, key, rev);
+    *t.add_success()->mutable_request_range() = std::move(ahead);
+    return t;
+}
+
 pb::TxnRequest delete_if(const std::string& key, std::int64_t rev) {
     return delete_if({{key, rev}});
 }

@@ -43,6 +43,11 @@ pb::TxnRequest semaphore_txn(const std::string& key, const std::string& keys, st
 /// A waiter's line, in one revision: [0] every key of `keys` created before revision `rev`
 /// (the own key's; values included, for the permits check), [1] `key`.
 pb::TxnRequest semaphore_line(const std::string& key, const std::string& keys, std::int64_t rev);
+/// A waiter's next look at its line, in one round trip and one revision: while `key` still has
+/// create revision `rev` (its lease alive, not forced away), the read `ahead` (the predecessor,
+/// or the newest older blocker); succeeded false when the key is gone. A Txn of reads only is
+/// served as one linearizable read (no Raft entry). Responses on success: [0] the read.
+pb::TxnRequest still_mine_then(const std::string& key, std::int64_t rev, pb::RangeRequest ahead);
 /// A read key put under a write hold (a downgrade): `key` with `lease`, only while no write key
 /// under `writers` was created after revision `write_rev` (no writer queued behind the hold).
 pb::TxnRequest downgrade_txn(const std::string& key, const std::string& writers,
