@@ -197,6 +197,9 @@ if want etcd; then
     peer_scenarios "$r" etcd "$ETCDURL" python3-etcd3 "$endpoint" "${ETCD3[@]}"
     # The server's floor for A: put + delete pairs of one key, no lock logic (lock_bench W).
     run "etcd-floor W put+delete" "$r" "$LB" "$ETCDURL" W --seconds "$SECS"
+    # The server's floor for D: a deletion's watch event at another client and its one read
+    # (lock_bench WD: issue 22's "one watch event + one answer", no lock logic).
+    run "etcd-floor WD handoff" "$r" "$LB" "$ETCDURL" WD --ops 300 --seconds 60
     # 100 locks on the client's one lease: the keep-alive stream's cost per held lock.
     run "keepalive etcd 100 locks" "$r" "$LB" "$ETCDURL" K --locks 100 --seconds "$KSECS"
   done

@@ -14,6 +14,8 @@
 // backend's own keepalive) for --seconds, client CPU per held lock per second.
 // W (etcd): the server's floor for A, sequential put + delete pairs of one key through dlock's
 //   own gRPC stubs, no lock logic (bench/etcd_floor.hpp).
+// WD (etcd): the server's floor for D's hand-off: a key deleted by one client, the deletion's
+//   watch event at another and its one Range's answer, no lock logic (bench/etcd_floor.hpp).
 // W (zk): the server's floor for A (--workers 1) and B (--workers 50): each worker's chain of
 //   the three requests of a lock pair on one raw C-client handle, no dlock code
 //   (bench/zk_floor.hpp).
@@ -338,7 +340,7 @@ int failover(const std::string& url, unsigned rounds) {
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::cerr << "usage: lock_bench URL A|B|C|D|K|R|hold|redlock|failover [options]\n";
+        std::cerr << "usage: lock_bench URL A|B|C|D|K|R|W|WD|hold|redlock|failover [options]\n";
         return 64;
     }
     dlock::bench::options o;
@@ -401,6 +403,8 @@ int main(int argc, char** argv) {
     if (which == "W" && o.url.rfind("zk://", 0) == 0)
         return dlock::bench::zk_floor(o.url, o.workers, o.duration);
     if (which == "W") return dlock::bench::etcd_floor(o.url, o.duration);
+    if (which == "WD")
+        return dlock::bench::etcd_handoff_floor(o.url, o.max_ops ? o.max_ops : 300, o.duration);
     if (which == "K") return keepalive_cost(o.url, o.kind, locks, o.duration);
     if (which == "R") return read_mostly(o.url, o.kind, o.duration);
     if (which == "redlock") return redlock_pairs(o.url, o.duration);

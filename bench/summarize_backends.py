@@ -221,6 +221,15 @@ def main():
                   f"dlock's A is {f(a / floor if a else None, 2)} of it, python3-etcd3's "
                   f"{f(p / floor if p else None, 2)} (its pair is three writes: a lease grant, the "
                   f"put, the delete).\n")
+        h, u = med(rows, "etcd-floor WD handoff", "handoff_p50_us"), med(rows, "etcd-floor WD handoff", "idle_rtt_p50_us")
+        d = med(rows, "etcd D dlock", "handoff_p50_us")
+        if h and u:
+            print(f"The server's floor for D (lock_bench WD: a key deleted by one client, the watch "
+                  f"event at another and one read of its answer, no lock logic; issue 22's \"one watch "
+                  f"event + one answer\"): hand-off p50 {f(h)} us = {h / u:.2f} x its read round trip "
+                  f"({f(u)} us); dlock's D hand-off is {f(d / h if d else None, 2)} x this floor. The "
+                  f"deletion is a write (a Raft entry, fsync'd), so the event comes later than a read's "
+                  f"round trip.\n")
         peer_ratios(rows, "etcd", "python3-etcd3", "python3-etcd3", "etcd")
     names = [r for r in order if r.startswith("pg ") or r.startswith("redis ")]
     if names:
