@@ -138,7 +138,8 @@ int etcd_handoff_floor(const std::string& url, std::uint64_t samples, std::chron
             watch = std::make_shared<etcd::key_watch>(
                 w->client(), key, 0, [&](etcd::key_watch::result r) {
                     if (r != etcd::key_watch::result::deleted) {
-                        answered.set_value(grpc::Status(grpc::StatusCode::UNAVAILABLE, "watch broken"));
+                        answered.set_value(
+                            grpc::Status(grpc::StatusCode::UNAVAILABLE, "watch broken"));
                         return;
                     }
                     read_key(*w, key, [&](grpc::Status s) { answered.set_value(std::move(s)); });
