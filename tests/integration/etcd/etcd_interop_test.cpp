@@ -154,6 +154,36 @@ TEST_F(etcd_interop, key_deleted_signals_loss) {
     EXPECT_EQ(ec, dlock::errc::not_owner);
 }
 
+// `etcdctl del` of a waiter's own key while it waits: when the holder releases, the waiter
+// finds its key gone (the one read after the watch event compares its create revision) and
+// queues again with a new key, which it then holds; it never holds on the deleted key.
+TEST_F(etcd_interop, a_waiter_whose_key_was_deleted_holds_only_on_a_new_key) {
+    auto a = connect(), b = connect();
+    auto held = a->acquire("requeue", {.wait = 5s});
+    ASSERT_TRUE(held);
+    auto waiter =
+        std::async(std::launch::async, [&] { return b->acquire("requeue", {.wait = 10s}); });
+    std::error_code ec;
+    ASSERT_TRUE(eventually(
+        [&] {
+            return a->inspect("requeue", dlock::lock_kind::reentrant, ec).contenders.size() == 2;
+        },
+        5s));
+    const auto queued = a->inspect("requeue", dlock::lock_kind::reentrant, ec).contenders.back();
+    auto [out, rc] = etcd_->etcdctl({"del", queued.entry});
+    ASSERT_EQ(rc, 0) << out;
+    ASSERT_EQ(waiter.wait_for(300ms), std::future_status::timeout) << "granted while held";
+    held.release();
+    ASSERT_EQ(waiter.wait_for(5s), std::future_status::ready);
+    auto got = waiter.get();
+    ASSERT_TRUE(got);
+    const auto now = a->inspect("requeue", dlock::lock_kind::reentrant, ec);
+    ASSERT_EQ(now.contenders.size(), 1U);
+    EXPECT_EQ(now.contenders.front().token, got.token());
+    EXPECT_GT(*got.token(), *queued.token) << "held on the deleted key";
+    EXPECT_FALSE(got.lost());
+}
+
 // Names are data: refused before anything is sent when they could mix with other locks.
 TEST_F(etcd_interop, bad_names_are_refused) {
     auto c = connect();
