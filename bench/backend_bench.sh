@@ -202,6 +202,7 @@ if want etcd; then
     run "etcd-floor WD handoff" "$r" "$LB" "$ETCDURL" WD --ops 300 --seconds 60
     # 100 locks on the client's one lease: the keep-alive stream's cost per held lock.
     run "keepalive etcd 100 locks" "$r" "$LB" "$ETCDURL" K --locks 100 --seconds "$KSECS"
+    run "keepalive etcd 1000 locks" "$r" "$LB" "$ETCDURL" K --locks 1000 --seconds "$KSECS"
   done
 fi
 

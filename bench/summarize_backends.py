@@ -185,6 +185,12 @@ def targets(rows):
             add("<= 10 us CPU and <= 8 KiB per held lock", row,
                 f"{f(cpu, 1)} us per lock per s, {f(rss)} B per lock, lost {f(lost)}",
                 cpu is not None and rss is not None and cpu <= 10 and rss <= 8192 and not lost)
+    for row in ("keepalive etcd 100 locks", "keepalive etcd 1000 locks"):
+        if row in rows:
+            cpu = med(rows, row, "client_cpu_us_per_lock_per_s")
+            add("<= 5 us CPU per held lock per s (issue 22)", row,
+                f"{f(cpu, 1)} us per lock per s, {f(med(rows, row, 'client_wakeups_per_s'), 1)} "
+                f"wake-ups per s", cpu is not None and cpu <= 5)
     if lines:
         print("### Against the targets (median over the rounds)\n")
         print("| target | row | measured | verdict |")
