@@ -234,8 +234,8 @@ def main():
                   f"event at another and one read of its answer, no lock logic; issue 22's \"one watch "
                   f"event + one answer\"): hand-off p50 {f(h)} us = {h / u:.2f} x its read round trip "
                   f"({f(u)} us); dlock's D hand-off is {f(d / h if d else None, 2)} x this floor. The "
-                  f"deletion is a write (a Raft entry, fsync'd), so the event comes later than a read's "
-                  f"round trip.\n")
+                  f"deletion is a write (a Raft entry written to the member's log on disk) before its "
+                  f"event goes out.\n")
         peer_ratios(rows, "etcd", "python3-etcd3", "python3-etcd3", "etcd")
     names = [r for r in order if r.startswith("pg ") or r.startswith("redis ")]
     if names:
