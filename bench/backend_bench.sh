@@ -195,8 +195,10 @@ if want etcd; then
   endpoint=${endpoint%%[/?]*}
   for r in $(seq 1 "$ROUNDS"); do
     peer_scenarios "$r" etcd "$ETCDURL" python3-etcd3 "$endpoint" "${ETCD3[@]}"
-    # The server's floor for A: put + delete pairs of one key, no lock logic (lock_bench W).
+    # The server's floor for A and B: put + delete pairs, one worker or 50 with a key each over
+    # one client, no lock logic (lock_bench W).
     run "etcd-floor W put+delete" "$r" "$LB" "$ETCDURL" W --seconds "$SECS"
+    run "etcd-floor W B put+delete" "$r" "$LB" "$ETCDURL" W --workers 50 --seconds "$SECS"
     # The server's floor for D: a deletion's watch event at another client and its one read
     # (lock_bench WD: issue 22's "one watch event + one answer", no lock logic).
     run "etcd-floor WD handoff" "$r" "$LB" "$ETCDURL" WD --ops 300 --seconds 60

@@ -1,5 +1,5 @@
-// bench/etcd_floor.hpp: `lock_bench etcd://... W`, the etcd server's floor for scenario A, and
-// `lock_bench etcd://... WD`, its floor for D's hand-off.
+// bench/etcd_floor.hpp: `lock_bench etcd://... W`, the etcd server's floor for scenarios A and B,
+// and `lock_bench etcd://... WD`, its floor for D's hand-off.
 #pragma once
 
 #include <chrono>
@@ -8,10 +8,11 @@
 
 namespace dlock::bench {
 
-/// One client, sequential pairs of the two writes a Mutex pair costs (put a key, then delete
-/// it), sent through dlock's own gRPC stubs on its I/O thread with no lock logic, for `d`;
-/// prints one JSON object (ops_per_s, pair_p50_us, pair_p99_us). etcd URLs only; 64 otherwise.
-int etcd_floor(const std::string& url, std::chrono::milliseconds d);
+/// One client and `workers` threads (A: 1; B: 50), each with sequential pairs of the two writes
+/// a Mutex pair costs (put its own key, then delete it), sent through dlock's own gRPC stubs on
+/// the client's I/O thread with no lock logic, for `d`; prints one JSON object (ops_per_s,
+/// pair_p50_us, pair_p99_us over every worker's pairs). etcd URLs only; 64 otherwise.
+int etcd_floor(const std::string& url, unsigned workers, std::chrono::milliseconds d);
 
 /// D's hand-off with no lock logic: "one watch event + one answer", what issue 22 sets D's
 /// target against. Two clients (D's --client-per-worker): the first puts a key; the second

@@ -12,8 +12,9 @@
 // libraries' pages it touched, the same in every process that maps them).
 // K: the keepalive's cost on any backend: --locks N held (default lease: the watchdog, or the
 // backend's own keepalive) for --seconds, client CPU per held lock per second.
-// W (etcd): the server's floor for A, sequential put + delete pairs of one key through dlock's
-//   own gRPC stubs, no lock logic (bench/etcd_floor.hpp).
+// W (etcd): the server's floor for A (--workers 1) and B (--workers 50): each worker's
+//   sequential put + delete pairs of its own key through dlock's own gRPC stubs, no lock logic
+//   (bench/etcd_floor.hpp).
 // WD (etcd): the server's floor for D's hand-off: a key deleted by one client, the deletion's
 //   watch event at another and its one Range's answer, no lock logic (bench/etcd_floor.hpp).
 // W (zk): the server's floor for A (--workers 1) and B (--workers 50): each worker's chain of
@@ -402,7 +403,7 @@ int main(int argc, char** argv) {
     if (which == "hold") return hold_many(o.url, locks, watchdog);
     if (which == "W" && o.url.rfind("zk://", 0) == 0)
         return dlock::bench::zk_floor(o.url, o.workers, o.duration);
-    if (which == "W") return dlock::bench::etcd_floor(o.url, o.duration);
+    if (which == "W") return dlock::bench::etcd_floor(o.url, o.workers, o.duration);
     if (which == "WD")
         return dlock::bench::etcd_handoff_floor(o.url, o.max_ops ? o.max_ops : 300, o.duration);
     if (which == "K") return keepalive_cost(o.url, o.kind, locks, o.duration);

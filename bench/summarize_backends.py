@@ -227,6 +227,14 @@ def main():
                   f"dlock's A is {f(a / floor if a else None, 2)} of it, python3-etcd3's "
                   f"{f(p / floor if p else None, 2)} (its pair is three writes: a lease grant, the "
                   f"put, the delete).\n")
+        floor_b = med(rows, "etcd-floor W B put+delete", "ops_per_s")
+        if floor_b:
+            b, p = med(rows, "etcd B dlock", "ops_per_s"), med(rows, "etcd B python3-etcd3", "ops_per_s")
+            print(f"The server's floor for B (lock_bench W --workers 50: 50 workers over one client, "
+                  f"each with put + delete pairs of its own key, no lock logic): {f(floor_b)} pairs/s; "
+                  f"dlock's B is {f(b / floor_b if b else None, 2)} of it, python3-etcd3's "
+                  f"{f(p / floor_b if p else None, 2)}, so 2 x python3-etcd3 would be "
+                  f"{f(2 * p / floor_b if p else None, 2)} of it.\n")
         h, u = med(rows, "etcd-floor WD handoff", "handoff_p50_us"), med(rows, "etcd-floor WD handoff", "idle_rtt_p50_us")
         d = med(rows, "etcd D dlock", "handoff_p50_us")
         if h and u:
