@@ -172,16 +172,16 @@ void redis_client::check_eviction_policy() {
 }
 
 resp3::value redis_client::run(node& n, std::span<const std::string_view> args, std::error_code& ec,
-                               std::string_view eval_fallback) {
+                               std::string_view eval_fallback, bool lane_past_waiters) {
     if (on_io_thread()) {
         ec = make_error_code(errc::invalid_argument);
         return {};
     }
     const auto deadline = std::chrono::steady_clock::now() + opts_.command_timeout;
     // The lane whether or not acquisitions of this client wait (lane_for() is for a first
-    // attempt, which must not pass them): a command here is no attempt, and a release that
-    // could hand the lock to one of them does not come here (release.cpp).
-    if (auto* lane = n.lane()) {
+    // attempt, which must not pass them): a command here is no attempt. A release is
+    // (run_release(), client.hpp).
+    if (auto* lane = lane_past_waiters ? n.lane() : lane_for(n)) {
         ec.clear();
         resp3::value out;
         // A master that moved answers READONLY (or LOADING...) here before the shared

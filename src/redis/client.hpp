@@ -63,9 +63,18 @@ public:
     /// acquisitions of this client wait; else the shared connection). Errors:
     /// errc::invalid_argument when called on the I/O thread.
     resp3::value run(node& n, std::span<const std::string_view> args, std::error_code& ec,
-                     std::string_view eval_fallback = {});
+                     std::string_view eval_fallback = {}, bool lane_past_waiters = true);
     resp3::value run(node& n, const command& c, std::error_code& ec) {
         return run(n, c.args(), ec, c.eval_fallback());
+    }
+    /// A release: the sync lane only while no acquisition of this client waits. On the lane
+    /// the answer goes to the releasing caller alone, who may lock again before the unlock
+    /// message wakes the client's waiters (scenario C, write lock, one client: 99 % of the
+    /// grants went to the thread that had just released, one worker got 1 % of its share); on
+    /// the shared connection the I/O thread sees the answer first and gives them their head
+    /// start (ARCHITECTURE.md, "Polite release").
+    resp3::value run_release(node& n, const command& c, std::error_code& ec) {
+        return run(n, c.args(), ec, c.eval_fallback(), false);
     }
 
 private:

@@ -162,7 +162,7 @@ release_outcome release_blocking(redis_client& c, const std::shared_ptr<redis_ho
     command cmd;
     h.protocol->release(cmd, h.keys, h.owner, h.lease, h.where->pubsub_mode());
     std::error_code ec;
-    const auto v = c.run(*h.where, cmd, ec);
+    const auto v = c.run_release(*h.where, cmd, ec);
     const auto out = h.protocol->read_release(ec, v);
     note_release(c, h, out);
     return out;
