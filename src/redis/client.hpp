@@ -72,7 +72,7 @@ public:
     /// message wakes the client's waiters (scenario C, write lock, one client: 99 % of the
     /// grants went to the thread that had just released, one worker got 1 % of its share); on
     /// the shared connection the I/O thread sees the answer first and gives them their head
-    /// start (ARCHITECTURE.md, "Polite release").
+    /// start (docs/design/redis-locks.md, "Polite release").
     resp3::value run_release(node& n, const command& c, std::error_code& ec) {
         return run(n, c.args(), ec, c.eval_fallback(), false);
     }
