@@ -1,6 +1,7 @@
 #include "etcd_floor.hpp"
 
 #include "access.hpp"
+#include "scenarios.hpp"
 
 #include <dlock/client.hpp>
 
@@ -37,12 +38,6 @@ grpc::Status call(detail::etcd::etcd_backend& b, Start start) {
 
 detail::etcd::etcd_backend* etcd_of(client& c) {
     return dynamic_cast<detail::etcd::etcd_backend*>(detail::access::backend(c).get());
-}
-
-double percentile(std::vector<double> v, double q) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
 }
 
 grpc::Status put_key(detail::etcd::etcd_backend& b, const std::string& key) {

@@ -55,13 +55,6 @@ double us_between(clock::time_point a, clock::time_point b) {
     return std::chrono::duration<double, std::micro>(b - a).count();
 }
 
-double percentile(std::vector<double>& v, double p) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
-    return v[i];
-}
-
 struct server_stats {
     double commands = 0;
     double cpu_s = 0;
@@ -559,6 +552,13 @@ result run(const options& o) {
     r.handoff_p99_us = percentile(x.handoff_us, 0.99);
     r.handoff_us = std::move(x.handoff_us);
     return r;
+}
+
+double percentile(std::vector<double>& v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1));
+    return v[i];
 }
 
 std::string to_json(const result& r) {

@@ -88,4 +88,7 @@ result run(const options& o);
 /// One JSON object with every field of `r` (keys as named above).
 std::string to_json(const result& r);
 
+/// The `p` quantile (0..1) of `v`, nearest rank below; 0 when `v` is empty. Sorts `v`.
+double percentile(std::vector<double>& v, double p);
+
 } // namespace dlock::bench

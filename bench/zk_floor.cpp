@@ -1,5 +1,7 @@
 #include "zk_floor.hpp"
 
+#include "scenarios.hpp"
+
 #include <iostream>
 
 #ifdef DLOCK_WITH_ZOOKEEPER
@@ -157,15 +159,10 @@ int zk_floor(const std::string& url, unsigned workers, std::chrono::milliseconds
         std::cerr << "W: " << failed << " requests failed\n";
         return 69;
     }
-    std::sort(pairs.begin(), pairs.end());
-    const auto pct = [&](double q) {
-        return pairs.empty()
-                   ? 0.0
-                   : pairs[static_cast<std::size_t>(q * static_cast<double>(pairs.size() - 1))];
-    };
     std::cout << "{\"scenario\":\"W\",\"workers\":" << chains.size() << ",\"ops\":" << pairs.size()
               << ",\"ops_per_s\":" << static_cast<double>(pairs.size()) / secs
-              << ",\"pair_p50_us\":" << pct(0.5) << ",\"pair_p99_us\":" << pct(0.99) << "}\n";
+              << ",\"pair_p50_us\":" << percentile(pairs, 0.5)
+              << ",\"pair_p99_us\":" << percentile(pairs, 0.99) << "}\n";
     return 0;
 }
 #else
