@@ -219,22 +219,20 @@ def main():
     if names:
         scenario_table(rows, names, "etcd (one member)")
         handoff_units(rows, names)
-        floor = med(rows, "etcd-floor W put+delete", "ops_per_s")
-        if floor:
-            a, p = med(rows, "etcd A dlock", "ops_per_s"), med(rows, "etcd A python3-etcd3", "ops_per_s")
-            print(f"The server's floor for A (lock_bench W: put + delete of one key, the two writes of a "
-                  f"Mutex pair, through dlock's gRPC stubs, no lock logic): {f(floor)} pairs/s; "
-                  f"dlock's A is {f(a / floor if a else None, 2)} of it, python3-etcd3's "
-                  f"{f(p / floor if p else None, 2)} (its pair is three writes: a lease grant, the "
-                  f"put, the delete).\n")
-        floor_b = med(rows, "etcd-floor W B put+delete", "ops_per_s")
-        if floor_b:
-            b, p = med(rows, "etcd B dlock", "ops_per_s"), med(rows, "etcd B python3-etcd3", "ops_per_s")
-            print(f"The server's floor for B (lock_bench W --workers 50: 50 workers over one client, "
-                  f"each with put + delete pairs of its own key, no lock logic): {f(floor_b)} pairs/s; "
-                  f"dlock's B is {f(b / floor_b if b else None, 2)} of it, python3-etcd3's "
-                  f"{f(p / floor_b if p else None, 2)}, so 2 x python3-etcd3 would be "
-                  f"{f(2 * p / floor_b if p else None, 2)} of it.\n")
+        for sc, row, how, note in (
+                ("A", "etcd-floor W put+delete", "lock_bench W: put + delete of one key, the two "
+                 "writes of a Mutex pair", " python3-etcd3's pair is three writes: a lease grant, "
+                 "the put, the delete."),
+                ("B", "etcd-floor W B put+delete", "lock_bench W --workers 50: 50 workers over one "
+                 "client, each with put + delete pairs of its own key", "")):
+            floor = med(rows, row, "ops_per_s")
+            if not floor:
+                continue
+            d, p = med(rows, f"etcd {sc} dlock", "ops_per_s"), med(rows, f"etcd {sc} python3-etcd3", "ops_per_s")
+            print(f"The server's floor for {sc} ({how}, through dlock's gRPC stubs, no lock logic): "
+                  f"{f(floor)} pairs/s; dlock's {sc} is {f(d / floor if d else None, 2)} of it, "
+                  f"python3-etcd3's {f(p / floor if p else None, 2)}, so 2 x python3-etcd3 would be "
+                  f"{f(2 * p / floor if p else None, 2)} of it.{note}\n")
         h, u = med(rows, "etcd-floor WD handoff", "handoff_p50_us"), med(rows, "etcd-floor WD handoff", "idle_rtt_p50_us")
         d = med(rows, "etcd D dlock", "handoff_p50_us")
         if h and u:
