@@ -23,6 +23,7 @@ etcd_backend::etcd_backend(etcd_url url, std::error_code& ec, std::string& why,
     , metrics_(log) {
     rpc_ = std::make_unique<rpc>(url_, rt_.executor(), ec, why);
     if (ec) return;
+    own_watches_ = std::make_unique<own_watches>(*rpc_);
     rt_.start();
 }
 
@@ -183,6 +184,7 @@ void etcd_backend::shutdown() noexcept {
         active_.clear();
         for (auto& a : active)
             a->cancel();
+        own_watches_->clear();
         for (auto& [owner, fn] : std::exchange(at_shutdown_, {}))
             if (!owner.expired()) fn();
         std::shared_ptr<lease_session> l;

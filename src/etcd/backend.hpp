@@ -26,6 +26,7 @@
 #include "core/metrics.hpp"
 #include "core/runtime.hpp"
 #include "etcd/layout.hpp"
+#include "etcd/own_watches.hpp"
 #include "etcd/rpc.hpp"
 #include "etcd/session.hpp"
 #include "etcd/url.hpp"
@@ -91,6 +92,8 @@ public:
     // For the acquisitions and holds (I/O thread).
     const etcd_url& url() const noexcept { return url_; }
     rpc& client() noexcept { return *rpc_; }
+    /// The watches of this client's own Mutex keys, kept between holds (own_watches.hpp).
+    own_watches& own_keys() noexcept { return *own_watches_; }
     client_metrics& counters() noexcept { return metrics_; }
     bool shut() const noexcept { return shut_.load(std::memory_order_acquire); }
     void set_error(std::string why);
@@ -127,6 +130,7 @@ private:
     std::string id_;
     runtime rt_{1}; // declared before what its handlers use: destroyed after them
     std::unique_ptr<rpc> rpc_;
+    std::unique_ptr<own_watches> own_watches_; // after rpc_: its watches go first
     std::atomic<bool> shut_{false};
     client_metrics metrics_{};
     mutable std::mutex mu_;

@@ -2,6 +2,7 @@
 
 #include "core/runtime.hpp"
 #include "etcd/backend.hpp"
+#include "etcd/layout.hpp"
 #include "etcd/ops.hpp"
 
 #include <dlock/error.hpp>
@@ -28,7 +29,8 @@ etcd_hold::etcd_hold(etcd_backend& backend, const std::shared_ptr<lease_session>
     , key_(std::move(key))
     , rev_(rev)
     , ticket_(ticket)
-    , acquired_at_(std::chrono::steady_clock::now()) {
+    , acquired_at_(std::chrono::steady_clock::now())
+    , mutex_key_(key_ == own_key(range_, lease->id())) {
     set_valid_until(lease->valid_until());
 }
 
@@ -43,15 +45,27 @@ void etcd_hold::start(std::int64_t watch_from) {
 void etcd_hold::watch(std::int64_t from) {
     auto* b = live();
     if (!b || lost() || released()) return;
+    end_watch();
     std::weak_ptr<hold> w = weak_from_this();
-    if (watch_) watch_->cancel();
-    watch_ = std::make_shared<key_watch>(b->client(), key_, from, [w](key_watch::result r) {
+    auto ended = [w](key_watch::result r) {
         auto h = std::static_pointer_cast<etcd_hold>(w.lock());
         if (!h || h->lost() || h->released() || h->releasing_) return;
         if (r == key_watch::result::deleted) return h->lose(loss_cause::gone);
         h->recheck();
-    });
+    };
+    if (mutex_key_) {
+        watch_ticket_ = b->own_keys().attach(key_, rev_, from, ended);
+        if (watch_ticket_ != 0) return;
+    }
+    watch_ = std::make_shared<key_watch>(b->client(), key_, from, std::move(ended));
     watch_->start();
+}
+
+void etcd_hold::end_watch() {
+    if (watch_) std::exchange(watch_, nullptr)->cancel();
+    if (watch_ticket_ == 0) return;
+    if (auto* b = live()) b->own_keys().detach(key_, watch_ticket_);
+    watch_ticket_ = 0;
 }
 
 void etcd_hold::recheck() {
@@ -99,7 +113,7 @@ void etcd_hold::leave_queue() {
 
 void etcd_hold::lose(loss_cause cause) {
     if (lost() || released()) return;
-    if (watch_) std::exchange(watch_, nullptr)->cancel();
+    end_watch();
     if (auto* b = live()) {
         b->counters().loss(cause);
         b->counters().hold_ended(std::chrono::steady_clock::now() - acquired_at_);
@@ -116,7 +130,7 @@ void etcd_hold::finish_release(std::error_code ec) {
                 b->counters().release(client_metrics::release_result::released);
                 b->counters().hold_ended(std::chrono::steady_clock::now() - acquired_at_);
             }
-        if (watch_) std::exchange(watch_, nullptr)->cancel();
+        end_watch();
         leave_queue();
     } else if (ec == errc::not_owner) {
         if (auto* b = live()) b->counters().release(client_metrics::release_result::not_owner);
@@ -156,7 +170,7 @@ void etcd_hold::start_release(std::function<void(std::error_code)> done) {
     release_waiters_.push_back(std::move(done));
     if (releasing_) return;
     releasing_ = true;
-    if (watch_) std::exchange(watch_, nullptr)->cancel();
+    end_watch();
     send_release();
 }
 

@@ -6,8 +6,9 @@
 // - the lease ended: revoked or expired (`gone`: its keys went with it), or no keep-alive
 //   answer before valid_until (`deadline`);
 // - the own key was deleted (`dlock unlock --force`, `etcdctl del`, a lease revoke seen
-//   first here): a watch on it from the revision at which the lock was granted. When that
-//   watch breaks (member gone, compaction) the key is read again and watched anew.
+//   first here): a watch on it from the revision at which the lock was granted (a Mutex key's
+//   watch is kept for the next hold of the same key: own_watches.hpp). When that watch breaks
+//   (member gone, compaction) the key is read again and watched anew.
 // Release: a Txn deleting the key if its create revision is still ours (not_owner when it is
 // not: the hold was lost); retried every 200 ms on transient errors while the lease is valid
 // (after that the key goes with the lease). extend() is a no-op on a live hold: the lease keeps
@@ -56,6 +57,8 @@ private:
     /// The backend while it lives, from the I/O thread (its shutdown drains the loop first).
     etcd_backend* live() const noexcept { return backend_.expired() ? nullptr : raw_; }
     void watch(std::int64_t from);
+    /// Stops watching the own key (a kept watch goes back to own_watches, idle).
+    void end_watch();
     void recheck();
     void lose(loss_cause cause);
     void start_release(std::function<void(std::error_code)> done);
@@ -74,8 +77,10 @@ private:
     std::int64_t rev_;
     std::uint64_t ticket_;
     std::chrono::steady_clock::time_point acquired_at_;
+    bool mutex_key_; ///< "<range><lease id>": the next hold of the name has the same key
     // I/O thread only:
-    std::shared_ptr<key_watch> watch_{};
+    std::shared_ptr<key_watch> watch_{}; ///< a watch of its own (not a Mutex key's)
+    std::uint64_t watch_ticket_ = 0;     ///< the kept watch of the Mutex key (own_watches)
     bool left_ = false;
     bool releasing_ = false;
     std::vector<std::function<void(std::error_code)>> release_waiters_{};

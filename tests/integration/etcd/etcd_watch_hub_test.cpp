@@ -1,6 +1,7 @@
 // src/etcd/watch_hub: every watch of a client on one Watch stream, against a real etcd member,
 // counted on the member's own metrics (etcd_debugging_mvcc_watch_stream_total: open Watch
 // streams; etcd_debugging_mvcc_watcher_total: watches).
+#include "etcd/own_watches.hpp"
 #include "etcd/rpc.hpp"
 #include "etcd/url.hpp"
 #include "etcd/watch.hpp"
@@ -12,6 +13,7 @@
 #include <asio/post.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <future>
 #include <thread>
 
@@ -41,8 +43,8 @@ protected:
 };
 
 // 20 held locks and 2 waits of one client are 22 watches on one stream; another client adds a
-// stream of its own. Every release takes its watch off the server (a cancel on the shared
-// stream), so nothing is left once everything is released.
+// stream of its own. A waiter's watch goes when it is granted; a released hold's watch of its
+// Mutex key stays for the next hold of the name (own_watches.hpp): a's 21 keys and b's one.
 TEST_F(etcd_watch_hub, every_watch_of_a_client_shares_one_stream) {
     constexpr int held_locks = 20;
     auto a = connect(), b = connect();
@@ -78,9 +80,44 @@ TEST_F(etcd_watch_hub, every_watch_of_a_client_shares_one_stream) {
     }
     for (auto& l : held)
         l.release();
-    EXPECT_TRUE(wait_until([&] { return watchers() == 0; }, 5s))
-        << watchers() << " watches left on the server";
+    EXPECT_TRUE(wait_until([&] { return watchers() == held_locks + 2; }, 5s))
+        << watchers() << " watches on the server";
     EXPECT_EQ(streams(), 2) << "the streams stay open for the next watches";
+}
+
+// The next hold of a name takes over the watch its client's last hold of it kept: 51 holds of
+// one name send one watch request (a create) instead of 51 creates and 50 cancels. The kept
+// watch brings a deletion to the hold of the moment, and a release's own deletion, whose event
+// may come after the next grant, is not taken for that next hold's loss (its release would
+// then answer not_owner).
+TEST_F(etcd_watch_hub, the_next_hold_of_a_name_takes_over_the_watch_of_the_last) {
+    auto a = connect(), b = connect();
+    const auto watch_requests = [&] {
+        return etcd_->member(0).metric("grpc_server_msg_received_total",
+                                       "grpc_service=\"etcdserverpb.Watch\"");
+    };
+    const auto before = watch_requests();
+    for (int i = 0; i < 50; ++i) {
+        auto l = a->acquire("kept", {.wait = 5s});
+        ASSERT_TRUE(l) << i;
+        std::error_code ec;
+        l.release(ec);
+        ASSERT_FALSE(ec) << "pair " << i << ": " << ec.message();
+    }
+    auto held = a->acquire("kept", {.wait = 5s});
+    ASSERT_TRUE(held);
+    ASSERT_TRUE(b->force_unlock("kept", dlock::lock_kind::reentrant));
+    EXPECT_TRUE(wait_until([&] { return held.lost(); }, 2s));
+    EXPECT_EQ(watch_requests() - before, 1) << "watch requests for 51 holds of one name";
+    EXPECT_EQ(watchers(), 1);
+    EXPECT_EQ(a->metrics().losses[static_cast<std::size_t>(dlock::loss_cause::gone)], 1u);
+
+    // After the loss the same watch serves the next hold too.
+    auto again = a->acquire("kept", {.wait = 5s});
+    ASSERT_TRUE(again);
+    ASSERT_TRUE(b->force_unlock("kept", dlock::lock_kind::reentrant));
+    EXPECT_TRUE(wait_until([&] { return again.lost(); }, 2s));
+    EXPECT_EQ(watch_requests() - before, 1);
 }
 
 // Answers go to their own watch: the key of one of many held locks deleted behind the client's
@@ -184,6 +221,72 @@ TEST_F(etcd_watch_hub, a_watch_from_a_compacted_revision_ends_broken_and_is_coun
     ASSERT_EQ(g.wait_for(5s), std::future_status::ready);
     EXPECT_EQ(g.get(), etcd::key_watch::result::deleted);
     EXPECT_EQ(r.watches()->cancelled(), 1u);
+    r.close();
+}
+
+/// Runs `f` on `loop`'s thread and waits for it.
+void run_on(io_thread& loop, const std::function<void()>& f) {
+    std::promise<void> done;
+    asio::post(loop.io, [&] {
+        f();
+        done.set_value();
+    });
+    done.get_future().wait();
+}
+
+// own_watches (the kept watch of a Mutex key, hold.cpp): a deletion at or before the new
+// holder's revision (the last hold's release, whose event can come after the next grant) is
+// not the new holder's; a later one is. The I/O thread is kept busy while the key is deleted
+// and put again, so that deletion's event is handled after the take-over; the deletion of
+// another key on the same stream, later, shows when it has been handled.
+TEST_F(etcd_watch_hub, a_kept_watch_gives_its_next_holder_only_the_deletions_after_its_key) {
+    namespace etcd = dlock::detail::etcd;
+    using result = etcd::key_watch::result;
+    ASSERT_EQ(etcd_->etcdctl({"put", "own", ""}).second, 0);
+    ASSERT_EQ(etcd_->etcdctl({"put", "marker", ""}).second, 0);
+    std::error_code ec;
+    std::string why;
+    const auto url = etcd::parse_etcd_url(etcd_->url(), ec, &why);
+    ASSERT_FALSE(ec) << why;
+    io_thread loop;
+    etcd::rpc r(url, loop.io.get_executor(), ec, why);
+    ASSERT_FALSE(ec) << why;
+    std::unique_ptr<etcd::own_watches> kept; // on the loop's thread only
+    std::shared_ptr<etcd::key_watch> marker;
+    std::atomic<int> first{0}, second{0};
+    std::promise<void> marker_gone;
+    std::uint64_t ticket = 0;
+    run_on(loop, [&] {
+        kept = std::make_unique<etcd::own_watches>(r);
+        ticket = kept->attach("own", 0, 0, [&](result res) { first += res == result::deleted; });
+        marker = std::make_shared<etcd::key_watch>(r, "marker", 0,
+                                                   [&](result) { marker_gone.set_value(); });
+        marker->start();
+    });
+    ASSERT_NE(ticket, 0u);
+    ASSERT_TRUE(wait_until([&] { return watchers() == 2; }, 5s)) << watchers();
+    run_on(loop, [&] {
+        kept->detach("own", ticket);
+        ASSERT_EQ(etcd_->etcdctl({"del", "own"}).second, 0);
+        ASSERT_EQ(etcd_->etcdctl({"put", "own", ""}).second, 0);
+        const auto [json, rc] = etcd_->etcdctl({"get", "own", "-w", "json"});
+        std::smatch rev;
+        ASSERT_TRUE(std::regex_search(json, rev, std::regex(R"("create_revision":(\d+))"))) << json;
+        ticket = kept->attach("own", std::stoll(rev[1].str()), 0,
+                              [&](result res) { second += res == result::deleted; });
+        EXPECT_EQ(kept->size(), 1u) << "the idle watch taken over";
+    });
+    ASSERT_EQ(etcd_->etcdctl({"del", "marker"}).second, 0);
+    ASSERT_EQ(marker_gone.get_future().wait_for(5s), std::future_status::ready);
+    EXPECT_EQ(first, 0) << "the first holder was detached";
+    EXPECT_EQ(second, 0) << "the last holder's deletion was given to the next";
+    ASSERT_EQ(etcd_->etcdctl({"del", "own"}).second, 0);
+    EXPECT_TRUE(wait_until([&] { return second == 1; }, 5s));
+    EXPECT_EQ(watchers(), 1) << "one watch of the key throughout";
+    run_on(loop, [&] {
+        kept.reset();
+        marker.reset();
+    });
     r.close();
 }
 
