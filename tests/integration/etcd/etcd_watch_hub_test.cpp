@@ -179,6 +179,24 @@ struct io_thread {
     }
 };
 
+/// An rpc of `url` on a loop of its own (the backend's internals without the backend); `r` is
+/// null (and the test failed) when the URL or the channel is refused.
+struct internals {
+    io_thread loop;
+    std::unique_ptr<dlock::detail::etcd::rpc> r;
+    explicit internals(const std::string& url_text) {
+        namespace etcd = dlock::detail::etcd;
+        std::error_code ec;
+        std::string why;
+        const auto url = etcd::parse_etcd_url(url_text, ec, &why);
+        if (!ec) r = std::make_unique<etcd::rpc>(url, loop.io.get_executor(), ec, why);
+        if (ec) {
+            r.reset();
+            ADD_FAILURE() << why;
+        }
+    }
+};
+
 // A watch from a revision etcd has compacted away is created and then cancelled by etcd
 // (compact_revision set in its answer): it ends `broken`, which its owner answers by reading
 // again and watching anew, and the client counts it (metrics' watches_cancelled; fault row
@@ -193,13 +211,10 @@ TEST_F(etcd_watch_hub, a_watch_from_a_compacted_revision_ends_broken_and_is_coun
     ASSERT_TRUE(std::regex_search(json, rev, std::regex(R"("revision":(\d+))"))) << json;
     ASSERT_EQ(etcd_->etcdctl({"compact", rev[1].str()}).second, 0);
 
-    std::error_code ec;
-    std::string why;
-    const auto url = etcd::parse_etcd_url(etcd_->url(), ec, &why);
-    ASSERT_FALSE(ec) << why;
-    io_thread loop;
-    etcd::rpc r(url, loop.io.get_executor(), ec, why);
-    ASSERT_FALSE(ec) << why;
+    internals in(etcd_->url());
+    ASSERT_TRUE(in.r);
+    auto& r = *in.r;
+    auto& loop = in.loop;
     std::promise<etcd::key_watch::result> ended;
     auto w = std::make_shared<etcd::key_watch>(r, "compacted", 1,
                                                [&](auto res) { ended.set_value(res); });
@@ -244,13 +259,10 @@ TEST_F(etcd_watch_hub, a_kept_watch_gives_its_next_holder_only_the_deletions_aft
     using result = etcd::key_watch::result;
     ASSERT_EQ(etcd_->etcdctl({"put", "own", ""}).second, 0);
     ASSERT_EQ(etcd_->etcdctl({"put", "marker", ""}).second, 0);
-    std::error_code ec;
-    std::string why;
-    const auto url = etcd::parse_etcd_url(etcd_->url(), ec, &why);
-    ASSERT_FALSE(ec) << why;
-    io_thread loop;
-    etcd::rpc r(url, loop.io.get_executor(), ec, why);
-    ASSERT_FALSE(ec) << why;
+    internals in(etcd_->url());
+    ASSERT_TRUE(in.r);
+    auto& r = *in.r;
+    auto& loop = in.loop;
     std::unique_ptr<etcd::own_watches> kept; // on the loop's thread only
     std::shared_ptr<etcd::key_watch> marker;
     std::atomic<int> first{0}, second{0};
