@@ -106,8 +106,11 @@ void acquisition::on_put(grpc::Status s, pb::TxnResponse&& r) {
     if (permits_ != 0) return on_semaphore_put(std::move(r));
     if (!blockers_.empty()) return on_rw_put(std::move(r));
     if (r.responses_size() < 2) return fail(make_error_code(errc::protocol_error), "lock txn");
-    if (r.succeeded()) {
+    if (r.succeeded()) { // the own key is the newest of the range: it holds if it is alone
         rev_ = r.header().revision();
+        if (r.responses(1).response_range().count() == 1) return granted(r.header().revision());
+        if (wait_over()) return give_up();
+        return next_predecessor();
     } else {
         const auto& mine = r.responses(0).response_range().kvs();
         if (mine.empty()) return put(); // deleted between compare and read: again

@@ -51,7 +51,10 @@ pb::TxnRequest lock_txn(const std::string& key, const std::string& range, std::i
     pb::TxnRequest t;
     created_at(t, key, 0);
     put(t, key, lease, value ? *value : std::string());
-    *t.add_success()->mutable_request_range() = by_create(range, 1);
+    auto* count = t.add_success()->mutable_request_range();
+    count->set_key(range);
+    count->set_range_end(range_end(range));
+    count->set_count_only(true);
     *t.add_failure()->mutable_request_range() = one_key(key);
     *t.add_failure()->mutable_request_range() = by_create(range, 1);
     if (value) { // the adopted key takes the campaign's value (responses [0] and [1] come first)

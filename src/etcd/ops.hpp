@@ -17,8 +17,10 @@ pb::RangeRequest by_create(const std::string& range, std::int64_t limit = 0);
 pb::RangeRequest predecessor(const std::string& range, std::int64_t below);
 /// The key `key` alone.
 pb::RangeRequest one_key(const std::string& key);
-/// The Mutex's one round trip: put `key` with `lease` unless it exists (else read it); read the
-/// first key of `range` either way. Responses: [0] put or read of the key, [1] the first key.
+/// The Mutex's one round trip: put `key` with `lease` unless it exists (else read it). Then, when
+/// put, count the keys of `range` (the new key is the newest: it holds if it is alone; a count
+/// reads no key, which costs etcd less than Go's sorted read of the first key); when read, read
+/// the first key of `range`. Responses: [0] put or read of the key, [1] the count or first key.
 /// With a `value` (an election's campaign: concurrency.Election), the key is put with it, and
 /// a key that existed (this lease's own, adopted) gets it too after the two reads, as the Go
 /// client's Campaign proclaims the new value on a key it finds.
