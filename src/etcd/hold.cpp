@@ -145,22 +145,33 @@ void etcd_hold::finish_release(std::error_code ec) {
 void etcd_hold::send_release() {
     auto* b = live();
     if (!b) return finish_release({});
-    b->client().txn(
-        delete_if(key_, rev_), [h = std::static_pointer_cast<etcd_hold>(shared_from_this())](
-                                   grpc::Status s, pb::TxnResponse&& r) {
-            if (!h->releasing_) return;
-            if (s.ok())
-                return h->finish_release(r.succeeded() ? std::error_code{}
-                                                       : make_error_code(errc::not_owner));
-            auto* b2 = h->live();
-            auto l = h->lease_.lock();
-            if (!b2 || b2->shut() || !l || l->ended())
-                return h->finish_release({}); // the key goes with the lease
-            b2->set_error("release of " + h->key_ + " on etcd: " + s.error_message());
-            auto t = std::make_shared<asio::steady_timer>(b2->executor(), release_retry);
-            t->async_wait([h, t](std::error_code ec) {
-                if (!ec && h->releasing_) h->send_release();
-            });
+    auto self = std::static_pointer_cast<etcd_hold>(shared_from_this());
+    if (mutex_key_) { // as Go's Mutex.Unlock: no other hold of this key can exist (backend.hpp)
+        pb::DeleteRangeRequest d;
+        d.set_key(key_);
+        return b->client().delete_range(std::move(d),
+                                        [self](grpc::Status s, pb::DeleteRangeResponse&& r) {
+                                            self->on_released(s, r.deleted() == 1);
+                                        });
+    }
+    b->client().txn(delete_if(key_, rev_), [self](grpc::Status s, pb::TxnResponse&& r) {
+        self->on_released(s, r.succeeded());
+    });
+}
+
+void etcd_hold::on_released(const grpc::Status& s, bool deleted) {
+    if (!releasing_) return;
+    if (s.ok())
+        return finish_release(deleted ? std::error_code{} : make_error_code(errc::not_owner));
+    auto* b = live();
+    auto l = lease_.lock();
+    if (!b || b->shut() || !l || l->ended())
+        return finish_release({}); // the key goes with the lease
+    b->set_error("release of " + key_ + " on etcd: " + s.error_message());
+    auto t = std::make_shared<asio::steady_timer>(b->executor(), release_retry);
+    t->async_wait(
+        [h = std::static_pointer_cast<etcd_hold>(shared_from_this()), t](std::error_code ec) {
+            if (!ec && h->releasing_) h->send_release();
         });
 }
 

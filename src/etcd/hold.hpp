@@ -9,10 +9,12 @@
 //   first here): a watch on it from the revision at which the lock was granted (a Mutex key's
 //   watch is kept for the next hold of the same key: own_watches.hpp). When that watch breaks
 //   (member gone, compaction) the key is read again and watched anew.
-// Release: a Txn deleting the key if its create revision is still ours (not_owner when it is
-// not: the hold was lost); retried every 200 ms on transient errors while the lease is valid
-// (after that the key goes with the lease). extend() is a no-op on a live hold: the lease keeps
-// itself alive.
+// Release: a Mutex key ("<range><lease id>") is deleted outright, as Go's Mutex.Unlock does: only
+// this client puts it, one hold at a time (the client's queue of the name), so no newer
+// incarnation can be hit; nothing deleted is not_owner (the hold was lost). An RWMutex or
+// semaphore key: a Txn deleting it if its create revision is still ours. Retried every 200 ms
+// on transient errors while the lease is valid (after that the key goes with the lease). extend()
+// is a no-op on a live hold: the lease keeps itself alive.
 #pragma once
 
 #include "core/self_renewing_hold.hpp"
@@ -63,6 +65,8 @@ private:
     void lose(loss_cause cause);
     void start_release(std::function<void(std::error_code)> done);
     void send_release();
+    /// The release's answer: `deleted`, the key was there (else not_owner).
+    void on_released(const grpc::Status& s, bool deleted);
     void finish_release(std::error_code ec);
     /// Leaves the backend's local queue of the name (once: released or lost).
     void leave_queue();
