@@ -302,4 +302,44 @@ TEST_F(etcd_watch_hub, a_kept_watch_gives_its_next_holder_only_the_deletions_aft
     r.close();
 }
 
+// own_watches' bounds: beyond `max_idle` idle watches the least recently released one goes
+// (its cancel reaches etcd), and with a `linger` of 0 nothing stays idle past its release.
+TEST_F(etcd_watch_hub, kept_watches_are_bounded_in_number_and_age) {
+    namespace etcd = dlock::detail::etcd;
+    const auto watch_requests = [&] {
+        return etcd_->member(0).metric("grpc_server_msg_received_total",
+                                       "grpc_service=\"etcdserverpb.Watch\"");
+    };
+    const auto before = watch_requests();
+    internals in(etcd_->url());
+    ASSERT_TRUE(in.r);
+    std::unique_ptr<etcd::own_watches> few, brief; // on the loop's thread only
+    const auto nothing = [](etcd::key_watch::result) {};
+    run_on(in.loop, [&] {
+        few = std::make_unique<etcd::own_watches>(*in.r, 2);
+        for (const char* key : {"k1", "k2", "k3"})
+            few->detach(key, few->attach(key, 0, 0, nothing));
+        EXPECT_EQ(few->idle(), 2u);
+        EXPECT_EQ(few->size(), 2u);
+    });
+    // Three creates and the first key's cancel, then two watches left on the server.
+    ASSERT_TRUE(wait_until([&] { return watch_requests() - before == 4; }, 5s))
+        << watch_requests() - before;
+    EXPECT_EQ(watchers(), 2);
+    run_on(in.loop, [&] {
+        brief = std::make_unique<etcd::own_watches>(*in.r, 256, std::chrono::seconds(0));
+        brief->detach("k4", brief->attach("k4", 0, 0, nothing));
+        EXPECT_EQ(brief->idle(), 0u);
+        EXPECT_EQ(brief->size(), 0u);
+    });
+    ASSERT_TRUE(wait_until([&] { return watch_requests() - before == 6; }, 5s))
+        << watch_requests() - before;
+    EXPECT_EQ(watchers(), 2);
+    run_on(in.loop, [&] {
+        few.reset();
+        brief.reset();
+    });
+    in.r->close();
+}
+
 } // namespace
