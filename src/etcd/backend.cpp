@@ -6,6 +6,7 @@
 #include "core/random.hpp"
 #include "etcd/acquire.hpp"
 #include "etcd/layout.hpp"
+#include "etcd/version.hpp"
 #include "etcd/watch_hub.hpp"
 
 #include <dlock/error.hpp>
@@ -114,6 +115,31 @@ void etcd_backend::leave(const std::string& range, std::uint64_t ticket) {
     if (was_front) rt_.post([go = q.front().second] { go(); });
 }
 
+void etcd_backend::with_server(std::function<void(std::error_code)> fn) {
+    if (server_ok_) return fn({});
+    server_waiters_.push_back(std::move(fn));
+    if (std::exchange(checking_server_, true)) return;
+    rpc_->status({}, [this](grpc::Status s, pb::StatusResponse&& r) {
+        checking_server_ = false;
+        std::error_code ec = to_error(s);
+        if (!s.ok()) {
+            set_error("server status (etcd " + url_.display() + "): " +
+                      (ec == errc::unsupported ? "not etcd's v3 API (" + s.error_message() + ")"
+                                               : s.error_message()));
+        } else if (!version_supported(r.version())) {
+            ec = errc::unsupported;
+            set_error("etcd " + r.version() + " at " + url_.display() + " is older than " +
+                      std::to_string(oldest_major) + "." + std::to_string(oldest_minor) +
+                      ", the oldest dlock speaks to");
+        } else {
+            server_ok_ = true;
+        }
+        auto waiters = std::exchange(server_waiters_, {});
+        for (auto& w : waiters)
+            w(ec);
+    });
+}
+
 void etcd_backend::with_lease(
     std::function<void(std::error_code, std::shared_ptr<lease_session>)> fn) {
     if (shut()) return fn(make_error_code(errc::cancelled), nullptr);
@@ -122,18 +148,38 @@ void etcd_backend::with_lease(
     if (granting_) return;
     granting_ = true;
     auto l = std::make_shared<lease_session>(*rpc_, executor(), url_.ttl, metrics_);
-    l->start([this, l](std::error_code ec, std::string why) {
+    // The grant and the server's check side by side (no round trip more for a first lock); the
+    // waiters hear when both answered, the check's error first.
+    struct both {
+        int left = 2;
+        std::error_code server, grant;
+        std::string why;
+    };
+    auto st = std::make_shared<both>();
+    const auto one_done = [this, l, st] {
+        if (--st->left > 0) return;
         granting_ = false;
-        if (ec) {
-            set_error(why + " (etcd " + url_.display() + ")");
+        const auto ec = st->server ? st->server : st->grant;
+        if (st->server) {
+            if (!st->grant) l->revoke([] {}); // granted on a server we refuse: given back
+        } else if (st->grant) {
+            set_error(st->why + " (etcd " + url_.display() + ")");
         } else {
             std::lock_guard lk(mu_);
             lease_ = l;
         }
-        auto waiters = std::move(lease_waiters_);
-        lease_waiters_.clear();
+        auto waiters = std::exchange(lease_waiters_, {});
         for (auto& w : waiters)
             w(ec, ec ? nullptr : l);
+    };
+    with_server([st, one_done](std::error_code ec) {
+        st->server = ec;
+        one_done();
+    });
+    l->start([st, one_done](std::error_code ec, std::string why) {
+        st->grant = ec;
+        st->why = std::move(why);
+        one_done();
     });
 }
 

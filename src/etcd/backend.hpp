@@ -97,7 +97,13 @@ public:
     client_metrics& counters() noexcept { return metrics_; }
     bool shut() const noexcept { return shut_.load(std::memory_order_acquire); }
     void set_error(std::string why);
-    /// The live lease, granted on demand; an error when it cannot be granted.
+    /// `fn` once this client knows that its server speaks etcd 3.4 or later (version.hpp): {}
+    /// then; unsupported for an older member or one without etcd's v3 API (Maintenance.Status
+    /// unimplemented); or the error of the check (unavailable...: asked again at the next call).
+    /// One Status request per client once it passed.
+    void with_server(std::function<void(std::error_code)> fn);
+    /// The live lease, granted on demand (beside with_server's check the first time); an error
+    /// when it cannot be granted or the server is refused.
     void with_lease(std::function<void(std::error_code, std::shared_ptr<lease_session>)> fn);
     /// A Unix time in nanoseconds for an RWMutex key, later than every earlier one of this
     /// backend (I/O thread).
@@ -138,6 +144,9 @@ private:
     std::string last_error_{};               // guarded by mu_
     // I/O thread only:
     bool granting_ = false;
+    bool server_ok_ = false;
+    bool checking_server_ = false;
+    std::vector<std::function<void(std::error_code)>> server_waiters_{};
     std::vector<std::function<void(std::error_code, std::shared_ptr<lease_session>)>>
         lease_waiters_{};
     std::uint64_t next_ticket_ = 0;

@@ -50,7 +50,13 @@ public:
         raw_->at_shutdown(weak_from_this(), [w = weak_from_this()] {
             if (auto self = w.lock()) self->end();
         });
-        refresh();
+        // A member older than etcd 3.4 would never answer the watch (version.hpp).
+        raw_->with_server([w = weak_from_this(), gen = gen_](std::error_code ec) {
+            auto self = w.lock();
+            if (!self || !self->wanted(gen)) return;
+            if (ec) return self->finish_first(ec);
+            self->refresh();
+        });
     }
 
     void stop() noexcept override {

@@ -198,6 +198,7 @@ rpc::rpc(const etcd_url& url, asio::any_io_executor ex, std::error_code& ec, std
     watch_ = pb::Watch::NewStub(channel_);
     lease_ = pb::Lease::NewStub(channel_);
     auth_ = pb::Auth::NewStub(channel_);
+    maintenance_ = pb::Maintenance::NewStub(channel_);
 }
 
 rpc::~rpc() {
@@ -292,6 +293,7 @@ DLOCK_ETCD_UNARY(lease_grant, lease_, LeaseGrant, LeaseGrantRequest, LeaseGrantR
 DLOCK_ETCD_UNARY(lease_revoke, lease_, LeaseRevoke, LeaseRevokeRequest, LeaseRevokeResponse)
 DLOCK_ETCD_UNARY(lease_ttl, lease_, LeaseTimeToLive, LeaseTimeToLiveRequest,
                  LeaseTimeToLiveResponse)
+DLOCK_ETCD_UNARY(status, maintenance_, Status, StatusRequest, StatusResponse)
 #undef DLOCK_ETCD_UNARY
 
 template <class S, class Open>

@@ -173,6 +173,8 @@ public:
     void lease_grant(pb::LeaseGrantRequest r, done_fn<pb::LeaseGrantResponse> done);
     void lease_revoke(pb::LeaseRevokeRequest r, done_fn<pb::LeaseRevokeResponse> done);
     void lease_ttl(pb::LeaseTimeToLiveRequest r, done_fn<pb::LeaseTimeToLiveResponse> done);
+    /// Maintenance.Status of the member that serves it (its version: etcd_backend::with_server).
+    void status(pb::StatusRequest r, done_fn<pb::StatusResponse> done);
 
     /// Opens a Watch stream: `opened` gets it (on_read then runs per answer, on_end once), or
     /// nullptr after `on_end` got the status of a failed authentication.
@@ -209,6 +211,7 @@ private:
     std::unique_ptr<pb::Watch::Stub> watch_;
     std::unique_ptr<pb::Lease::Stub> lease_;
     std::unique_ptr<pb::Auth::Stub> auth_;
+    std::unique_ptr<pb::Maintenance::Stub> maintenance_;
     // I/O thread only:
     std::string token_{};
     bool authenticating_ = false;

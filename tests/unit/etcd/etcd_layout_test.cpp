@@ -1,7 +1,9 @@
 // The etcd backend's sans-I/O parts: the URL (etcd/url.hpp) and etcd's Mutex layout
-// (etcd/layout.hpp): key ranges, own keys, prefix range ends, names refused, keys read back.
+// (etcd/layout.hpp): key ranges, own keys, prefix range ends, names refused, keys read back;
+// the oldest server version spoken to (etcd/version.hpp).
 #include "etcd/layout.hpp"
 #include "etcd/url.hpp"
+#include "etcd/version.hpp"
 
 #include <dlock/error.hpp>
 
@@ -122,4 +124,14 @@ TEST(etcd_layout, the_offered_kinds) {
     EXPECT_FALSE(offered(lock_kind::simple));
     EXPECT_TRUE(offered(lock_kind::semaphore));
     EXPECT_FALSE(offered(lock_kind::shedlock));
+}
+
+TEST(etcd_version, members_before_3_4_are_refused) {
+    for (const char* v : {"3.4.0", "3.4.23", "3.5.9", "3.6.0-alpha.0", "4.0.0", "3.10.1"})
+        EXPECT_TRUE(version_supported(v)) << v;
+    for (const char* v : {"3.3.27", "3.0.0", "2.3.8", "3.2"})
+        EXPECT_FALSE(version_supported(v)) << v;
+    // Not a version: judged by what the server answers, not refused here.
+    for (const char* v : {"", "x", "3", "3.x"})
+        EXPECT_TRUE(version_supported(v)) << v;
 }
