@@ -21,6 +21,9 @@
 // renewals land with half of what is left) keeps it fresh while connected; when it passes while
 // disconnected the observers are told (their locks count as lost), without waiting for the server's
 // Expired event that a partitioned client never gets.
+// The observers hear of a renewal once it moved valid_until by 1 % of the timeout since they
+// last did (every ping's answer does; under load each answer renews), so a hold's valid_until
+// lags the session's by less than that, on the safe side.
 //
 // Reconnects within the session are the C client's (it re-sends the session id and password
 // and re-registers watches). An expired session is final: the handle is closed and the
@@ -228,6 +231,7 @@ private:
     std::optional<touches> touches_{};
     std::chrono::milliseconds lag_{0};       ///< settled (0 before: pings as without a lag)
     clock::time_point answered_unsettled_{}; ///< the newest answered send before that
+    clock::time_point told_until_{};         ///< the valid_until the observers last heard of
     bool ever_connected_ = false;
     std::vector<std::function<void(std::error_code)>> connect_waiters_{};
     std::vector<std::weak_ptr<session_observer>> observers_{};

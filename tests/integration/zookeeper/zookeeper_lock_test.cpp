@@ -417,6 +417,30 @@ TEST_F(zk_lock, bad_inputs_give_typed_errors) {
     EXPECT_EQ(ec, make_error_code(errc::configuration_error));
 }
 
+// Every answer renews the session; its holds hear of it once it moved by 1 % of the timeout
+// (session.cpp), so a hold's valid_until trails the session's by less than that.
+TEST_F(zk_lock, a_holds_valid_until_follows_its_sessions_within_a_hundredth_of_the_timeout) {
+    auto a = zk_backend_for(url("?session_timeout=4000"));
+    std::error_code ec;
+    auto h = a->acquire("follows", waiting(5s), ec);
+    ASSERT_TRUE(h) << a->last_error_detail();
+    const auto s = a->current_session();
+    ASSERT_EQ(s->negotiated(), 4000ms);
+    const auto first = h->valid_until();
+    // Requests (answered, so renewing) until the session moved 10 hundredths on.
+    ASSERT_TRUE(eventually(
+        [&] {
+            (void)a->is_locked("follows", lock_kind::reentrant, ec);
+            return s->valid_until() > first + 400ms;
+        },
+        5s));
+    const auto hold_until = h->valid_until(); // first: the session's only grows
+    const auto session_until = s->valid_until();
+    EXPECT_GT(hold_until, first);
+    EXPECT_LE(hold_until, session_until);
+    EXPECT_GT(hold_until, session_until - 40ms);
+}
+
 TEST_F(zk_lock, negotiated_session_timeout_is_reported_and_clamped) {
     // tickTime 200 ms: the server allows 400 .. 4000 ms; 60 s is clamped to 4 s.
     auto a = zk_backend_for(url("?session_timeout=60000"));
