@@ -4,6 +4,7 @@
 
 #include <dlock/error.hpp>
 
+#include <absl/synchronization/mutex.h>
 #include <arpa/inet.h>
 #include <cstdlib>
 #include <fstream>
@@ -111,6 +112,20 @@ void pin_callback_queue() {
     (void)pinned;
 }
 
+/// Debian 12 builds Abseil without NDEBUG, so its Mutex runs in debug mode, where every lock
+/// taken while another is held updates a lock-order graph for deadlock detection (gRPC takes
+/// its mutexes nested: in scenario B, perf showed GraphCycles::GetId and the rest of it at
+/// about 3.5 % of the client's CPU). That detection is a debugging aid for Abseil's own
+/// users, not a check gRPC relies on: off, once, when the first etcd client starts (a program
+/// that never makes one keeps Abseil's default). docs/design/etcd.md says so.
+void abseil_release_mode() {
+    static const bool once = [] {
+        absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+        return true;
+    }();
+    (void)once;
+}
+
 } // namespace
 
 std::error_code to_error(const grpc::Status& s) {
@@ -157,6 +172,7 @@ rpc::rpc(const etcd_url& url, asio::any_io_executor ex, std::error_code& ec, std
     , d_(std::make_shared<delivery>(ex))
     , hub_(std::make_shared<watch_hub>(*this, ex)) {
     ec.clear();
+    abseil_release_mode();
     pin_callback_queue();
     const auto target = channel_target(url_);
     if (target.empty()) {
