@@ -275,19 +275,29 @@ void rpc::unary(Req req, Invoke invoke, done_fn<Resp> done, bool retried) {
         c->req = std::move(req);
         prepare(c->ctx, false);
         requests_.fetch_add(1, std::memory_order_relaxed);
-        invoke(&c->ctx, &c->req, &c->resp,
-               [this, c, invoke, done = std::move(done), retried, d = d_](grpc::Status s) {
-                   d->post([this, c, s, invoke, done, retried]() mutable {
-                       if (!retried && !url_.user.empty() &&
-                           s.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
-                           token_.clear(); // expired: authenticate again, once
-                           return unary<Req, Resp>(std::move(c->req), invoke, std::move(done),
-                                                   true);
-                       }
-                       done(std::move(s), std::move(c->resp));
-                   });
-               });
+        // The continuation stays here, on the I/O thread; gRPC's thread gets only its id.
+        const auto id = ++next_call_;
+        answers_.emplace(
+            id, [this, c, invoke, done = std::move(done), retried](grpc::Status s) mutable {
+                if (!retried && !url_.user.empty() &&
+                    s.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+                    token_.clear(); // expired: authenticate again, once
+                    return unary<Req, Resp>(std::move(c->req), invoke, std::move(done), true);
+                }
+                done(std::move(s), std::move(c->resp));
+            });
+        invoke(&c->ctx, &c->req, &c->resp, [this, c, id, d = d_](grpc::Status s) {
+            d->post([this, id, s = std::move(s)]() mutable { answer(id, std::move(s)); });
+        });
     });
+}
+
+void rpc::answer(std::uint64_t id, grpc::Status s) {
+    const auto it = answers_.find(id);
+    if (it == answers_.end()) return;
+    auto f = std::move(it->second);
+    answers_.erase(it);
+    f(std::move(s));
 }
 
 // One line per method: the stub's callback-API call.

@@ -36,6 +36,7 @@
 #include <mutex>
 #include <string>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -202,6 +203,8 @@ private:
     /// a failed Authenticate otherwise.
     void with_token(std::function<void(grpc::Status)> then);
     void prepare(grpc::ClientContext& ctx, bool stream) const;
+    /// I/O thread: runs and drops the continuation of call `id`.
+    void answer(std::uint64_t id, grpc::Status s);
 
     etcd_url url_;
     std::shared_ptr<delivery> d_;
@@ -216,6 +219,12 @@ private:
     std::string token_{};
     bool authenticating_ = false;
     std::vector<std::function<void(grpc::Status)>> token_waiters_{};
+    /// The unary calls' continuations by call id. gRPC's threads hold only the id, so nothing
+    /// a continuation owns (the last reference to a lease session, whose timers need the
+    /// backend's loop) is ever destroyed on one of them, not even when the answer comes after
+    /// the backend closed; what is left here goes with the rpc, before the loop.
+    std::unordered_map<std::uint64_t, std::function<void(grpc::Status)>> answers_{};
+    std::uint64_t next_call_ = 0;
     std::atomic<std::uint64_t> requests_{0};
 };
 
