@@ -4,8 +4,14 @@
 #include "redis/client.hpp"
 #include "redis/hold.hpp"
 
+#include <asio/post.hpp>
+
 #include <algorithm>
 #include <functional>
+#include <future>
+#include <iterator>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace dlock::detail {
@@ -44,6 +50,8 @@ void renewal_service::start() {
 }
 
 void renewal_service::stop() {
+    stopped_ = true;
+    due_.clear();
     watch_.stop();
     tick_timer_.cancel();
 }
@@ -66,9 +74,9 @@ void renewal_service::arm_tick() {
 
 void renewal_service::tick() {
     ticks_.fetch_add(1, std::memory_order_relaxed);
-    // A previous round still unanswered (server stalled): do not pile up more; the deadlines
-    // decide loss. Said once per round: its holds are not being renewed.
-    if (inflight_ != 0) return stalled();
+    // A previous round still unanswered or unsent (server stalled): do not pile up more; the
+    // deadlines decide loss. Said once per round: its holds are not being renewed.
+    if (inflight_ != 0 || !due_.empty()) return stalled();
     // One batch per (node, slot where the topology needs it, kind): a script's keys must be
     // on one node (and, on a Cluster, in one slot), and one script renews one kind.
     struct group_key {
@@ -83,63 +91,98 @@ void renewal_service::tick() {
                    (std::hash<const void*>{}(k.protocol) << 3);
         }
     };
-    std::unordered_map<group_key, std::vector<std::shared_ptr<redis_hold>>, group_hash> due;
+    std::unordered_map<group_key, std::vector<std::shared_ptr<redis_hold>>, group_hash> groups;
     const bool by_slot = c_.router().batches_by_slot();
     // Cluster: the slot's node as of the latest map, not the one the hold was taken on
     // (after a resharding that one would answer MOVED to every renewal).
     const bool open = watch_.for_each([&](const std::shared_ptr<redis_hold>& h) {
         if (h->watchdog && active(*h))
-            due[{by_slot ? &c_.router().for_slot(h->keys.slot) : h->where,
-                 by_slot ? h->keys.slot : std::uint16_t{0}, h->protocol}]
+            groups[{by_slot ? &c_.router().for_slot(h->keys.slot) : h->where,
+                    by_slot ? h->keys.slot : std::uint16_t{0}, h->protocol}]
                 .push_back(h);
     });
     if (!open) return;
-    const auto lease = c_.options().watchdog_lease;
-    for (auto& [group, holds] : due) {
+    for (auto& [group, holds] : groups)
         for (std::size_t first = 0; first < holds.size(); first += batch_size) {
             const auto last = std::min(holds.size(), first + batch_size);
-            auto* op = new renew_op();
-            op->holds.assign(holds.begin() + static_cast<std::ptrdiff_t>(first),
-                             holds.begin() + static_cast<std::ptrdiff_t>(last));
-            op->raw.reserve(op->holds.size());
-            for (auto& h : op->holds)
-                op->raw.push_back(h.get());
-            group.protocol->renew(op->cmd, op->raw, lease);
-            op->args = op->cmd.args();
-            op->eval_fallback = op->cmd.eval_fallback();
-            op->sent_at = std::chrono::steady_clock::now();
-            op->deadline = op->sent_at + c_.options().command_timeout;
-            op->done = [this, lease](renew_op& o, std::error_code ec, resp3::value&& v) {
-                if (--inflight_ == 0) stall_logged_ = false;
-                if (lock_protocol::read_renew(ec, v, o.holds.size(), o.ok)) {
-                    const auto until = o.sent_at + lease - drift_for(lease);
-                    std::uint64_t renewed = 0;
-                    for (std::size_t i = 0; i < o.holds.size(); ++i) {
-                        auto& h = o.holds[i];
-                        if (!active(*h)) continue;
-                        if (o.ok[i]) {
-                            c_.metrics().renewal_slack(h->valid_until());
-                            h->set_valid_until(until);
-                            h->renew_server_error.store(false, std::memory_order_relaxed);
-                            ++renewed;
-                        } else {
-                            remove(h);
-                            h->end_lost(); // "not yours": gone or taken (end_lost asks)
-                        }
-                    }
-                    c_.metrics().renewals(renewed, 0);
-                } else {
-                    // Errors: nothing renewed; the watch declares loss when it is due.
-                    renewal_failed(o.holds, ec, v);
-                }
-                watch_.check();
-            };
-            ++inflight_;
-            batches_.fetch_add(1, std::memory_order_relaxed);
-            c_.metrics().renewal_batch(op->holds.size());
-            group.where->conn().submit(*op);
+            due_.push_back(
+                {group.where,
+                 group.protocol,
+                 {std::make_move_iterator(holds.begin() + static_cast<std::ptrdiff_t>(first)),
+                  std::make_move_iterator(holds.begin() + static_cast<std::ptrdiff_t>(last))}});
         }
+    send_due();
+}
+
+void renewal_service::send_due() {
+    const auto lease = c_.options().watchdog_lease;
+    while (!stopped_ && inflight_ < max_inflight && !due_.empty()) {
+        auto batch = std::move(due_.back());
+        due_.pop_back();
+        auto* op = new renew_op();
+        // A hold released while its batch waited is not renewed (its answer would be ignored).
+        for (auto& h : batch.holds)
+            if (active(*h)) op->holds.push_back(std::move(h));
+        if (op->holds.empty()) {
+            delete op;
+            continue;
+        }
+        op->raw.reserve(op->holds.size());
+        for (auto& h : op->holds)
+            op->raw.push_back(h.get());
+        batch.protocol->renew(op->cmd, op->raw, lease);
+        op->args = op->cmd.args();
+        op->eval_fallback = op->cmd.eval_fallback();
+        op->sent_at = std::chrono::steady_clock::now();
+        op->deadline = op->sent_at + c_.options().command_timeout;
+        op->done = [this, lease](renew_op& o, std::error_code ec, resp3::value&& v) {
+            --inflight_;
+            if (inflight_ == 0 && due_.empty()) stall_logged_ = false;
+            if (lock_protocol::read_renew(ec, v, o.holds.size(), o.ok)) {
+                const auto until = o.sent_at + lease - drift_for(lease);
+                std::uint64_t renewed = 0;
+                for (std::size_t i = 0; i < o.holds.size(); ++i) {
+                    auto& h = o.holds[i];
+                    if (!active(*h)) continue;
+                    if (o.ok[i]) {
+                        c_.metrics().renewal_slack(h->valid_until());
+                        h->set_valid_until(until);
+                        h->renew_server_error.store(false, std::memory_order_relaxed);
+                        ++renewed;
+                    } else {
+                        remove(h);
+                        h->end_lost(); // "not yours": gone or taken (end_lost asks)
+                    }
+                }
+                c_.metrics().renewals(renewed, 0);
+            } else {
+                // Errors: nothing renewed; the watch declares loss when it is due.
+                renewal_failed(o.holds, ec, v);
+            }
+            send_due();
+            watch_.check();
+        };
+        ++inflight_;
+        batches_.fetch_add(1, std::memory_order_relaxed);
+        c_.metrics().renewal_batch(op->holds.size());
+        batch.where->conn().submit(*op);
     }
+}
+
+std::optional<std::pair<std::uint64_t, std::uint64_t>>
+renewal_service::between_rounds(std::chrono::milliseconds limit) {
+    const auto give_up = std::chrono::steady_clock::now() + limit;
+    do {
+        std::promise<std::optional<std::pair<std::uint64_t, std::uint64_t>>> p;
+        asio::post(c_.io(), [&] {
+            p.set_value(inflight_ != 0 || !due_.empty()
+                            ? std::nullopt
+                            : std::optional(std::pair(ticks(), batches_sent())));
+        });
+        if (auto v = p.get_future().get()) return v;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } while (std::chrono::steady_clock::now() < give_up);
+    return std::nullopt;
 }
 
 void renewal_service::stalled() {
