@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <stop_token>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -53,6 +55,32 @@ TEST(loss_signal, a_release_ends_validity_without_stop_or_callbacks) {
     EXPECT_FALSE(s.stop_token().stop_requested());
     EXPECT_FALSE(called);
     EXPECT_LT(s.valid_until(), std::chrono::steady_clock::now());
+}
+
+TEST(loss_signal, a_token_asked_for_after_the_loss_is_stopped) {
+    // The stop source is made by the first stop_token(): a loss before it must still show.
+    test_signal s;
+    s.lose();
+    EXPECT_TRUE(s.stop_token().stop_requested());
+}
+
+TEST(loss_signal, a_token_or_callback_asked_for_while_the_loss_is_marked_is_never_missed) {
+    // The stop source and the callbacks are made by whoever asks first, racing the loss on
+    // another thread: every token must end stopped and every callback run exactly once.
+    for (int round = 0; round < 2000; ++round) {
+        test_signal s;
+        std::atomic<int> ran{0};
+        std::stop_token token;
+        std::thread asker([&] {
+            token = s.stop_token();
+            s.on_lost([&] { ran.fetch_add(1); });
+        });
+        std::thread loser([&] { s.lose(); });
+        asker.join();
+        loser.join();
+        ASSERT_TRUE(token.stop_requested()) << "round " << round;
+        ASSERT_EQ(ran.load(), 1) << "round " << round;
+    }
 }
 
 TEST(loss_signal, validity_is_what_was_set_last) {
