@@ -10,6 +10,7 @@
 #include <fstream>
 #include <netdb.h>
 #include <sstream>
+#include <thread>
 
 namespace dlock::detail::etcd {
 namespace {
@@ -85,32 +86,33 @@ bool tls_refused(const grpc::Status& s) {
     ::setenv("GRPC_ENABLE_FORK_SUPPORT", "false", 0) == 0;
 // NOLINTEND(concurrency-mt-unsafe)
 
-/// gRPC 1.51 (Debian 12) runs callback-API completions on one shared "alternative" completion
-/// queue whose threads start at its first reference (a channel's first callback call) and stop
-/// at its last release (that channel's destruction). When the last release runs on one of those
-/// threads (a completion dropped the last reference to a backend, and so to its channel), the
-/// queue is deleted under its own running thread and the process aborts (`ref_counted.h: prior
-/// > 0`; grpc/grpc#32584 describes the self-join). A channel that never connects and is never
-/// destroyed, after one callback call, holds a reference for the process's life: the queue and
-/// its two threads stay, and no release can be the last.
-void pin_callback_queue() {
-    static const bool pinned = [] {
-        // Leaked on purpose (reachable from these statics: not a leak to LeakSanitizer).
-        static auto* const channel = new std::shared_ptr<grpc::Channel>(
-            grpc::CreateChannel("unix:/nonexistent/dlock-pin", grpc::InsecureChannelCredentials()));
-        static auto* const stub = pb::KV::NewStub(*channel).release();
-        struct call {
-            grpc::ClientContext ctx;
-            pb::RangeRequest req;
-            pb::RangeResponse resp;
-        };
-        auto* c = new call;
-        c->ctx.set_deadline(std::chrono::system_clock::now()); // fails at once, never sent
-        stub->async()->Range(&c->ctx, &c->req, &c->resp, [c](const grpc::Status&) { delete c; });
-        return true;
-    }();
-    (void)pinned;
-}
+/// One unary call on the completion queue: gRPC writes the answer and the status, the
+/// completion thread then posts `answered` (which reads them on the I/O loop, through its own
+/// reference) and drops the call's hold on itself.
+template <class Req, class Resp>
+struct unary_call final : completion, std::enable_shared_from_this<unary_call<Req, Resp>> {
+    grpc::ClientContext ctx;
+    Req req;
+    Resp resp;
+    grpc::Status status;
+    std::unique_ptr<grpc::ClientAsyncResponseReader<Resp>> reader;
+    std::shared_ptr<delivery> d;
+    std::function<void()> answered; // posted to the I/O loop: holds an id, nothing it owns
+    std::shared_ptr<unary_call> self;
+
+    void start() {
+        self = this->shared_from_this();
+        reader->StartCall();
+        reader->Finish(&resp, &status, this);
+    }
+    void completed(bool /*ok: always true for Finish*/) override {
+        // Moved out first: when the delivery is closed it is dropped here, not kept by the
+        // call (Authenticate's continuation holds the call itself).
+        auto a = std::move(answered);
+        d->post(std::move(a));
+        auto last = std::move(self); // may be the last reference: the call goes with it
+    }
+};
 
 /// Debian 12 builds Abseil without NDEBUG, so its Mutex runs in debug mode, where every lock
 /// taken while another is held updates a lock-order graph for deadlock detection (gRPC takes
@@ -127,6 +129,25 @@ void abseil_release_mode() {
 }
 
 } // namespace
+
+// Not destroyed, and its thread not joined: a backend's calls may still complete after it is
+// gone (their answers are then dropped by the closed delivery), and a static destructor would
+// race the thread at exit. One thread waits without a deadline, so an idle client's gRPC
+// wakes only for its own timers (the callback API's queue polled with a 1 s deadline and a
+// 100 ms sleep on each of two threads: docs/design/etcd.md).
+grpc::CompletionQueue& completion_queue() {
+    static grpc::CompletionQueue* const q = [] {
+        auto* cq = new grpc::CompletionQueue; // reachable from this static: no leak report
+        std::thread([cq] {
+            void* tag = nullptr;
+            bool ok = false;
+            while (cq->Next(&tag, &ok))
+                static_cast<completion*>(tag)->completed(ok);
+        }).detach();
+        return cq;
+    }();
+    return *q;
+}
 
 std::error_code to_error(const grpc::Status& s) {
     using grpc::StatusCode;
@@ -173,7 +194,6 @@ rpc::rpc(const etcd_url& url, asio::any_io_executor ex, std::error_code& ec, std
     , hub_(std::make_shared<watch_hub>(*this, ex)) {
     ec.clear();
     abseil_release_mode();
-    pin_callback_queue();
     const auto target = channel_target(url_);
     if (target.empty()) {
         ec = errc::unavailable;
@@ -239,26 +259,22 @@ void rpc::with_token(std::function<void(grpc::Status)> then) {
     token_waiters_.push_back(std::move(then));
     if (authenticating_) return;
     authenticating_ = true;
-    struct call {
-        grpc::ClientContext ctx;
-        pb::AuthenticateRequest req;
-        pb::AuthenticateResponse resp;
-    };
-    auto c = std::make_shared<call>();
+    auto c = std::make_shared<unary_call<pb::AuthenticateRequest, pb::AuthenticateResponse>>();
     c->req.set_name(url_.user);
     c->req.set_password(url_.password);
     c->ctx.set_deadline(std::chrono::system_clock::now() + url_.connect_timeout);
+    c->d = d_;
+    c->answered = [this, c] {
+        authenticating_ = false;
+        if (c->status.ok()) token_ = c->resp.token();
+        auto waiters = std::move(token_waiters_);
+        token_waiters_.clear();
+        for (auto& w : waiters)
+            w(c->status);
+    };
     requests_.fetch_add(1, std::memory_order_relaxed);
-    auth_->async()->Authenticate(&c->ctx, &c->req, &c->resp, [this, c, d = d_](grpc::Status s) {
-        d->post([this, c, s] {
-            authenticating_ = false;
-            if (s.ok()) token_ = c->resp.token();
-            auto waiters = std::move(token_waiters_);
-            token_waiters_.clear();
-            for (auto& w : waiters)
-                w(s);
-        });
-    });
+    c->reader = auth_->PrepareAsyncAuthenticate(&c->ctx, c->req, &completion_queue());
+    c->start();
 }
 
 template <class Req, class Resp, class Invoke>
@@ -266,48 +282,43 @@ void rpc::unary(Req req, Invoke invoke, done_fn<Resp> done, bool retried) {
     with_token([this, req = std::move(req), invoke, done = std::move(done),
                 retried](grpc::Status auth) mutable {
         if (!auth.ok()) return done(std::move(auth), Resp{});
-        struct call {
-            grpc::ClientContext ctx;
-            Req req;
-            Resp resp;
-        };
-        auto c = std::make_shared<call>();
+        auto c = std::make_shared<unary_call<Req, Resp>>();
         c->req = std::move(req);
+        c->d = d_;
         prepare(c->ctx, false);
         requests_.fetch_add(1, std::memory_order_relaxed);
-        // The continuation stays here, on the I/O thread; gRPC's thread gets only its id.
+        // The continuation stays here, on the I/O thread; the completion thread posts only
+        // its id (the call's answer is read through the continuation's reference).
         const auto id = ++next_call_;
-        answers_.emplace(
-            id, [this, c, invoke, done = std::move(done), retried](grpc::Status s) mutable {
-                if (!retried && !url_.user.empty() &&
-                    s.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
-                    token_.clear(); // expired: authenticate again, once
-                    return unary<Req, Resp>(std::move(c->req), invoke, std::move(done), true);
-                }
-                done(std::move(s), std::move(c->resp));
-            });
-        invoke(&c->ctx, &c->req, &c->resp, [this, c, id, d = d_](grpc::Status s) {
-            d->post([this, id, s = std::move(s)]() mutable { answer(id, std::move(s)); });
+        answers_.emplace(id, [this, c, invoke, done = std::move(done), retried]() mutable {
+            if (!retried && !url_.user.empty() &&
+                c->status.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
+                token_.clear(); // expired: authenticate again, once
+                return unary<Req, Resp>(std::move(c->req), invoke, std::move(done), true);
+            }
+            done(std::move(c->status), std::move(c->resp));
         });
+        c->answered = [this, id] { answer(id); };
+        c->reader = invoke(&c->ctx, c->req);
+        c->start();
     });
 }
 
-void rpc::answer(std::uint64_t id, grpc::Status s) {
+void rpc::answer(std::uint64_t id) {
     const auto it = answers_.find(id);
     if (it == answers_.end()) return;
     auto f = std::move(it->second);
     answers_.erase(it);
-    f(std::move(s));
+    f();
 }
 
-// One line per method: the stub's callback-API call.
+// One line per method: the stub's call on the completion queue.
 #define DLOCK_ETCD_UNARY(fn, stub, method, Req, Resp)                                              \
     void rpc::fn(pb::Req r, done_fn<pb::Resp> done) {                                              \
         unary<pb::Req, pb::Resp>(                                                                  \
             std::move(r),                                                                          \
-            [this](grpc::ClientContext* c, const pb::Req* q, pb::Resp* a,                          \
-                   std::function<void(grpc::Status)> f) {                                          \
-                (stub)->async()->method(c, q, a, std::move(f));                                    \
+            [this](grpc::ClientContext* c, const pb::Req& q) {                                     \
+                return (stub)->PrepareAsync##method(c, q, &completion_queue());                    \
             },                                                                                     \
             std::move(done));                                                                      \
     }
@@ -334,8 +345,7 @@ void rpc::open_stream(typename S::read_fn on_read, typename S::end_fn on_end, Op
         auto s = std::make_shared<S>(d_, std::move(on_read), std::move(on_end));
         prepare(s->context(), true);
         requests_.fetch_add(1, std::memory_order_relaxed);
-        open(&s->context(), s.get());
-        s->begin(s);
+        s->begin(s, open(&s->context()));
         opened(std::move(s));
     });
 }
@@ -344,7 +354,9 @@ void rpc::open_watch(watch_stream::read_fn on_read, watch_stream::end_fn on_end,
                      std::function<void(std::shared_ptr<watch_stream>)> opened) {
     open_stream<watch_stream>(
         std::move(on_read), std::move(on_end),
-        [this](grpc::ClientContext* c, watch_stream* s) { watch_->async()->Watch(c, s); },
+        [this](grpc::ClientContext* c) {
+            return watch_->PrepareAsyncWatch(c, &completion_queue());
+        },
         std::move(opened));
 }
 
@@ -352,8 +364,8 @@ void rpc::open_keepalive(keepalive_stream::read_fn on_read, keepalive_stream::en
                          std::function<void(std::shared_ptr<keepalive_stream>)> opened) {
     open_stream<keepalive_stream>(
         std::move(on_read), std::move(on_end),
-        [this](grpc::ClientContext* c, keepalive_stream* s) {
-            lease_->async()->LeaseKeepAlive(c, s);
+        [this](grpc::ClientContext* c) {
+            return lease_->PrepareAsyncLeaseKeepAlive(c, &completion_queue());
         },
         std::move(opened));
 }

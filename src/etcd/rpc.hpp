@@ -17,9 +17,12 @@
 // unless the environment sets it): with it, a fork while calls are in flight aborts the
 // process (`dlock exec` forks its command).
 //
-// Threads: gRPC runs the callbacks on its own threads; they only post to the I/O loop
-// (`delivery`), which is closed before the backend goes: later answers are dropped. Every
-// member of `rpc` is called on the I/O thread, except close() and stream::cancel().
+// Threads: every call and stream runs on gRPC's completion-queue API, on one queue shared by
+// every etcd client of the process (completion_queue()); one thread waits on it without a
+// deadline and only posts to the I/O loop (`delivery`), which is closed before the backend
+// goes: later answers are dropped. Every member of `rpc` is called on the I/O thread, except
+// close(), stream::write() and stream::cancel(). (gRPC's callback API, used before, polls its
+// queue from two threads that wake about twice a second each, idle or not.)
 #pragma once
 
 #include "etcd/url.hpp"
@@ -75,13 +78,34 @@ private:
     asio::any_io_executor ex_; // guarded by mu_
 };
 
-/// One bidirectional stream (Watch, LeaseKeepAlive): writes queued in order, every answer and
-/// the end delivered on the I/O loop. It keeps itself alive until gRPC ends it.
+/// What the completion thread runs when gRPC finishes an operation: each operation's tag is
+/// one of these (rpc.cpp).
+struct completion {
+    virtual void completed(bool ok) = 0;
+
+protected:
+    completion() = default;
+    ~completion() = default;
+    completion(const completion&) = default;
+    completion& operator=(const completion&) = default;
+};
+
+/// gRPC's completion queue of every etcd client in the process: one thread waits on it without
+/// a deadline and runs each operation's completion, which only posts to a backend's I/O loop.
+/// Started at the first call, kept for the process's life (rpc.cpp says why).
+grpc::CompletionQueue& completion_queue();
+
+/// One bidirectional stream (Watch, LeaseKeepAlive) on the completion queue: writes queued in
+/// order, every answer and the end delivered on the I/O loop. It keeps itself alive until gRPC
+/// has finished every operation it started. One read and one write are outstanding at most
+/// (gRPC's rule); Finish is asked for once, when a read fails (the server ended the stream, or
+/// cancel()), and no write starts after that.
 template <class Req, class Resp>
-class stream final : public grpc::ClientBidiReactor<Req, Resp> {
+class stream final {
 public:
     using read_fn = std::function<void(Resp&&)>;
     using end_fn = std::function<void(grpc::Status)>;
+    using call_ptr = std::unique_ptr<grpc::ClientAsyncReaderWriter<Req, Resp>>;
 
     stream(std::shared_ptr<delivery> d, read_fn on_read, end_fn on_end)
         : d_(std::move(d))
@@ -89,65 +113,122 @@ public:
         , on_end_(std::move(on_end)) {}
 
     grpc::ClientContext& context() noexcept { return ctx_; }
-    /// Starts the call (after the stub bound it to this reactor) and the first read.
-    /// A hold (gRPC's AddHold) keeps the call from completing while writes may still be
-    /// started from outside gRPC's reactions (write() on the I/O thread); it is removed once,
-    /// by cancel() or when the server ends the stream, and no write starts after that.
-    void begin(std::shared_ptr<stream> self) {
+    /// Starts `call` (the stub's PrepareAsync on this context and the completion queue); the
+    /// first read follows its start.
+    void begin(std::shared_ptr<stream> self, call_ptr call) {
+        std::lock_guard lk(mu_);
         self_ = std::move(self);
-        this->AddHold();
-        this->StartRead(&in_);
-        this->StartCall();
+        call_ = std::move(call);
+        ++pending_;
+        call_->StartCall(&start_);
     }
     /// Any thread: sends `r` after what is queued (dropped once the stream ended).
     void write(Req r) {
         std::lock_guard lk(mu_);
         if (ended_) return;
         out_.push_back(std::move(r));
-        if (out_.size() == 1) this->StartWrite(&out_.front());
+        write_next();
     }
     /// Any thread: ends the stream (its end is still delivered).
     void cancel() {
-        end_writes();
+        {
+            std::lock_guard lk(mu_);
+            ended_ = true;
+        }
         ctx_.TryCancel();
     }
 
-    void OnWriteDone(bool ok) override {
-        std::lock_guard lk(mu_);
-        out_.pop_front();
-        if (!ok || ended_) {
-            out_.clear();
-            return;
-        }
-        if (!out_.empty()) this->StartWrite(&out_.front());
+private:
+    /// A tag: runs one member of the stream when gRPC completes that operation.
+    struct op final : completion {
+        op(stream* s, void (stream::*f)(bool))
+            : s_(s)
+            , f_(f) {}
+        void completed(bool ok) override { (s_->*f_)(ok); }
+
+    private:
+        stream* s_;
+        void (stream::*f_)(bool);
+    };
+
+    // The completion thread (one at a time; write() and cancel() take mu_ too).
+    void started(bool ok) {
+        std::unique_lock lk(mu_);
+        --pending_;
+        if (!ok) return finish(lk);
+        started_ = true;
+        ++pending_;
+        call_->Read(&in_, &read_);
+        write_next();
     }
-    void OnReadDone(bool ok) override {
-        if (!ok) return end_writes(); // the server ended the stream: OnDone follows
+    void wrote(bool ok) {
+        std::unique_lock lk(mu_);
+        --pending_;
+        writing_ = false;
+        out_.pop_front();
+        if (!ok) ended_ = true; // the call is over: its read fails next
+        write_next();
+        release_if_done(lk);
+    }
+    void read(bool ok) {
+        std::unique_lock lk(mu_);
+        --pending_;
+        if (!ok) return finish(lk); // the server ended the stream, or cancel()
         d_->post([f = on_read_, r = std::move(in_)]() mutable { f(std::move(r)); });
         in_ = Resp{};
-        this->StartRead(&in_);
+        ++pending_;
+        call_->Read(&in_, &read_);
     }
-    void OnDone(const grpc::Status& s) override {
-        d_->post([f = std::move(on_end_), s] { f(s); });
+    void finished(bool /*ok: always true for Finish*/) {
+        std::unique_lock lk(mu_);
+        --pending_;
+        finished_ = true;
+        d_->post([f = std::move(on_end_), s = status_] { f(s); });
         on_read_ = {};
-        auto self = std::move(self_); // may be the last reference: this goes with it
+        release_if_done(lk);
     }
-
-private:
-    void end_writes() {
-        std::lock_guard lk(mu_);
-        if (std::exchange(ended_, true)) return;
-        this->RemoveHold();
+    /// Under mu_: the next queued write, unless one is outstanding or the stream ended.
+    void write_next() {
+        if (!started_ || writing_ || ended_ || out_.empty()) {
+            if (ended_) out_.erase(out_.begin() + (writing_ ? 1 : 0), out_.end());
+            return;
+        }
+        writing_ = true;
+        ++pending_;
+        call_->Write(out_.front(), &write_);
+    }
+    void finish(std::unique_lock<std::mutex>& lk) {
+        ended_ = true;
+        ++pending_;
+        call_->Finish(&status_, &finish_);
+        release_if_done(lk);
+    }
+    /// The last operation completed after the end: drop the stream's hold on itself (outside
+    /// the lock; it may be the last reference).
+    void release_if_done(std::unique_lock<std::mutex>& lk) {
+        if (!finished_ || pending_ != 0) return;
+        auto self = std::move(self_);
+        lk.unlock();
     }
 
     std::shared_ptr<delivery> d_;
     read_fn on_read_;
     end_fn on_end_;
     grpc::ClientContext ctx_;
+    call_ptr call_{};
     Resp in_{};
+    grpc::Status status_{};
+    op start_{this, &stream::started};
+    op read_{this, &stream::read};
+    op write_{this, &stream::wrote};
+    op finish_{this, &stream::finished};
     std::mutex mu_;
-    std::deque<Req> out_{}; // guarded by mu_; the front is being written
-    bool ended_ = false;    // guarded by mu_: no write starts any more, the hold is removed
+    std::deque<Req> out_{}; // guarded by mu_; the front is being written while writing_
+    int pending_ = 0;       // guarded by mu_: operations started and not completed
+    bool started_ = false;  // guarded by mu_
+    bool writing_ = false;  // guarded by mu_
+    bool ended_ = false;    // guarded by mu_: no write starts any more
+    bool finished_ = false; // guarded by mu_: Finish's status is in
     std::shared_ptr<stream> self_{};
 };
 
@@ -204,7 +285,7 @@ private:
     void with_token(std::function<void(grpc::Status)> then);
     void prepare(grpc::ClientContext& ctx, bool stream) const;
     /// I/O thread: runs and drops the continuation of call `id`.
-    void answer(std::uint64_t id, grpc::Status s);
+    void answer(std::uint64_t id);
 
     etcd_url url_;
     std::shared_ptr<delivery> d_;
@@ -219,11 +300,11 @@ private:
     std::string token_{};
     bool authenticating_ = false;
     std::vector<std::function<void(grpc::Status)>> token_waiters_{};
-    /// The unary calls' continuations by call id. gRPC's threads hold only the id, so nothing
-    /// a continuation owns (the last reference to a lease session, whose timers need the
-    /// backend's loop) is ever destroyed on one of them, not even when the answer comes after
+    /// The unary calls' continuations by call id. The completion thread holds only the id,
+    /// so nothing a continuation owns (the last reference to a lease session, whose timers
+    /// need the backend's loop) is ever destroyed there, not even when the answer comes after
     /// the backend closed; what is left here goes with the rpc, before the loop.
-    std::unordered_map<std::uint64_t, std::function<void(grpc::Status)>> answers_{};
+    std::unordered_map<std::uint64_t, std::function<void()>> answers_{};
     std::uint64_t next_call_ = 0;
     std::atomic<std::uint64_t> requests_{0};
 };
