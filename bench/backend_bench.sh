@@ -205,6 +205,10 @@ if want etcd; then
     # 100 locks on the client's one lease: the keep-alive stream's cost per held lock.
     run "keepalive etcd 100 locks" "$r" "$LB" "$ETCDURL" K --locks 100 --seconds "$KSECS"
     run "keepalive etcd 1000 locks" "$r" "$LB" "$ETCDURL" K --locks 1000 --seconds "$KSECS"
+    # The memory floor of a bare gRPC etcd client holding one leased key (no dlock code).
+    if [ -x "$BUILD/bench/etcd_memory_floor" ]; then
+      run "etcd-floor memory" "$r" "$BUILD/bench/etcd_memory_floor" "$endpoint" 3
+    fi
   done
 fi
 

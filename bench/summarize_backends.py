@@ -242,6 +242,14 @@ def main():
                   f"({f(u)} us); dlock's D hand-off is {f(d / h if d else None, 2)} x this floor. The "
                   f"deletion is a write (a Raft entry written to the member's log on disk) before its "
                   f"event goes out.\n")
+        m, a = med(rows, "etcd-floor memory", "vmhwm_kib"), med(rows, "etcd-floor memory", "rss_anon_kib")
+        d = med(rows, "etcd A dlock", "vmhwm_kib")
+        if m:
+            print(f"The memory floor (bench/etcd_memory_floor: a bare C++ gRPC client with dlock's "
+                  f"stubs, a lease, one key put under it and one keep-alive, no dlock code): peak RSS "
+                  f"{m / 1024:.1f} MiB, private {a / 1024 if a else 0:.1f} MiB; dlock's A client peaks "
+                  f"at {f(d / m if d else None, 2)} x it (issue 22's 16 MiB is "
+                  f"{16 * 1024 / m:.2f} x it).\n")
         peer_ratios(rows, "etcd", "python3-etcd3", "python3-etcd3", "etcd")
     names = [r for r in order if r.startswith("pg ") or r.startswith("redis ")]
     if names:
