@@ -5,8 +5,6 @@
 #include "redis/renewal.hpp"
 
 #include <cstdint>
-#include <future>
-#include <optional>
 #include <signal.h>
 #include <string>
 #include <sys/wait.h>
@@ -126,6 +124,14 @@ TEST(lock, a_killed_holder_process_frees_the_lock_within_one_lease) {
     ::close(ready[1]);
 }
 
+/// (ticks, batches sent), read on the I/O thread between two renewal rounds, so that a round is
+/// never split between two readings.
+std::pair<std::uint64_t, std::uint64_t> between_rounds(dlock::detail::renewal_service& r) {
+    auto v = r.between_rounds(5s);
+    if (!v) ADD_FAILURE() << "no moment between two renewal rounds within 5 s";
+    return v.value_or(std::pair(r.ticks(), r.batches_sent()));
+}
+
 TEST(lock, the_watchdog_renews_many_locks_in_batches_of_one_hundred) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
@@ -138,21 +144,11 @@ TEST(lock, the_watchdog_renews_many_locks_in_batches_of_one_hundred) {
     for (int i = 0; i < 250; ++i)
         held.push_back(c.acquire("batch:" + std::to_string(i)));
     auto& renewal = dlock::detail::access::impl(c)->renewal();
-    // (ticks, batches) read on the I/O thread, between two ticks: a tick counts itself first
-    // and then sends its batches, so two plain reads from here could split one tick.
-    const auto snapshot = [&] {
-        std::promise<std::pair<std::uint64_t, std::uint64_t>> p;
-        asio::post(dlock::detail::access::impl(c)->io(), [&] {
-            p.set_value({renewal.ticks(), renewal.batches_sent()});
-        });
-        return p.get_future().get();
-    };
-    const auto [ticks0, batches0] = snapshot();
-    const auto first_ticks = ticks0; // (a lambda may not capture a structured binding in clang)
-    ASSERT_TRUE(eventually([&] { return renewal.ticks() >= first_ticks + 3; }, 5s));
-    const auto [ticks1, batches1] = snapshot();
-    const auto ticks = ticks1 - ticks0;
-    const auto batches = batches1 - batches0;
+    const auto before = between_rounds(renewal);
+    ASSERT_TRUE(eventually([&] { return renewal.ticks() >= before.first + 3; }, 5s));
+    const auto after = between_rounds(renewal);
+    const auto ticks = after.first - before.first;
+    const auto batches = after.second - before.second;
     // 250 locks = 3 scripts per period (100 + 100 + 50), not 250 round trips.
     EXPECT_LE(batches, 3 * ticks);
     EXPECT_GE(batches, 3 * (ticks - 1));
@@ -175,18 +171,12 @@ TEST(lock, a_round_of_more_batches_than_its_window_renews_every_lock_once) {
     auto& renewal = dlock::detail::access::impl(c)->renewal();
     static_assert(1000 / dlock::detail::renewal_service::batch_size >
                   dlock::detail::renewal_service::max_inflight);
-    const auto between_rounds = [&] {
-        auto v = renewal.between_rounds(5s);
-        if (!v) ADD_FAILURE() << "no moment between two rounds within 5 s";
-        return v.value_or(std::pair(renewal.ticks(), renewal.batches_sent()));
-    };
-    const auto [ticks0, batches0] = between_rounds();
-    const auto first_ticks = ticks0; // (a lambda may not capture a structured binding in clang)
+    const auto before = between_rounds(renewal);
     // Four ticks: past the first leases, which only the renewals can have kept.
-    ASSERT_TRUE(eventually([&] { return renewal.ticks() >= first_ticks + 4; }, 10s));
-    const auto [ticks1, batches1] = between_rounds();
-    const auto ticks = ticks1 - ticks0;
-    const auto batches = batches1 - batches0;
+    ASSERT_TRUE(eventually([&] { return renewal.ticks() >= before.first + 4; }, 10s));
+    const auto after = between_rounds(renewal);
+    const auto ticks = after.first - before.first;
+    const auto batches = after.second - before.second;
     // 10 per round; a tick that found the round before still open (a stalled machine) sends
     // none, so up to one round may be missing, but never part of one.
     EXPECT_EQ(batches % 10, 0u) << batches;
