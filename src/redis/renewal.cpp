@@ -76,7 +76,7 @@ void renewal_service::tick() {
     ticks_.fetch_add(1, std::memory_order_relaxed);
     // A previous round still unanswered or unsent (server stalled): do not pile up more; the
     // deadlines decide loss. Said once per round: its holds are not being renewed.
-    if (inflight_ != 0 || !due_.empty()) return stalled();
+    if (round_open()) return stalled();
     // One batch per (node, slot where the topology needs it, kind): a script's keys must be
     // on one node (and, on a Cluster, in one slot), and one script renews one kind.
     struct group_key {
@@ -137,7 +137,7 @@ void renewal_service::send_due() {
         op->deadline = op->sent_at + c_.options().command_timeout;
         op->done = [this, lease](renew_op& o, std::error_code ec, resp3::value&& v) {
             --inflight_;
-            if (inflight_ == 0 && due_.empty()) stall_logged_ = false;
+            if (!round_open()) stall_logged_ = false;
             if (lock_protocol::read_renew(ec, v, o.holds.size(), o.ok)) {
                 const auto until = o.sent_at + lease - drift_for(lease);
                 std::uint64_t renewed = 0;
@@ -175,9 +175,8 @@ renewal_service::between_rounds(std::chrono::milliseconds limit) {
     do {
         std::promise<std::optional<std::pair<std::uint64_t, std::uint64_t>>> p;
         asio::post(c_.io(), [&] {
-            p.set_value(inflight_ != 0 || !due_.empty()
-                            ? std::nullopt
-                            : std::optional(std::pair(ticks(), batches_sent())));
+            p.set_value(round_open() ? std::nullopt
+                                     : std::optional(std::pair(ticks(), batches_sent())));
         });
         if (auto v = p.get_future().get()) return v;
         std::this_thread::sleep_for(std::chrono::milliseconds(1));

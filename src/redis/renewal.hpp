@@ -3,8 +3,8 @@
 // Every hold is registered here. Holds taken without an explicit lease (watchdog holds) are
 // renewed every watchdog_lease / 3 by batched scripts: up to `batch_size` locks per EVALSHA,
 // pipelined, at most `max_inflight` batches in flight; the rest of the tick's batches go as
-// answers come back (the connection keeps its write buffers' capacity: 10,000 holds in one
-// write would leave it 1.2 MB of buffers, a tenth of a KiB per held lock). A hold whose renewal
+// answers come back (the connection keeps its two write buffers' capacity: 10,000 holds in one
+// write would leave 1.2 MB in each, about a fifth of a KiB per held lock). A hold whose renewal
 // answers 0 (gone or another owner) is lost at once; a hold whose renewals fail (timeouts, server
 // down) is lost when its valid_until passes, measured on steady_clock from before the last
 // successful send. Holds with a fixed lease are not renewed and are lost when their lease ends
@@ -75,6 +75,8 @@ private:
     void tick();
     /// Sends the round's next batches while fewer than max_inflight are unanswered.
     void send_due();
+    /// I/O thread: a batch of the round is unsent or unanswered.
+    bool round_open() const noexcept { return inflight_ != 0 || !due_.empty(); }
     /// A tick found the last round unanswered: "lock renewal failed", once per round.
     void stalled();
     /// A batch failed (transport error, error reply, malformed reply): metrics and a warning.
