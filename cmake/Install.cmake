@@ -21,11 +21,9 @@ endif()
 # pkg-config: `pkg-config --cflags --libs dlock` (prefix relative to the .pc file's directory).
 set(DLOCK_PC_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 file(RELATIVE_PATH DLOCK_PC_RELATIVE_PREFIX /root/${DLOCK_PC_DIR} /root)
-# The static library calls into the backends' client libraries when they are built in.
+# The static library calls into the backends' client libraries when they are built in (libpq
+# excepted: it is loaded at run time by the first postgresql:// URL, src/postgres/libpq.hpp).
 set(DLOCK_PC_BACKEND_LIBS "")
-if(DLOCK_HAS_POSTGRES)
-  string(APPEND DLOCK_PC_BACKEND_LIBS " -lpq")
-endif()
 if(DLOCK_HAS_ZOOKEEPER)
   string(APPEND DLOCK_PC_BACKEND_LIBS " -lzookeeper_st")
 endif()

@@ -27,10 +27,11 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # Merged with the shlibdeps result. Asio is header-only (used by the public headers), OpenSSL's
 # headers are needed by Asio's and its libraries are linked by the consumer.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libasio-dev, libssl-dev")
-# A consumer of the static library links the backends' client libraries too (dlock.pc, -lpq
-# -lzookeeper_st): their -dev packages hold the link-time files.
+# A consumer of the static library links the backends' client libraries too (dlock.pc,
+# -lzookeeper_st, gRPC): their -dev packages hold the link-time files. libpq is loaded at run
+# time by the first postgresql:// URL (src/postgres/libpq.hpp), which shlibdeps cannot see.
 if(DLOCK_HAS_POSTGRES)
-  string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libpq-dev")
+  string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libpq5")
 endif()
 if(DLOCK_HAS_ZOOKEEPER)
   string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libzookeeper-st-dev")

@@ -53,7 +53,7 @@ enum class errc {
     // Backends (added after the codes above; their values are stable).
     unsupported, ///< the client's backend does not offer this call or lock kind (a Redis-only
                  ///< call on ZooKeeper, a semaphore on Redis), or the library was built without
-                 ///< the backend the URL names
+                 ///< the backend the URL names, or cannot load its client library (libpq.so.5)
 };
 
 /// The category of dlock::errc; its message() gives one short sentence per code.

@@ -1,11 +1,11 @@
 #include "postgres/connection.hpp"
 
 #include "postgres/errors.hpp"
+#include "postgres/libpq.hpp"
 
 #include <asio/post.hpp>
 
 #include <charconv>
-#include <libpq-fe.h>
 #include <poll.h>
 
 namespace dlock::detail::pg {
@@ -30,52 +30,52 @@ bool readable_now(int fd) noexcept {
 // --- result ---------------------------------------------------------------------------------
 
 result::result(::pg_result* r)
-    : r_(r, [](::pg_result* p) { PQclear(p); }) {}
+    : r_(r, [](::pg_result* p) { pq().clear(p); }) {}
 
 bool result::ok() const noexcept {
     if (!r_) return false;
-    const auto s = PQresultStatus(r_.get());
+    const auto s = pq().result_status(r_.get());
     return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
 }
 
 bool result::aborted() const noexcept {
-    return r_ && PQresultStatus(r_.get()) == PGRES_PIPELINE_ABORTED;
+    return r_ && pq().result_status(r_.get()) == PGRES_PIPELINE_ABORTED;
 }
 
 std::string_view result::sqlstate() const noexcept {
     if (!r_) return {};
-    const char* s = PQresultErrorField(r_.get(), PG_DIAG_SQLSTATE);
+    const char* s = pq().result_error_field(r_.get(), PG_DIAG_SQLSTATE);
     return s ? std::string_view(s) : std::string_view{};
 }
 
 std::string result::message() const {
     if (!r_) return "no result";
-    const char* m = PQresultErrorField(r_.get(), PG_DIAG_MESSAGE_PRIMARY);
+    const char* m = pq().result_error_field(r_.get(), PG_DIAG_MESSAGE_PRIMARY);
     if (m) return m;
-    return trimmed(PQresultErrorMessage(r_.get()));
+    return trimmed(pq().result_error_message(r_.get()));
 }
 
 int result::rows() const noexcept {
-    return r_ ? PQntuples(r_.get()) : 0;
+    return r_ ? pq().ntuples(r_.get()) : 0;
 }
 
 std::int64_t result::affected() const noexcept {
     if (!r_) return 0;
-    const std::string_view v = PQcmdTuples(r_.get());
+    const std::string_view v = pq().cmd_tuples(r_.get());
     std::int64_t n = 0;
     std::from_chars(v.data(), v.data() + v.size(), n);
     return n;
 }
 
 bool result::is_null(int row, int col) const noexcept {
-    return !r_ || row >= PQntuples(r_.get()) || col >= PQnfields(r_.get()) ||
-           PQgetisnull(r_.get(), row, col);
+    return !r_ || row >= pq().ntuples(r_.get()) || col >= pq().nfields(r_.get()) ||
+           pq().getisnull(r_.get(), row, col);
 }
 
 std::string_view result::value(int row, int col) const noexcept {
     if (is_null(row, col)) return {};
-    return {PQgetvalue(r_.get(), row, col),
-            static_cast<std::size_t>(PQgetlength(r_.get(), row, col))};
+    return {pq().getvalue(r_.get(), row, col),
+            static_cast<std::size_t>(pq().getlength(r_.get(), row, col))};
 }
 
 std::optional<std::int64_t> result::int_value(int row, int col) const noexcept {
@@ -97,7 +97,7 @@ connection::connection(asio::io_context& io, std::shared_ptr<const settings> s)
 
 connection::~connection() {
     if (sd_.is_open()) sd_.release();
-    if (conn_) PQfinish(conn_);
+    if (conn_) pq().finish(conn_);
 }
 
 void connection::connect(std::function<void(std::error_code)> done) {
@@ -109,13 +109,13 @@ void connection::connect(std::function<void(std::error_code)> done) {
     }
     keys.push_back(nullptr);
     values.push_back(nullptr);
-    conn_ = PQconnectStartParams(keys.data(), values.data(), 0);
+    conn_ = pq().connect_start_params(keys.data(), values.data(), 0);
     if (!conn_) return fail(make_error_code(errc::out_of_memory), "libpq: out of memory");
-    if (PQstatus(conn_) == CONNECTION_BAD) {
-        const std::string text = trimmed(PQerrorMessage(conn_));
+    if (pq().status(conn_) == CONNECTION_BAD) {
+        const std::string text = trimmed(pq().error_message(conn_));
         return fail(make_error_code(classify_connect_failure(text)), text);
     }
-    PQsetNoticeReceiver(conn_, &connection::notice_receiver, this);
+    pq().set_notice_receiver(conn_, &connection::notice_receiver, this);
     timer_.expires_after(settings_->connect_timeout);
     timer_.async_wait([w = weak_from_this()](std::error_code ec) {
         auto self = w.lock();
@@ -129,7 +129,7 @@ void connection::connect(std::function<void(std::error_code)> done) {
 
 void connection::assign_socket() {
     if (sd_.is_open()) sd_.release();
-    const int fd = PQsocket(conn_);
+    const int fd = pq().socket(conn_);
     if (fd >= 0) sd_.assign(fd);
 }
 
@@ -138,11 +138,11 @@ void connection::connect_step(int polling_status) {
     switch (static_cast<PostgresPollingStatusType>(polling_status)) {
     case PGRES_POLLING_OK: {
         timer_.cancel();
-        if (PQsetnonblocking(conn_, 1) != 0 || PQenterPipelineMode(conn_) != 1)
-            return fail(make_error_code(errc::protocol_error), trimmed(PQerrorMessage(conn_)));
+        if (pq().set_nonblocking(conn_, 1) != 0 || pq().enter_pipeline_mode(conn_) != 1)
+            return fail(make_error_code(errc::protocol_error), trimmed(pq().error_message(conn_)));
         assign_socket();
         up_ = true;
-        pid_ = PQbackendPID(conn_);
+        pid_ = pq().backend_pid(conn_);
         arm_read();
         auto done = std::move(connect_done_);
         connect_done_ = nullptr;
@@ -150,7 +150,7 @@ void connection::connect_step(int polling_status) {
         return;
     }
     case PGRES_POLLING_FAILED: {
-        const std::string text = trimmed(PQerrorMessage(conn_));
+        const std::string text = trimmed(pq().error_message(conn_));
         return fail(make_error_code(classify_connect_failure(text)), text);
     }
     default:
@@ -162,7 +162,7 @@ void connection::connect_step(int polling_status) {
                           : asio::posix::stream_descriptor::wait_write;
     sd_.async_wait(what, [self = shared_from_this()](std::error_code ec) {
         if (ec || self->closed_) return;
-        self->connect_step(PQconnectPoll(self->conn_));
+        self->connect_step(pq().connect_poll(self->conn_));
     });
 }
 
@@ -180,8 +180,8 @@ void connection::arm_read() {
 void connection::on_readable() {
     // Edge-triggered reactor: read until the socket has nothing more (bounded, see header).
     for (int round = 0; round < 8; ++round) {
-        if (PQconsumeInput(conn_) != 1 || PQstatus(conn_) == CONNECTION_BAD) {
-            std::string text = trimmed(PQerrorMessage(conn_));
+        if (pq().consume_input(conn_) != 1 || pq().status(conn_) == CONNECTION_BAD) {
+            std::string text = trimmed(pq().error_message(conn_));
             if (!error_text_.empty()) text = error_text_ + " (" + text + ")";
             process_results(); // an error result that came with the close
             if (closed_) return;
@@ -189,13 +189,13 @@ void connection::on_readable() {
         }
         process_results();
         if (closed_) return;
-        while (PGnotify* n = PQnotifies(conn_)) {
+        while (PGnotify* n = pq().notifies(conn_)) {
             const std::string channel = n->relname, payload = n->extra ? n->extra : "";
-            PQfreemem(n);
+            pq().freemem(n);
             if (on_notify_) on_notify_(channel, payload);
             if (closed_) return;
         }
-        if (!readable_now(PQsocket(conn_))) break;
+        if (!readable_now(pq().socket(conn_))) break;
     }
     if (writing_) flush();
     if (closed_) return;
@@ -203,8 +203,8 @@ void connection::on_readable() {
 }
 
 void connection::process_results() {
-    while (!inflight_.empty() && !closed_ && !PQisBusy(conn_)) {
-        PGresult* r = PQgetResult(conn_);
+    while (!inflight_.empty() && !closed_ && !pq().is_busy(conn_)) {
+        PGresult* r = pq().get_result(conn_);
         auto& b = inflight_.front();
         if (!r) {
             // The end of one statement's results.
@@ -212,8 +212,8 @@ void connection::process_results() {
             b.have_current = false;
             continue;
         }
-        if (PQresultStatus(r) == PGRES_PIPELINE_SYNC) {
-            PQclear(r);
+        if (pq().result_status(r) == PGRES_PIPELINE_SYNC) {
+            pq().clear(r);
             batch done = std::move(inflight_.front());
             inflight_.pop_front();
             last_ok_send_ = done.sent;
@@ -229,7 +229,7 @@ void connection::process_results() {
             b.results.emplace_back(r);
             b.have_current = true;
         } else {
-            PQclear(r); // a second result of one statement: not produced by our statements
+            pq().clear(r); // a second result of one statement: not produced by our statements
         }
     }
 }
@@ -252,23 +252,23 @@ void connection::run(std::vector<statement> stmts, std::chrono::milliseconds tim
         values.reserve(s.params.size());
         for (const auto& p : s.params)
             values.push_back(p ? p->c_str() : nullptr);
-        if (PQsendQueryParams(conn_, s.sql.c_str(), static_cast<int>(values.size()), nullptr,
-                              values.data(), nullptr, nullptr, 0) != 1) {
+        if (pq().send_query_params(conn_, s.sql.c_str(), static_cast<int>(values.size()), nullptr,
+                                   values.data(), nullptr, nullptr, 0) != 1) {
             inflight_.push_back(std::move(b));
-            return fail(make_error_code(errc::unavailable), trimmed(PQerrorMessage(conn_)));
+            return fail(make_error_code(errc::unavailable), trimmed(pq().error_message(conn_)));
         }
     }
     inflight_.push_back(std::move(b));
-    if (PQpipelineSync(conn_) != 1)
-        return fail(make_error_code(errc::unavailable), trimmed(PQerrorMessage(conn_)));
+    if (pq().pipeline_sync(conn_) != 1)
+        return fail(make_error_code(errc::unavailable), trimmed(pq().error_message(conn_)));
     arm_deadline();
     flush();
 }
 
 void connection::flush() {
     if (closed_) return;
-    const int r = PQflush(conn_);
-    if (r < 0) return fail(make_error_code(errc::unavailable), trimmed(PQerrorMessage(conn_)));
+    const int r = pq().flush(conn_);
+    if (r < 0) return fail(make_error_code(errc::unavailable), trimmed(pq().error_message(conn_)));
     if (r == 0 || writing_) {
         if (r == 0) writing_ = false;
         return;
@@ -320,7 +320,7 @@ void connection::finish(std::error_code ec, bool notify) {
     timer_.cancel();
     if (sd_.is_open()) sd_.release();
     if (conn_) {
-        PQfinish(conn_);
+        pq().finish(conn_);
         conn_ = nullptr;
     }
     auto connect_done = std::move(connect_done_);
@@ -344,10 +344,10 @@ void connection::notice_receiver(void* self, const PGresult* r) {
     // administrator command") arrives as a notice just before the socket closes: keep it for
     // the message. Plain notices and warnings are dropped.
     auto* c = static_cast<connection*>(self);
-    const char* sev = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+    const char* sev = pq().result_error_field(r, PG_DIAG_SEVERITY_NONLOCALIZED);
     if (!sev || (std::string_view(sev) != "FATAL" && std::string_view(sev) != "PANIC")) return;
-    const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-    const char* msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+    const char* state = pq().result_error_field(r, PG_DIAG_SQLSTATE);
+    const char* msg = pq().result_error_field(r, PG_DIAG_MESSAGE_PRIMARY);
     c->error_text_ = std::string(msg ? msg : "server ended the session") + " (SQLSTATE " +
                      (state ? state : "?") + ")";
 }

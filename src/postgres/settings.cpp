@@ -1,11 +1,11 @@
 #include "postgres/settings.hpp"
 
 #include "core/percent.hpp"
+#include "postgres/libpq.hpp"
 
 #include <dlock/error.hpp>
 
 #include <charconv>
-#include <libpq-fe.h>
 #include <map>
 
 namespace dlock::detail::pg {
@@ -181,11 +181,17 @@ settings parse_settings(std::string_view url, std::error_code& ec, std::string* 
         return out;
     }
 
+    // libpq checks the rest; it is loaded here, by the first postgresql:// URL (libpq.hpp).
+    if (std::string no_libpq; !load_libpq(&no_libpq)) {
+        ec = make_error_code(errc::unsupported);
+        if (why) *why = std::move(no_libpq);
+        return out;
+    }
     char* err = nullptr;
-    PQconninfoOption* opts = PQconninfoParse(rest.c_str(), &err);
+    PQconninfoOption* opts = pq().conninfo_parse(rest.c_str(), &err);
     if (!opts) {
         std::string msg = err ? err : "out of memory";
-        if (err) PQfreemem(err);
+        if (err) pq().freemem(err);
         while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' '))
             msg.pop_back();
         fail(ec, why, "bad PostgreSQL URL: " + redact(msg, out.secrets));
@@ -194,7 +200,7 @@ settings parse_settings(std::string_view url, std::error_code& ec, std::string* 
     std::map<std::string, std::string, std::less<>> given;
     for (auto* o = opts; o->keyword; ++o)
         if (o->val) given.emplace(o->keyword, o->val);
-    PQconninfoFree(opts);
+    pq().conninfo_free(opts);
     if (auto p = given.find("password"); p != given.end() && !p->second.empty())
         out.secrets.push_back(p->second);
 
