@@ -26,7 +26,10 @@ deb=${debs[0]}
 echo "-- $(basename "$deb"): $(dpkg-deb -f "$deb" Package Version Architecture | tr '\n' ' ')"
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "   Depends: $depends"
-for d in libasio-dev libssl-dev libc6 libstdc++6 libssl3; do
+need=(libasio-dev libssl-dev libc6 libstdc++6 libssl3)
+# libpq is loaded at run time (src/postgres/libpq.hpp), which dpkg-shlibdeps cannot see.
+grep -q '^LIBPQ_FOUND:INTERNAL=1' "$build/CMakeCache.txt" && need+=(libpq5)
+for d in "${need[@]}"; do
   [[ ",$depends," == *[\ ,]"${d}"[\ ,\(]* ]] || { echo "Depends lacks $d" >&2; exit 1; }
 done
 
