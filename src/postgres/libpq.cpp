@@ -52,36 +52,27 @@ bool load_libpq_from(const char* soname, libpq_api& out, std::string& why) {
         return false;
     }
     libpq_api a;
-    const bool ok = resolve(lib, "PQconninfoParse", a.conninfo_parse, why, soname) &&
-                    resolve(lib, "PQconninfoFree", a.conninfo_free, why, soname) &&
-                    resolve(lib, "PQconnectStartParams", a.connect_start_params, why, soname) &&
-                    resolve(lib, "PQconnectPoll", a.connect_poll, why, soname) &&
-                    resolve(lib, "PQfinish", a.finish, why, soname) &&
-                    resolve(lib, "PQstatus", a.status, why, soname) &&
-                    resolve(lib, "PQerrorMessage", a.error_message, why, soname) &&
-                    resolve(lib, "PQsetNoticeReceiver", a.set_notice_receiver, why, soname) &&
-                    resolve(lib, "PQsocket", a.socket, why, soname) &&
-                    resolve(lib, "PQsetnonblocking", a.set_nonblocking, why, soname) &&
-                    resolve(lib, "PQenterPipelineMode", a.enter_pipeline_mode, why, soname) &&
-                    resolve(lib, "PQbackendPID", a.backend_pid, why, soname) &&
-                    resolve(lib, "PQconsumeInput", a.consume_input, why, soname) &&
-                    resolve(lib, "PQnotifies", a.notifies, why, soname) &&
-                    resolve(lib, "PQfreemem", a.freemem, why, soname) &&
-                    resolve(lib, "PQisBusy", a.is_busy, why, soname) &&
-                    resolve(lib, "PQgetResult", a.get_result, why, soname) &&
-                    resolve(lib, "PQsendQueryParams", a.send_query_params, why, soname) &&
-                    resolve(lib, "PQpipelineSync", a.pipeline_sync, why, soname) &&
-                    resolve(lib, "PQflush", a.flush, why, soname) &&
-                    resolve(lib, "PQclear", a.clear, why, soname) &&
-                    resolve(lib, "PQresultStatus", a.result_status, why, soname) &&
-                    resolve(lib, "PQresultErrorField", a.result_error_field, why, soname) &&
-                    resolve(lib, "PQresultErrorMessage", a.result_error_message, why, soname) &&
-                    resolve(lib, "PQntuples", a.ntuples, why, soname) &&
-                    resolve(lib, "PQnfields", a.nfields, why, soname) &&
-                    resolve(lib, "PQcmdTuples", a.cmd_tuples, why, soname) &&
-                    resolve(lib, "PQgetisnull", a.getisnull, why, soname) &&
-                    resolve(lib, "PQgetvalue", a.getvalue, why, soname) &&
-                    resolve(lib, "PQgetlength", a.getlength, why, soname);
+    const auto get = [&](const char* symbol, auto& fn) {
+        return resolve(lib, symbol, fn, why, soname);
+    };
+    const bool ok =
+        get("PQconninfoParse", a.conninfo_parse) && get("PQconninfoFree", a.conninfo_free) &&
+        get("PQconnectStartParams", a.connect_start_params) &&
+        get("PQconnectPoll", a.connect_poll) && get("PQfinish", a.finish) &&
+        get("PQstatus", a.status) && get("PQerrorMessage", a.error_message) &&
+        get("PQsetNoticeReceiver", a.set_notice_receiver) && get("PQsocket", a.socket) &&
+        get("PQsetnonblocking", a.set_nonblocking) &&
+        get("PQenterPipelineMode", a.enter_pipeline_mode) && get("PQbackendPID", a.backend_pid) &&
+        get("PQconsumeInput", a.consume_input) && get("PQnotifies", a.notifies) &&
+        get("PQfreemem", a.freemem) && get("PQisBusy", a.is_busy) &&
+        get("PQgetResult", a.get_result) && get("PQsendQueryParams", a.send_query_params) &&
+        get("PQpipelineSync", a.pipeline_sync) && get("PQflush", a.flush) &&
+        get("PQclear", a.clear) && get("PQresultStatus", a.result_status) &&
+        get("PQresultErrorField", a.result_error_field) &&
+        get("PQresultErrorMessage", a.result_error_message) && get("PQntuples", a.ntuples) &&
+        get("PQnfields", a.nfields) && get("PQcmdTuples", a.cmd_tuples) &&
+        get("PQgetisnull", a.getisnull) && get("PQgetvalue", a.getvalue) &&
+        get("PQgetlength", a.getlength);
     if (!ok) {
         ::dlclose(lib); // nothing of it was handed out
         return false;
