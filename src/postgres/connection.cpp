@@ -207,7 +207,7 @@ void connection::process_results() {
         PGresult* r = pq().get_result(conn_);
         auto& b = inflight_.front();
         if (!r) {
-            // The end of one statement's results.
+            // The end of one statement's (or one Parse's) results.
             if (!b.have_current) break; // nothing more yet
             b.have_current = false;
             continue;
@@ -225,13 +225,57 @@ void connection::process_results() {
             }
             continue;
         }
-        if (!b.have_current && b.results.size() < b.count) {
-            b.results.emplace_back(r);
-            b.have_current = true;
-        } else {
+        if (b.have_current || b.results.size() >= b.count) {
             pq().clear(r); // a second result of one statement: not produced by our statements
+            continue;
+        }
+        b.have_current = true;
+        if (b.parses_read < b.parses.size() && b.parses[b.parses_read].first == b.results.size()) {
+            parse_read(b, b.parses[b.parses_read].second, r);
+            ++b.parses_read;
+        } else if (b.parse_error) {
+            pq().clear(r); // aborted by the failed Parse, whose error is the statement's
+            b.results.push_back(std::move(*b.parse_error));
+            b.parse_error.reset();
+        } else {
+            b.results.emplace_back(r);
         }
     }
+}
+
+void connection::parse_read(batch& b, const std::string& sql, PGresult* r) {
+    if (pq().result_status(r) == PGRES_COMMAND_OK) {
+        pq().clear(r);
+        if (auto it = prepared_.find(sql); it != prepared_.end()) it->second.ready = true;
+        return;
+    }
+    // Refused (a missing table, a permission) or aborted by an earlier failure: not prepared;
+    // its next use tries again.
+    prepared_.erase(sql);
+    b.parse_error.emplace(r);
+}
+
+bool connection::statement_name(const statement& s, batch& b, std::size_t i, const char*& name) {
+    // The named statements of one session are few (the kinds' fixed SQL); the bound only
+    // guards against a caller that builds SQL per call.
+    constexpr std::size_t max_named = 64;
+    name = nullptr;
+    if (!settings_->prepare || s.params.empty()) return true;
+    if (const auto it = prepared_.find(s.sql); it != prepared_.end()) {
+        if (it->second.ready) name = it->second.name.c_str();
+        return true;
+    }
+    if (prepared_.size() >= max_named) return true;
+    auto& n = prepared_[s.sql];
+    n.name = "dlock_" + std::to_string(++names_);
+    if (pq().send_prepare(conn_, n.name.c_str(), s.sql.c_str(), static_cast<int>(s.params.size()),
+                          nullptr) != 1) {
+        prepared_.erase(s.sql);
+        return false;
+    }
+    b.parses.emplace_back(i, s.sql);
+    name = n.name.c_str(); // executed right behind its own Parse
+    return true;
 }
 
 void connection::run(std::vector<statement> stmts, std::chrono::milliseconds timeout,
@@ -247,13 +291,18 @@ void connection::run(std::vector<statement> stmts, std::chrono::milliseconds tim
     b.done = std::move(done);
     b.sent = std::chrono::steady_clock::now();
     if (timeout.count() > 0) b.deadline = b.sent + timeout;
-    for (const auto& s : stmts) {
+    for (std::size_t i = 0; i < stmts.size(); ++i) {
+        const auto& s = stmts[i];
         std::vector<const char*> values;
         values.reserve(s.params.size());
         for (const auto& p : s.params)
             values.push_back(p ? p->c_str() : nullptr);
-        if (pq().send_query_params(conn_, s.sql.c_str(), static_cast<int>(values.size()), nullptr,
-                                   values.data(), nullptr, nullptr, 0) != 1) {
+        const char* name = nullptr;
+        const int n = static_cast<int>(values.size());
+        if (!statement_name(s, b, i, name) ||
+            (name ? pq().send_query_prepared(conn_, name, n, values.data(), nullptr, nullptr, 0)
+                  : pq().send_query_params(conn_, s.sql.c_str(), n, nullptr, values.data(), nullptr,
+                                           nullptr, 0)) != 1) {
             inflight_.push_back(std::move(b));
             return fail(make_error_code(errc::unavailable), trimmed(pq().error_message(conn_)));
         }

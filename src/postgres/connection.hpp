@@ -3,12 +3,15 @@
 // Set-up is PQconnectStartParams + PQconnectPoll, each step waiting on the socket libpq names
 // (PQsocket, wrapped in a non-owning posix::stream_descriptor that is re-assigned at every step
 // because libpq may open a new socket per host or TLS attempt, and released before PQfinish).
-// Once up, the session enters pipeline mode: run() sends a batch of statements with
-// PQsendQueryParams and one PQpipelineSync, so a batch costs one round trip however many
-// statements it has, and batches may follow each other without waiting. The socket is always
-// watched for input (PQconsumeInput, then PQgetResult while !PQisBusy), so a session the server
-// ends (pg_terminate_backend, shutdown, crash) or a dead socket is noticed at once, not at the
-// next statement: on_closed() tells the owner.
+// Once up, the session enters pipeline mode: run() sends a batch of statements and one
+// PQpipelineSync, so a batch costs one round trip however many statements it has, and batches
+// may follow each other without waiting. A statement with parameters is prepared (named) at its
+// first use, its Parse pipelined just before its first execution, and executed by name after
+// (settings::prepare; the server then parses, analyses and plans it once per session, not per
+// call); a statement without parameters, or any when prepare is off, goes unnamed. The socket is
+// always watched for input (PQconsumeInput, then PQgetResult while !PQisBusy), so a session the
+// server ends (pg_terminate_backend, shutdown, crash) or a dead socket is noticed at once, not at
+// the next statement: on_closed() tells the owner.
 //
 // Asio's reactor is edge-triggered and async_wait does not try the socket first, so after each
 // PQconsumeInput the socket is polled (zero timeout) and read again while it has bytes; a TLS
@@ -36,6 +39,8 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 struct pg_conn;
@@ -118,6 +123,12 @@ private:
     struct batch {
         std::size_t count = 0;
         std::vector<result> results{};
+        /// The statements this batch prepares: (index of the statement, its SQL). The Parse's
+        /// result comes just before that statement's, and is not one of `results`.
+        std::vector<std::pair<std::size_t, std::string>> parses{};
+        std::size_t parses_read = 0;
+        /// A Parse that failed: its error stands for its statement's (aborted) result.
+        std::optional<result> parse_error{};
         bool have_current = false;
         batch_handler done{};
         std::chrono::steady_clock::time_point sent{};
@@ -129,6 +140,11 @@ private:
     void arm_read();
     void on_readable();
     void process_results();
+    /// The name to execute `s` (statement `i` of `b`) by, sending its Parse first when this is
+    /// its first use here; nullptr: send it unnamed. False: libpq refused the Parse.
+    bool statement_name(const statement& s, batch& b, std::size_t i, const char*& name);
+    /// The result of a Parse this session sent for `sql`.
+    void parse_read(batch& b, const std::string& sql, ::pg_result* r);
     void flush();
     void arm_deadline();
     void fail(std::error_code ec, std::string text);
@@ -145,6 +161,14 @@ private:
     std::function<void()> after_batch_{};
     std::function<void(std::string_view, std::string_view)> on_notify_{};
     std::deque<batch> inflight_{};
+    /// The named statements of this session by SQL; `ready` once the server accepted the Parse
+    /// (until then other batches send the SQL unnamed).
+    struct named {
+        std::string name;
+        bool ready = false;
+    };
+    std::unordered_map<std::string, named> prepared_{};
+    std::uint64_t names_ = 0;
     std::string error_text_{};
     std::chrono::steady_clock::time_point last_ok_send_{};
     int pid_ = 0;

@@ -66,6 +66,7 @@ bool load_libpq_from(const char* soname, libpq_api& out, std::string& why) {
         get("PQconsumeInput", a.consume_input) && get("PQnotifies", a.notifies) &&
         get("PQfreemem", a.freemem) && get("PQisBusy", a.is_busy) &&
         get("PQgetResult", a.get_result) && get("PQsendQueryParams", a.send_query_params) &&
+        get("PQsendPrepare", a.send_prepare) && get("PQsendQueryPrepared", a.send_query_prepared) &&
         get("PQpipelineSync", a.pipeline_sync) && get("PQflush", a.flush) &&
         get("PQclear", a.clear) && get("PQresultStatus", a.result_status) &&
         get("PQresultErrorField", a.result_error_field) &&

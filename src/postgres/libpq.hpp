@@ -32,6 +32,8 @@ struct libpq_api {
     decltype(&::PQisBusy) is_busy = nullptr;
     decltype(&::PQgetResult) get_result = nullptr;
     decltype(&::PQsendQueryParams) send_query_params = nullptr;
+    decltype(&::PQsendPrepare) send_prepare = nullptr;
+    decltype(&::PQsendQueryPrepared) send_query_prepared = nullptr;
     decltype(&::PQpipelineSync) pipeline_sync = nullptr;
     decltype(&::PQflush) flush = nullptr;
     decltype(&::PQclear) clear = nullptr;

@@ -134,6 +134,9 @@ settings parse_settings(std::string_view url, std::error_code& ec, std::string* 
                 auto s = key_scheme_from(value);
                 ok = s.has_value();
                 if (ok) out.key = *s;
+            } else if (key == "dlock_prepare") {
+                ok = value == "on" || value == "off";
+                out.prepare = value == "on";
             } else if (key == "dlock_fence") {
                 ok = value == "on" || value == "off";
                 out.fence = value == "on";

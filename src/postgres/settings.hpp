@@ -26,6 +26,10 @@
 //                           versioned kind: 20000, and every party must use the same)
 //   dlock_versioned_table=NAME  the versioned kind's table (pglock's); default locks (its
 //                           sequence is NAME_rvn)
+//   dlock_prepare=on|off    each session prepares the statements it runs (named, at their first
+//                           use, in the same round trip) and runs them by name after; `off`
+//                           sends every statement unnamed (for a pooler in transaction mode
+//                           that does not track prepared statements); default on
 //
 // Passwords never appear in `display` or in any message built from these settings.
 #pragma once
@@ -67,6 +71,7 @@ struct settings {
     std::chrono::milliseconds connect_timeout{5000};
     std::string shedlock_table = "shedlock";
     std::string versioned_table = "locks";
+    bool prepare = true; ///< dlock_prepare
     /// dlock_lease: the row kinds' watchdog lease; nullopt = rows.hpp's defaults.
     std::optional<std::chrono::milliseconds> row_lease{};
     /// The password, as the URL writes it and decoded (for redacting libpq's messages).

@@ -73,7 +73,7 @@ TEST(pg_settings, dlock_parameters_are_read_and_removed) {
     auto s = pg::parse_settings("postgresql://h/db?dlock_key=crc32-pair&dlock_fence=off&"
                                 "dlock_check=500&dlock_pool=2&dlock_timeout=700&"
                                 "dlock_connect_timeout=800&dlock_table=jobs_lock&"
-                                "dlock_versioned_table=app_locks&dlock_lease=600",
+                                "dlock_versioned_table=app_locks&dlock_lease=600&dlock_prepare=off",
                                 ec);
     ASSERT_FALSE(ec);
     EXPECT_EQ(s.key, pg::key_scheme::crc32_pair);
@@ -85,7 +85,10 @@ TEST(pg_settings, dlock_parameters_are_read_and_removed) {
     EXPECT_EQ(s.shedlock_table, "jobs_lock");
     EXPECT_EQ(s.versioned_table, "app_locks");
     EXPECT_EQ(s.row_lease, 600ms);
+    EXPECT_FALSE(s.prepare);
     EXPECT_EQ(pg::parse_settings("postgresql://h/db", ec).versioned_table, "locks");
+    EXPECT_TRUE(pg::parse_settings("postgresql://h/db", ec).prepare);
+    EXPECT_TRUE(pg::parse_settings("postgresql://h/db?dlock_prepare=on", ec).prepare);
     EXPECT_FALSE(pg::parse_settings("postgresql://h/db", ec).row_lease);
     for (const auto& [k, v] : s.params)
         EXPECT_NE(k.substr(0, 6), "dlock_");
@@ -119,6 +122,7 @@ TEST(pg_settings, bad_urls_are_configuration_errors_that_never_show_the_password
         "postgresql://h/db?dlock_key=md5",
         "postgresql://h/db?dlock_check=5",
         "postgresql://h/db?dlock_fence=maybe",
+        "postgresql://h/db?dlock_prepare=sometimes",
         "postgresql://h/db?dlock_keepalive=1:2",
         "postgresql://h/db?dlock_timeout",
         "postgresql://h/db?dlock_lease=29",
