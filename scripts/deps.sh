@@ -8,7 +8,7 @@ packages=(
   libasio-dev libssl-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   prometheus-cpp-dev
   redis-server redis-tools redis-sentinel openssl
-  libpq-dev postgresql libpostgresql-jdbc-java default-jre-headless iproute2 nftables
+  libpq-dev postgresql libpostgresql-jdbc-java default-jre-headless iproute2 nftables pgbouncer
   zookeeper libzookeeper-st-dev libcurator-recipes-java python3-kazoo
   etcd-server etcd-client libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   clang libclang-rt-14-dev clang-format clang-tidy
@@ -43,4 +43,6 @@ if command -v systemctl >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
   systemctl disable --now postgresql >/dev/null 2>&1 || true
   # Nor its etcd (tests start their own members on free loopback ports).
   systemctl disable --now etcd >/dev/null 2>&1 || true
+  # Nor its PgBouncer (a test starts its own in front of its own PostgreSQL).
+  systemctl disable --now pgbouncer >/dev/null 2>&1 || true
 fi
