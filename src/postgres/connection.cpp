@@ -51,8 +51,13 @@ std::string_view result::sqlstate() const noexcept {
 std::string result::message() const {
     if (!r_) return "no result";
     const char* m = pq().result_error_field(r_.get(), PG_DIAG_MESSAGE_PRIMARY);
-    if (m) return m;
-    return trimmed(pq().result_error_message(r_.get()));
+    std::string text = m ? m : trimmed(pq().result_error_message(r_.get()));
+    // The session forgot a statement it prepared: a pooler in transaction mode ran this
+    // transaction on another server session.
+    if (sqlstate() == sqlstate::invalid_sql_statement_name)
+        text += " (behind a connection pooler in transaction mode? add dlock_prepare=off to the "
+                "URL)";
+    return text;
 }
 
 int result::rows() const noexcept {

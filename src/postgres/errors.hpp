@@ -18,6 +18,8 @@ inline constexpr std::string_view insufficient_privilege = "42501";
 inline constexpr std::string_view undefined_table = "42P01";
 inline constexpr std::string_view unique_violation = "23505";
 inline constexpr std::string_view admin_shutdown = "57P01"; ///< pg_terminate_backend, shutdown
+/// A statement run by a name the server session does not know (connection.hpp prepares them).
+inline constexpr std::string_view invalid_sql_statement_name = "26000";
 } // namespace sqlstate
 
 /// The errc of a statement's error. 55P03 is not an error for dlock (not acquired) and is

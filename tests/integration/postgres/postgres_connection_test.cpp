@@ -148,6 +148,17 @@ TEST_F(pg_connection, batches_sent_before_the_parse_is_answered_run_the_sql_unna
     EXPECT_EQ(run(*c, {{add_one, {"9"}}})[0].int_value(0, 0), 10); // by name now
 }
 
+TEST_F(pg_connection, a_statement_the_session_forgot_says_what_to_do_about_it) {
+    auto c = open();
+    ASSERT_EQ(run(*c, {{add_one, {"1"}}})[0].int_value(0, 0), 2); // prepared as dlock_1
+    ASSERT_TRUE(run(*c, {{"DEALLOCATE ALL"}})[0].ok());           // as a pooler's reset would
+    auto r = run(*c, {{add_one, {"2"}}});
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].sqlstate(), "26000");
+    EXPECT_NE(r[0].message().find("add dlock_prepare=off to the URL"), std::string::npos)
+        << r[0].message();
+}
+
 /// PgBouncer in transaction mode in front of the suite's server: every transaction may run on
 /// another server session, so a statement prepared by one is unknown to the next.
 class pg_behind_pgbouncer : public pg_suite {
