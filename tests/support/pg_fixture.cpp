@@ -19,12 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string pg_bin(const char* name) {
-    const char* env = std::getenv("DLOCK_TEST_PG_BIN");
-    const fs::path dir = env && *env ? fs::path(env) : fs::path("/usr/lib/postgresql/15/bin");
-    return (dir / name).string();
-}
-
 /// The uid/gid the server runs as: `postgres` when we are root, else ourselves.
 struct identity {
     bool drop = false;
@@ -76,6 +70,12 @@ std::pair<std::string, int> run_psql(const fs::path& sock_dir, std::uint16_t por
 
 } // namespace
 
+std::string pg_bin(const char* name) {
+    const char* env = std::getenv("DLOCK_TEST_PG_BIN");
+    const fs::path dir = env && *env ? fs::path(env) : fs::path("/usr/lib/postgresql/15/bin");
+    return (dir / name).string();
+}
+
 bool postgres_available() {
     if (::access(pg_bin("initdb").c_str(), X_OK) != 0 ||
         ::access(pg_bin("postgres").c_str(), X_OK) != 0 ||
@@ -119,6 +119,10 @@ pg_server::~pg_server() {
     }
     std::error_code ec;
     fs::remove_all(dir_, ec);
+}
+
+pid_t pg_server::spawn_as_server(const std::vector<std::string>& argv, const fs::path& log) const {
+    return launch(argv, log, true);
 }
 
 std::string pg_server::url(std::string_view params) const {

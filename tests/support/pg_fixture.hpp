@@ -28,6 +28,9 @@ namespace dlock::test {
 
 bool postgres_available();
 
+/// The path of the PostgreSQL program `name` (psql, initdb ...) the fixture uses.
+std::string pg_bin(const char* name);
+
 class pg_server {
 public:
     /// initdb (about 0.7 s) and start (about 0.2 s); throws std::runtime_error with the log tail.
@@ -49,6 +52,11 @@ public:
     /// Runs `sql` through psql as the superuser on the Unix socket; returns the unaligned,
     /// tuples-only output without the trailing newline. Throws on psql failure.
     std::string psql(const std::string& sql) const;
+
+    /// Starts `argv` as the server's user (`postgres` when we are root; a program that refuses
+    /// root, as PgBouncer does), output to `log`, killed if this process dies. Returns its pid.
+    pid_t spawn_as_server(const std::vector<std::string>& argv,
+                          const std::filesystem::path& log) const;
 
     pid_t pid() const { return pid_; }
     bool running() const;

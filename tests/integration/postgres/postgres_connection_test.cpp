@@ -11,9 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <fstream>
-#include <pwd.h>
 #include <thread>
 #include <unistd.h>
 
@@ -183,13 +181,9 @@ protected:
             << "ignore_startup_parameters = options,extra_float_digits\n";
         ini.close();
         ASSERT_TRUE(ini) << "cannot write pgbouncer.ini";
-        spawn_options o;
-        if (::geteuid() == 0) { // PgBouncer refuses to run as root
-            const passwd* pw = ::getpwnam("postgres");
-            ASSERT_NE(pw, nullptr);
-            o.run_as = std::make_pair(pw->pw_uid, pw->pw_gid);
-        }
-        pid_ = spawn_child({binary, (dir / "pgbouncer.ini").string()}, dir / "pgbouncer.log", o);
+        // As the server's user: PgBouncer refuses to run as root.
+        pid_ = server().spawn_as_server({binary, (dir / "pgbouncer.ini").string()},
+                                        dir / "pgbouncer.log");
         ASSERT_TRUE(wait_until([&] { return answers(); }, 10s))
             << read_tail(dir / "pgbouncer.log", 2000);
     }
@@ -228,12 +222,9 @@ protected:
 private:
     /// Whether the pooler accepts a connection and answers a query (through the server).
     bool answers() const {
-        const char* bin = std::getenv("DLOCK_TEST_PG_BIN"); // as pg_fixture.hpp finds psql
-        const std::string psql =
-            std::string(bin && *bin ? bin : "/usr/lib/postgresql/15/bin") + "/psql";
-        auto [out, rc] = run_capture({psql, "-X", "-q", "-A", "-t", "-h", "127.0.0.1", "-p",
-                                      std::to_string(port_), "-U", "postgres", "-d", "postgres",
-                                      "-c", "SELECT 1"});
+        auto [out, rc] = run_capture({pg_bin("psql"), "-X", "-q", "-A", "-t", "-h", "127.0.0.1",
+                                      "-p", std::to_string(port_), "-U", "postgres", "-d",
+                                      "postgres", "-c", "SELECT 1"});
         return rc == 0 && out == "1";
     }
 
