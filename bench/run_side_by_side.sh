@@ -10,6 +10,8 @@
 # Every row's command goes to $OUT/commands.txt with the 1-minute load average before it;
 # bench/summarize_redis.py $OUT prints the rows against the standing targets.
 #
+# D's targets are judged on D rounds at the end: the peers' BLPOP floor and dlock's D rows
+# alternated DROUNDS times (needs the peers; $OUT/D_rounds).
 # D keeps every hand-off sample ($OUT/D_<kind>*.samples) and, at the end, bench/charts.py draws
 # the SVG charts of BENCHMARKS.md from $OUT into bench/charts/ (CHARTS=dir to put them elsewhere;
 # `python3 bench/charts.py $OUT` redraws them from the last results without re-running).
@@ -148,5 +150,24 @@ for kind in lock simple fair write; do
     --samples "$OUT/D_${kind}_own_clients.samples"
 done
 run hold_10000 $C0 $LB $URL hold --locks 10000 --watchdog-ms 3000
+
+# D's verdict: one row of 300 hand-offs moves by 0.7-1.6 x between runs of the same code, and
+# so does the BLPOP floor's (234-427 us in ten rounds of 2026-11-29). So the floor and every
+# kind's D (a client per worker) alternate DROUNDS times (default 5, 1 with --quick), each round
+# next to its own floor; the summary judges the median of the per-round ratios.
+if [ -n "$PEERS" ]; then
+  echo "== D rounds: the BLPOP floor and D, alternated =="
+  DROUNDS=${DROUNDS:-$([ -n "$QUICK" ] && echo 1 || echo 5)}
+  mkdir -p "$OUT/D_rounds"
+  for r in $(seq 1 "$DROUNDS"); do
+    log "D_rounds/floor-blpop-$r: (load $(cut -d' ' -f1 /proc/loadavg)) node $PEERS_DIR/node/bench.js --port 7391 --libs floor-blpop"
+    PEERS_NODE_DIR=${PEERS_NODE_DIR:-/tmp/peers/node} timeout 120 $C0 node "$PEERS_DIR/node/bench.js" \
+      --port 7391 --libs floor-blpop --json "$OUT/D_rounds/floor-blpop-$r.json" \
+      > "$OUT/D_rounds/floor-blpop-$r.txt" 2>&1 || echo "D_rounds floor $r failed" >&2
+    for kind in lock simple fair write; do
+      run "D_rounds/D_${kind}_$r" $C0 $LB $URL D --kind $kind --ops 300 --client-per-worker
+    done
+  done
+fi
 python3 bench/charts.py "$OUT" "${CHARTS:-bench/charts}" || echo "charts failed" >&2
 echo "results in $OUT"
