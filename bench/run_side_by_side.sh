@@ -100,23 +100,29 @@ rb srelease_c50 400000 -c 50 -P 1 EVALSHA "$SREL" 2 'S:__rand_int__' "$S_CHANNEL
 # no library): the kinds' own acquire and release on one key and token (the owner's path), and
 # two PINGs with and without epoll_ctl calls around each wait (BENCHMARKS.md: on this VM they
 # alone make a round trip faster, and redis-benchmark makes them).
-S_FIXED=S:blocking-pair L_FIXED=L:blocking-pair
-run bp_simple $C0 $BP $port 3 SET $S_FIXED tok NX PX 30000 -- EVALSHA "$SREL" 2 $S_FIXED \
-  "$(field simple $S_FIXED channel)" tok PUBLISH
-run bp_lock $C0 $BP $port 3 EVALSHA "$ACQ" 2 $L_FIXED "$(field lock $L_FIXED fencing)" 30000 \
-  owner:1 -- EVALSHA "$REL" 2 $L_FIXED "$(field lock $L_FIXED channel)" 0 30000 owner:1 PUBLISH 0
-F_FIXED=F:blocking-pair W_FIXED=W:blocking-pair
+S_FIXED=S:blocking-pair L_FIXED=L:blocking-pair F_FIXED=F:blocking-pair W_FIXED=W:blocking-pair
 FACQ=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/fair/acquire.lua)")
 FREL=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/fair/release.lua)")
 WACQ=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/rwlock/write_acquire.lua)")
 WREL=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/rwlock/write_release.lua)")
-run bp_fair $C0 $BP $port 3 EVALSHA "$FACQ" 4 $F_FIXED "$(field fair $F_FIXED queue)" \
-  "$(field fair $F_FIXED timeouts)" "$(field fair $F_FIXED fencing)" 30000 owner:1 5000 1 -- \
-  EVALSHA "$FREL" 4 $F_FIXED "$(field fair $F_FIXED queue)" "$(field fair $F_FIXED timeouts)" \
-  "$(field fair $F_FIXED channel)" 0 30000 owner:1 PUBLISH
-run bp_write $C0 $BP $port 3 EVALSHA "$WACQ" 3 $W_FIXED "$(field write $W_FIXED fencing)" \
-  "$(field write $W_FIXED intent)" 30000 owner:1 2000 -- \
-  EVALSHA "$WREL" 2 $W_FIXED "$(field write $W_FIXED channel)" 1 30000 owner:1 PUBLISH
+bp_kind() { # bp_kind ROW KIND: the kind's own acquire and release on a plain blocking socket
+  local name=$1
+  case $2 in
+    simple) run "$name" $C0 $BP $port 3 SET $S_FIXED tok NX PX 30000 -- EVALSHA "$SREL" 2 \
+      $S_FIXED "$(field simple $S_FIXED channel)" tok PUBLISH ;;
+    lock) run "$name" $C0 $BP $port 3 EVALSHA "$ACQ" 2 $L_FIXED "$(field lock $L_FIXED fencing)" \
+      30000 owner:1 -- EVALSHA "$REL" 2 $L_FIXED "$(field lock $L_FIXED channel)" 0 30000 owner:1 \
+      PUBLISH 0 ;;
+    fair) run "$name" $C0 $BP $port 3 EVALSHA "$FACQ" 4 $F_FIXED "$(field fair $F_FIXED queue)" \
+      "$(field fair $F_FIXED timeouts)" "$(field fair $F_FIXED fencing)" 30000 owner:1 5000 1 -- \
+      EVALSHA "$FREL" 4 $F_FIXED "$(field fair $F_FIXED queue)" "$(field fair $F_FIXED timeouts)" \
+      "$(field fair $F_FIXED channel)" 0 30000 owner:1 PUBLISH ;;
+    write) run "$name" $C0 $BP $port 3 EVALSHA "$WACQ" 3 $W_FIXED "$(field write $W_FIXED fencing)" \
+      "$(field write $W_FIXED intent)" 30000 owner:1 2000 -- \
+      EVALSHA "$WREL" 2 $W_FIXED "$(field write $W_FIXED channel)" 1 30000 owner:1 PUBLISH ;;
+  esac
+}
+for kind in simple lock fair write; do bp_kind "bp_$kind" $kind; done
 run bp_ping_churn $C0 $BP $port 3 --churn PING -- PING
 redis-cli -p $port FLUSHALL >/dev/null
 
@@ -150,6 +156,21 @@ for kind in lock simple fair write; do
     --samples "$OUT/D_${kind}_own_clients.samples"
 done
 run hold_10000 $C0 $LB $URL hold --locks 10000 --watchdog-ms 3000
+
+# A's verdict against its floor: the kind's own pair on a plain blocking socket and dlock's A,
+# alternated AROUNDS times (default 5, 1 with --quick); the summary judges the median of the
+# per-round ratios (2026-11-29: one row of either moves by 10-20 % between rounds).
+echo "== A rounds: each kind's own pair on a plain socket and dlock's A, alternated =="
+AROUNDS=${AROUNDS:-$([ -n "$QUICK" ] && echo 1 || echo 5)}
+mkdir -p "$OUT/A_rounds"
+for r in $(seq 1 "$AROUNDS"); do
+  run "A_rounds/bp_ping_$r" $C0 $BP $port 3 PING -- PING
+  for kind in simple lock fair write; do
+    bp_kind "A_rounds/bp_${kind}_$r" $kind
+    run "A_rounds/A_${kind}_$r" $C0 $LB $URL A --kind $kind --seconds 3
+  done
+  redis-cli -p $port FLUSHALL >/dev/null
+done
 
 # D's verdict: one row of 300 hand-offs moves by 0.7-1.6 x between runs of the same code, and
 # so does the BLPOP floor's (234-427 us in ten rounds of 2026-11-29). So the floor and every

@@ -9,7 +9,9 @@ redis-benchmark's CSV in rb_ping_c1_p1_before_A_<kind>.txt, the peers' harness J
 peers/node.json and peers/python.json, and the load average before each row in commands.txt.
 
 The targets (the brief; ../shared/bench/peers/README.md defines A-D):
-  A  the pair's p50 <= 1.10 x two PING round trips (redis-benchmark -c 1 -P 1 p50, right before)
+  A  the pair's p50 <= 1.10 x two PING round trips (redis-benchmark -c 1 -P 1 p50, right before);
+     against its floor, the kind's own pair on a plain blocking socket, on the median of the
+     per-round ratios of the A rounds (A_rounds/)
   B  >= 2 x the best peer's B (50 async workers on 50 keys over one connection), every kind
   C  >= 2.5 x the best peer's C (8 workers, one key), exact, every worker >= 50 % of its fair
      share, with one shared client and with a client per worker
@@ -70,10 +72,29 @@ def loads(out):
     return res
 
 
+def rounds_text(n):
+    return f"{n} round" + ("s" if n != 1 else "")
+
+
 def median(xs):
     xs = sorted(xs)
     n = len(xs)
     return (xs[n // 2] + xs[(n - 1) // 2]) / 2 if n else None
+
+
+def a_rounds(out, kind):
+    """[(dlock A pair p50, the kind's own pair p50, PING+PING p50)] per round of $OUT/A_rounds
+    (run_side_by_side.sh: blocking_pair and lock_bench A alternated)."""
+    res = []
+    for r in range(1, 100):
+        ping = read_json_line(os.path.join(out, "A_rounds", f"bp_ping_{r}.txt"))
+        if not ping:
+            break
+        own = read_json_line(os.path.join(out, "A_rounds", f"bp_{kind}_{r}.txt"))
+        a = read_json_line(os.path.join(out, "A_rounds", f"A_{kind}_{r}.txt"))
+        if own and a and own.get("pair_p50_us") and ping.get("pair_p50_us"):
+            res.append((a["pair_p50_us"], own["pair_p50_us"], ping["pair_p50_us"]))
+    return res
 
 
 def d_rounds(out):
@@ -147,6 +168,18 @@ def main():
                          f"PING+PING {f(bp['pair_p50_us'])} us", f"{r:.2f} x", verdict(r <= 1.10),
                          load.get(f"A_{k}")))
 
+        # Against its floor: the kind's own pair on a plain blocking socket and dlock's A,
+        # alternated (A_rounds/); the median of the per-round ratios of the p50s.
+        per = [(x[0] / x[1], x[0] / x[2]) for x in a_rounds(out, k)]
+        if per:
+            own = sorted(x for x, _ in per)
+            m = median(own)
+            rows.append(("A <= 1.10 x the kind's own pair, plain client (floor)",
+                         f"A {k}, {rounds_text(len(per))}", "median of per-round ratios",
+                         f"to PING+PING: {median([y for _, y in per]):.2f} x",
+                         f"{m:.2f} x (rounds {own[0]:.2f}-{own[-1]:.2f})", verdict(m <= 1.10),
+                         load.get(f"A_rounds/A_{k}_1")))
+
     # A's floors, on means (not bucketed): A's mean pair (1 / pairs per second) against two
     # PING round trips and against the round trips of the kind's own two commands
     # (redis-benchmark -c 1 -P 1 of the same SET / scripts; rows for the lock and the simple lock).
@@ -216,7 +249,7 @@ def main():
         if per:
             ratios = sorted(v / fl for v, fl in per)
             m = median(ratios)
-            rows.append(("D <= 1.2 x BLPOP floor", f"D {k}, {len(per)} rounds",
+            rows.append(("D <= 1.2 x BLPOP floor", f"D {k}, {rounds_text(len(per))}",
                          f"hand-off p50 median {f(median([v for v, _ in per]))} us",
                          f"BLPOP median {f(median([fl for _, fl in per]))} us",
                          f"{m:.2f} x (rounds {ratios[0]:.2f}-{ratios[-1]:.2f})",
