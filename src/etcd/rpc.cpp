@@ -44,11 +44,11 @@ std::string channel_target(const etcd_url& u) {
             if (r->ai_family == AF_INET && a4.empty() &&
                 ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(r->ai_addr)->sin_addr,
                             buf, sizeof buf))
-                a4 = std::string(buf) + ":" + std::to_string(e.port);
+                a4.append(buf).append(":").append(std::to_string(e.port));
             if (r->ai_family == AF_INET6 && a6.empty() &&
                 ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(r->ai_addr)->sin6_addr,
                             buf, sizeof buf))
-                a6 = "[" + std::string(buf) + "]:" + std::to_string(e.port);
+                a6.append("[").append(buf).append("]:").append(std::to_string(e.port));
         }
         ::freeaddrinfo(res);
         if (!a4.empty()) v4.push_back(a4);

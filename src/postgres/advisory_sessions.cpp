@@ -31,8 +31,11 @@ session_choice choose_session(const std::vector<session_load>& sessions, std::si
 }
 
 std::string key_id(const advisory_key& k) {
-    if (k.server_hash) return "h" + k.text;
-    return (k.pair ? "p" : "b") + std::to_string(k.value);
+    // Appended, not "h" + string: GCC 12 at -O3 warns falsely (-Wrestrict) on a literal + a
+    // temporary string.
+    std::string id(1, k.server_hash ? 'h' : (k.pair ? 'p' : 'b'));
+    id += k.server_hash ? k.text : std::to_string(k.value);
+    return id;
 }
 
 std::string holding_app_name(std::string_view name, std::size_t count) {

@@ -12,7 +12,9 @@ namespace dlock::detail::pg {
 namespace {
 
 std::string param(std::size_t n) {
-    return "$" + std::to_string(n);
+    std::string p = "$"; // appended: GCC 12 at -O3 warns falsely on "$" + a temporary string
+    p += std::to_string(n);
+    return p;
 }
 
 } // namespace
