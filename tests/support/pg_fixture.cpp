@@ -131,9 +131,10 @@ std::string pg_server::url(std::string_view params) const {
 
 std::string pg_server::url_as(std::string_view user, std::string_view pass,
                               std::string_view params) const {
-    std::string u = "postgresql://" + std::string(user) + ":" + std::string(pass) +
-                    "@127.0.0.1:" + std::to_string(port_) + "/postgres";
-    if (!params.empty()) u += "?" + std::string(params);
+    std::string u = "postgresql://";
+    u.append(user).append(":").append(pass).append("@127.0.0.1:");
+    u.append(std::to_string(port_)).append("/postgres");
+    if (!params.empty()) u.append("?").append(params);
     return u;
 }
 

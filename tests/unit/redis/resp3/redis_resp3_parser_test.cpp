@@ -63,7 +63,7 @@ std::string describe(const value& v) {
     case type::error:
         return "-" + v.str;
     case type::integer:
-        return ":" + std::to_string(v.integer);
+        return std::string(":").append(std::to_string(v.integer));
     case type::bulk_string:
         return "$" + v.str;
     case type::null:
@@ -83,7 +83,7 @@ std::string describe(const value& v) {
                         : v.kind == type::set ? "~["
                                               : ">[";
         for (std::size_t i = 0; i < v.elements.size(); ++i)
-            s += (i ? " " : "") + describe(v.elements[i]);
+            s.append(i ? " " : "").append(describe(v.elements[i]));
         return s + (v.kind == type::map ? "}" : "]");
     }
     }
