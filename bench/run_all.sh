@@ -15,7 +15,7 @@
 #
 # $OUT/summary.md: the machine, the commit, and for each part its tables against the targets
 # (bench/summarize_redis.py, bench/summarize_backends.py); $OUT/redis and $OUT/backends hold
-# every command (with the load average before it) and every result. About 50 minutes.
+# every command (with the load average before it) and every result. About 30 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=3 QUICK=() BB=()
