@@ -172,7 +172,7 @@ for r in $(seq 1 "$AROUNDS"); do
   redis-cli -p $port FLUSHALL >/dev/null
 done
 
-# D's verdict: one row of 300 hand-offs moves by 0.7-1.6 x between runs of the same code, and
+# D's verdict: one row of 300 hand-offs moves by 0.6-1.5 x between runs of the same code, and
 # so does the BLPOP floor's (234-427 us in ten rounds of 2026-11-29). So the floor and every
 # kind's D (a client per worker) alternate DROUNDS times (default 5, 1 with --quick), each round
 # next to its own floor; the summary judges the median of the per-round ratios.
