@@ -245,7 +245,7 @@ def main():
                          f"hand-off p50 {f(d['handoff_p50_us'])} us", f"BLPOP {f(fd)} us",
                          f"{r:.2f} x", "(one row: judged on the rounds)" if rounds else
                          verdict(r <= 1.2), load.get(f"D_{k}_own_clients")))
-        per = [(v, fl) for fl, kinds in rounds for kk, v in kinds.items() if kk == k]
+        per = [(kinds[k], fl) for fl, kinds in rounds if k in kinds]
         if per:
             ratios = sorted(v / fl for v, fl in per)
             m = median(ratios)

@@ -34,7 +34,10 @@ std::string key_id(const advisory_key& k) {
     // Appended, not "h" + string: GCC 12 at -O3 warns falsely (-Wrestrict) on a literal + a
     // temporary string.
     std::string id(1, k.server_hash ? 'h' : (k.pair ? 'p' : 'b'));
-    id += k.server_hash ? k.text : std::to_string(k.value);
+    if (k.server_hash)
+        id += k.text;
+    else
+        id += std::to_string(k.value);
     return id;
 }
 
