@@ -176,8 +176,11 @@ TEST_F(etcd_semaphore, a_revoked_lease_returns_its_permit) {
     ASSERT_TRUE(held);
     auto waiter =
         std::async(std::launch::async, [&] { return b->acquire("one", permits(1, 10s)); });
-    ASSERT_EQ(waiter.wait_for(300ms), std::future_status::timeout);
     std::error_code ec;
+    ASSERT_TRUE(dlock::test::wait_until(
+        [&] { return b->inspect("one", lock_kind::semaphore, ec).contenders.size() == 2; }, 5s))
+        << ec.message();
+    ASSERT_EQ(waiter.wait_for(0ms), std::future_status::timeout);
     const auto st = b->inspect("one", lock_kind::semaphore, ec);
     ASSERT_EQ(st.contenders.size(), 2U) << ec.message();
     auto [out, rc] = etcd_->etcdctl({"lease", "revoke", st.contenders.front().session});

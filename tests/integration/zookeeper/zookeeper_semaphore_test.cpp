@@ -225,6 +225,13 @@ TEST_F(zk_semaphore, inspect_list_and_force_unlock_show_the_leases) {
     auto h1 = a->acquire("jobs/pool", permits(2, 5s), ec);
     auto h2 = b->acquire("jobs/pool", permits(2, 5s), ec);
     ASSERT_TRUE(h1 && h2);
+    // An acquisition returns once its lease exists; its gate node (the mutex Curator releases in
+    // `finally`) is deleted right after, without the caller waiting: another session may still
+    // see it for a moment.
+    ASSERT_TRUE(eventually([&] {
+        std::error_code e;
+        return a->inspect("jobs/pool", lock_kind::semaphore, e).contenders.size() == 2;
+    }));
     auto st = a->inspect("jobs/pool", lock_kind::semaphore, ec);
     ASSERT_FALSE(ec) << a->last_error_detail();
     EXPECT_EQ(st.kind, "semaphore");
