@@ -110,6 +110,22 @@ bool lock_protocol::handover_failed(std::error_code ec, const resp3::value& r,
     return true;
 }
 
+handover_reading lock_protocol::read_token_handover(std::error_code ec, const resp3::value& r) {
+    handover_reading h;
+    if (handover_failed(ec, r, h)) return h;
+    if (r.kind == resp3::type::array && r.elements.size() == 2 && r.elements[0].is_integer() &&
+        r.elements[0].integer == 2 && r.elements[1].is_integer() && r.elements[1].integer > 0)
+        return released_with(handover_result::handed_over,
+                             static_cast<std::uint64_t>(r.elements[1].integer));
+    if (r.is_integer() && r.integer == 1) // another client waits: released, published
+        return released_with(handover_result::published);
+    if (r.is_null())
+        h.releaser = {release_outcome::kind::not_owner, {}};
+    else
+        h.releaser = {release_outcome::kind::error, make_error_code(errc::protocol_error)};
+    return h;
+}
+
 void lock_protocol::force_unlock_script(command& c, const lock_keys& k, pubsub::mode m) {
     c.script(script_id::common_force_unlock).arg("2").arg(k.key).arg(k.channel).arg("0");
     c.arg(pubsub::publish_command(m));

@@ -249,6 +249,10 @@ protected:
                             std::chrono::milliseconds lease);
     /// A transport failure or an error reply of a hand-over: fills `h` and returns true.
     static bool handover_failed(std::error_code ec, const resp3::value& r, handover_reading& h);
+    /// The reply of a hand-over script that gives the waiter a fencing token (reentrant and
+    /// write): {2, token} handed over, 1 released and published (another client waits), nil
+    /// not the owner; anything else is errc::protocol_error.
+    static handover_reading read_token_handover(std::error_code ec, const resp3::value& r);
     /// The lock left the releaser (handed over or published): what the waiter got.
     static handover_reading released_with(handover_result waiter, std::uint64_t token = 0) {
         return {{release_outcome::kind::released, {}}, waiter, token};

@@ -62,18 +62,7 @@ public:
     }
 
     handover_reading read_handover(std::error_code ec, const resp3::value& r) const override {
-        handover_reading h;
-        if (handover_failed(ec, r, h)) return h;
-        if (r.kind == resp3::type::array && r.elements.size() == 2 && r.elements[0].is_integer() &&
-            r.elements[0].integer == 2 && r.elements[1].is_integer() && r.elements[1].integer > 0)
-            return released_with(handover_result::handed_over,
-                                 static_cast<std::uint64_t>(r.elements[1].integer));
-        if (r.is_integer() && r.integer == 1) // another client waits: released, published
-            return released_with(handover_result::published);
-        h.releaser = read_release({}, r); // null: not the owner; anything else: malformed
-        if (h.releaser.what != release_outcome::kind::not_owner)
-            h.releaser = {release_outcome::kind::error, make_error_code(errc::protocol_error)};
-        return h;
+        return read_token_handover(ec, r);
     }
 
     void hold_count(command& c, const lock_keys& k, std::string_view owner) const override {

@@ -235,6 +235,22 @@ public:
         renew_batch(c, script_id::rwlock_write_renew, holds, lease);
     }
 
+    /// A final write release hands the write hold to a waiting writer of this client
+    /// (write_handover.lua); a reader of this client waits for the published release.
+    bool has_handover() const noexcept override { return true; }
+    void handover(command& c, const lock_holder& from, std::string_view to_owner,
+                  std::chrono::milliseconds to_lease, bool check_others,
+                  pubsub::mode m) const override {
+        const auto& k = from.keys;
+        c.script(script_id::rwlock_write_handover).arg("4").arg(k.key).arg(k.channel);
+        c.arg(k.token_key).own(writer_marker(k)).arg("1").arg(from.owner);
+        c.arg(pubsub::publish_command(m)).arg(check_others ? pubsub::numsub_command(m) : "");
+        c.arg(to_owner).number(to_lease.count());
+    }
+    handover_reading read_handover(std::error_code ec, const resp3::value& r) const override {
+        return read_token_handover(ec, r);
+    }
+
     bool abandon(command& c, const lock_keys& k, std::string_view owner,
                  pubsub::mode m) const override {
         c.script(script_id::rwlock_abandon).arg("2").own(writer_marker(k)).arg(k.channel);

@@ -5,6 +5,8 @@
 #include "redis/client.hpp"
 #include "test_util.hpp"
 
+#include <dlock/rw_mutex.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <future>
@@ -59,25 +61,34 @@ private:
 };
 
 /// A mutex or a simple_mutex, used through their common base.
+/// The reentrant lock, the simple lock or the read-write lock's write side, by kind.
 class either_mutex {
 public:
     either_mutex(dlock::client& c, const std::string& name, dlock::lock_kind kind) {
         if (kind == dlock::lock_kind::reentrant)
             r_.emplace(c.make_mutex(name));
+        else if (kind == dlock::lock_kind::write)
+            w_.emplace(c, name);
         else
             s_.emplace(c.make_simple_mutex(name));
     }
-    dlock::basic_mutex* operator->() { return r_ ? static_cast<dlock::basic_mutex*>(&*r_) : &*s_; }
+    dlock::basic_mutex* operator->() {
+        if (r_) return &*r_;
+        if (w_) return &*w_;
+        return &*s_;
+    }
 
 private:
     std::optional<dlock::mutex> r_;
     std::optional<dlock::simple_mutex> s_;
+    std::optional<dlock::write_mutex> w_;
 };
 
 inline std::string channel_of(dlock::lock_kind kind, const std::string& name) {
-    return (kind == dlock::lock_kind::reentrant ? "redisson_lock__channel:{"
-                                                : "dlock_simple__channel:{") +
-           name + "}";
+    const char* prefix = kind == dlock::lock_kind::reentrant ? "redisson_lock__channel:{"
+                         : kind == dlock::lock_kind::write   ? "redisson_rwlock:{"
+                                                             : "dlock_simple__channel:{";
+    return prefix + name + "}";
 }
 
 } // namespace dlock::test

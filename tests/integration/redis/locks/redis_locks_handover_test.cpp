@@ -1,6 +1,7 @@
 // Hand-over against a real redis-server: a release hands the lock to a waiter of the same
-// client, local waiters queue, a release publishes when another client waits, and a
-// lease handle takes and hands on a handed-over lock.
+// client (reentrant, simple, and the write side to a waiting writer), local waiters queue, a
+// release publishes when another client waits, a write release under the releaser's own read
+// hold publishes, and a lease handle takes and hands on a handed-over lock.
 #include "lock_test_util.hpp"
 
 #include <asio/use_future.hpp>
@@ -23,18 +24,35 @@ using dlock::test::fast_options;
 using dlock::test::redis_server;
 using dlock::test::sleeping_waiters;
 
+namespace {
+/// Scripts the server ran since the last CONFIG RESETSTAT: EVALSHA calls that did not fail
+/// (NOSCRIPT, the first use of a script on this server, counts as a failed call) plus the EVALs
+/// that answered them.
+std::int64_t script_runs(const redis_server& s) {
+    const auto stats = s.cli({"INFO", "commandstats"});
+    auto field = [&](const std::string& cmd, const std::string& name) -> std::int64_t {
+        const auto line = stats.find("cmdstat_" + cmd + ":");
+        if (line == std::string::npos) return 0;
+        const auto at = stats.find(name + "=", line);
+        return at == std::string::npos ? 0 : std::stoll(stats.substr(at + name.size() + 1));
+    };
+    return field("evalsha", "calls") - field("evalsha", "failed_calls") + field("eval", "calls");
+}
+} // namespace
+
 TEST(lock, a_release_hands_the_lock_to_a_sleeping_waiter_of_the_same_client) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
     for (const bool handover : {true, false})
-        for (auto kind : {dlock::lock_kind::reentrant, dlock::lock_kind::simple}) {
+        for (auto kind :
+             {dlock::lock_kind::reentrant, dlock::lock_kind::simple, dlock::lock_kind::write}) {
             SCOPED_TRACE(std::string(handover ? "handover " : "no handover ") +
-                         (kind == dlock::lock_kind::reentrant ? "lock" : "simple"));
+                         std::string(dlock::kind_name(kind)));
             auto o = fast_options(s.url());
             o.handover = handover;
             dlock::client c(o);
             const std::string name = std::string("ho-") + (handover ? "on-" : "off-") +
-                                     (kind == dlock::lock_kind::reentrant ? "r" : "s");
+                                     std::string(dlock::kind_name(kind));
             either_mutex holder(c, name, kind);
             holder->lock();
             const auto holder_token = holder->fencing_token();
@@ -52,17 +70,21 @@ TEST(lock, a_release_hands_the_lock_to_a_sleeping_waiter_of_the_same_client) {
             s.cli({"CONFIG", "RESETSTAT"});
             holder->unlock();
             waiter.join();
+            // Counted before is_locked(), a script of its own on the write side.
+            const auto scripts = script_runs(s);
+            const auto publishes = command_calls(s, "publish");
+
             EXPECT_TRUE(waiter_owns); // the server names the waiter as the owner
             EXPECT_FALSE(holder->is_locked());
-            if (kind == dlock::lock_kind::reentrant) {
+            if (kind != dlock::lock_kind::simple) {
                 ASSERT_TRUE(holder_token && waiter_token);
                 EXPECT_EQ(*waiter_token, *holder_token + 1); // a fresh acquisition
             }
             // Hand-over: the holder's release publishes nothing and the waiter makes no
             // attempt (scripts: hand-over + waiter's release). Without: publish, attempt.
-            EXPECT_EQ(command_calls(s, "publish"), handover ? 1 : 2);
-            if (kind == dlock::lock_kind::reentrant) { // holder's script, waiter's release
-                EXPECT_EQ(command_calls(s, "evalsha"), handover ? 2 : 3);
+            EXPECT_EQ(publishes, handover ? 1 : 2);
+            if (kind != dlock::lock_kind::simple) { // holder's script, waiter's release
+                EXPECT_EQ(scripts, handover ? 2 : 3);
             }
         }
 }
@@ -104,11 +126,12 @@ TEST(lock, waiters_of_a_lock_held_by_their_own_client_queue_without_asking_the_s
 TEST(lock, a_release_publishes_instead_when_another_client_waits_too) {
     DLOCK_SKIP_WITHOUT_REDIS();
     redis_server s;
-    for (auto kind : {dlock::lock_kind::reentrant, dlock::lock_kind::simple}) {
+    for (auto kind :
+         {dlock::lock_kind::reentrant, dlock::lock_kind::simple, dlock::lock_kind::write}) {
+        SCOPED_TRACE(std::string(dlock::kind_name(kind)));
         dlock::client c(fast_options(s.url()));
         dlock::client other(fast_options(s.url()));
-        const std::string name =
-            std::string("ho-shared-") + (kind == dlock::lock_kind::reentrant ? "r" : "s");
+        const std::string name = "ho-shared-" + std::string(dlock::kind_name(kind));
         const auto channel = channel_of(kind, name);
         either_mutex holder(c, name, kind);
         holder->lock();
@@ -139,6 +162,73 @@ TEST(lock, a_release_publishes_instead_when_another_client_waits_too) {
         EXPECT_EQ(acquired.load(), 2);
         EXPECT_FALSE(holder->is_locked());
     }
+}
+
+// The write side hands over to a waiting writer: the hash holds the mode and the waiter's write
+// field alone (Redisson's layout of a write hold), and the waiter's announcement, which keeps new
+// readers out while a writer waits, is withdrawn as its own acquisition would withdraw it.
+TEST(lock, a_write_release_hands_over_to_a_writer_and_withdraws_its_announcement) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    const std::string name = "ho-w";
+    const std::string marker = "dlock_rwlock_writer:{ho-w}";
+    dlock::rw_mutex holder = c.make_rw_mutex(name);
+    holder.lock();
+    std::promise<void> holds, leave;
+    std::thread waiter([&] {
+        dlock::rw_mutex m = c.make_rw_mutex(name);
+        m.lock();
+        holds.set_value();
+        leave.get_future().wait();
+        m.unlock();
+    });
+    ASSERT_TRUE(eventually(
+        [&] { return sleeping_waiters(c, channel_of(dlock::lock_kind::write, name)) == 1; }, 2s));
+    EXPECT_EQ(s.cli({"EXISTS", marker}), "1"); // the waiting writer announced itself
+    s.cli({"CONFIG", "RESETSTAT"});
+    holder.unlock();
+    holds.get_future().wait();
+    EXPECT_EQ(command_calls(s, "publish"), 0); // handed over, not published
+    EXPECT_EQ(s.cli({"EXISTS", marker}), "0");
+    EXPECT_EQ(s.cli({"HGET", name, "mode"}), "write");
+    EXPECT_EQ(s.cli({"HLEN", name}), "2");
+    // A reader of the same client waits for the writer only, not for a stale announcement.
+    leave.set_value();
+    waiter.join();
+    EXPECT_TRUE(holder.try_lock_shared_for(2s));
+    holder.unlock_shared();
+}
+
+// A writer that still holds read under its write hold (a downgrade) releases the write side
+// as Redisson does, mode read and a published message: the waiting writer must wait for that
+// read hold, so nothing is handed over.
+TEST(lock, a_write_release_under_the_releasers_read_hold_publishes_instead) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    redis_server s;
+    dlock::client c(fast_options(s.url()));
+    const std::string name = "ho-down";
+    dlock::rw_mutex holder = c.make_rw_mutex(name);
+    holder.lock();
+    holder.lock_shared();
+    std::atomic<bool> got{false};
+    std::thread waiter([&] {
+        dlock::rw_mutex m = c.make_rw_mutex(name);
+        m.lock();
+        got = true;
+        m.unlock();
+    });
+    ASSERT_TRUE(eventually(
+        [&] { return sleeping_waiters(c, channel_of(dlock::lock_kind::write, name)) == 1; }, 2s));
+    s.cli({"CONFIG", "RESETSTAT"});
+    holder.unlock();
+    EXPECT_EQ(s.cli({"HGET", name, "mode"}), "read");
+    EXPECT_EQ(command_calls(s, "publish"), 1);
+    EXPECT_FALSE(got.load()); // the read hold keeps the writer out
+    holder.unlock_shared();
+    waiter.join();
+    EXPECT_TRUE(got.load());
+    EXPECT_EQ(s.cli({"EXISTS", name}), "0");
 }
 
 TEST(lock, a_lease_handle_takes_a_handed_over_lock_and_hands_it_on_asynchronously) {
