@@ -110,6 +110,13 @@ bool lock_protocol::handover_failed(std::error_code ec, const resp3::value& r,
     return true;
 }
 
+void lock_protocol::handover_args(command& c, std::string_view message, const lock_holder& from,
+                                  std::string_view to_owner, std::chrono::milliseconds to_lease,
+                                  bool check_others, pubsub::mode m) {
+    c.arg(message).arg(from.owner).arg(pubsub::publish_command(m));
+    c.arg(check_others ? pubsub::numsub_command(m) : "").arg(to_owner).number(to_lease.count());
+}
+
 handover_reading lock_protocol::read_token_handover(std::error_code ec, const resp3::value& r) {
     handover_reading h;
     if (handover_failed(ec, r, h)) return h;

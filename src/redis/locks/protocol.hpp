@@ -249,6 +249,12 @@ protected:
                             std::chrono::milliseconds lease);
     /// A transport failure or an error reply of a hand-over: fills `h` and returns true.
     static bool handover_failed(std::error_code ec, const resp3::value& r, handover_reading& h);
+    /// The arguments every hand-over script takes after its keys: the unlock message, the
+    /// releasing owner, the publish command, the NUMSUB command ("" when `check_others` is
+    /// false), the waiting owner and its lease.
+    static void handover_args(command& c, std::string_view message, const lock_holder& from,
+                              std::string_view to_owner, std::chrono::milliseconds to_lease,
+                              bool check_others, pubsub::mode m);
     /// The reply of a hand-over script that gives the waiter a fencing token (reentrant and
     /// write): {2, token} handed over, 1 released and published (another client waits), nil
     /// not the owner; anything else is errc::protocol_error.

@@ -56,9 +56,7 @@ public:
                   pubsub::mode m) const override {
         const auto& k = from.keys;
         c.script(script_id::reentrant_handover).arg("3").arg(k.key).arg(k.channel);
-        c.arg(k.token_key).arg("0").arg(from.owner).arg(pubsub::publish_command(m));
-        c.arg(check_others ? pubsub::numsub_command(m) : "").arg(to_owner);
-        c.number(to_lease.count());
+        handover_args(c.arg(k.token_key), "0", from, to_owner, to_lease, check_others, m);
     }
 
     handover_reading read_handover(std::error_code ec, const resp3::value& r) const override {

@@ -243,9 +243,8 @@ public:
                   pubsub::mode m) const override {
         const auto& k = from.keys;
         c.script(script_id::rwlock_write_handover).arg("4").arg(k.key).arg(k.channel);
-        c.arg(k.token_key).own(writer_marker(k)).arg("1").arg(from.owner);
-        c.arg(pubsub::publish_command(m)).arg(check_others ? pubsub::numsub_command(m) : "");
-        c.arg(to_owner).number(to_lease.count());
+        c.arg(k.token_key).own(writer_marker(k));
+        handover_args(c, "1", from, to_owner, to_lease, check_others, m);
     }
     handover_reading read_handover(std::error_code ec, const resp3::value& r) const override {
         return read_token_handover(ec, r);
