@@ -6,12 +6,15 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <pwd.h>
 #include <signal.h>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 namespace dlock::test {
 namespace {
@@ -26,14 +29,24 @@ struct identity {
     gid_t gid = 0;
 };
 
+/// The `postgres` user's ids, if there is one (getpwnam_r: tests start servers from threads).
+std::optional<std::pair<uid_t, gid_t>> postgres_user() {
+    passwd pw{};
+    passwd* found = nullptr;
+    std::vector<char> buf(16384);
+    if (::getpwnam_r("postgres", &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr)
+        return std::nullopt;
+    return std::make_pair(pw.pw_uid, pw.pw_gid);
+}
+
 identity server_identity() {
     identity id;
     if (::geteuid() != 0) return id;
-    const passwd* pw = ::getpwnam("postgres");
-    if (!pw) throw std::runtime_error("running as root and there is no `postgres` user");
+    const auto user = postgres_user();
+    if (!user) throw std::runtime_error("running as root and there is no `postgres` user");
     id.drop = true;
-    id.uid = pw->pw_uid;
-    id.gid = pw->pw_gid;
+    id.uid = user->first;
+    id.gid = user->second;
     return id;
 }
 
@@ -81,7 +94,7 @@ bool postgres_available() {
         ::access(pg_bin("postgres").c_str(), X_OK) != 0 ||
         ::access(pg_bin("psql").c_str(), X_OK) != 0)
         return false;
-    return ::geteuid() != 0 || ::getpwnam("postgres") != nullptr;
+    return ::geteuid() != 0 || postgres_user().has_value();
 }
 
 pg_server::pg_server(std::vector<std::string> extra_config)
