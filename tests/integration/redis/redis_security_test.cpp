@@ -38,7 +38,7 @@ const char* const locker_acl =
     "user locker on >pw ~* &* resetchannels &* -@all +hello +auth +ping +select +eval +evalsha "
     "+script|load +set +get +del +exists +pttl +pexpire +incr +time +hset +hget +hdel +hexists "
     "+hincrby +hlen +rpush +lpop +lindex +zadd +zrem +zscore +publish +spublish +subscribe "
-    "+unsubscribe +ssubscribe +sunsubscribe";
+    "+unsubscribe +ssubscribe +sunsubscribe +pubsub|numsub +pubsub|shardnumsub";
 
 /// One command MONITOR reported: who ran it ("lua" for a script's redis.call) and its words.
 struct monitored {
@@ -208,6 +208,26 @@ void exercise(dlock::client& holder, dlock::client& waiter, const std::string& n
         EXPECT_TRUE(holder.force_unlock(name, wk, ec)) << ec.message();
         EXPECT_FALSE(ec) << ec.message();
     }
+    // A waiter of the holder's own client: the release hands the lock over in one script
+    // (client_options::handover), which asks PUBSUB NUMSUB whether another client waits.
+    for (const lock_kind k :
+         {lock_kind::reentrant, lock_kind::simple, lock_kind::fair, lock_kind::write}) {
+        SCOPED_TRACE("hand-over, kind " + std::to_string(static_cast<int>(k)));
+        const auto local = name + "/h";
+        auto l = holder.acquire(local, {.wait = 2s, .kind = k});
+        ASSERT_TRUE(l);
+        auto handed = std::async(std::launch::async, [&] {
+            return holder.acquire(local, {.wait = 10s, .lease = 5s, .kind = k});
+        });
+        EXPECT_TRUE(eventually([&] { return !s.cli({"PUBSUB", "CHANNELS"}).empty(); }, 5s));
+        std::error_code ec;
+        l.release(ec);
+        EXPECT_FALSE(ec) << ec.message() << ": " << holder.last_error_detail();
+        auto h = handed.get();
+        EXPECT_TRUE(h);
+        h.release(ec);
+        EXPECT_FALSE(ec) << ec.message();
+    }
     std::vector<dlock::lock_ref> set;
     for (const lock_kind k :
          {lock_kind::reentrant, lock_kind::simple, lock_kind::fair, lock_kind::write})
@@ -340,6 +360,35 @@ TEST(security, every_lock_kind_works_as_the_least_privileged_user) {
     s.cli({"SCRIPT", "FLUSH"});
     exercise(holder, waiter, "after-flush", s);
     EXPECT_EQ(s.cli({"ACL", "LOG"}), "");
+}
+
+// Without PUBSUB NUMSUB (the README's ACL before 2026-11-29) a local hand-over is refused
+// inside its script before anything is written: the release is permission_denied, the lock
+// stays held by the releaser on the server, and ACL LOG names the subcommand.
+TEST(security, a_handover_the_acl_denies_writes_nothing) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    std::string acl = locker_acl;
+    acl.erase(acl.find(" +pubsub|numsub"));
+    redis_server s(server_options{.acl_lines = {acl}});
+    dlock::client c(
+        dlock::test::fast_options("redis://locker:pw@127.0.0.1:" + std::to_string(s.port())));
+    for (const lock_kind k : {lock_kind::reentrant, lock_kind::simple, lock_kind::write}) {
+        SCOPED_TRACE("kind " + std::to_string(static_cast<int>(k)));
+        const std::string name = "denied-" + std::to_string(static_cast<int>(k));
+        auto l = c.acquire(name, {.wait = 2s, .kind = k});
+        ASSERT_TRUE(l);
+        auto waiting = std::async(std::launch::async,
+                                  [&] { return c.acquire(name, {.wait = 300ms, .kind = k}); });
+        ASSERT_TRUE(eventually([&] { return !s.cli({"PUBSUB", "CHANNELS"}).empty(); }, 5s));
+        const auto before = s.cli({"DUMP", name});
+        std::error_code ec;
+        l.release(ec);
+        EXPECT_EQ(ec, dlock::errc::permission_denied) << ec.message();
+        EXPECT_EQ(s.cli({"DUMP", name}), before) << "the refused script changed the lock";
+        EXPECT_FALSE(waiting.get()) << "the waiter got a lock that was never released";
+        s.cli({"DEL", name});
+    }
+    EXPECT_NE(s.cli({"ACL", "LOG"}).find("numsub"), std::string::npos);
 }
 
 // The other side of S4: a user without one command a script runs (HSET, the reentrant
