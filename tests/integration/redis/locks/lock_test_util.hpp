@@ -36,11 +36,23 @@ inline std::size_t sleeping_waiters(dlock::client& c, const std::string& channel
     return p.get_future().get();
 }
 
-inline std::int64_t command_calls(const redis_server& s, const std::string& cmd) {
+/// One field of `cmd`'s line in INFO commandstats ("calls", "failed_calls", ...); 0 when the
+/// server has not run `cmd` since the last CONFIG RESETSTAT.
+inline std::int64_t command_stat(const redis_server& s, const std::string& cmd,
+                                 const std::string& field) {
     const auto stats = s.cli({"INFO", "commandstats"});
-    const auto tag = "cmdstat_" + cmd + ":calls=";
-    const auto at = stats.find(tag);
-    return at == std::string::npos ? 0 : std::stoll(stats.substr(at + tag.size()));
+    const auto line = stats.find("cmdstat_" + cmd + ":");
+    if (line == std::string::npos) return 0;
+    const auto end = stats.find('\n', line);
+    for (auto at = stats.find(field + "=", line); at != std::string::npos && at < end;
+         at = stats.find(field + "=", at + 1))
+        if (stats[at - 1] == ':' || stats[at - 1] == ',')
+            return std::stoll(stats.substr(at + field.size() + 1));
+    return 0;
+}
+
+inline std::int64_t command_calls(const redis_server& s, const std::string& cmd) {
+    return command_stat(s, cmd, "calls");
 }
 
 /// A suite sharing one private redis-server; connect() makes a client with watchdog_options.
@@ -60,7 +72,6 @@ private:
     static inline redis_server* server_ = nullptr;
 };
 
-/// A mutex or a simple_mutex, used through their common base.
 /// The reentrant lock, the simple lock or the read-write lock's write side, by kind.
 class either_mutex {
 public:

@@ -29,14 +29,8 @@ namespace {
 /// (NOSCRIPT, the first use of a script on this server, counts as a failed call) plus the EVALs
 /// that answered them.
 std::int64_t script_runs(const redis_server& s) {
-    const auto stats = s.cli({"INFO", "commandstats"});
-    auto field = [&](const std::string& cmd, const std::string& name) -> std::int64_t {
-        const auto line = stats.find("cmdstat_" + cmd + ":");
-        if (line == std::string::npos) return 0;
-        const auto at = stats.find(name + "=", line);
-        return at == std::string::npos ? 0 : std::stoll(stats.substr(at + name.size() + 1));
-    };
-    return field("evalsha", "calls") - field("evalsha", "failed_calls") + field("eval", "calls");
+    return command_calls(s, "evalsha") - dlock::test::command_stat(s, "evalsha", "failed_calls") +
+           command_calls(s, "eval");
 }
 } // namespace
 
@@ -188,7 +182,11 @@ TEST(lock, a_write_release_hands_over_to_a_writer_and_withdraws_its_announcement
     EXPECT_EQ(s.cli({"EXISTS", marker}), "1"); // the waiting writer announced itself
     s.cli({"CONFIG", "RESETSTAT"});
     holder.unlock();
-    holds.get_future().wait();
+    if (holds.get_future().wait_for(5s) != std::future_status::ready) {
+        leave.set_value();
+        waiter.join();
+        FAIL() << "the waiting writer did not get the lock";
+    }
     EXPECT_EQ(command_calls(s, "publish"), 0); // handed over, not published
     EXPECT_EQ(s.cli({"EXISTS", marker}), "0");
     EXPECT_EQ(s.cli({"HGET", name, "mode"}), "write");
