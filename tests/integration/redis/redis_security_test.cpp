@@ -24,6 +24,7 @@
 
 using namespace std::chrono_literals;
 using dlock::lock_kind;
+using dlock::test::channel_of;
 using dlock::test::eventually;
 using dlock::test::redis_server;
 using dlock::test::server_options;
@@ -219,7 +220,15 @@ void exercise(dlock::client& holder, dlock::client& waiter, const std::string& n
         auto handed = std::async(std::launch::async, [&] {
             return holder.acquire(local, {.wait = 10s, .lease = 5s, .kind = k});
         });
-        EXPECT_TRUE(eventually([&] { return !s.cli({"PUBSUB", "CHANNELS"}).empty(); }, 5s));
+        // Asleep, so the release hands over (the fair lock's waiter sleeps on a channel of its
+        // own: subscribed is what can be seen of it here).
+        EXPECT_TRUE(eventually(
+            [&] {
+                return k == lock_kind::fair
+                           ? !s.cli({"PUBSUB", "CHANNELS"}).empty()
+                           : dlock::test::sleeping_waiters(holder, channel_of(k, local)) == 1;
+            },
+            5s));
         std::error_code ec;
         l.release(ec);
         EXPECT_FALSE(ec) << ec.message() << ": " << holder.last_error_detail();
@@ -379,7 +388,8 @@ TEST(security, a_handover_the_acl_denies_writes_nothing) {
         ASSERT_TRUE(l);
         auto waiting = std::async(std::launch::async,
                                   [&] { return c.acquire(name, {.wait = 300ms, .kind = k}); });
-        ASSERT_TRUE(eventually([&] { return !s.cli({"PUBSUB", "CHANNELS"}).empty(); }, 5s));
+        ASSERT_TRUE(eventually(
+            [&] { return dlock::test::sleeping_waiters(c, channel_of(k, name)) == 1; }, 5s));
         const auto before = s.cli({"DUMP", name});
         std::error_code ec;
         l.release(ec);
