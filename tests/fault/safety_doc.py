@@ -296,9 +296,14 @@ COVERAGE = [
     ("S4", "least privilege (whole suite as a restricted ACL user, ACL LOG empty)",
      "`connection.acl_users_authenticate_and_denied_commands_are_permission_errors` (one user), "
      "`security.every_lock_kind_works_as_the_least_privileged_user` (the README's ACL: every "
-     "kind acquired, renewed, waited for, released and force-unlocked, a multi-lock, after "
-     "SCRIPT FLUSH too; ACL LOG empty)", "standalone only: the whole suite does not run as "
-     "that user, nor Cluster or Sentinel clients"),
+     "kind acquired, renewed, waited for, handed over locally, released and force-unlocked, a "
+     "multi-lock, an election, after SCRIPT FLUSH too; ACL LOG empty), "
+     "`security.a_sentinel_client_works_as_the_least_privileged_user` and "
+     "`security.a_cluster_client_works_as_the_least_privileged_user` (the same behind Sentinel "
+     "and on all three masters of a Cluster, with an ASK during a migration), "
+     "`security.a_handover_the_acl_denies_writes_nothing`, "
+     "`security.a_cluster_user_without_asking_is_permission_denied_during_a_migration`",
+     "the whole suite does not run as that user"),
     ("S5", "script allowlist", "`lock.every_script_is_named_by_the_sha1_redis_computes` "
      "(constant scripts), `security.every_script_the_server_receives_is_a_constant_one_for_"
      "hostile_names` (MONITOR records every command while every kind and a multi-lock are "

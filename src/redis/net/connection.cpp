@@ -89,6 +89,7 @@ void connection::stop() {
 
 void connection::submit(detail::request& r) {
     r.redirects = 0;
+    r.asking_refused = false;
     std::error_code fail;
     {
         std::lock_guard lk(mu_);

@@ -13,8 +13,10 @@ namespace {
 /// has that request's deadline: a default (already passed) one would make the connection's
 /// deadline check fail the connection whenever its reply is not back within one tick.
 struct owned_request final : request {
-    owned_request(std::vector<std::string> w, std::chrono::steady_clock::time_point until)
-        : words(std::move(w)) {
+    owned_request(std::vector<std::string> w, std::chrono::steady_clock::time_point until,
+                  request* ahead_of = nullptr)
+        : words(std::move(w))
+        , serves(ahead_of) {
         for (const auto& s : words)
             views.push_back(s);
         args = views;
@@ -22,13 +24,30 @@ struct owned_request final : request {
     }
     std::vector<std::string> words;
     std::vector<std::string_view> views;
-    void complete(std::error_code, resp3::value&&) override { delete this; }
+    /// ASKING: the request it goes ahead of (behind it on the same connection, so still in
+    /// flight when this reply comes), told when the server refuses it.
+    request* serves;
+    void complete(std::error_code ec, resp3::value&& v) override {
+        if (!ec && v.is_error() && serves) serves->asking_refused = true;
+        delete this;
+    }
 };
 
 } // namespace
 
 bool cluster::redirect(node& from, request& r, const resp3::value& reply) {
     if (stopped_.load(std::memory_order_acquire)) return false;
+    if (r.asking_refused) {
+        // The target answered MOVED because it never saw ASKING: following it would only send
+        // the request back to the source, which answers ASK again.
+        r.asking_refused = false;
+        resp3::value refused;
+        refused.kind = resp3::type::error;
+        refused.str = "NOPERM ASKING was refused: a Cluster client needs +asking to reach a slot "
+                      "in migration (README, Least-privilege ACL)";
+        r.complete({}, std::move(refused));
+        return true;
+    }
     bool ask = false;
     std::uint16_t slot = 0;
     net::target to;
@@ -68,7 +87,7 @@ bool cluster::redirect(node& from, request& r, const resp3::value& reply) {
     if (!r.eval_fallback.empty())
         group.push_back(
             new owned_request({"SCRIPT", "LOAD", std::string(r.eval_fallback)}, r.deadline));
-    group.push_back(new owned_request({"ASKING"}, r.deadline));
+    group.push_back(new owned_request({"ASKING"}, r.deadline, self));
     group.push_back(self);
     n->conn().submit_group(group);
     return true;

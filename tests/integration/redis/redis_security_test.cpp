@@ -3,6 +3,7 @@
 // recorded with MONITOR) and S4 (every lock kind works as a restricted ACL user and leaves the
 // ACL LOG empty).
 #include "redis/locks/lock_test_util.hpp"
+#include "redis/locks/names.hpp"
 #include "redis/locks/protocol.hpp"
 #include "redis/scripts.hpp"
 
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <netinet/in.h>
 #include <poll.h>
@@ -26,6 +28,7 @@
 using namespace std::chrono_literals;
 using dlock::lock_kind;
 using dlock::test::eventually;
+using dlock::test::redis_cluster;
 using dlock::test::redis_server;
 using dlock::test::server_options;
 using dlock::test::watchdog_options;
@@ -194,8 +197,9 @@ std::string channel(lock_kind k, const std::string& name) {
     return dlock::detail::protocol_of(k).keys(name, ec).channel;
 }
 
+/// `subscribed()`: whether some client is subscribed to a channel of the server(s) now.
 void exercise(dlock::client& holder, dlock::client& waiter, const std::string& name,
-              const redis_server& s) {
+              const std::function<bool()>& subscribed) {
     for (const lock_kind k : {lock_kind::reentrant, lock_kind::simple, lock_kind::fair,
                               lock_kind::read, lock_kind::write}) {
         SCOPED_TRACE("kind " + std::to_string(static_cast<int>(k)));
@@ -207,7 +211,7 @@ void exercise(dlock::client& holder, dlock::client& waiter, const std::string& n
         auto woken = std::async(std::launch::async, [&] {
             return waiter.acquire(name, {.wait = 10s, .lease = 5s, .kind = wk});
         });
-        EXPECT_TRUE(eventually([&] { return !s.cli({"PUBSUB", "CHANNELS"}).empty(); }, 5s));
+        EXPECT_TRUE(eventually([&] { return subscribed(); }, 5s));
         l.release();
         auto w = woken.get();
         EXPECT_TRUE(w);
@@ -232,7 +236,7 @@ void exercise(dlock::client& holder, dlock::client& waiter, const std::string& n
         EXPECT_TRUE(eventually(
             [&] {
                 return k == lock_kind::fair
-                           ? !s.cli({"PUBSUB", "CHANNELS"}).empty()
+                           ? subscribed()
                            : dlock::test::sleeping_waiters(holder, channel(k, local)) == 1;
             },
             5s));
@@ -268,6 +272,11 @@ void exercise(dlock::client& holder, dlock::client& waiter, const std::string& n
     EXPECT_EQ(waiter.leader(election)->value, "w");
     leader.resign();
     EXPECT_TRUE(eventually([&] { return states >= 3 && vacant; }, 5s)) << "vacant at the end";
+}
+
+void exercise(dlock::client& holder, dlock::client& waiter, const std::string& name,
+              const redis_server& s) {
+    exercise(holder, waiter, name, [&] { return !s.cli({"PUBSUB", "CHANNELS"}).empty(); });
 }
 
 std::string lower(std::string s) {
@@ -376,6 +385,99 @@ TEST(security, every_lock_kind_works_as_the_least_privileged_user) {
     s.cli({"SCRIPT", "FLUSH"});
     exercise(holder, waiter, "after-flush", s);
     EXPECT_EQ(s.cli({"ACL", "LOG"}), "");
+}
+
+// S4 behind Sentinel: the README's user with +role (a master's connection checks ROLE in its
+// handshake) does everything the standalone user does on the master the sentinels name.
+TEST(security, a_sentinel_client_works_as_the_least_privileged_user) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    dlock::test::redis_sentinel_group g(
+        server_options{.acl_lines = {std::string(locker_acl) + " +role"}});
+    auto url = g.url();
+    url.insert(std::string("redis-sentinel://").size(), "locker:pw@");
+    dlock::client holder(watchdog_options(url));
+    dlock::client waiter(watchdog_options(url));
+    exercise(holder, waiter, "orders:42", [&] {
+        return !g.master().cli({"PUBSUB", "CHANNELS"}).empty();
+    });
+    EXPECT_EQ(g.master().cli({"ACL", "LOG"}), "");
+}
+
+namespace {
+
+/// A Cluster whose nodes know the locker user (with `extra` commands), the URL that logs in as
+/// it, and the slot of the lock "moving" with its master and another master to migrate it to.
+struct locker_cluster {
+    explicit locker_cluster(const std::string& extra)
+        : cl(server_options{.acl_lines = {std::string(locker_acl) + extra}})
+        , url(cl.url())
+        , slot(dlock::detail::key_slot(moving))
+        , from(cl.master_of(slot)) {
+        url.insert(std::string("redis-cluster://").size(), "locker:pw@");
+        while (to == from || cl.node(to).cli({"ROLE"}).rfind("master", 0) != 0)
+            ++to;
+    }
+    redis_cluster cl;
+    std::string url;
+    const std::string moving = "moving";
+    std::uint16_t slot;
+    std::size_t from, to = 0;
+};
+
+} // namespace
+
+// S4 on a Cluster: the README's user with what a Cluster client adds (CLUSTER SHARDS for the
+// slot map, ASKING for a slot in migration) takes, renews, waits for, hands over and
+// force-unlocks every kind, a multi-lock and an election on names of all three masters, follows
+// ASK during a migration, and no node's ACL LOG records a denial.
+TEST(security, a_cluster_client_works_as_the_least_privileged_user) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    locker_cluster lc(" +cluster|shards +asking +role");
+    auto& cl = lc.cl;
+    dlock::client holder(watchdog_options(lc.url));
+    dlock::client waiter(watchdog_options(lc.url));
+    const auto subscribed = [&] {
+        for (std::size_t i = 0; i < cl.size(); ++i)
+            if (!cl.node(i).cli({"PUBSUB", "SHARDCHANNELS"}).empty()) return true;
+        return false;
+    };
+    std::set<std::size_t> masters;
+    for (int i = 0; masters.size() < 3 && i < 1000; ++i) {
+        const auto name = "orders:" + std::to_string(i);
+        if (masters.insert(cl.master_of(dlock::detail::key_slot(name))).second) {
+            SCOPED_TRACE(name);
+            exercise(holder, waiter, name, subscribed);
+        }
+    }
+    ASSERT_EQ(masters.size(), 3u);
+    // ASK: a new lock in a slot that is migrating is made on the target after ASKING.
+    cl.begin_migration(lc.slot, lc.from, lc.to);
+    auto m = holder.make_simple_mutex(lc.moving);
+    ASSERT_TRUE(m.try_lock()) << holder.last_error_detail();
+    EXPECT_NE(cl.node(lc.from).cli({"EXISTS", lc.moving}), "1"); // the source answered ASK
+    cl.move_keys(lc.slot, lc.from, lc.to);
+    cl.finish_migration(lc.slot, lc.to);
+    EXPECT_EQ(cl.node(lc.to).cli({"EXISTS", lc.moving}), "1"); // made on the target
+    m.unlock();
+    for (std::size_t i = 0; i < cl.size(); ++i)
+        EXPECT_EQ(cl.node(i).cli({"ACL", "LOG"}), "") << "node " << i;
+}
+
+// The other side: without +asking, a lock in a slot that is migrating is permission_denied
+// (not MOVED back and forth until the redirections run out), and nothing was made.
+TEST(security, a_cluster_user_without_asking_is_permission_denied_during_a_migration) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    locker_cluster lc(" +cluster|shards +role");
+    auto& cl = lc.cl;
+    dlock::client c(dlock::test::fast_options(lc.url));
+    cl.begin_migration(lc.slot, lc.from, lc.to);
+    std::error_code ec;
+    auto l = c.acquire(lc.moving, {.wait = 0ms, .kind = lock_kind::simple}, ec);
+    EXPECT_FALSE(l);
+    EXPECT_EQ(ec, dlock::errc::permission_denied) << ec.message() << ": " << c.last_error_detail();
+    EXPECT_NE(cl.node(lc.to).cli({"ACL", "LOG"}).find("asking"), std::string::npos);
+    cl.finish_migration(lc.slot, lc.to);
+    EXPECT_EQ(cl.node(lc.to).cli({"EXISTS", lc.moving}), "0");
 }
 
 // Without PUBSUB NUMSUB (the README's ACL before 2026-11-29) a local hand-over is refused

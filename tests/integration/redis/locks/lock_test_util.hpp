@@ -3,6 +3,7 @@
 #pragma once
 
 #include "redis/client.hpp"
+#include "redis/locks/names.hpp"
 #include "test_util.hpp"
 
 #include <dlock/rw_mutex.hpp>
@@ -27,12 +28,17 @@ inline std::int64_t commands_processed(const redis_server& s) {
     return std::stoll(info.substr(at + 25));
 }
 
-/// How many waiters of `c` sleep on `channel` (asked on c's I/O thread).
+/// How many waiters of `c` sleep on `channel` (asked on c's I/O thread, of the node that
+/// serves the channel's slot: a Cluster's sharded channels live on their slot's master).
 inline std::size_t sleeping_waiters(dlock::client& c, const std::string& channel) {
     auto impl = dlock::detail::access::impl(c);
     std::promise<std::size_t> p;
-    asio::post(impl->io(),
-               [&] { p.set_value(impl->router().any().subscriber().sleeping_count(channel)); });
+    asio::post(impl->io(), [&] {
+        p.set_value(impl->router()
+                        .for_slot(dlock::detail::key_slot(channel))
+                        .subscriber()
+                        .sleeping_count(channel));
+    });
     return p.get_future().get();
 }
 
