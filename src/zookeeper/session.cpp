@@ -322,6 +322,7 @@ session::op* session::make_op(callback done) {
     o->done = std::move(done);
     o->sent = clock::now();
     requests_.fetch_add(1, std::memory_order_relaxed);
+    cork_this_turn(); // the zoo_a* call that follows sends the request
     return o;
 }
 

@@ -202,6 +202,13 @@ private:
     void on_io(int events);
     void watch_socket(int fd);
     void drop_socket() noexcept;
+    /// Before a request: the C client sends each one as two send() calls (its 4-byte length,
+    /// then its body) on a TCP_NODELAY socket, two segments that the server reads and wakes
+    /// for one by one. The socket stays corked (TCP_CORK) until the I/O thread's current turn
+    /// ends (a posted uncork()), so all the requests of a turn (a create and its listing, say)
+    /// leave as one segment.
+    void cork_this_turn();
+    void uncork() noexcept;
 
     asio::any_io_executor ex_;
     zk_url url_;
@@ -213,6 +220,7 @@ private:
     std::optional<asio::steady_timer> io_timer_{};
     clock::time_point io_deadline_ = clock::time_point::max();
     int socket_fd_ = -1;
+    int corked_fd_ = -1;           ///< the socket corked until the turn ends, or -1
     std::uint64_t socket_gen_ = 0; ///< bumped when the socket is watched anew: stale waits end
     bool read_armed_ = false;
     bool write_armed_ = false;

@@ -12,6 +12,8 @@
 #include <asio/post.hpp>
 
 #include <cerrno>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <zookeeper/zookeeper.h>
 
@@ -30,6 +32,12 @@ bool more_to_read(int fd) {
     if (n >= 0) return true;
     return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != EBADF &&
            errno != ENOTSOCK;
+}
+
+/// TCP_CORK on or off (best effort: a failure only costs the segments it would have saved).
+void cork(int fd, bool on) {
+    const int v = on ? 1 : 0;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &v, sizeof v);
 }
 
 /// Connected, or between the TCP connect and the server's answer to the session handshake:
@@ -86,7 +94,24 @@ void session::close() noexcept {
     zookeeper_close(zh);
 }
 
+void session::cork_this_turn() {
+    if (corked_fd_ >= 0 || socket_fd_ < 0) return;
+    corked_fd_ = socket_fd_;
+    cork(corked_fd_, true);
+    asio::post(ex_, [w = weak_from_this()] {
+        if (auto s = w.lock()) s->uncork();
+    });
+}
+
+void session::uncork() noexcept {
+    if (corked_fd_ < 0) return;
+    cork(corked_fd_, false); // sends what the turn wrote
+    corked_fd_ = -1;
+}
+
 void session::drop_socket() noexcept {
+    // Closed by the C client (its number may be another descriptor's by now): left alone.
+    corked_fd_ = -1;
     ++socket_gen_;
     read_armed_ = false;
     write_armed_ = false;
