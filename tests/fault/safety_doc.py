@@ -302,6 +302,7 @@ COVERAGE = [
      "`security.a_cluster_client_works_as_the_least_privileged_user` (the same behind Sentinel "
      "and on all three masters of a Cluster, with an ASK during a migration), "
      "`security.a_handover_the_acl_denies_writes_nothing`, "
+     "`security.the_eviction_policy_check_is_optional_for_the_least_privileged_user`, "
      "`security.a_cluster_user_without_asking_is_permission_denied_during_a_migration`",
      "the whole suite does not run as that user"),
     ("S5", "script allowlist", "`lock.every_script_is_named_by_the_sha1_redis_computes` "

@@ -2,6 +2,7 @@
 // server receives is one of the library's constant scripts, for random and hostile lock names,
 // recorded with MONITOR) and S4 (every lock kind works as a restricted ACL user and leaves the
 // ACL LOG empty).
+#include "log_collector.hpp"
 #include "redis/locks/lock_test_util.hpp"
 #include "redis/locks/names.hpp"
 #include "redis/locks/protocol.hpp"
@@ -385,6 +386,39 @@ TEST(security, every_lock_kind_works_as_the_least_privileged_user) {
     s.cli({"SCRIPT", "FLUSH"});
     exercise(holder, waiter, "after-flush", s);
     EXPECT_EQ(s.cli({"ACL", "LOG"}), "");
+}
+
+// The optional +config|get: with a log sink the client asks CONFIG GET maxmemory-policy once.
+// Without it the restricted user still locks, the check is one info line and ACL LOG's only
+// entry; with it the policy is read (allkeys-lru: a warning) and ACL LOG stays empty.
+TEST(security, the_eviction_policy_check_is_optional_for_the_least_privileged_user) {
+    DLOCK_SKIP_WITHOUT_REDIS();
+    for (const bool config : {false, true}) {
+        SCOPED_TRACE(config ? "with +config|get" : "without +config|get");
+        redis_server s(
+            server_options{.acl_lines = {std::string(locker_acl) + (config ? " +config|get" : "")},
+                           .extra_config = {"maxmemory-policy allkeys-lru"}});
+        dlock::test::collecting_sink log;
+        auto o =
+            dlock::test::fast_options("redis://locker:pw@127.0.0.1:" + std::to_string(s.port()));
+        o.log.sink = log.sink();
+        dlock::client c(o);
+        auto l = c.acquire("checked", {.wait = 1s});
+        EXPECT_TRUE(l) << c.last_error_detail();
+        if (config) {
+            EXPECT_TRUE(
+                eventually([&] { return log.has("warning", "maxmemory-policy=allkeys-lru"); }, 2s))
+                << log.all();
+            EXPECT_EQ(s.cli({"ACL", "LOG"}), "");
+        } else {
+            EXPECT_TRUE(eventually(
+                [&] { return log.has("info", "could not check the server's maxmemory-policy"); },
+                2s))
+                << log.all();
+            const auto denied = s.cli({"ACL", "LOG"});
+            EXPECT_NE(denied.find("config|get"), std::string::npos) << denied;
+        }
+    }
 }
 
 // S4 behind Sentinel: the README's user with +role (a master's connection checks ROLE in its
