@@ -203,8 +203,8 @@ private:
     void watch_socket(int fd);
     void drop_socket() noexcept;
     /// Before a request: the C client sends each one as two send() calls (its 4-byte length,
-    /// then its body) on a TCP_NODELAY socket, two segments that the server reads and wakes
-    /// for one by one. The socket stays corked (TCP_CORK) until the I/O thread's current turn
+    /// then its body) on a TCP_NODELAY socket, so two segments (across a network, two packets)
+    /// per request. The socket stays corked (TCP_CORK) until the I/O thread's current turn
     /// ends (a posted uncork()), so all the requests of a turn (a create and its listing, say)
     /// leave as one segment.
     void cork_this_turn();

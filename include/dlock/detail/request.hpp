@@ -26,8 +26,8 @@ public:
     /// Cluster redirections (MOVED / ASK / CLUSTERDOWN retries) this request has followed since
     /// it was submitted; the router bounds them. Reset by net::connection::submit().
     std::uint8_t redirects = 0;
-    /// Cluster: the ASKING sent ahead of this request (an ASK redirection) was answered with an
-    /// error (an ACL without +asking): the router completes the request with permission_denied
+    /// Cluster: the ASKING sent ahead of this request (an ASK redirection) was answered NOPERM
+    /// (an ACL without +asking): the router completes the request with permission_denied
     /// instead of following the MOVED the target then answers.
     bool asking_refused = false;
 

@@ -25,10 +25,12 @@ struct owned_request final : request {
     std::vector<std::string> words;
     std::vector<std::string_view> views;
     /// ASKING: the request it goes ahead of (behind it on the same connection, so still in
-    /// flight when this reply comes), told when the server refuses it.
+    /// flight when this reply comes), told when the ACL refuses it (NOPERM; any other error
+    /// leaves the request to the redirections as before).
     request* serves;
     void complete(std::error_code ec, resp3::value&& v) override {
-        if (!ec && v.is_error() && serves) serves->asking_refused = true;
+        if (!ec && v.is_error() && v.str.starts_with("NOPERM") && serves)
+            serves->asking_refused = true;
         delete this;
     }
 };
