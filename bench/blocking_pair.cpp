@@ -2,11 +2,16 @@
 // after the other, on one blocking TCP socket (TCP_NODELAY, one send() and one blocking recv()
 // per command, no library, no threads), repeated for S seconds: the pair's p50 and mean.
 //
-//   blocking_pair PORT SECONDS [--churn] CMD1 ARGS... -- CMD2 ARGS...
+//   blocking_pair PORT SECONDS [--churn] CMD1 ARGS... -- CMD2 ARGS... [-- CMD3 ARGS...]...
+//
+// `++` in place of `--` sends the next command in the same write as the one before it (one round
+// trip for both, each reply read).
 //
 // `blocking_pair 7395 3 PING -- PING` is two PING round trips as a blocking client sees them;
 // with a lock's own acquire and release (same key and token every time) it is that kind's
-// floor, on its owner path. Prints one JSON object.
+// floor, on its owner path. With more than two commands, the "pair" is one pass over all of them
+// in order (scenario C's floor: a critical section's own requests, bench/run_side_by_side.sh).
+// Prints one JSON object.
 //
 // --churn: before each wait, an epoll_ctl ADD and DEL of a duplicate descriptor (nothing else
 // changes). On this project's VM that alone makes a round trip ~15% faster, as the epoll_ctl
@@ -99,10 +104,13 @@ public:
             if (fd >= 0) ::close(fd);
     }
 
-    /// Sends one encoded command and waits for its whole reply; false on an error reply.
-    bool round_trip(const std::string& cmd) {
+    /// Sends `replies` encoded commands in one write and waits for all their replies; false on an
+    /// error reply.
+    bool round_trip(const std::string& cmd, std::size_t replies) {
         if (::send(fd_, cmd.data(), cmd.size(), 0) != static_cast<ssize_t>(cmd.size())) die("send");
         in_.clear();
+        bool ok = true;
+        std::size_t pos = 0;
         for (;;) {
             if (churn_) {
                 epoll_event e{EPOLLIN, {}};
@@ -113,9 +121,15 @@ public:
             const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
             if (n <= 0) die("recv");
             in_.append(buf, static_cast<std::size_t>(n));
-            const auto end = value_end(in_, 0);
-            if (end == in_.size()) return in_[0] != '-';
-            if (end != std::string_view::npos) die("more than one reply");
+            for (auto end = value_end(in_, pos); end != std::string_view::npos;
+                 end = value_end(in_, pos)) {
+                ok &= in_[pos] != '-';
+                pos = end;
+                if (--replies == 0) {
+                    if (pos != in_.size()) die("more replies than commands");
+                    return ok;
+                }
+            }
         }
     }
 
@@ -131,7 +145,9 @@ private:
 
 int main(int argc, char** argv) {
     if (argc < 5) {
-        std::fprintf(stderr, "usage: blocking_pair PORT SECONDS [--churn] CMD1... -- CMD2...\n");
+        std::fprintf(
+            stderr,
+            "usage: blocking_pair PORT SECONDS [--churn] CMD1... -- CMD2... [--|++ CMD3...]...\n");
         return 64;
     }
     const int port = std::atoi(argv[1]);
@@ -139,18 +155,34 @@ int main(int argc, char** argv) {
     int i = 3;
     const bool churn = std::string_view(argv[i]) == "--churn";
     if (churn) ++i;
-    std::vector<std::string> first;
-    std::vector<std::string> second;
-    for (auto* cur = &first; i < argc; ++i) {
-        if (std::string_view(argv[i]) == "--" && cur == &first) {
-            cur = &second;
-            continue;
+    // Each step: its commands' encoding, sent in one write, and how many replies it waits for.
+    std::vector<std::pair<std::string, std::size_t>> steps;
+    std::vector<std::string> cur;
+    bool pipelined = false;
+    const auto end_command = [&] {
+        if (cur.empty()) return false;
+        if (pipelined && !steps.empty()) {
+            steps.back().first += encode(cur);
+            ++steps.back().second;
+        } else {
+            steps.emplace_back(encode(cur), 1);
         }
-        cur->emplace_back(argv[i]);
+        cur.clear();
+        return true;
+    };
+    for (; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--" || a == "++") {
+            if (!end_command()) return 64;
+            pipelined = a == "++";
+        } else {
+            cur.emplace_back(a);
+        }
     }
-    if (first.empty() || second.empty()) return 64;
-    const std::string c1 = encode(first);
-    const std::string c2 = encode(second);
+    if (!end_command() || steps.size() < 2) return 64;
+    std::size_t commands = 0;
+    for (const auto& s : steps)
+        commands += s.second;
 
     plain_client client(port, churn);
     std::vector<double> pairs;
@@ -159,8 +191,8 @@ int main(int argc, char** argv) {
     const auto start = clock_type::now();
     const auto stop = start + std::chrono::duration<double>(seconds);
     for (auto t = start; t < stop;) {
-        errors |= !client.round_trip(c1);
-        errors |= !client.round_trip(c2);
+        for (const auto& [cmd, replies] : steps)
+            errors |= !client.round_trip(cmd, replies);
         const auto done = clock_type::now();
         pairs.push_back(std::chrono::duration<double, std::micro>(done - t).count());
         t = done;
@@ -172,9 +204,11 @@ int main(int argc, char** argv) {
                               static_cast<std::size_t>(q * static_cast<double>(pairs.size())))];
     };
     std::printf("{\"pairs\":%zu,\"seconds\":%.2f,\"pairs_per_s\":%.1f,\"pair_mean_us\":%.1f,"
-                "\"pair_p50_us\":%.1f,\"pair_p99_us\":%.1f,\"churn\":%s,\"error_replies\":%s}\n",
+                "\"pair_p50_us\":%.1f,\"pair_p99_us\":%.1f,\"commands_per_pair\":%zu,\"round_trips_"
+                "per_pair\":%zu,\"churn\":%s,"
+                "\"error_replies\":%s}\n",
                 pairs.size(), elapsed, static_cast<double>(pairs.size()) / elapsed,
-                1e6 * elapsed / static_cast<double>(pairs.size()), at(0.50), at(0.99),
-                churn ? "true" : "false", errors ? "true" : "false");
+                1e6 * elapsed / static_cast<double>(pairs.size()), at(0.50), at(0.99), commands,
+                steps.size(), churn ? "true" : "false", errors ? "true" : "false");
     return errors ? 1 : 0;
 }

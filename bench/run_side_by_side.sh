@@ -123,6 +123,47 @@ bp_kind() { # bp_kind ROW KIND: the kind's own acquire and release on a plain bl
   esac
 }
 for kind in simple lock fair write; do bp_kind "bp_$kind" $kind; done
+# Scenario C's floor with one client: a critical section's own requests on a plain blocking socket
+# (bench/blocking_pair), what lock_bench C sends per section with the local hand-over: GET and SET
+# of the counter, then the kind's hand-over script from the holder to the waiter; the fair lock's
+# waiter also queues again, pipelined with the hand-over (dlock sends it while the next holder
+# works). Two sections per pass, the lock going from owner 1 to owner 2 and back; the hand-overs
+# skip the NUMSUB check (dlock sends it on some), so the floor is a little cheaper than dlock's.
+SH=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/simple/handover.lua)")
+LH=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/reentrant/handover.lua)")
+FH=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/fair/handover.lua)")
+WH=$(redis-cli -p $port SCRIPT LOAD "$(cat src/redis/locks/rwlock/write_handover.lua)")
+bp_section() { # bp_section ROW KIND
+  local name=$1 n=C:section-$2 c=C:section-counter from to; local -a keys step
+  redis-cli -p $port DEL $n "$(field $2 $n fencing)" >/dev/null
+  case $2 in
+    simple) keys=($n "$(field simple $n channel)"); redis-cli -p $port SET $n owner:1 >/dev/null ;;
+    lock) keys=($n "$(field lock $n channel)" "$(field lock $n fencing)")
+      redis-cli -p $port HSET $n owner:1 1 >/dev/null ;;
+    fair) keys=($n "$(field fair $n queue)" "$(field fair $n timeouts)" "$(field fair $n channel)"
+        "$(field fair $n fencing)")
+      redis-cli -p $port DEL "${keys[1]}" "${keys[2]}" >/dev/null
+      redis-cli -p $port HSET $n owner:1 1 >/dev/null
+      redis-cli -p $port EVALSHA "$FACQ" 4 $n "${keys[1]}" "${keys[2]}" "${keys[4]}" 30000 owner:2 \
+        5000 1 >/dev/null ;;
+    write) keys=($n "$(field write $n channel)" "$(field write $n fencing)" "$(field write $n intent)")
+      redis-cli -p $port HSET $n mode write owner:1:write 1 >/dev/null ;;
+  esac
+  local -a args=()
+  for from in 1 2; do
+    to=$((3 - from))
+    case $2 in
+      simple) step=(EVALSHA "$SH" 2 "${keys[@]}" owner:$from owner:$to 30000 PUBLISH "") ;;
+      lock) step=(EVALSHA "$LH" 3 "${keys[@]}" 0 owner:$from PUBLISH "" owner:$to 30000) ;;
+      fair) step=(EVALSHA "$FH" 5 "${keys[@]}" owner:$from PUBLISH owner:$to 30000 ++
+        EVALSHA "$FACQ" 4 $n "${keys[1]}" "${keys[2]}" "${keys[4]}" 30000 owner:$from 5000 1) ;;
+      write) step=(EVALSHA "$WH" 4 "${keys[@]}" 1 owner:$from PUBLISH "" owner:$to 30000) ;;
+    esac
+    args+=(GET $c -- SET $c $from -- "${step[@]}")
+    [ $from = 2 ] || args+=(--)
+  done
+  run "$name" $C0 $BP $port 2 "${args[@]}"
+}
 run bp_ping_churn $C0 $BP $port 3 --churn PING -- PING
 redis-cli -p $port FLUSHALL >/dev/null
 
@@ -168,6 +209,20 @@ for r in $(seq 1 "$AROUNDS"); do
   for kind in simple lock fair write; do
     bp_kind "A_rounds/bp_${kind}_$r" $kind
     run "A_rounds/A_${kind}_$r" $C0 $LB $URL A --kind $kind --seconds 3
+  done
+  redis-cli -p $port FLUSHALL >/dev/null
+done
+
+# C's verdict with one client against its floor: each kind's critical section on a plain socket
+# (bp_section, two sections per pass) and dlock's C, alternated CROUNDS times (default 5, 1 with
+# --quick); the summary judges the median of the per-round ratios ($OUT/C_rounds).
+echo "== C rounds: each kind's critical section on a plain socket and dlock's C, alternated =="
+CROUNDS=${CROUNDS:-$([ -n "$QUICK" ] && echo 1 || echo 5)}
+mkdir -p "$OUT/C_rounds"
+for r in $(seq 1 "$CROUNDS"); do
+  for kind in simple lock fair write; do
+    bp_section "C_rounds/bp_section_${kind}_$r" $kind
+    run "C_rounds/C_${kind}_$r" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000
   done
   redis-cli -p $port FLUSHALL >/dev/null
 done
