@@ -144,7 +144,7 @@ bp_section() { # bp_section ROW KIND
         "$(field fair $n fencing)")
       redis-cli -p $port DEL "${keys[1]}" "${keys[2]}" >/dev/null
       redis-cli -p $port HSET $n owner:1 1 >/dev/null
-      redis-cli -p $port EVALSHA "$FACQ" 4 $n "${keys[1]}" "${keys[2]}" "${keys[4]}" 30000 owner:2 \
+      redis-cli -p $port EVALSHA "$FACQ" 4 "$n" "${keys[1]}" "${keys[2]}" "${keys[4]}" 30000 owner:2 \
         5000 1 >/dev/null ;;
     write) keys=("$n" "$(field write $n channel)" "$(field write $n fencing)" "$(field write $n intent)")
       redis-cli -p $port HSET $n mode write owner:1:write 1 >/dev/null ;;
@@ -153,13 +153,13 @@ bp_section() { # bp_section ROW KIND
   for from in 1 2; do
     to=$((3 - from))
     case $2 in
-      simple) step=(EVALSHA "$SH" 2 "${keys[@]}" owner:$from owner:$to 30000 PUBLISH "") ;;
-      lock) step=(EVALSHA "$LH" 3 "${keys[@]}" 0 owner:$from PUBLISH "" owner:$to 30000) ;;
-      fair) step=(EVALSHA "$FH" 5 "${keys[@]}" owner:$from PUBLISH owner:$to 30000 ++
-        EVALSHA "$FACQ" 4 $n "${keys[1]}" "${keys[2]}" "${keys[4]}" 30000 owner:$from 5000 1) ;;
-      write) step=(EVALSHA "$WH" 4 "${keys[@]}" 1 owner:$from PUBLISH "" owner:$to 30000) ;;
+      simple) step=(EVALSHA "$SH" 2 "${keys[@]}" "owner:$from" "owner:$to" 30000 PUBLISH "") ;;
+      lock) step=(EVALSHA "$LH" 3 "${keys[@]}" 0 "owner:$from" PUBLISH "" "owner:$to" 30000) ;;
+      fair) step=(EVALSHA "$FH" 5 "${keys[@]}" "owner:$from" PUBLISH "owner:$to" 30000 ++
+        EVALSHA "$FACQ" 4 "$n" "${keys[1]}" "${keys[2]}" "${keys[4]}" 30000 "owner:$from" 5000 1) ;;
+      write) step=(EVALSHA "$WH" 4 "${keys[@]}" 1 "owner:$from" PUBLISH "" "owner:$to" 30000) ;;
     esac
-    args+=(GET $c -- SET $c $from -- "${step[@]}")
+    args+=(GET "$c" -- SET "$c" "$from" -- "${step[@]}")
     [ $from = 2 ] || args+=(--)
   done
   run "$name" $C0 $BP $port 2 "${args[@]}"
