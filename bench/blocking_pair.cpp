@@ -141,15 +141,16 @@ private:
     std::string in_;
 };
 
+int usage() {
+    std::fprintf(stderr, "usage: blocking_pair PORT SECONDS [--churn] CMD1... -- CMD2... "
+                         "[--|++ CMD3...]... (at least two round trips, no empty command)\n");
+    return 64;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 5) {
-        std::fprintf(
-            stderr,
-            "usage: blocking_pair PORT SECONDS [--churn] CMD1... -- CMD2... [--|++ CMD3...]...\n");
-        return 64;
-    }
+    if (argc < 5) return usage();
     const int port = std::atoi(argv[1]);
     const double seconds = std::atof(argv[2]);
     int i = 3;
@@ -173,13 +174,13 @@ int main(int argc, char** argv) {
     for (; i < argc; ++i) {
         const std::string_view a = argv[i];
         if (a == "--" || a == "++") {
-            if (!end_command()) return 64;
+            if (!end_command()) return usage();
             pipelined = a == "++";
         } else {
             cur.emplace_back(a);
         }
     }
-    if (!end_command() || steps.size() < 2) return 64;
+    if (!end_command() || steps.size() < 2) return usage();
     std::size_t commands = 0;
     for (const auto& s : steps)
         commands += s.second;
@@ -204,9 +205,8 @@ int main(int argc, char** argv) {
                               static_cast<std::size_t>(q * static_cast<double>(pairs.size())))];
     };
     std::printf("{\"pairs\":%zu,\"seconds\":%.2f,\"pairs_per_s\":%.1f,\"pair_mean_us\":%.1f,"
-                "\"pair_p50_us\":%.1f,\"pair_p99_us\":%.1f,\"commands_per_pair\":%zu,\"round_trips_"
-                "per_pair\":%zu,\"churn\":%s,"
-                "\"error_replies\":%s}\n",
+                "\"pair_p50_us\":%.1f,\"pair_p99_us\":%.1f,\"commands_per_pair\":%zu,"
+                "\"round_trips_per_pair\":%zu,\"churn\":%s,\"error_replies\":%s}\n",
                 pairs.size(), elapsed, static_cast<double>(pairs.size()) / elapsed,
                 1e6 * elapsed / static_cast<double>(pairs.size()), at(0.50), at(0.99), commands,
                 steps.size(), churn ? "true" : "false", errors ? "true" : "false");

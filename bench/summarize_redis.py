@@ -78,13 +78,13 @@ def loads(out):
 
 
 def commandstats(path):
-    """INFO commandstats: command -> (calls, usec_per_call)."""
+    """INFO commandstats: command -> usec_per_call."""
     res = {}
     try:
         for line in open(path):
-            m = re.match(r"^cmdstat_([^:]+):calls=(\d+),usec=\d+,usec_per_call=([0-9.]+)", line)
+            m = re.match(r"^cmdstat_([^:]+):.*usec_per_call=([0-9.]+)", line)
             if m:
-                res[m.group(1)] = (int(m.group(2)), float(m.group(3)))
+                res[m.group(1)] = float(m.group(2))
     except OSError:
         pass
     return res
@@ -93,8 +93,8 @@ def commandstats(path):
 # B's requests per pair, as commandstats names them: every kind's acquire and release are
 # scripts, except the simple lock's acquire, a plain SET NX PX. A script's time includes the
 # commands it calls.
-B_REQUESTS = {"simple": {"set": 1, "evalsha": 1}}
-B_SCRIPTS = {"evalsha": 2}
+B_REQUESTS = {"simple": {"set": 1, "evalsha": 1}, "lock": {"evalsha": 2},
+              "fair": {"evalsha": 2}, "write": {"evalsha": 2}}
 
 
 def rounds_text(n):
@@ -122,6 +122,11 @@ def a_rounds(out, kind):
     return res
 
 
+def worker_share(c):
+    """C: the slowest worker's critical sections as a share of its fair share."""
+    return c.get("per_worker_min", 0) / (c["ops"] / C_WORKERS) if c.get("ops") else None
+
+
 def c_rounds(out, kind):
     """[(dlock C ops/s, the floor's sections/s, exact and fair)] per round of $OUT/C_rounds
     (run_side_by_side.sh: bp_section, two critical sections per pass, and lock_bench C
@@ -133,9 +138,8 @@ def c_rounds(out, kind):
         if not fl and not c:
             break
         if fl and c and fl.get("pairs_per_s") and not fl.get("error_replies") and c.get("ops"):
-            share = c.get("per_worker_min", 0) / (c["ops"] / C_WORKERS)
             res.append((c["ops_per_s"], 2 * fl["pairs_per_s"],
-                        bool(c.get("counter_exact")) and share >= 0.5))
+                        bool(c.get("counter_exact")) and worker_share(c) >= 0.5))
     return res
 
 
@@ -196,10 +200,10 @@ def main():
     def b_exec_us(kind):
         """The server's time inside B's requests per pair (commandstats of B_<kind>_async)."""
         st = commandstats(os.path.join(out, f"B_{kind}_async_commandstats.txt"))
-        req = B_REQUESTS.get(kind, B_SCRIPTS)
+        req = B_REQUESTS[kind]
         if not all(c in st for c in req):
             return None
-        return sum(n * st[c][1] for c, n in req.items())
+        return sum(n * st[c] for c, n in req.items())
 
     # A: the pair against two PING round trips measured right before it.
     for k in KINDS:
@@ -292,7 +296,7 @@ def main():
             if not c or not pc:
                 continue
             r = c["ops_per_s"] / pc
-            share = c.get("per_worker_min", 0) / (c.get("ops", 0) / C_WORKERS) if c.get("ops") else None
+            share = worker_share(c)
             ok = r >= 2.5 and c.get("counter_exact") and share is not None and share >= 0.5
             rows.append(("C >= 2.5 x best peer, exact, fair", f"C {k} ({note})",
                          f"{f(c['ops_per_s'])} ops/s, exact {'yes' if c.get('counter_exact') else 'NO'}, "
